@@ -1,0 +1,59 @@
+// Frame kinds and unknown-frame reasons shared by the symbolizer, the capture
+// store and every report. Values are stored in captures: never renumber.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+namespace arcprof {
+
+enum class FrameKind : uint8_t {
+  kKernel = 0,
+  kNative = 1,
+  kJit = 2,
+  kInterpreted = 3,
+  kUnknown = 4,
+};
+
+// Why an address could not be named (blazesym's model). kNone for named frames.
+enum class UnknownReason : uint8_t {
+  kNone = 0,
+  kUnmapped = 1,      // no mapping covered the address at the sample's time
+  kNoSymbols = 2,     // the file has no symbol covering the address
+  kStripped = 3,      // the file has no .symtab and no debug file was found
+  kJitNoMap = 4,      // anonymous executable memory and no perf map / jitdump entry
+  kFileUnavailable = 5,  // the mapped file could not be opened (gone, no access)
+  kNoProcess = 6,     // the process was never seen (no /proc snapshot, no events)
+  kKernelUnknown = 7, // kernel address outside kallsyms
+  kTruncated = 8,     // a marker frame: the stack walk stopped early
+};
+
+inline constexpr int kUnknownReasonCount = 9;
+
+constexpr std::string_view FrameKindName(FrameKind k) {
+  switch (k) {
+    case FrameKind::kKernel: return "kernel";
+    case FrameKind::kNative: return "native";
+    case FrameKind::kJit: return "jit";
+    case FrameKind::kInterpreted: return "interpreted";
+    case FrameKind::kUnknown: return "unknown";
+  }
+  return "unknown";
+}
+
+constexpr std::string_view UnknownReasonName(UnknownReason r) {
+  switch (r) {
+    case UnknownReason::kNone: return "none";
+    case UnknownReason::kUnmapped: return "unmapped";
+    case UnknownReason::kNoSymbols: return "no symbols";
+    case UnknownReason::kStripped: return "stripped";
+    case UnknownReason::kJitNoMap: return "anonymous/JIT without a map";
+    case UnknownReason::kFileUnavailable: return "file unavailable";
+    case UnknownReason::kNoProcess: return "process not seen";
+    case UnknownReason::kKernelUnknown: return "kernel address not in kallsyms";
+    case UnknownReason::kTruncated: return "stack truncated";
+  }
+  return "unknown";
+}
+
+}  // namespace arcprof

@@ -1,0 +1,116 @@
+// The in-memory profile: the arcflow model for sampled stacks. A profile is a
+// frame table, a thread table and one call tree per thread; a node holds the
+// occurrences n and the resource consumed in the node itself (base). Captures
+// on disk are exactly this (see docs/capture-format.md).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "common/frame.h"
+
+namespace arcprof {
+
+struct FrameRecord {
+  std::string module;   // path or pseudo name ("vmlinux", "[vdso]", "JITCODE", module name)
+  std::string symbol;   // demangled name, or "" when unknown
+  uint64_t address = 0; // symbol start (module-relative for native, absolute for kernel/JIT)
+  FrameKind kind = FrameKind::kUnknown;
+  UnknownReason reason = UnknownReason::kNone;
+  bool inlined = false;
+
+  bool operator==(const FrameRecord&) const = default;
+};
+
+struct FrameRecordHash {
+  size_t operator()(const FrameRecord& f) const;
+};
+
+class FrameTable {
+ public:
+  // Returns the id of an equal frame, adding it when new. Ids are dense from 0.
+  uint32_t Intern(const FrameRecord& frame);
+  const FrameRecord& at(uint32_t id) const { return frames_[id]; }
+  size_t size() const { return frames_.size(); }
+  const std::vector<FrameRecord>& all() const { return frames_; }
+
+ private:
+  std::vector<FrameRecord> frames_;
+  std::unordered_map<FrameRecord, uint32_t, FrameRecordHash> index_;
+};
+
+struct ThreadRecord {
+  uint32_t pid = 0;
+  uint32_t tid = 0;
+  std::string comm;          // thread name (15 chars from the kernel, or a runtime's thread name)
+  std::string process_comm;  // the process (thread group leader) name
+  std::string cmdline;       // process command line, arguments separated by spaces
+};
+
+// One thread's call tree. Node 0 is the thread itself (frame kNoFrame).
+class CallTree {
+ public:
+  static constexpr uint32_t kNoFrame = 0xffffffffu;
+  struct Node {
+    uint32_t parent = 0;
+    uint32_t frame = kNoFrame;
+    uint64_t n = 0;     // occurrences ending in this node (samples or calls)
+    uint64_t base = 0;  // resource consumed in the node itself
+  };
+
+  CallTree();
+  // Finds or creates the child of `parent` for `frame`.
+  uint32_t Child(uint32_t parent, uint32_t frame);
+  // Adds a stack given root first; the leaf node gets n += count and base += resource.
+  void AddStack(std::span<const uint32_t> frames_root_first, uint64_t count, uint64_t resource);
+  void AddStack(std::span<const uint32_t> frames_root_first, uint64_t count) {
+    AddStack(frames_root_first, count, count);
+  }
+  const std::vector<Node>& nodes() const { return nodes_; }
+  std::vector<Node>& mutable_nodes() { return nodes_; }
+  uint64_t total_base() const;
+
+ private:
+  std::vector<Node> nodes_;
+  std::unordered_map<uint64_t, uint32_t> child_index_;  // (parent << 32 | frame) -> node
+};
+
+struct CaptureMeta {
+  std::string host;
+  std::string kernel;
+  uint64_t start_monotonic_ns = 0;
+  uint64_t end_monotonic_ns = 0;
+  uint64_t start_unix_ns = 0;
+  std::string event = "cpu-clock";
+  uint64_t frequency_hz = 999;
+  std::string command_line;  // the arcprof command line
+  std::string target;        // "system", "pids 12,13" or "command ./prog args"
+  std::string call_graph = "fp";
+  std::string arcprof_version;
+  int schema_version = 0;  // filled by the reader; the writer writes the current one
+  std::string unit = "samples";  // the unit of base/cum (arcflow binding)
+  std::string occurrences = "samples";  // the meaning of n
+  std::string consumers = "functions";
+};
+
+struct Profile {
+  CaptureMeta meta;
+  FrameTable frames;
+  std::vector<ThreadRecord> threads;
+  std::vector<CallTree> trees;  // parallel to threads
+  // Counters such as "lost_samples", "unknown_frames.<reason>", "truncated_stacks.<reason>".
+  std::map<std::string, int64_t> counters;
+
+  // Returns the index of the thread (pid, tid), adding it when new.
+  uint32_t ThreadIndex(uint32_t pid, uint32_t tid);
+  uint64_t total_samples() const;
+
+ private:
+  std::unordered_map<uint64_t, uint32_t> thread_index_;
+};
+
+}  // namespace arcprof

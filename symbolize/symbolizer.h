@@ -1,0 +1,91 @@
+// The symbolizer: a process/mapping timeline fed by process events (perf
+// side-band records or a /proc snapshot) and symbol sources (ELF files via
+// elfutils, kallsyms, the vDSO), answering "which function was at this address
+// in this process at this time". Every answer is a name or Unknown(reason).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/frame.h"
+
+namespace arcprof {
+
+struct SymbolizedFrame {
+  std::string_view module;  // stable for the Symbolizer's lifetime
+  std::string_view symbol;  // "" when unknown
+  uint64_t address = 0;     // symbol start: file virtual address for ELF, absolute for kernel
+  FrameKind kind = FrameKind::kUnknown;
+  UnknownReason reason = UnknownReason::kNone;
+};
+
+struct MappingEvent {
+  uint64_t start = 0;
+  uint64_t len = 0;
+  uint64_t pgoff = 0;
+  uint32_t prot = 0;       // PROT_* bits
+  uint32_t flags = 0;      // MAP_* bits
+  uint32_t maj = 0, min = 0;
+  uint64_t ino = 0;
+  std::string build_id;    // lowercase hex, "" when unknown
+  std::string path;        // as the kernel reports it ("//anon", "[vdso]", "/usr/lib/...")
+};
+
+struct ProcessInfo {
+  uint32_t pid = 0;
+  std::string comm;
+  std::string cmdline;
+  uint32_t uid = 0;
+};
+
+struct SymbolizerOptions {
+  std::string proc_root = "/proc";
+  std::string kallsyms_path = "/proc/kallsyms";
+  std::vector<std::string> debug_dirs = {"/usr/lib/debug"};
+};
+
+struct SymbolizerStats {
+  uint64_t elf_files_loaded = 0;
+  uint64_t lookups = 0;
+  uint64_t cache_hits = 0;
+};
+
+class Symbolizer {
+ public:
+  explicit Symbolizer(SymbolizerOptions options = {});
+  ~Symbolizer();
+  Symbolizer(const Symbolizer&) = delete;
+  Symbolizer& operator=(const Symbolizer&) = delete;
+
+  // Reads /proc/*/maps, comm, cmdline of every running process as of time t_ns.
+  void SnapshotAllProcesses(uint64_t t_ns);
+  void SnapshotProcess(uint32_t pid, uint64_t t_ns);
+
+  // Timeline events, in the CLOCK_MONOTONIC domain of the samples. Mapped files
+  // are opened at once through /proc/PID/map_files or /proc/PID/root while the
+  // process lives, so samples of short-lived processes still resolve later.
+  void OnMmap(uint32_t pid, uint64_t t_ns, const MappingEvent& mapping);
+  void OnExec(uint32_t pid, uint64_t t_ns, std::string_view comm);
+  void OnComm(uint32_t pid, uint32_t tid, uint64_t t_ns, std::string_view comm);
+  void OnFork(uint32_t parent_pid, uint32_t child_pid, uint64_t t_ns);
+  void OnExit(uint32_t pid, uint64_t t_ns);
+
+  // The process as last known (comm, command line, uid); nullptr when never seen.
+  const ProcessInfo* Process(uint32_t pid) const;
+  // The thread name last seen for tid (falls back to the process comm).
+  std::string_view ThreadName(uint32_t pid, uint32_t tid) const;
+
+  SymbolizedFrame ResolveUser(uint32_t pid, uint64_t addr, uint64_t t_ns);
+  SymbolizedFrame ResolveKernel(uint64_t addr);
+
+  const SymbolizerStats& stats() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace arcprof
