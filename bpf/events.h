@@ -1,0 +1,55 @@
+/* Records shared by the BPF programs and the C++ loader. Fixed-width types and
+ * fixed-size arrays only; sizes are checked on both sides. */
+#ifndef ARCPROF_BPF_EVENTS_H
+#define ARCPROF_BPF_EVENTS_H
+
+#ifdef __BPF__
+/* vmlinux.h provides __u8.. __u64 */
+#else
+#include <linux/types.h>
+#endif
+
+#define ARCPROF_MAX_STACK 127 /* frames per stack, like perf's default max */
+#define ARCPROF_COMM_LEN 16
+
+/* sample_event.flags */
+#define ARCPROF_SAMPLE_USER_MODE 0x1 /* the sampled IP was in user mode */
+#define ARCPROF_SAMPLE_KSTACK_ERR 0x2 /* bpf_get_stack failed for the kernel stack */
+#define ARCPROF_SAMPLE_USTACK_ERR 0x4 /* bpf_get_stack failed for the user stack */
+
+/* One sample. Variable size: the header is followed by kstack_len kernel
+ * frames (leaf first) then ustack_len user frames (leaf first). */
+struct sample_event {
+	__u64 timestamp_ns; /* CLOCK_MONOTONIC (bpf_ktime_get_ns) */
+	__u32 pid;          /* thread group id */
+	__u32 tid;
+	__u32 cpu;
+	__u16 flags;
+	__u8 kstack_len;
+	__u8 ustack_len;
+	char comm[ARCPROF_COMM_LEN];
+	/* followed by the __u64 frames */
+};
+
+#define ARCPROF_SAMPLE_HEADER_SIZE 40
+
+/* Indexes of the per-CPU counters map. */
+enum arcprof_counter {
+	ARCPROF_CTR_SAMPLES = 0,       /* samples seen by the program (after filtering) */
+	ARCPROF_CTR_LOST_RINGBUF = 1,  /* ring buffer full: record dropped */
+	ARCPROF_CTR_KSTACK_ERR = 2,
+	ARCPROF_CTR_USTACK_ERR = 3,
+	ARCPROF_CTR_FILTERED = 4,      /* samples of processes outside the pid filter */
+	ARCPROF_CTR_FOLLOWED_FORKS = 5, /* children added to the pid filter */
+	ARCPROF_CTR_COUNT = 8,
+};
+
+#ifdef __BPF__
+_Static_assert(sizeof(struct sample_event) == ARCPROF_SAMPLE_HEADER_SIZE, "sample_event header");
+#else
+#ifdef __cplusplus
+static_assert(sizeof(struct sample_event) == ARCPROF_SAMPLE_HEADER_SIZE, "sample_event header");
+#endif
+#endif
+
+#endif /* ARCPROF_BPF_EVENTS_H */

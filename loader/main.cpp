@@ -1,0 +1,85 @@
+// The arcprof command line.
+#include <CLI/CLI.hpp>
+#include <spdlog/spdlog.h>
+
+#include <cstdio>
+#include <iostream>
+
+#include "loader/record.h"
+#include "reports/report_cli.h"
+
+#ifndef ARCPROF_VERSION
+#define ARCPROF_VERSION "0.0.0"
+#endif
+
+namespace {
+
+std::string JoinArgs(int argc, char** argv) {
+  std::string s;
+  for (int i = 0; i < argc; ++i) {
+    if (i) s += ' ';
+    s += argv[i];
+  }
+  return s;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"arcprof: system-wide CPU profiler (eBPF sampling, tprof and arcflow reports)",
+               "arcprof"};
+  app.set_version_flag("--version", ARCPROF_VERSION);
+  app.require_subcommand(1);
+  bool verbose = false;
+  app.add_flag("-v,--verbose", verbose, "Log what arcprof is doing");
+
+  arcprof::RecordOptions rec;
+  CLI::App* record = app.add_subcommand("record", "Sample CPUs and write a capture");
+  record->add_option("-d,--duration", rec.duration_s,
+                     "Seconds to record (default: until Ctrl-C or the command exits)")
+      ->check(CLI::NonNegativeNumber);
+  record->add_option("-p,--pid", rec.pids, "Only these processes and their children (PID,...)")
+      ->delimiter(',');
+  record->add_option("-F,--freq", rec.frequency_hz, "Samples per second per CPU")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 100000));
+  record->add_option("-e,--event", rec.event,
+                     "Sampling event: cpu-clock, task-clock, page-faults, context-switches, "
+                     "cycles, instructions, ...")
+      ->capture_default_str();
+  record->add_option("-o,--output", rec.output, "Capture file")->capture_default_str();
+  record->add_option("--buffer-mb", rec.buffer_mb, "Sample ring buffer size in MiB")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 4096));
+  record->add_option("--call-graph", rec.call_graph, "Stack unwinding: fp")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"fp", "dwarf", "hybrid"}));
+  record->add_flag("-q,--quiet", rec.quiet, "Print only errors and warnings");
+  record->add_option("command", rec.command, "Command to launch and profile (after --)");
+
+  arcprof::ReportCommands reports(app);
+
+  // -p and a command are mutually exclusive; CLI11 cannot express "option vs
+  // positional" on one subcommand via excludes(self), so check after parsing.
+  record->get_option("--pid")->excludes(record->get_option("command"));
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  spdlog::set_level(verbose ? spdlog::level::debug : spdlog::level::warn);
+  spdlog::set_pattern("arcprof: %v");
+
+  if (record->parsed()) {
+    rec.command_line = JoinArgs(argc, argv);
+    auto result = arcprof::RunRecord(rec);
+    if (!result) {
+      fprintf(stderr, "arcprof: %s\n", result.error().message.c_str());
+      return result.error().exit_code;
+    }
+    return *result;
+  }
+  if (auto code = reports.RunIfSelected(std::cout, std::cerr)) return *code;
+  return 1;
+}

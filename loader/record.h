@@ -1,0 +1,33 @@
+// `arcprof record`: one recording session from preflight checks to the capture file.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+
+namespace arcprof {
+
+struct RecordOptions {
+  double duration_s = 0;                  // 0: until Ctrl-C, or until the command exits
+  std::vector<uint32_t> pids;             // -p: only these processes (and their children)
+  std::vector<std::string> command;       // -- CMD ARGS
+  uint64_t frequency_hz = 999;
+  std::string event = "cpu-clock";
+  std::string output = "arcprof.db";
+  uint32_t buffer_mb = 16;
+  uint32_t drain_interval_ms = 100;
+  std::string call_graph = "fp";
+  std::string command_line;               // how arcprof was invoked, stored in the capture
+  bool quiet = false;
+};
+
+// Checks that this process may load BPF programs and open perf events, and
+// that the kernel has BTF. One-line errors that say what to do.
+Result<void> CheckRecordPreconditions();
+
+// Runs a recording and writes the capture. Returns the exit code to use.
+Result<int> RunRecord(const RecordOptions& options);
+
+}  // namespace arcprof

@@ -1,0 +1,61 @@
+// Turns raw samples into symbolized stacks folded into the profile's per-thread
+// call trees. Symbols are resolved as samples are drained, so the capture holds
+// names even for processes that exited long before the recording ended.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "common/frame.h"
+#include "reports/profile.h"
+#include "symbolize/symbolizer.h"
+
+namespace arcprof {
+
+class SampleProcessor {
+ public:
+  SampleProcessor(Symbolizer& symbolizer, Profile& profile);
+
+  // One ring buffer record: a sample_event header followed by its frames.
+  // Returns false for a malformed record (counted, not fatal).
+  bool Process(const void* data, size_t size);
+
+  // Fills thread names and command lines from what the symbolizer knows and
+  // stores the counters (samples, unknown frames by reason) in the profile.
+  void Finish();
+
+  uint64_t samples() const { return samples_; }
+  uint64_t malformed() const { return malformed_; }
+
+ private:
+  uint32_t InternFrame(const SymbolizedFrame& frame);
+
+  struct FrameKey {
+    const char* module;
+    const char* symbol;
+    uint64_t address;
+    uint16_t kind_reason;
+    bool operator==(const FrameKey&) const = default;
+  };
+  struct FrameKeyHash {
+    size_t operator()(const FrameKey& k) const;
+  };
+
+  Symbolizer& symbolizer_;
+  Profile& profile_;
+  std::unordered_map<FrameKey, uint32_t, FrameKeyHash> frame_ids_;
+  std::unordered_map<uint32_t, std::string> last_comm_;  // by thread index
+  std::vector<uint32_t> stack_;
+  std::array<uint64_t, kUnknownReasonCount> unknown_frames_{};
+  uint64_t samples_ = 0;
+  uint64_t frames_ = 0;
+  uint64_t malformed_ = 0;
+  uint64_t kernel_samples_ = 0;
+  uint64_t truncated_kernel_ = 0;
+  uint64_t truncated_user_ = 0;
+};
+
+}  // namespace arcprof

@@ -1,0 +1,170 @@
+#include "loader/sampler.h"
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "events.h"
+#include "sample.skel.h"
+
+namespace arcprof {
+
+void Sampler::SkeletonDeleter::operator()(::sample* s) const { sample__destroy(s); }
+void Sampler::LinkDeleter::operator()(bpf_link* l) const { bpf_link__destroy(l); }
+void Sampler::RingDeleter::operator()(ring_buffer* r) const { ring_buffer__free(r); }
+void Sampler::PerfBufferDeleter::operator()(perf_buffer* p) const { perf_buffer__free(p); }
+
+Sampler::~Sampler() {
+  // Detach before the buffers go away: links first, then the event fds.
+  links_.clear();
+  event_fds_.clear();
+}
+
+Result<std::unique_ptr<Sampler>> Sampler::Load(const SamplerOptions& options) {
+  std::unique_ptr<Sampler> s(new Sampler());
+  s->options_ = options;
+  s->skel_.reset(sample__open());
+  if (!s->skel_) {
+    return MakeError(std::string("cannot open the BPF object: ") + strerror(errno));
+  }
+  s->skel_->rodata->filter_pids = options.filter_pids ? 1 : 0;
+  s->skel_->rodata->self_pid = options.self_pid;
+
+  // The ring buffer size must be a power-of-two number of pages.
+  uint64_t bytes = static_cast<uint64_t>(options.buffer_mb) << 20;
+  uint64_t pow2 = static_cast<uint64_t>(getpagesize());
+  while (pow2 < bytes) pow2 <<= 1;
+  bpf_map__set_max_entries(s->skel_->maps.samples, static_cast<uint32_t>(pow2));
+  if (!options.filter_pids) {
+    bpf_program__set_autoload(s->skel_->progs.on_fork, false);
+  }
+
+  if (int err = sample__load(s->skel_.get()); err != 0) {
+    return MakeError("cannot load the BPF programs into the kernel: " +
+                     std::string(strerror(-err)) +
+                     " (needs root or CAP_BPF+CAP_PERFMON, and a kernel with BTF)");
+  }
+  return s;
+}
+
+Result<void> Sampler::AddTargetPid(uint32_t pid) {
+  uint8_t one = 1;
+  if (bpf_map__update_elem(skel_->maps.target_pids, &pid, sizeof(pid), &one, sizeof(one),
+                           BPF_ANY) != 0) {
+    return MakeError("cannot add pid " + std::to_string(pid) + " to the filter: " +
+                     strerror(errno));
+  }
+  return {};
+}
+
+Result<void> Sampler::OpenSideband(SidebandFn on_record) {
+  on_sideband_ = std::move(on_record);
+  auto cpus = OnlineCpus();
+  if (!cpus) return cpus.error();
+  perf_event_attr attr = SidebandAttr();
+  std::vector<int> keys = *cpus;
+  perf_buffer_raw_opts opts{};
+  opts.sz = sizeof(opts);
+  opts.cpu_cnt = static_cast<int>(cpus->size());
+  opts.cpus = cpus->data();
+  opts.map_keys = keys.data();
+  perf_buffer* pb = perf_buffer__new_raw(bpf_map__fd(skel_->maps.sideband), 64, &attr,
+                                         &Sampler::OnPerfRecord, this, &opts);
+  if (!pb) {
+    return MakeError(std::string("cannot open the side-band perf events: ") + strerror(errno));
+  }
+  sideband_.reset(pb);
+  return {};
+}
+
+Result<void> Sampler::Attach(SampleFn on_sample) {
+  on_sample_ = std::move(on_sample);
+  ring_buffer* rb = ring_buffer__new(bpf_map__fd(skel_->maps.samples),
+                                     &Sampler::OnRingbufRecord, this, nullptr);
+  if (!rb) return MakeError(std::string("cannot open the ring buffer: ") + strerror(errno));
+  ring_.reset(rb);
+
+  if (options_.filter_pids) {
+    bpf_link* link = bpf_program__attach(skel_->progs.on_fork);
+    if (!link) {
+      return MakeError(std::string("cannot attach to sched_process_fork: ") + strerror(errno));
+    }
+    links_.emplace_back(link);
+  }
+
+  auto cpus = OnlineCpus();
+  if (!cpus) return cpus.error();
+  for (int cpu : *cpus) {
+    auto fd = OpenSamplingEvent(options_.event, options_.frequency_hz, cpu);
+    if (!fd) return fd.error();
+    bpf_link* link = bpf_program__attach_perf_event(skel_->progs.on_sample, fd->get());
+    if (!link) {
+      return MakeError("cannot attach the sampler on cpu " + std::to_string(cpu) + ": " +
+                       strerror(errno));
+    }
+    links_.emplace_back(link);
+    event_fds_.push_back(std::move(*fd));
+  }
+  return {};
+}
+
+void Sampler::PollSideband(int timeout_ms) {
+  if (sideband_) {
+    perf_buffer__poll(sideband_.get(), timeout_ms);
+  } else if (timeout_ms > 0) {
+    usleep(static_cast<useconds_t>(timeout_ms) * 1000);
+  }
+}
+
+void Sampler::DrainSideband() {
+  if (sideband_) perf_buffer__consume(sideband_.get());
+}
+
+void Sampler::DrainSamples() {
+  if (ring_) ring_buffer__consume(ring_.get());
+}
+
+int Sampler::OnRingbufRecord(void* ctx, void* data, size_t size) {
+  auto* self = static_cast<Sampler*>(ctx);
+  self->on_sample_(data, size);
+  return 0;
+}
+
+enum bpf_perf_event_ret Sampler::OnPerfRecord(void* ctx, int cpu, perf_event_header* event) {
+  auto* self = static_cast<Sampler*>(ctx);
+  if (event->type == PERF_RECORD_LOST) {
+    uint64_t lost = 0;
+    memcpy(&lost, reinterpret_cast<const char*>(event) + sizeof(*event) + 8, sizeof(lost));
+    self->sideband_lost_ += lost;
+  } else if (self->on_sideband_) {
+    self->on_sideband_(event);
+  }
+  return LIBBPF_PERF_EVENT_CONT;
+}
+
+SamplerCounters Sampler::ReadCounters() const {
+  SamplerCounters out;
+  const int ncpu = libbpf_num_possible_cpus();
+  if (ncpu <= 0) return out;
+  std::vector<uint64_t> values(static_cast<size_t>(ncpu));
+  auto read = [&](uint32_t idx) -> uint64_t {
+    if (bpf_map__lookup_elem(skel_->maps.counters, &idx, sizeof(idx), values.data(),
+                             values.size() * sizeof(uint64_t), 0) != 0) {
+      return 0;
+    }
+    uint64_t sum = 0;
+    for (uint64_t v : values) sum += v;
+    return sum;
+  };
+  out.samples = read(ARCPROF_CTR_SAMPLES);
+  out.lost_ringbuf = read(ARCPROF_CTR_LOST_RINGBUF);
+  out.kstack_errors = read(ARCPROF_CTR_KSTACK_ERR);
+  out.ustack_errors = read(ARCPROF_CTR_USTACK_ERR);
+  out.followed_forks = read(ARCPROF_CTR_FOLLOWED_FORKS);
+  return out;
+}
+
+}  // namespace arcprof

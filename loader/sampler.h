@@ -1,0 +1,94 @@
+// The loaded BPF sampler: skeleton, per-CPU sampling events, the sample ring
+// buffer and the side-band perf buffer. Move-only; destroying it detaches
+// everything (links and perf fds are closed, nothing is pinned).
+#pragma once
+
+#include <linux/perf_event.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+#include "common/scoped_fd.h"
+#include "loader/perf_events.h"
+
+#include <bpf/libbpf.h>
+
+struct sample;
+
+namespace arcprof {
+
+struct SamplerOptions {
+  EventSpec event;
+  uint64_t frequency_hz = 999;
+  uint32_t buffer_mb = 16;
+  bool filter_pids = false;  // only processes in the target set (and their children)
+  uint32_t self_pid = 0;
+};
+
+struct SamplerCounters {
+  uint64_t samples = 0;
+  uint64_t lost_ringbuf = 0;
+  uint64_t kstack_errors = 0;
+  uint64_t ustack_errors = 0;
+  uint64_t followed_forks = 0;
+};
+
+class Sampler {
+ public:
+  // Raw ring buffer record (a sample_event header followed by frames).
+  using SampleFn = std::function<void(const void* data, size_t size)>;
+  // Raw side-band perf record.
+  using SidebandFn = std::function<void(const perf_event_header* header)>;
+
+  // Opens and loads the BPF object. Nothing is attached yet.
+  static Result<std::unique_ptr<Sampler>> Load(const SamplerOptions& options);
+  ~Sampler();
+
+  Result<void> AddTargetPid(uint32_t pid);
+  // Opens side-band events on every online CPU; records go to `on_record`.
+  Result<void> OpenSideband(SidebandFn on_record);
+  // Opens the sampling events on every online CPU and attaches the program.
+  Result<void> Attach(SampleFn on_sample);
+
+  // Waits up to timeout_ms for side-band records and handles those ready.
+  void PollSideband(int timeout_ms);
+  // Handles every pending side-band record / sample.
+  void DrainSideband();
+  void DrainSamples();
+  SamplerCounters ReadCounters() const;
+  uint64_t sideband_lost() const { return sideband_lost_; }
+
+ private:
+  Sampler() = default;
+  static int OnRingbufRecord(void* ctx, void* data, size_t size);
+  static enum bpf_perf_event_ret OnPerfRecord(void* ctx, int cpu, perf_event_header* event);
+
+  struct SkeletonDeleter {
+    void operator()(::sample* s) const;
+  };
+  struct LinkDeleter {
+    void operator()(bpf_link* l) const;
+  };
+  struct RingDeleter {
+    void operator()(ring_buffer* r) const;
+  };
+  struct PerfBufferDeleter {
+    void operator()(perf_buffer* p) const;
+  };
+
+  SamplerOptions options_;
+  std::unique_ptr<::sample, SkeletonDeleter> skel_;
+  std::vector<ScopedFd> event_fds_;
+  std::vector<std::unique_ptr<bpf_link, LinkDeleter>> links_;
+  std::unique_ptr<ring_buffer, RingDeleter> ring_;
+  std::unique_ptr<perf_buffer, PerfBufferDeleter> sideband_;
+  SampleFn on_sample_;
+  SidebandFn on_sideband_;
+  uint64_t sideband_lost_ = 0;
+};
+
+}  // namespace arcprof

@@ -1,0 +1,164 @@
+#include "loader/sideband.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace arcprof {
+namespace {
+
+// Bounds-checked reader over one record.
+class Cursor {
+ public:
+  Cursor(const uint8_t* data, size_t size) : data_(data), size_(size) {}
+  template <typename T>
+  bool Read(T* out) {
+    if (pos_ + sizeof(T) > size_) return false;
+    memcpy(out, data_ + pos_, sizeof(T));
+    pos_ += sizeof(T);
+    return true;
+  }
+  // A NUL-terminated string padded to 8 bytes, ending before `limit`.
+  bool ReadString(std::string* out, size_t limit) {
+    if (pos_ >= limit || limit > size_) return false;
+    const void* nul = memchr(data_ + pos_, '\0', limit - pos_);
+    if (!nul) return false;
+    const size_t len = static_cast<const uint8_t*>(nul) - (data_ + pos_);
+    out->assign(reinterpret_cast<const char*>(data_ + pos_), len);
+    pos_ = limit;
+    return true;
+  }
+  size_t pos() const { return pos_; }
+
+ private:
+  const uint8_t* data_;
+  size_t size_;
+  size_t pos_ = 0;
+};
+
+constexpr size_t kSampleIdSize = 16;  // u32 pid, u32 tid, u64 time
+
+std::string HexBuildId(const uint8_t* id, size_t n) {
+  static const char kHex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(n * 2);
+  for (size_t i = 0; i < n; ++i) {
+    out.push_back(kHex[id[i] >> 4]);
+    out.push_back(kHex[id[i] & 15]);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::optional<SidebandEvent> DecodeSidebandRecord(const void* record, size_t size) {
+  perf_event_header header;
+  if (size < sizeof(header) + kSampleIdSize) return std::nullopt;
+  memcpy(&header, record, sizeof(header));
+  if (header.size > size || header.size < sizeof(header) + kSampleIdSize) return std::nullopt;
+  const auto* bytes = static_cast<const uint8_t*>(record);
+  const size_t end = header.size - kSampleIdSize;  // where the sample_id starts
+  SidebandEvent ev;
+  {
+    uint32_t sid_pid, sid_tid;
+    memcpy(&sid_pid, bytes + end, 4);
+    memcpy(&sid_tid, bytes + end + 4, 4);
+    memcpy(&ev.time_ns, bytes + end + 8, 8);
+  }
+  Cursor c(bytes, end);
+  perf_event_header skip;
+  c.Read(&skip);
+
+  switch (header.type) {
+    case PERF_RECORD_MMAP2: {
+      uint32_t pid, tid;
+      uint64_t addr, len, pgoff;
+      if (!c.Read(&pid) || !c.Read(&tid) || !c.Read(&addr) || !c.Read(&len) || !c.Read(&pgoff))
+        return std::nullopt;
+      uint8_t id_block[24];  // maj, min, ino, ino_generation | build-id size + id
+      if (!c.Read(&id_block)) return std::nullopt;
+      uint32_t prot, flags;
+      if (!c.Read(&prot) || !c.Read(&flags)) return std::nullopt;
+      ev.kind = SidebandEvent::Kind::kMmap;
+      ev.pid = pid;
+      ev.tid = tid;
+      ev.mapping.start = addr;
+      ev.mapping.len = len;
+      ev.mapping.pgoff = pgoff;
+      ev.mapping.prot = prot;
+      ev.mapping.flags = flags;
+      if (header.misc & PERF_RECORD_MISC_MMAP_BUILD_ID) {
+        const size_t n = std::min<size_t>(id_block[0], 20);
+        ev.mapping.build_id = HexBuildId(id_block + 4, n);
+      } else {
+        memcpy(&ev.mapping.maj, id_block, 4);
+        memcpy(&ev.mapping.min, id_block + 4, 4);
+        memcpy(&ev.mapping.ino, id_block + 8, 8);
+      }
+      if (!c.ReadString(&ev.mapping.path, end)) return std::nullopt;
+      return ev;
+    }
+    case PERF_RECORD_COMM: {
+      uint32_t pid, tid;
+      if (!c.Read(&pid) || !c.Read(&tid)) return std::nullopt;
+      ev.kind = (header.misc & PERF_RECORD_MISC_COMM_EXEC) ? SidebandEvent::Kind::kExec
+                                                            : SidebandEvent::Kind::kComm;
+      ev.pid = pid;
+      ev.tid = tid;
+      if (!c.ReadString(&ev.comm, end)) return std::nullopt;
+      return ev;
+    }
+    case PERF_RECORD_FORK:
+    case PERF_RECORD_EXIT: {
+      uint32_t pid, ppid, tid, ptid;
+      uint64_t time;
+      if (!c.Read(&pid) || !c.Read(&ppid) || !c.Read(&tid) || !c.Read(&ptid) || !c.Read(&time))
+        return std::nullopt;
+      ev.pid = pid;
+      ev.tid = tid;
+      ev.parent_pid = ppid;
+      const bool is_thread = pid == ppid && pid != tid;
+      if (header.type == PERF_RECORD_FORK) {
+        ev.kind = is_thread ? SidebandEvent::Kind::kThreadStart : SidebandEvent::Kind::kFork;
+      } else {
+        ev.kind = pid == tid ? SidebandEvent::Kind::kExit : SidebandEvent::Kind::kThreadExit;
+      }
+      return ev;
+    }
+    default:
+      return std::nullopt;
+  }
+}
+
+void SidebandQueue::ApplyTo(Symbolizer& symbolizer) {
+  if (pending_.empty()) return;
+  std::stable_sort(pending_.begin(), pending_.end(),
+                   [](const SidebandEvent& a, const SidebandEvent& b) {
+                     return a.time_ns < b.time_ns;
+                   });
+  for (const SidebandEvent& ev : pending_) {
+    switch (ev.kind) {
+      case SidebandEvent::Kind::kMmap:
+        symbolizer.OnMmap(ev.pid, ev.time_ns, ev.mapping);
+        break;
+      case SidebandEvent::Kind::kExec:
+        symbolizer.OnExec(ev.pid, ev.time_ns, ev.comm);
+        break;
+      case SidebandEvent::Kind::kComm:
+        symbolizer.OnComm(ev.pid, ev.tid, ev.time_ns, ev.comm);
+        break;
+      case SidebandEvent::Kind::kFork:
+        symbolizer.OnFork(ev.parent_pid, ev.pid, ev.time_ns);
+        break;
+      case SidebandEvent::Kind::kExit:
+        symbolizer.OnExit(ev.pid, ev.time_ns);
+        break;
+      case SidebandEvent::Kind::kThreadStart:
+      case SidebandEvent::Kind::kThreadExit:
+        break;
+    }
+    ++applied_;
+  }
+  pending_.clear();
+}
+
+}  // namespace arcprof
