@@ -1,0 +1,547 @@
+// The three arcflow reports: xtree (the call tree), xarc (one stanza per
+// consumer with its parents and children) and xprof (flat), in text and JSON.
+#include <algorithm>
+#include <cmath>
+#include <iterator>
+#include <ostream>
+#include <unordered_map>
+#include <utility>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "reports/arcflow.h"
+
+namespace arcprof {
+namespace {
+
+constexpr uint32_t kNone = ArcflowModel::kNone;
+
+// Per node: whether no ancestor has the same consumer (only those outermost
+// occurrences add their cum to the consumer's cum), and the cum that flows
+// from the parent's consumer P into this node: the node's cum minus the
+// subtrees below it that re-enter P, which P's stanza counts already.
+struct RecursionInfo {
+  std::vector<uint8_t> outermost;
+  std::vector<uint64_t> edge_cum;
+  std::vector<uint8_t> present;  // per consumer: has at least one node
+};
+
+RecursionInfo AnalyzeRecursion(const ArcflowModel& model) {
+  const auto& nodes = model.nodes();
+  RecursionInfo info;
+  info.outermost.assign(nodes.size(), 0);
+  info.edge_cum.resize(nodes.size());
+  info.present.assign(model.consumers().size(), 0);
+  for (size_t i = 0; i < nodes.size(); ++i) info.edge_cum[i] = nodes[i].cum;
+
+  const std::vector<uint32_t> depth = model.Depths();
+  std::vector<uint32_t> nearest(model.consumers().size(), kNone);  // innermost node of each consumer on the path
+  std::vector<uint32_t> saved(nodes.size(), kNone);
+  std::vector<uint32_t> path;
+  std::vector<std::pair<uint32_t, bool>> stack{{ArcflowModel::kRootNode, false}};
+  while (!stack.empty()) {
+    auto [v, leaving] = stack.back();
+    stack.pop_back();
+    const uint32_t consumer = nodes[v].consumer;
+    if (leaving) {
+      nearest[consumer] = saved[v];
+      path.pop_back();
+      continue;
+    }
+    path.push_back(v);
+    if (v != ArcflowModel::kRootNode) {
+      info.present[consumer] = 1;
+      const uint32_t u = nearest[consumer];
+      saved[v] = u;
+      if (u == kNone) {
+        info.outermost[v] = 1;
+      } else {
+        // v re-enters the consumer of u: the child of u on the path carried
+        // v's cum into u's subtree, and u's stanza already counts it.
+        info.edge_cum[path[depth[u] + 1]] -= nodes[v].cum;
+      }
+      nearest[consumer] = v;
+    }
+    stack.emplace_back(v, true);
+    for (uint32_t c = nodes[v].first_child; c != kNone; c = nodes[c].next_sibling)
+      stack.emplace_back(c, false);
+  }
+  return info;
+}
+
+void AddTo(ArcflowLine& line, uint64_t n, uint64_t base, uint64_t cum) {
+  line.n += n;
+  line.base += base;
+  line.cum += cum;
+}
+
+uint64_t EdgeKey(uint32_t a, uint32_t b) { return static_cast<uint64_t>(a) << 32 | b; }
+
+std::string_view KindName(ConsumerKind kind) {
+  switch (kind) {
+    case ConsumerKind::kRoot: return "root";
+    case ConsumerKind::kThread: return "thread";
+    case ConsumerKind::kFunction: return "function";
+    case ConsumerKind::kPruned: return "pruned";
+  }
+  return "function";
+}
+
+}  // namespace
+
+std::vector<XarcStanza> ComputeXarc(const ArcflowModel& model) {
+  const auto& nodes = model.nodes();
+  const RecursionInfo info = AnalyzeRecursion(model);
+  std::vector<XarcStanza> by_consumer(model.consumers().size());
+  std::unordered_map<uint64_t, ArcflowLine> parent_edges;
+  std::unordered_map<uint64_t, ArcflowLine> child_edges;
+  parent_edges.reserve(nodes.size());
+  child_edges.reserve(nodes.size());
+  for (size_t v = 1; v < nodes.size(); ++v) {
+    const auto& node = nodes[v];
+    const uint64_t counted_cum = info.outermost[v] ? node.cum : 0;
+    AddTo(by_consumer[node.consumer].self, node.n, node.base, counted_cum);
+    const bool under_root = node.parent == ArcflowModel::kRootNode;
+    const uint32_t parent_consumer = under_root ? kNone : nodes[node.parent].consumer;
+    AddTo(parent_edges[EdgeKey(node.consumer, parent_consumer)], node.n, node.base, counted_cum);
+    if (!under_root) {
+      AddTo(child_edges[EdgeKey(parent_consumer, node.consumer)], node.n, node.base,
+            info.edge_cum[v]);
+    }
+  }
+  for (auto& [key, line] : parent_edges) {
+    line.consumer = static_cast<uint32_t>(key);
+    by_consumer[key >> 32].parents.push_back(line);
+  }
+  for (auto& [key, line] : child_edges) {
+    line.consumer = static_cast<uint32_t>(key);
+    by_consumer[key >> 32].children.push_back(line);
+  }
+
+  auto name_of = [&](uint32_t consumer) -> const std::string& {
+    static const std::string kRootName = "[root]";
+    return consumer == kNone ? kRootName : model.consumer(consumer).name;
+  };
+  auto by_cum = [&](const ArcflowLine& a, const ArcflowLine& b) {
+    if (a.cum != b.cum) return a.cum > b.cum;
+    if (a.base != b.base) return a.base > b.base;
+    if (a.n != b.n) return a.n > b.n;
+    return name_of(a.consumer) < name_of(b.consumer);
+  };
+  std::vector<XarcStanza> stanzas;
+  for (uint32_t c = 0; c < by_consumer.size(); ++c) {
+    if (!info.present[c]) continue;
+    XarcStanza& stanza = by_consumer[c];
+    stanza.self.consumer = c;
+    std::sort(stanza.parents.begin(), stanza.parents.end(), by_cum);
+    std::sort(stanza.children.begin(), stanza.children.end(), by_cum);
+    stanzas.push_back(std::move(stanza));
+  }
+  std::sort(stanzas.begin(), stanzas.end(),
+            [&](const XarcStanza& a, const XarcStanza& b) { return by_cum(a.self, b.self); });
+  return stanzas;
+}
+
+std::vector<ArcflowLine> ComputeXprof(const ArcflowModel& model, ArcflowSort sort) {
+  const auto& nodes = model.nodes();
+  const RecursionInfo info = AnalyzeRecursion(model);
+  std::vector<ArcflowLine> lines(model.consumers().size());
+  for (size_t v = 1; v < nodes.size(); ++v) {
+    AddTo(lines[nodes[v].consumer], nodes[v].n, nodes[v].base, info.outermost[v] ? nodes[v].cum : 0);
+  }
+  std::vector<ArcflowLine> out;
+  for (uint32_t c = 0; c < lines.size(); ++c) {
+    if (!info.present[c]) continue;
+    lines[c].consumer = c;
+    out.push_back(lines[c]);
+  }
+  std::sort(out.begin(), out.end(), [&](const ArcflowLine& a, const ArcflowLine& b) {
+    const uint64_t a1 = sort == ArcflowSort::kBase ? a.base : a.cum;
+    const uint64_t b1 = sort == ArcflowSort::kBase ? b.base : b.cum;
+    const uint64_t a2 = sort == ArcflowSort::kBase ? a.cum : a.base;
+    const uint64_t b2 = sort == ArcflowSort::kBase ? b.cum : b.base;
+    if (a1 != b1) return a1 > b1;
+    if (a2 != b2) return a2 > b2;
+    if (a.n != b.n) return a.n > b.n;
+    return model.consumer(a.consumer).name < model.consumer(b.consumer).name;
+  });
+  return out;
+}
+
+Result<ArcflowView> ParseArcflowView(std::string_view text) {
+  if (text == "xtree") return ArcflowView::kXtree;
+  if (text == "xarc") return ArcflowView::kXarc;
+  if (text == "xprof") return ArcflowView::kXprof;
+  return MakeError(fmt::format("unknown arcflow view '{}'; use xtree, xarc or xprof", text));
+}
+
+Result<ArcflowSort> ParseArcflowSort(std::string_view text) {
+  if (text == "base") return ArcflowSort::kBase;
+  if (text == "cum") return ArcflowSort::kCum;
+  return MakeError(fmt::format("unknown --sort '{}'; use base or cum", text));
+}
+
+Result<ArcflowUnits> ParseArcflowUnits(std::string_view text) {
+  if (text == "samples") return ArcflowUnits::kSamples;
+  if (text == "ms") return ArcflowUnits::kMs;
+  if (text == "pct") return ArcflowUnits::kPct;
+  return MakeError(fmt::format("unknown --units '{}'; use samples, ms or pct", text));
+}
+
+namespace {
+
+// Milliseconds per unit of the resource, from the unit binding.
+Result<double> MillisecondsPerUnit(const ArcflowModel& model) {
+  std::string_view unit = model.bindings.unit;
+  if (unit == "samples") {
+    if (model.frequency_hz == 0) {
+      return MakeError("--units ms needs the sampling frequency, and this input has none; use "
+                       "--units samples or pct");
+    }
+    return 1000.0 / static_cast<double>(model.frequency_hz);
+  }
+  // "cpu-ms", "wall-seconds": the prefix names the clock, the suffix the scale.
+  if (const size_t dash = unit.rfind('-'); dash != std::string_view::npos) unit = unit.substr(dash + 1);
+  if (unit == "ns" || unit == "nanoseconds") return 1e-6;
+  if (unit == "us" || unit == "microseconds") return 1e-3;
+  if (unit == "ms" || unit == "milliseconds") return 1.0;
+  if (unit == "s" || unit == "sec" || unit == "seconds") return 1000.0;
+  return MakeError(fmt::format("--units ms: the resource unit '{}' is neither samples nor a time; "
+                               "use --units samples or pct",
+                               model.bindings.unit));
+}
+
+std::string JsonString(std::string_view s) {
+  return nlohmann::json(std::string(s)).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+// Formats values in the chosen units into a buffer that is flushed to the
+// stream in large blocks: the reports can have millions of lines.
+class ReportWriter {
+ public:
+  ReportWriter(std::ostream& out, const ArcflowModel& model, ArcflowUnits units, double ms_per_unit)
+      : out_(out), model_(model), units_(units), ms_per_unit_(ms_per_unit),
+        total_(model.total()) {}
+  ~ReportWriter() { Flush(); }
+
+  template <typename... Args>
+  void Write(fmt::format_string<Args...> format, Args&&... args) {
+    fmt::format_to(std::back_inserter(buffer_), format, std::forward<Args>(args)...);
+    if (buffer_.size() > (1u << 16)) Flush();
+  }
+  void Flush() {
+    out_.write(buffer_.data(), static_cast<std::streamsize>(buffer_.size()));
+    buffer_.clear();
+  }
+
+  double Pct(uint64_t v) const {
+    return total_ == 0 ? 0.0 : static_cast<double>(v) * 100.0 / static_cast<double>(total_);
+  }
+  // One resource value in the chosen units, right-aligned in `width`.
+  void Value(uint64_t v, int width) {
+    switch (units_) {
+      case ArcflowUnits::kSamples: Write("{:>{}}", v, width); break;
+      case ArcflowUnits::kMs: Write("{:>{}.3f}", static_cast<double>(v) * ms_per_unit_, width); break;
+      case ArcflowUnits::kPct: Write("{:>{}.2f}%", Pct(v), width - 1); break;
+    }
+  }
+  // "n base base% cum cum%" (the absolute columns are left out with --units pct).
+  void Columns(uint64_t n, uint64_t base, uint64_t cum) {
+    Write("{:>12}", n);
+    if (units_ != ArcflowUnits::kPct) Value(base, 14);
+    Write("{:>9.2f}%", Pct(base));
+    if (units_ != ArcflowUnits::kPct) Value(cum, 14);
+    Write("{:>9.2f}%", Pct(cum));
+  }
+  void ColumnTitles() {
+    Write("{:>12}", "n");
+    if (units_ != ArcflowUnits::kPct) Write("{:>14}", "base");
+    Write("{:>10}", "base%");
+    if (units_ != ArcflowUnits::kPct) Write("{:>14}", "cum");
+    Write("{:>10}", "cum%");
+  }
+  // JSON members for one line: raw integers, percentages, and milliseconds
+  // when asked for.
+  void JsonValues(uint64_t n, uint64_t base, uint64_t cum) {
+    Write("\"n\":{},\"base\":{},\"cum\":{},\"base_pct\":{:.4f},\"cum_pct\":{:.4f}", n, base, cum,
+          Pct(base), Pct(cum));
+    if (units_ == ArcflowUnits::kMs) {
+      Write(",\"base_ms\":{:.6f},\"cum_ms\":{:.6f}", static_cast<double>(base) * ms_per_unit_,
+            static_cast<double>(cum) * ms_per_unit_);
+    }
+  }
+
+ private:
+  std::ostream& out_;
+  const ArcflowModel& model_;
+  ArcflowUnits units_;
+  double ms_per_unit_;
+  uint64_t total_;
+  fmt::memory_buffer buffer_;
+};
+
+struct ReportContext {
+  const ArcflowModel& model;
+  const ArcflowOptions& options;
+  uint64_t total_before_root;
+  double ms_per_unit;
+};
+
+std::string_view ViewName(ArcflowView view) {
+  switch (view) {
+    case ArcflowView::kXtree: return "xtree";
+    case ArcflowView::kXarc: return "xarc";
+    case ArcflowView::kXprof: return "xprof";
+  }
+  return "xtree";
+}
+
+std::string_view UnitsName(ArcflowUnits units) {
+  switch (units) {
+    case ArcflowUnits::kSamples: return "samples";
+    case ArcflowUnits::kMs: return "ms";
+    case ArcflowUnits::kPct: return "pct";
+  }
+  return "samples";
+}
+
+void TextHeader(ReportWriter& w, const ReportContext& ctx) {
+  const ArcflowModel& m = ctx.model;
+  w.Write("# arcflow {}: consumers={} unit={} occurrences={}\n", ViewName(ctx.options.view),
+          m.bindings.consumers, m.bindings.unit, m.bindings.occurrences);
+  w.Write("# total: {} {}", m.total(), m.bindings.unit);
+  if (ctx.options.units == ArcflowUnits::kMs) w.Write(" = {:.3f} ms", static_cast<double>(m.total()) * ctx.ms_per_unit);
+  w.Write("; shown in {}\n", ctx.options.units == ArcflowUnits::kSamples ? std::string_view(m.bindings.unit)
+                                                                          : UnitsName(ctx.options.units));
+  if (!ctx.options.root.empty()) {
+    const double share = ctx.total_before_root == 0
+                             ? 0.0
+                             : static_cast<double>(m.total()) * 100.0 / static_cast<double>(ctx.total_before_root);
+    w.Write("# root: {} ({} of {} {}, {:.2f}%); percentages are of the root's total\n", ctx.options.root,
+            m.total(), ctx.total_before_root, m.bindings.unit, share);
+  }
+  if (ctx.options.min_pct > 0) {
+    w.Write("# min: {}% of the total; what falls below is shown as [pruned]\n", ctx.options.min_pct);
+  }
+}
+
+void JsonHeader(ReportWriter& w, const ReportContext& ctx) {
+  const ArcflowModel& m = ctx.model;
+  w.Write("{{\"view\":\"{}\",\"bindings\":{{\"consumers\":{},\"unit\":{},\"occurrences\":{}}},"
+          "\"units\":\"{}\",\"total\":{}",
+          ViewName(ctx.options.view), JsonString(m.bindings.consumers), JsonString(m.bindings.unit),
+          JsonString(m.bindings.occurrences), UnitsName(ctx.options.units), m.total());
+  if (!ctx.options.root.empty()) {
+    w.Write(",\"root\":{},\"total_before_root\":{}", JsonString(ctx.options.root), ctx.total_before_root);
+  }
+  if (ctx.options.min_pct > 0) w.Write(",\"min_pct\":{}", ctx.options.min_pct);
+}
+
+// Children sorted by cum descending, then name: the order of every listing.
+std::vector<uint32_t> SortedChildren(const ArcflowModel& model, uint32_t v) {
+  std::vector<uint32_t> children;
+  for (uint32_t c = model.node(v).first_child; c != kNone; c = model.node(c).next_sibling)
+    children.push_back(c);
+  std::sort(children.begin(), children.end(), [&](uint32_t a, uint32_t b) {
+    const auto& na = model.node(a);
+    const auto& nb = model.node(b);
+    if (na.cum != nb.cum) return na.cum > nb.cum;
+    return model.name(a) < model.name(b);
+  });
+  return children;
+}
+
+void RenderXtree(ReportWriter& w, const ReportContext& ctx) {
+  const ArcflowModel& m = ctx.model;
+  const bool json = ctx.options.format == ArcflowFormat::kJson;
+  if (json) {
+    JsonHeader(w, ctx);
+    w.Write(",\"nodes\":[");
+  } else {
+    TextHeader(w, ctx);
+    w.Write("{:>5}{:>12}", "level", "n");
+    const bool pct = ctx.options.units == ArcflowUnits::kPct;
+    w.Write("{:>14}{:>14}  name\n", pct ? "base%" : "base", pct ? "cum%" : "cum");
+  }
+  // (node, level, row index of the parent); rows are numbered in output order.
+  struct Item {
+    uint32_t node;
+    uint32_t level;
+    int64_t parent_row;
+  };
+  std::vector<Item> stack;
+  const auto threads = SortedChildren(m, ArcflowModel::kRootNode);
+  for (auto it = threads.rbegin(); it != threads.rend(); ++it) stack.push_back({*it, 0, -1});
+  int64_t row = 0;
+  while (!stack.empty()) {
+    const Item item = stack.back();
+    stack.pop_back();
+    const auto& node = m.node(item.node);
+    if (json) {
+      w.Write("{}{{\"level\":{},\"parent\":", row == 0 ? "" : ",", item.level);
+      if (item.parent_row < 0) {
+        w.Write("null");
+      } else {
+        w.Write("{}", item.parent_row);
+      }
+      w.Write(",\"name\":{},\"kind\":\"{}\",", JsonString(m.name(item.node)),
+              KindName(m.consumer(node.consumer).kind));
+      w.JsonValues(node.n, node.base, node.cum);
+      w.Write("}}");
+    } else {
+      w.Write("{:>5}{:>12}", item.level, node.n);
+      w.Value(node.base, 14);
+      w.Value(node.cum, 14);
+      w.Write("  {:{}}{}\n", "", 2 * item.level, m.name(item.node));
+    }
+    const auto children = SortedChildren(m, item.node);
+    for (auto it = children.rbegin(); it != children.rend(); ++it)
+      stack.push_back({*it, item.level + 1, row});
+    ++row;
+  }
+  if (json) w.Write("]}}\n");
+}
+
+void RenderXarc(ReportWriter& w, const ReportContext& ctx) {
+  const ArcflowModel& m = ctx.model;
+  const auto stanzas = ComputeXarc(m);
+  auto name_of = [&](uint32_t consumer) -> std::string_view {
+    return consumer == kNone ? std::string_view("[root]") : std::string_view(m.consumer(consumer).name);
+  };
+  if (ctx.options.format == ArcflowFormat::kJson) {
+    JsonHeader(w, ctx);
+    w.Write(",\"stanzas\":[");
+    auto json_line = [&](const ArcflowLine& line) {
+      w.Write("{{\"name\":{},", JsonString(name_of(line.consumer)));
+      w.JsonValues(line.n, line.base, line.cum);
+      w.Write("}}");
+    };
+    auto json_lines = [&](const std::vector<ArcflowLine>& lines) {
+      w.Write("[");
+      for (size_t i = 0; i < lines.size(); ++i) {
+        if (i != 0) w.Write(",");
+        json_line(lines[i]);
+      }
+      w.Write("]");
+    };
+    for (size_t i = 0; i < stanzas.size(); ++i) {
+      const XarcStanza& s = stanzas[i];
+      w.Write("{}{{\"name\":{},\"kind\":\"{}\",\"self\":", i == 0 ? "" : ",",
+              JsonString(name_of(s.self.consumer)), KindName(m.consumer(s.self.consumer).kind));
+      json_line(s.self);
+      w.Write(",\"parents\":");
+      json_lines(s.parents);
+      w.Write(",\"children\":");
+      json_lines(s.children);
+      w.Write("}}");
+    }
+    w.Write("]}}\n");
+    return;
+  }
+  TextHeader(w, ctx);
+  w.Write("{:<7}", "role");
+  w.ColumnTitles();
+  w.Write("  name\n");
+  const std::string separator(ctx.options.units == ArcflowUnits::kPct ? 45 : 73, '=');
+  auto text_line = [&](std::string_view role, const ArcflowLine& line, std::string_view indent) {
+    w.Write("{:<7}", role);
+    w.Columns(line.n, line.base, line.cum);
+    w.Write("  {}{}\n", indent, name_of(line.consumer));
+  };
+  for (const XarcStanza& s : stanzas) {
+    w.Write("{}\n", separator);
+    for (const ArcflowLine& p : s.parents) text_line("parent", p, "    ");
+    text_line("self", s.self, "");
+    for (const ArcflowLine& c : s.children) text_line("child", c, "    ");
+  }
+}
+
+void RenderXprof(ReportWriter& w, const ReportContext& ctx) {
+  const ArcflowModel& m = ctx.model;
+  const auto lines = ComputeXprof(m, ctx.options.sort);
+  if (ctx.options.format == ArcflowFormat::kJson) {
+    JsonHeader(w, ctx);
+    w.Write(",\"sort\":\"{}\",\"rows\":[", ctx.options.sort == ArcflowSort::kBase ? "base" : "cum");
+    for (size_t i = 0; i < lines.size(); ++i) {
+      const ArcflowLine& line = lines[i];
+      w.Write("{}{{\"name\":{},\"kind\":\"{}\",", i == 0 ? "" : ",",
+              JsonString(m.consumer(line.consumer).name), KindName(m.consumer(line.consumer).kind));
+      w.JsonValues(line.n, line.base, line.cum);
+      w.Write("}}");
+    }
+    w.Write("]}}\n");
+    return;
+  }
+  TextHeader(w, ctx);
+  w.ColumnTitles();
+  w.Write("  name\n");
+  for (const ArcflowLine& line : lines) {
+    w.Columns(line.n, line.base, line.cum);
+    w.Write("  {}\n", m.consumer(line.consumer).name);
+  }
+}
+
+}  // namespace
+
+Result<void> RenderArcflowModel(const ArcflowModel& model, const ArcflowOptions& options,
+                                std::ostream& out) {
+  if (!(options.min_pct >= 0 && options.min_pct <= 100)) {
+    return MakeError(fmt::format("--min {} is not a percentage; give a number from 0 to 100",
+                                 options.min_pct));
+  }
+  double ms_per_unit = 0;
+  if (options.units == ArcflowUnits::kMs) {
+    Result<double> scale = MillisecondsPerUnit(model);
+    if (!scale) return scale.error();
+    ms_per_unit = *scale;
+  }
+  // Each transform makes a new model; keep only the ones asked for.
+  const ArcflowModel* current = &model;
+  ArcflowModel merged;
+  ArcflowModel rooted;
+  ArcflowModel pruned;
+  if (options.merge_threads) {
+    merged = MergeThreads(*current);
+    current = &merged;
+  }
+  const uint64_t total_before_root = current->total();
+  if (!options.root.empty()) {
+    Result<ArcflowModel> r = RestrictToRoot(*current, options.root);
+    if (!r) return r.error();
+    rooted = std::move(r).value();
+    current = &rooted;
+  }
+  if (options.min_pct > 0) {
+    pruned = Prune(*current, options.min_pct);
+    current = &pruned;
+  }
+  {
+    ReportWriter writer(out, *current, options.units, ms_per_unit);
+    const ReportContext ctx{*current, options, total_before_root, ms_per_unit};
+    switch (options.view) {
+      case ArcflowView::kXtree: RenderXtree(writer, ctx); break;
+      case ArcflowView::kXarc: RenderXarc(writer, ctx); break;
+      case ArcflowView::kXprof: RenderXprof(writer, ctx); break;
+    }
+  }
+  out.flush();
+  if (!out) return MakeError("writing the arcflow report failed (disk full or closed pipe?)");
+  return {};
+}
+
+Result<void> RenderArcflowView(const Profile& profile, const ArcflowOptions& options,
+                               std::ostream& out) {
+  ArcflowModel model = ArcflowFromProfile(profile, options.filter, options.merge_threads);
+  const auto& filter = options.filter;
+  const bool filtered = !filter.pids.empty() || !filter.tids.empty() || !filter.comms.empty();
+  if (filtered && model.node(ArcflowModel::kRootNode).first_child == kNone && !profile.threads.empty()) {
+    return MakeError("no thread of the capture matches the pid/tid/comm filter; list the threads "
+                     "with the tprof report");
+  }
+  ArcflowOptions rest = options;
+  rest.merge_threads = false;  // done while building: cheaper than a second copy
+  return RenderArcflowModel(model, rest, out);
+}
+
+}  // namespace arcprof

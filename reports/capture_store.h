@@ -1,0 +1,37 @@
+// The capture store: one SQLite file (default arcprof.db) holding a Profile as
+// folded call trees, so its size grows with the number of distinct stacks, not
+// with the number of samples. The schema, the meaning of every column and the
+// versioning rules are in docs/capture-format.md.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "common/result.h"
+#include "reports/profile.h"
+
+namespace arcprof {
+
+inline constexpr const char* kDefaultCapturePath = "arcprof.db";
+// PRAGMA application_id of every capture: "arcp" in ASCII.
+inline constexpr int32_t kCaptureApplicationId = 0x61726370;
+// The schema this build writes and the newest one it reads. Bumped only when an
+// older reader would misread a newer file (see docs/capture-format.md).
+inline constexpr int kCaptureSchemaVersion = 1;
+// Exit code of every error about a capture file (missing, corrupt, foreign, newer).
+inline constexpr int kCaptureErrorExitCode = 2;
+
+// Writes `profile` as one capture with one time window. The file is created
+// mode 0600 as a temporary file in the same directory and renamed over `path`
+// only when complete: a failure never leaves a partial file, and a symlink at
+// `path` is replaced, not followed.
+Result<void> WriteCapture(const std::string& path, const Profile& profile);
+
+// Reads a capture, merging every time window (and every capture, for merged
+// stores) into one Profile: trees are summed node by node, counters are summed
+// by name, the metadata is the first capture's. Every id read from the file is
+// checked, so the returned Profile is always consistent. Errors carry a
+// one-line message starting with `path` and exit_code kCaptureErrorExitCode.
+Result<Profile> ReadCapture(const std::string& path);
+
+}  // namespace arcprof

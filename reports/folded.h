@@ -1,0 +1,27 @@
+// FlameGraph "folded" (collapsed) stacks: one line per unique stack,
+// `comm;root;...;leaf COUNT`, as flamegraph.pl and speedscope read them
+// (see docs/usage-report.md for the naming rules).
+#pragma once
+
+#include <cstdint>
+#include <iosfwd>
+#include <map>
+#include <string>
+
+#include "reports/profile.h"
+#include "reports/thread_filter.h"
+
+namespace arcprof {
+
+// The frame as a folded-stack element: ';' -> ':', control characters -> '?',
+// unknown frames as "[<module basename>]" or "[unknown]", then the FlameGraph
+// color suffix: "_[i]" inlined, "_[k]" kernel, "_[j]" JIT or interpreted.
+std::string FoldedFrameName(const FrameRecord& frame);
+// The first element of every line: the process name, spaces -> '_'.
+std::string FoldedProcessName(const ThreadRecord& thread);
+// Unique stacks of the selected threads (threads of one process with the same
+// stack merge) and their counts, in the capture's unit; sorted by stack text.
+std::map<std::string, uint64_t> FoldStacks(const Profile& profile, const ThreadFilter& filter);
+void WriteFolded(const Profile& profile, const ThreadFilter& filter, std::ostream& out);
+
+}  // namespace arcprof

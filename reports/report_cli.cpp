@@ -1,0 +1,153 @@
+#include "reports/report_cli.h"
+
+#include <sstream>
+
+#include "reports/atomic_file.h"
+#include "reports/capture_store.h"
+#include "reports/folded.h"
+#include "reports/tprof.h"
+
+namespace arcprof {
+namespace {
+
+// The built-in views and export formats: one line each.
+const std::map<std::string, ReportView>& BuiltinViews() {
+  static const std::map<std::string, ReportView> views = {
+      {"tprof", &RunTprofView},
+  };
+  return views;
+}
+
+const std::map<std::string, Exporter>& BuiltinExporters() {
+  static const std::map<std::string, Exporter> exporters = {
+      {"folded", &WriteFolded},
+  };
+  return exporters;
+}
+
+template <typename Table>
+std::string Names(const Table& table) {
+  std::string names;
+  for (const auto& [name, unused] : table) names += (names.empty() ? "" : ", ") + name;
+  return names;
+}
+
+void AddFilterOptions(CLI::App* command, ThreadFilter& filter) {
+  command->add_option("--pid", filter.pids, "Only these processes (comma-separated pids)")
+      ->delimiter(',');
+  command->add_option("--tid", filter.tids, "Only these threads (comma-separated tids)")
+      ->delimiter(',');
+  command->add_option("--comm", filter.comms,
+                      "Only processes or threads with these names (comma-separated)")
+      ->delimiter(',');
+}
+
+}  // namespace
+
+int RunTprofView(const Profile& profile, const ReportRequest& request, std::ostream& out,
+                 std::ostream& err) {
+  auto levels = ParseTprofLevels(request.by);
+  if (!levels) {
+    err << "arcprof report: " << levels.error().message << '\n';
+    return levels.error().exit_code;
+  }
+  TprofOptions options;
+  options.levels = std::move(*levels);
+  options.min_percent = request.min_percent;
+  options.filter = request.filter;
+  const TprofReport report = BuildTprof(profile, options);
+  if (request.format == "json") {
+    WriteTprofJson(report, out);
+  } else {
+    WriteTprofText(report, out);
+  }
+  return 0;
+}
+
+ReportCommands::ReportCommands(CLI::App& app)
+    : views_(BuiltinViews()), exporters_(BuiltinExporters()) {
+  report_request_.capture_path = kDefaultCapturePath;
+  export_input_ = kDefaultCapturePath;
+
+  report_ = app.add_subcommand("report", "Print a report of a capture (default view: tprof)");
+  report_->add_option("-i,--input", report_request_.capture_path, "Capture file")
+      ->capture_default_str();
+  report_->add_option("--view", report_request_.view, "Report view")->capture_default_str();
+  report_->add_option("--by", report_request_.by,
+                      "Nesting levels of the tprof view, any order of pid,tid,mod,sym")
+      ->capture_default_str();
+  report_->add_option("--min", report_request_.min_percent,
+                      "Hide rows below this percentage of all ticks")
+      ->check(CLI::Range(0.0, 100.0));
+  AddFilterOptions(report_, report_request_.filter);
+  report_->add_option("--format", report_request_.format, "Output format")
+      ->check(CLI::IsMember({"text", "json"}))
+      ->capture_default_str();
+
+  export_ = app.add_subcommand("export", "Convert a capture to another format (folded stacks)");
+  export_->add_option("--format", export_format_, "Output format (folded)")->required();
+  export_->add_option("-i,--input", export_input_, "Capture file")->capture_default_str();
+  export_->add_option("-o,--output", export_output_,
+                      "Output file (written atomically, mode 0600); standard output when absent");
+  AddFilterOptions(export_, export_filter_);
+}
+
+void ReportCommands::AddView(const std::string& name, ReportView view) {
+  views_[name] = std::move(view);
+}
+
+void ReportCommands::AddExporter(const std::string& name, Exporter exporter) {
+  exporters_[name] = std::move(exporter);
+}
+
+std::optional<int> ReportCommands::RunIfSelected(std::ostream& out, std::ostream& err) {
+  if (report_->parsed()) return RunReport(out, err);
+  if (export_->parsed()) return RunExport(out, err);
+  return std::nullopt;
+}
+
+int ReportCommands::RunReport(std::ostream& out, std::ostream& err) {
+  auto view = views_.find(report_request_.view);
+  if (view == views_.end()) {
+    err << "arcprof report: unknown view '" << report_request_.view << "'; use one of "
+        << Names(views_) << '\n';
+    return 1;
+  }
+  auto profile = ReadCapture(report_request_.capture_path);
+  if (!profile) {
+    err << "arcprof report: " << profile.error().message << '\n';
+    return profile.error().exit_code;
+  }
+  return view->second(*profile, report_request_, out, err);
+}
+
+int ReportCommands::RunExport(std::ostream& out, std::ostream& err) {
+  auto exporter = exporters_.find(export_format_);
+  if (exporter == exporters_.end()) {
+    err << "arcprof export: unknown format '" << export_format_ << "'; use one of "
+        << Names(exporters_) << '\n';
+    return 1;
+  }
+  auto profile = ReadCapture(export_input_);
+  if (!profile) {
+    err << "arcprof export: " << profile.error().message << '\n';
+    return profile.error().exit_code;
+  }
+  if (export_output_.empty()) {
+    exporter->second(*profile, export_filter_, out);
+    return out ? 0 : 1;
+  }
+  // Render fully first: the output file appears only once it is complete.
+  std::ostringstream rendered;
+  exporter->second(*profile, export_filter_, rendered);
+  auto file = AtomicFile::Create(export_output_);
+  Result<void> written = file ? file->Write(rendered.str()) : Result<void>(file.error());
+  if (written) written = file->Commit();
+  if (!written) {
+    err << "arcprof export: " << written.error().message << '\n';
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace arcprof

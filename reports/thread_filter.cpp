@@ -1,0 +1,25 @@
+#include "reports/thread_filter.h"
+
+#include <algorithm>
+
+namespace arcprof {
+
+bool ThreadFilter::Matches(const ThreadRecord& thread) const {
+  auto contains = [](const auto& list, const auto& value) {
+    return std::find(list.begin(), list.end(), value) != list.end();
+  };
+  if (!pids.empty() && !contains(pids, thread.pid)) return false;
+  if (!tids.empty() && !contains(tids, thread.tid)) return false;
+  if (!comms.empty() && !contains(comms, thread.process_comm) && !contains(comms, thread.comm)) {
+    return false;
+  }
+  return true;
+}
+
+std::string ProcessName(const ThreadRecord& thread) {
+  if (!thread.process_comm.empty()) return thread.process_comm;
+  if (!thread.comm.empty()) return thread.comm;
+  return "[unknown]";
+}
+
+}  // namespace arcprof

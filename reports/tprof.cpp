@@ -1,0 +1,378 @@
+#include "reports/tprof.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <ostream>
+#include <unordered_map>
+
+namespace arcprof {
+namespace {
+
+constexpr TprofLevel kAllLevels[] = {TprofLevel::kPid, TprofLevel::kTid, TprofLevel::kModule,
+                                     TprofLevel::kSymbol};
+
+std::string Printf(const char* format, double value) {
+  char buffer[64];
+  std::snprintf(buffer, sizeof buffer, format, value);
+  return buffer;
+}
+
+double Percent(uint64_t part, uint64_t whole) {
+  return whole == 0 ? 0.0 : 100.0 * static_cast<double>(part) / static_cast<double>(whole);
+}
+
+double Round(double value, double scale) { return std::round(value * scale) / scale; }
+
+std::string BaseName(const std::string& path) {
+  const auto slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+std::string ModuleDisplay(const FrameRecord* frame) {
+  if (frame == nullptr || frame->module.empty()) return "[unknown]";
+  return frame->module;
+}
+
+std::string SymbolDisplay(const FrameRecord* frame) {
+  if (frame == nullptr) return "[no frames]";
+  if (!frame->symbol.empty()) return frame->symbol;
+  return "[unknown: " + UnknownFrameReason(*frame) + "]";
+}
+
+// A row while it is being built: children keyed by identity, not by display.
+struct BuildRow {
+  TprofRow row;
+  std::map<std::string, std::unique_ptr<BuildRow>> children;
+};
+
+struct Leaf {
+  const ThreadRecord* thread;
+  const FrameRecord* frame;  // nullptr for ticks on the thread itself (an empty stack)
+  uint64_t ticks;
+};
+
+void FillRow(TprofRow& row, TprofLevel level, const Leaf& leaf, bool module_above) {
+  row.level = level;
+  switch (level) {
+    case TprofLevel::kPid:
+      row.pid = leaf.thread->pid;
+      row.name = ProcessName(*leaf.thread) + "_" + std::to_string(leaf.thread->pid);
+      break;
+    case TprofLevel::kTid:
+      row.pid = leaf.thread->pid;
+      row.tid = leaf.thread->tid;
+      row.name = "tid " + (leaf.thread->comm.empty() ? std::string("[unknown]") : leaf.thread->comm) +
+                 "_" + std::to_string(leaf.thread->tid);
+      break;
+    case TprofLevel::kModule:
+      row.module = ModuleDisplay(leaf.frame);
+      row.name = row.module;
+      break;
+    case TprofLevel::kSymbol:
+      row.module = ModuleDisplay(leaf.frame);
+      row.symbol = leaf.frame ? leaf.frame->symbol : "";
+      row.name = SymbolDisplay(leaf.frame);
+      // Without a MOD level above, "main" of two programs must stay apart and
+      // say where it comes from.
+      if (!module_above) row.name += " (" + BaseName(row.module) + ")";
+      break;
+  }
+}
+
+std::string RowKey(TprofLevel level, const Leaf& leaf) {
+  switch (level) {
+    case TprofLevel::kPid:
+      return std::to_string(leaf.thread->pid);
+    case TprofLevel::kTid:
+      return std::to_string(leaf.thread->pid) + "/" + std::to_string(leaf.thread->tid);
+    case TprofLevel::kModule:
+      return ModuleDisplay(leaf.frame);
+    case TprofLevel::kSymbol:
+      return ModuleDisplay(leaf.frame) + '\0' + SymbolDisplay(leaf.frame);
+  }
+  return {};
+}
+
+// Converts the build tree to sorted rows, dropping rows below the threshold.
+std::vector<TprofRow> Finish(std::map<std::string, std::unique_ptr<BuildRow>>& children,
+                             uint64_t total, double min_percent) {
+  std::vector<TprofRow> rows;
+  for (auto& [key, child] : children) {
+    TprofRow row = std::move(child->row);
+    row.percent = Percent(row.ticks, total);
+    if (row.percent < min_percent) continue;
+    row.children = Finish(child->children, total, min_percent);
+    rows.push_back(std::move(row));
+  }
+  std::stable_sort(rows.begin(), rows.end(), [](const TprofRow& a, const TprofRow& b) {
+    if (a.ticks != b.ticks) return a.ticks > b.ticks;
+    return a.name < b.name;
+  });
+  return rows;
+}
+
+void CountUnknown(UnknownShare& share, const FrameRecord* frame, uint64_t weight) {
+  share.total += weight;
+  if (frame != nullptr && IsUnknownFrame(*frame)) {
+    share.unknown += weight;
+    share.by_reason[UnknownFrameReason(*frame)] += weight;
+  }
+}
+
+int Digits(uint64_t v) { return static_cast<int>(std::to_string(v).size()); }
+
+void MaxTicks(const std::vector<TprofRow>& rows, uint64_t& max) {
+  for (const TprofRow& row : rows) {
+    max = std::max(max, row.ticks);
+    MaxTicks(row.children, max);
+  }
+}
+
+void WriteRows(const std::vector<TprofRow>& rows, int depth, size_t label_ticks_width,
+               std::ostream& out) {
+  for (const TprofRow& row : rows) {
+    const std::string prefix = std::string(static_cast<size_t>(depth), ' ') +
+                               std::string(TprofLevelLabel(row.level));
+    const std::string ticks = std::to_string(row.ticks);
+    const size_t pad = label_ticks_width > prefix.size() + ticks.size()
+                           ? label_ticks_width - prefix.size() - ticks.size()
+                           : 1;
+    out << prefix << std::string(pad, ' ') << ticks << Printf("%7.2f", row.percent) << "    "
+        << std::string(static_cast<size_t>(depth), ' ') << row.name << '\n';
+    WriteRows(row.children, depth + 1, label_ticks_width, out);
+  }
+}
+
+// "3.12% (stripped 2.00%, unmapped 1.12%)"
+std::string DescribeShare(const UnknownShare& share) {
+  std::string text = Printf("%.2f%%", Percent(share.unknown, share.total));
+  if (share.by_reason.empty()) return text;
+  std::vector<std::pair<std::string, uint64_t>> reasons(share.by_reason.begin(), share.by_reason.end());
+  std::stable_sort(reasons.begin(), reasons.end(),
+                   [](const auto& a, const auto& b) { return a.second > b.second; });
+  text += " (";
+  for (size_t i = 0; i < reasons.size(); ++i) {
+    if (i > 0) text += ", ";
+    text += reasons[i].first + " " + Printf("%.2f%%", Percent(reasons[i].second, share.total));
+  }
+  return text + ")";
+}
+
+std::string LevelList(const std::vector<TprofLevel>& levels) {
+  std::string text;
+  for (TprofLevel level : levels) {
+    if (!text.empty()) text += ',';
+    text += TprofLevelName(level);
+  }
+  return text;
+}
+
+nlohmann::ordered_json ShareJson(const UnknownShare& share) {
+  nlohmann::ordered_json reasons = nlohmann::ordered_json::object();
+  for (const auto& [name, count] : share.by_reason) {
+    reasons[name] = {{"count", count}, {"percent", Round(Percent(count, share.total), 100)}};
+  }
+  return {{"count", share.unknown},
+          {"total", share.total},
+          {"percent", Round(Percent(share.unknown, share.total), 100)},
+          {"reasons", reasons}};
+}
+
+nlohmann::ordered_json RowsJson(const std::vector<TprofRow>& rows) {
+  nlohmann::ordered_json array = nlohmann::ordered_json::array();
+  for (const TprofRow& row : rows) {
+    nlohmann::ordered_json item;
+    item["level"] = TprofLevelName(row.level);
+    item["name"] = row.name;
+    item["ticks"] = row.ticks;
+    item["percent"] = Round(row.percent, 100);
+    switch (row.level) {
+      case TprofLevel::kPid:
+        item["pid"] = row.pid;
+        break;
+      case TprofLevel::kTid:
+        item["pid"] = row.pid;
+        item["tid"] = row.tid;
+        break;
+      case TprofLevel::kModule:
+        item["module"] = row.module;
+        break;
+      case TprofLevel::kSymbol:
+        item["module"] = row.module;
+        item["symbol"] = row.symbol;
+        break;
+    }
+    item["children"] = RowsJson(row.children);
+    array.push_back(std::move(item));
+  }
+  return array;
+}
+
+}  // namespace
+
+std::string_view TprofLevelName(TprofLevel level) {
+  switch (level) {
+    case TprofLevel::kPid: return "pid";
+    case TprofLevel::kTid: return "tid";
+    case TprofLevel::kModule: return "mod";
+    case TprofLevel::kSymbol: return "sym";
+  }
+  return "?";
+}
+
+std::string_view TprofLevelLabel(TprofLevel level) {
+  switch (level) {
+    case TprofLevel::kPid: return "PID";
+    case TprofLevel::kTid: return "TID";
+    case TprofLevel::kModule: return "MOD";
+    case TprofLevel::kSymbol: return "SYM";
+  }
+  return "???";
+}
+
+Result<std::vector<TprofLevel>> ParseTprofLevels(std::string_view spec) {
+  std::vector<TprofLevel> levels;
+  size_t start = 0;
+  while (start <= spec.size()) {
+    const size_t comma = std::min(spec.find(',', start), spec.size());
+    const std::string_view word = spec.substr(start, comma - start);
+    const TprofLevel* match = nullptr;
+    for (const TprofLevel& level : kAllLevels) {
+      if (TprofLevelName(level) == word) match = &level;
+    }
+    if (match == nullptr) {
+      return MakeError("--by: unknown level '" + std::string(word) +
+                       "'; use a comma-separated list of pid, tid, mod, sym (e.g. pid,tid,mod,sym)");
+    }
+    if (std::find(levels.begin(), levels.end(), *match) != levels.end()) {
+      return MakeError("--by: level '" + std::string(word) + "' is given twice; name each level once");
+    }
+    levels.push_back(*match);
+    start = comma + 1;
+  }
+  return levels;
+}
+
+bool IsUnknownFrame(const FrameRecord& frame) {
+  return frame.symbol.empty() || frame.reason != UnknownReason::kNone;
+}
+
+std::string UnknownFrameReason(const FrameRecord& frame) {
+  if (frame.reason != UnknownReason::kNone) return std::string(UnknownReasonName(frame.reason));
+  return "unnamed";
+}
+
+TprofReport BuildTprof(const Profile& profile, const TprofOptions& options) {
+  TprofReport report;
+  report.event = profile.meta.event;
+  report.frequency_hz = profile.meta.frequency_hz;
+  if (profile.meta.end_monotonic_ns > profile.meta.start_monotonic_ns) {
+    report.duration_s =
+        static_cast<double>(profile.meta.end_monotonic_ns - profile.meta.start_monotonic_ns) / 1e9;
+  }
+  report.total_samples = profile.total_samples();
+  report.filtered = !options.filter.empty();
+  if (auto it = profile.counters.find("lost_samples"); it != profile.counters.end()) {
+    report.lost_samples = it->second;
+  }
+  report.levels = options.levels;
+  report.min_percent = options.min_percent;
+
+  BuildRow root;
+  const auto& frames = profile.frames;
+  for (size_t t = 0; t < profile.threads.size() && t < profile.trees.size(); ++t) {
+    const ThreadRecord& thread = profile.threads[t];
+    if (!options.filter.Matches(thread)) continue;
+    const auto& nodes = profile.trees[t].nodes();
+
+    // Cumulative ticks per node: children always follow their parent.
+    std::vector<uint64_t> cumulative(nodes.size());
+    for (size_t i = nodes.size(); i-- > 0;) {
+      cumulative[i] += nodes[i].base;
+      if (i > 0) cumulative[nodes[i].parent] += cumulative[i];
+    }
+    for (size_t i = 1; i < nodes.size(); ++i) {
+      if (cumulative[i] > 0) CountUnknown(report.unknown_frames, &frames.at(nodes[i].frame), cumulative[i]);
+    }
+
+    std::unordered_map<uint32_t, uint64_t> ticks_by_leaf;
+    for (const CallTree::Node& node : nodes) {
+      if (node.base > 0) ticks_by_leaf[node.frame] += node.base;
+    }
+    for (const auto& [frame_id, ticks] : ticks_by_leaf) {
+      const FrameRecord* frame = frame_id == CallTree::kNoFrame ? nullptr : &frames.at(frame_id);
+      const Leaf leaf{&thread, frame, ticks};
+      report.selected_samples += ticks;
+      CountUnknown(report.unknown_leaf_ticks, frame, ticks);
+
+      BuildRow* parent = &root;
+      bool module_above = false;
+      for (TprofLevel level : options.levels) {
+        auto& slot = parent->children[RowKey(level, leaf)];
+        if (!slot) {
+          slot = std::make_unique<BuildRow>();
+          FillRow(slot->row, level, leaf, module_above);
+        }
+        slot->row.ticks += ticks;
+        parent = slot.get();
+        module_above = module_above || level == TprofLevel::kModule;
+      }
+    }
+  }
+  report.rows = Finish(root.children, report.total_samples, options.min_percent);
+  return report;
+}
+
+void WriteTprofText(const TprofReport& report, std::ostream& out) {
+  out << "arcprof report: tprof\n";
+  out << "Event:              " << report.event << ", " << report.frequency_hz << " Hz\n";
+  out << "Duration:           " << Printf("%.3f", report.duration_s) << " s\n";
+  out << "Total samples:      " << report.total_samples << '\n';
+  if (report.filtered) {
+    out << "Selected samples:   " << report.selected_samples << " ("
+        << Printf("%.2f%%", Percent(report.selected_samples, report.total_samples)) << ")\n";
+  }
+  out << "Lost samples:       " << report.lost_samples << '\n';
+  out << "Unknown frames:     " << DescribeShare(report.unknown_frames) << " of frames in sampled stacks\n";
+  out << "Unknown leaf ticks: " << DescribeShare(report.unknown_leaf_ticks) << " of ticks\n";
+  out << "Levels:             " << LevelList(report.levels) << '\n';
+  if (report.min_percent > 0) {
+    out << "Hidden:             rows below " << Printf("%.2f%%", report.min_percent) << " of total\n";
+  }
+  out << '\n';
+
+  // The layout is PI's: the ticks column ends at column 11 and names start at
+  // column 23, each level indented by one; wider tick counts widen the column.
+  uint64_t max_ticks = 0;
+  MaxTicks(report.rows, max_ticks);
+  const size_t deepest_label = report.levels.empty() ? 3 : report.levels.size() + 2;
+  const size_t width = std::max<size_t>(12, deepest_label + 1 + static_cast<size_t>(Digits(max_ticks)));
+  out << "LAB" << std::string(width - 6, ' ') << "TKS   %%%     NAMES\n";
+  WriteRows(report.rows, 0, width, out);
+}
+
+void WriteTprofJson(const TprofReport& report, std::ostream& out) {
+  nlohmann::ordered_json header;
+  header["event"] = report.event;
+  header["frequency_hz"] = report.frequency_hz;
+  header["duration_s"] = Round(report.duration_s, 1000);
+  header["total_samples"] = report.total_samples;
+  header["selected_samples"] = report.selected_samples;
+  header["lost_samples"] = report.lost_samples;
+  header["unknown_frames"] = ShareJson(report.unknown_frames);
+  header["unknown_leaf_ticks"] = ShareJson(report.unknown_leaf_ticks);
+  nlohmann::ordered_json levels = nlohmann::ordered_json::array();
+  for (TprofLevel level : report.levels) levels.push_back(TprofLevelName(level));
+  header["levels"] = levels;
+  header["min_percent"] = report.min_percent;
+  nlohmann::ordered_json doc;
+  doc["view"] = "tprof";
+  doc["header"] = std::move(header);
+  doc["rows"] = RowsJson(report.rows);
+  out << doc.dump(2) << '\n';
+}
+
+}  // namespace arcprof

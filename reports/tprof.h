@@ -1,0 +1,79 @@
+// The tprof report (IBM Performance Inspector layout): ticks attributed to the
+// leaf frame of each sample, nested by the levels chosen with --by (pid, tid,
+// mod, sym in any order), rows sorted by ticks within their parent.
+#pragma once
+
+#include <cstdint>
+#include <iosfwd>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/result.h"
+#include "reports/profile.h"
+#include "reports/thread_filter.h"
+
+namespace arcprof {
+
+enum class TprofLevel : uint8_t { kPid, kTid, kModule, kSymbol };
+
+// "pid", "tid", "mod", "sym": the words of --by.
+std::string_view TprofLevelName(TprofLevel level);
+// "PID", "TID", "MOD", "SYM": the LAB column.
+std::string_view TprofLevelLabel(TprofLevel level);
+// Parses "pid,tid,mod,sym" (any order, each level at most once). Errors have exit_code 1.
+Result<std::vector<TprofLevel>> ParseTprofLevels(std::string_view spec);
+
+struct TprofOptions {
+  std::vector<TprofLevel> levels = {TprofLevel::kPid, TprofLevel::kTid, TprofLevel::kModule,
+                                    TprofLevel::kSymbol};
+  double min_percent = 0;  // rows below this share of all ticks are hidden
+  ThreadFilter filter;
+};
+
+struct TprofRow {
+  TprofLevel level = TprofLevel::kPid;
+  std::string name;      // the NAMES column
+  uint64_t ticks = 0;
+  double percent = 0;    // of all ticks in the capture
+  uint32_t pid = 0;      // set on pid and tid rows
+  uint32_t tid = 0;      // set on tid rows
+  std::string module;    // set on mod and sym rows
+  std::string symbol;    // set on sym rows ("" for an unknown frame)
+  std::vector<TprofRow> children;
+};
+
+// How many of `total` were unknown frames, by reason name.
+struct UnknownShare {
+  uint64_t unknown = 0;
+  uint64_t total = 0;
+  std::map<std::string, uint64_t> by_reason;
+};
+
+struct TprofReport {
+  std::string event;
+  uint64_t frequency_hz = 0;
+  double duration_s = 0;
+  uint64_t total_samples = 0;     // ticks in the whole capture: the 100% of every row
+  uint64_t selected_samples = 0;  // ticks of the threads that passed the filter
+  bool filtered = false;
+  int64_t lost_samples = 0;
+  UnknownShare unknown_frames;      // frames of the selected stacks, each weighted by its ticks
+  UnknownShare unknown_leaf_ticks;  // selected ticks whose leaf frame is unknown
+  std::vector<TprofLevel> levels;
+  double min_percent = 0;
+  std::vector<TprofRow> rows;
+};
+
+TprofReport BuildTprof(const Profile& profile, const TprofOptions& options);
+void WriteTprofText(const TprofReport& report, std::ostream& out);
+void WriteTprofJson(const TprofReport& report, std::ostream& out);
+
+// True when the frame has no name (an Unknown(reason) frame or a truncation marker).
+bool IsUnknownFrame(const FrameRecord& frame);
+// The reason name used in headers: UnknownReasonName, or "unnamed" for a frame
+// without a symbol and without a recorded reason.
+std::string UnknownFrameReason(const FrameRecord& frame);
+
+}  // namespace arcprof
