@@ -178,6 +178,10 @@ Result<int> RunRecord(const RecordOptions& opt) {
     if (auto ok = command->Start(); !ok) return ok.error();
   }
 
+  if (!opt.quiet) {
+    fprintf(stderr, "arcprof: recording %s at %llu Hz (Ctrl-C to stop)\n",
+            DescribeTarget(opt).c_str(), static_cast<unsigned long long>(opt.frequency_hz));
+  }
   const uint64_t start = NowNs(CLOCK_MONOTONIC);
   const uint64_t deadline =
       opt.duration_s > 0 ? start + static_cast<uint64_t>(opt.duration_s * 1e9) : UINT64_MAX;

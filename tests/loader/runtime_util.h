@@ -1,0 +1,95 @@
+// Shared helpers for runtime tests that run the real arcprof binary as root.
+#pragma once
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "reports/capture_store.h"
+#include "reports/profile.h"
+#include "tests/loader/subprocess.h"
+
+namespace arcprof::testing {
+
+inline bool InCi() {
+  const char* ci = getenv("CI");
+  return ci && std::string(ci) == "true";
+}
+
+// Root and BTF are what this machine kind has: under CI=true their absence
+// is a failure, elsewhere an explicit skip with the reason.
+#define ARCPROF_REQUIRE_RECORD_CAPABLE()                                               \
+  do {                                                                                 \
+    std::string why;                                                                   \
+    if (geteuid() != 0) why = "needs root to load BPF programs";                       \
+    else if (access("/sys/kernel/btf/vmlinux", R_OK) != 0) why = "kernel has no BTF";  \
+    if (!why.empty()) {                                                                \
+      if (::arcprof::testing::InCi()) FAIL() << why << " (CI=true: must not skip)";     \
+      GTEST_SKIP() << why;                                                             \
+    }                                                                                  \
+  } while (0)
+
+class TempDir {
+ public:
+  TempDir() {
+    char tmpl[] = "/tmp/arcprof-test-XXXXXX";
+    path_ = mkdtemp(tmpl);
+  }
+  ~TempDir() { std::filesystem::remove_all(path_); }
+  std::string path(const std::string& name) const { return path_ + "/" + name; }
+  const std::string& dir() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+inline Profile LoadCapture(const std::string& path) {
+  auto p = ReadCapture(path);
+  EXPECT_TRUE(p.ok()) << (p.ok() ? "" : p.error().message);
+  return p.ok() ? std::move(p).value() : Profile{};
+}
+
+// Root-first symbol names of every sampled stack of threads matching `keep`, with counts.
+template <typename Pred>
+std::map<std::vector<std::string>, uint64_t> Stacks(const Profile& p, Pred keep) {
+  std::map<std::vector<std::string>, uint64_t> out;
+  for (size_t t = 0; t < p.threads.size(); ++t) {
+    if (!keep(p.threads[t])) continue;
+    const auto& nodes = p.trees[t].nodes();
+    for (size_t n = 1; n < nodes.size(); ++n) {
+      if (nodes[n].base == 0) continue;
+      std::vector<std::string> path;
+      for (size_t cur = n; cur != 0; cur = nodes[cur].parent) {
+        const FrameRecord& f = p.frames.at(nodes[cur].frame);
+        path.push_back(f.symbol.empty() ? "[unknown]" : f.symbol);
+      }
+      std::reverse(path.begin(), path.end());
+      out[path] += nodes[n].base;
+    }
+  }
+  return out;
+}
+
+// Leaf symbol -> samples for threads matching `keep`.
+template <typename Pred>
+std::map<std::string, uint64_t> LeafCounts(const Profile& p, Pred keep) {
+  std::map<std::string, uint64_t> out;
+  for (const auto& [stack, n] : Stacks(p, keep)) out[stack.back()] += n;
+  return out;
+}
+
+// True when none of our BPF programs is loaded (bpftool prog list).
+inline bool NoArcprofProgramsLoaded(std::string* listing) {
+  auto [code, text] = RunCapture({"/usr/sbin/bpftool", "prog", "list"});
+  *listing = text;
+  return text.find("name on_sample") == std::string::npos &&
+         text.find("name on_fork") == std::string::npos;
+}
+
+}  // namespace arcprof::testing

@@ -1,0 +1,138 @@
+#include "loader/sideband.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <vector>
+
+namespace arcprof {
+namespace {
+
+// Builds a record: header, body, then the sample_id {pid, tid, time}.
+std::vector<uint8_t> Record(uint32_t type, uint16_t misc, const std::vector<uint8_t>& body,
+                            uint64_t time) {
+  std::vector<uint8_t> r(sizeof(perf_event_header));
+  r.insert(r.end(), body.begin(), body.end());
+  const uint32_t sid[2] = {1, 1};
+  const auto* s = reinterpret_cast<const uint8_t*>(sid);
+  r.insert(r.end(), s, s + 8);
+  const auto* t = reinterpret_cast<const uint8_t*>(&time);
+  r.insert(r.end(), t, t + 8);
+  perf_event_header h{type, misc, static_cast<uint16_t>(r.size())};
+  memcpy(r.data(), &h, sizeof(h));
+  return r;
+}
+
+template <typename T>
+void Put(std::vector<uint8_t>& v, T x) {
+  const auto* p = reinterpret_cast<const uint8_t*>(&x);
+  v.insert(v.end(), p, p + sizeof(T));
+}
+
+void PutString(std::vector<uint8_t>& v, const std::string& s) {
+  v.insert(v.end(), s.begin(), s.end());
+  v.push_back(0);
+  while (v.size() % 8) v.push_back(0);
+}
+
+TEST(Sideband, DecodesMmap2WithBuildId) {
+  std::vector<uint8_t> body;
+  Put<uint32_t>(body, 42);
+  Put<uint32_t>(body, 43);
+  Put<uint64_t>(body, 0x400000);
+  Put<uint64_t>(body, 0x2000);
+  Put<uint64_t>(body, 0x1000);
+  uint8_t idblock[24] = {3, 0, 0, 0, 0xab, 0xcd, 0xef};
+  body.insert(body.end(), idblock, idblock + 24);
+  Put<uint32_t>(body, 5);  // PROT_READ|PROT_EXEC
+  Put<uint32_t>(body, 2);  // MAP_PRIVATE
+  PutString(body, "/usr/bin/true");
+  auto rec = Record(PERF_RECORD_MMAP2, PERF_RECORD_MISC_MMAP_BUILD_ID, body, 777);
+  auto ev = DecodeSidebandRecord(rec.data(), rec.size());
+  ASSERT_TRUE(ev.has_value());
+  EXPECT_EQ(ev->kind, SidebandEvent::Kind::kMmap);
+  EXPECT_EQ(ev->pid, 42u);
+  EXPECT_EQ(ev->time_ns, 777u);
+  EXPECT_EQ(ev->mapping.start, 0x400000u);
+  EXPECT_EQ(ev->mapping.len, 0x2000u);
+  EXPECT_EQ(ev->mapping.pgoff, 0x1000u);
+  EXPECT_EQ(ev->mapping.prot, 5u);
+  EXPECT_EQ(ev->mapping.build_id, "abcdef");
+  EXPECT_EQ(ev->mapping.path, "/usr/bin/true");
+}
+
+TEST(Sideband, DecodesMmap2WithInode) {
+  std::vector<uint8_t> body;
+  Put<uint32_t>(body, 7);
+  Put<uint32_t>(body, 7);
+  Put<uint64_t>(body, 0x1000);
+  Put<uint64_t>(body, 0x1000);
+  Put<uint64_t>(body, 0);
+  Put<uint32_t>(body, 8);     // maj
+  Put<uint32_t>(body, 1);     // min
+  Put<uint64_t>(body, 1234);  // ino
+  Put<uint64_t>(body, 0);     // ino generation
+  Put<uint32_t>(body, 5);
+  Put<uint32_t>(body, 2);
+  PutString(body, "/lib/x.so");
+  auto rec = Record(PERF_RECORD_MMAP2, 0, body, 1);
+  auto ev = DecodeSidebandRecord(rec.data(), rec.size());
+  ASSERT_TRUE(ev.has_value());
+  EXPECT_EQ(ev->mapping.maj, 8u);
+  EXPECT_EQ(ev->mapping.min, 1u);
+  EXPECT_EQ(ev->mapping.ino, 1234u);
+  EXPECT_TRUE(ev->mapping.build_id.empty());
+}
+
+TEST(Sideband, DecodesCommExecForkExit) {
+  std::vector<uint8_t> body;
+  Put<uint32_t>(body, 9);
+  Put<uint32_t>(body, 9);
+  PutString(body, "worker");
+  auto exec = Record(PERF_RECORD_COMM, PERF_RECORD_MISC_COMM_EXEC, body, 5);
+  auto ev = DecodeSidebandRecord(exec.data(), exec.size());
+  ASSERT_TRUE(ev);
+  EXPECT_EQ(ev->kind, SidebandEvent::Kind::kExec);
+  EXPECT_EQ(ev->comm, "worker");
+  auto comm = Record(PERF_RECORD_COMM, 0, body, 5);
+  EXPECT_EQ(DecodeSidebandRecord(comm.data(), comm.size())->kind, SidebandEvent::Kind::kComm);
+
+  std::vector<uint8_t> fork;
+  Put<uint32_t>(fork, 20);  // pid
+  Put<uint32_t>(fork, 10);  // ppid
+  Put<uint32_t>(fork, 20);  // tid
+  Put<uint32_t>(fork, 10);  // ptid
+  Put<uint64_t>(fork, 99);
+  auto f = Record(PERF_RECORD_FORK, 0, fork, 99);
+  ev = DecodeSidebandRecord(f.data(), f.size());
+  ASSERT_TRUE(ev);
+  EXPECT_EQ(ev->kind, SidebandEvent::Kind::kFork);
+  EXPECT_EQ(ev->parent_pid, 10u);
+  auto x = Record(PERF_RECORD_EXIT, 0, fork, 100);
+  EXPECT_EQ(DecodeSidebandRecord(x.data(), x.size())->kind, SidebandEvent::Kind::kExit);
+
+  std::vector<uint8_t> thread;
+  Put<uint32_t>(thread, 20);
+  Put<uint32_t>(thread, 20);
+  Put<uint32_t>(thread, 21);
+  Put<uint32_t>(thread, 20);
+  Put<uint64_t>(thread, 99);
+  auto t = Record(PERF_RECORD_FORK, 0, thread, 99);
+  EXPECT_EQ(DecodeSidebandRecord(t.data(), t.size())->kind, SidebandEvent::Kind::kThreadStart);
+}
+
+TEST(Sideband, RejectsTruncatedAndUnterminated) {
+  std::vector<uint8_t> body;
+  Put<uint32_t>(body, 9);
+  Put<uint32_t>(body, 9);
+  body.insert(body.end(), 8, 'x');  // no NUL
+  auto rec = Record(PERF_RECORD_COMM, 0, body, 5);
+  EXPECT_FALSE(DecodeSidebandRecord(rec.data(), rec.size()));
+  EXPECT_FALSE(DecodeSidebandRecord(rec.data(), 10));
+  rec[6] = 0xff;  // header.size larger than the buffer
+  rec[7] = 0xff;
+  EXPECT_FALSE(DecodeSidebandRecord(rec.data(), rec.size()));
+}
+
+}  // namespace
+}  // namespace arcprof
