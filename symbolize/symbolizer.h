@@ -6,11 +6,13 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "common/frame.h"
+#include "symbolize/jit_source.h"
 
 namespace arcprof {
 
@@ -20,6 +22,10 @@ struct SymbolizedFrame {
   uint64_t address = 0;     // symbol start: file virtual address for ELF, absolute for kernel
   FrameKind kind = FrameKind::kUnknown;
   UnknownReason reason = UnknownReason::kNone;
+  // The instruction itself in the module's terms: the ELF vaddr for files and
+  // the vDSO, the absolute address otherwise. Set for unknown frames too, so a
+  // later offline pass can still name them.
+  uint64_t offset = 0;
 };
 
 struct MappingEvent {
@@ -39,12 +45,23 @@ struct ProcessInfo {
   std::string comm;
   std::string cmdline;
   uint32_t uid = 0;
+  uint32_t ns_pid = 0;  // pid in its innermost pid namespace (perf maps in containers); 0 unknown
 };
 
 struct SymbolizerOptions {
   std::string proc_root = "/proc";
   std::string kallsyms_path = "/proc/kallsyms";
   std::vector<std::string> debug_dirs = {"/usr/lib/debug"};
+  // Check a .gnu_debuglink file's CRC when build-ids cannot be compared.
+  bool verify_debuglink_crc = true;
+};
+
+// A mapped file as the symbolizer holds it open, for a DWARF unwinder.
+struct MappedFile {
+  int fd = -1;                 // owned by the Symbolizer, valid for its lifetime
+  std::string_view path;       // as the kernel named it
+  std::string_view build_id;   // lowercase hex, "" when none
+  uint64_t start = 0, end = 0, pgoff = 0;
 };
 
 struct SymbolizerStats {
@@ -78,8 +95,16 @@ class Symbolizer {
   // The thread name last seen for tid (falls back to the process comm).
   std::string_view ThreadName(uint32_t pid, uint32_t tid) const;
 
+  // Not thread-safe: one thread feeds events and resolves. Names and modules
+  // in the answers stay valid for the Symbolizer's lifetime.
   SymbolizedFrame ResolveUser(uint32_t pid, uint64_t addr, uint64_t t_ns);
   SymbolizedFrame ResolveKernel(uint64_t addr);
+
+  // The file mapped at addr in pid at t_ns, if any (and open).
+  std::optional<MappedFile> FindMappedFile(uint32_t pid, uint64_t addr, uint64_t t_ns);
+
+  // Installs the source of JIT symbols for anonymous executable memory.
+  void SetJitSymbolSourceFactory(JitSymbolSourceFactory factory);
 
   const SymbolizerStats& stats() const;
 

@@ -1,0 +1,156 @@
+#include "symbolize/elf_file.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace arcprof {
+namespace {
+
+std::string DirName(const std::string& path) {
+  size_t slash = path.rfind('/');
+  if (slash == std::string::npos) return ".";
+  if (slash == 0) return "/";
+  return path.substr(0, slash);
+}
+
+}  // namespace
+
+Result<uint32_t> FileCrc32(int fd) {
+  uLong crc = crc32(0L, Z_NULL, 0);
+  std::vector<unsigned char> buffer(1 << 16);
+  off_t offset = 0;
+  for (;;) {
+    ssize_t n = pread(fd, buffer.data(), buffer.size(), offset);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return MakeError(std::string("reading for CRC: ") + std::strerror(errno));
+    }
+    if (n == 0) break;
+    crc = crc32(crc, buffer.data(), static_cast<uInt>(n));
+    offset += n;
+  }
+  return static_cast<uint32_t>(crc);
+}
+
+std::unique_ptr<ElfFile> ElfFile::FromFd(ScopedFd fd, std::string path) {
+  std::unique_ptr<ElfFile> file(new ElfFile());
+  file->fd_ = std::move(fd);
+  file->path_ = std::move(path);
+  struct stat st;
+  if (fstat(file->fd_.get(), &st) == 0) {
+    file->dev_ = st.st_dev;
+    file->inode_ = st.st_ino;
+  }
+  auto elf = file->OpenSelf();
+  if (!elf.ok()) {
+    file->header_error_ = elf.error().message;
+    return file;
+  }
+  auto header = ReadElfHeaderInfo(elf->get());
+  if (header.ok()) {
+    file->header_ = std::move(header).value();
+  } else {
+    file->header_error_ = header.error().message;
+  }
+  return file;
+}
+
+std::unique_ptr<ElfFile> ElfFile::FromImage(std::vector<char> image, std::string name) {
+  std::unique_ptr<ElfFile> file(new ElfFile());
+  file->image_ = std::move(image);
+  file->path_ = std::move(name);
+  auto elf = file->OpenSelf();
+  if (!elf.ok()) {
+    file->header_error_ = elf.error().message;
+    return file;
+  }
+  auto header = ReadElfHeaderInfo(elf->get());
+  if (header.ok()) {
+    file->header_ = std::move(header).value();
+  } else {
+    file->header_error_ = header.error().message;
+  }
+  return file;
+}
+
+Result<ElfPtr> ElfFile::OpenSelf() {
+  if (fd_.valid()) return OpenElfFd(fd_.get());
+  return OpenElfMemory(std::span<char>(image_.data(), image_.size()));
+}
+
+bool ElfFile::LoadSymbols(const DebugSearchOptions& debug) {
+  if (symbols_loaded_) return false;
+  symbols_loaded_ = true;
+  if (!is_elf()) return true;
+  auto elf = OpenSelf();
+  if (!elf.ok()) return true;
+  if (header_.has_symtab) full_ = SymbolTable::Load(elf->get(), SymbolTable::Section::kSymtab);
+  if (full_.empty()) {
+    LoadDebugSymbols(debug);
+    if (full_.empty()) dynsym_ = SymbolTable::Load(elf->get(), SymbolTable::Section::kDynsym);
+  }
+  return true;
+}
+
+bool ElfFile::TryDebugCandidate(const std::string& candidate, bool by_build_id,
+                                const DebugSearchOptions& debug) {
+  ScopedFd fd(open(candidate.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) return false;
+  struct stat st;
+  if (fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) return false;
+  if (st.st_dev == dev_ && st.st_ino == inode_) return false;  // the binary itself
+  auto elf = OpenElfFd(fd.get());
+  if (!elf.ok()) return false;
+  auto header = ReadElfHeaderInfo(elf->get());
+  if (!header.ok()) return false;
+  const bool ids_comparable = !header_.build_id.empty() && !header->build_id.empty();
+  if (ids_comparable && header_.build_id != header->build_id) return false;
+  if (!by_build_id && !ids_comparable && debug.verify_debuglink_crc) {
+    auto crc = FileCrc32(fd.get());
+    if (!crc.ok() || *crc != header_.debuglink_crc) return false;
+  }
+  SymbolTable table = SymbolTable::Load(elf->get(), SymbolTable::Section::kSymtab);
+  if (table.empty()) return false;
+  full_ = std::move(table);
+  debug_fd_ = std::move(fd);
+  debug_path_ = candidate;
+  return true;
+}
+
+void ElfFile::LoadDebugSymbols(const DebugSearchOptions& debug) {
+  const std::string& id = header_.build_id;
+  if (id.size() > 2) {
+    for (const std::string& dir : debug.debug_dirs) {
+      if (TryDebugCandidate(dir + "/.build-id/" + id.substr(0, 2) + "/" + id.substr(2) + ".debug",
+                            /*by_build_id=*/true, debug))
+        return;
+    }
+  }
+  const std::string& link = header_.debuglink;
+  if (link.empty() || link.find('/') != std::string::npos || path_.empty() || path_[0] != '/')
+    return;
+  const std::string dir = DirName(path_);
+  std::vector<std::string> candidates = {dir + "/" + link, dir + "/.debug/" + link};
+  for (const std::string& root : debug.debug_dirs) candidates.push_back(root + dir + "/" + link);
+  for (const std::string& candidate : candidates) {
+    if (TryDebugCandidate(candidate, /*by_build_id=*/false, debug)) return;
+  }
+}
+
+ElfFile::Lookup ElfFile::Find(uint64_t vaddr, const DebugSearchOptions& debug) {
+  LoadSymbols(debug);
+  if (!is_elf()) return {nullptr, UnknownReason::kNoSymbols};
+  if (!full_.empty()) {
+    const ElfSymbol* s = full_.Find(vaddr);
+    return s ? Lookup{s, UnknownReason::kNone} : Lookup{nullptr, UnknownReason::kNoSymbols};
+  }
+  if (const ElfSymbol* s = dynsym_.Find(vaddr)) return {s, UnknownReason::kNone};
+  return {nullptr, header_.has_symtab ? UnknownReason::kNoSymbols : UnknownReason::kStripped};
+}
+
+}  // namespace arcprof

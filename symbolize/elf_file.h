@@ -1,0 +1,90 @@
+// One mapped ELF file, opened once and shared by every mapping of it. The
+// descriptor is kept for the Symbolizer's lifetime: the file then resolves
+// even after it was deleted, its inode number cannot be reused while we hold
+// it (so (dev, inode) stays a safe cache key), and a later DWARF unwinder
+// (libdwfl's dwfl_report_elf takes an fd) can reuse it.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/frame.h"
+#include "common/scoped_fd.h"
+#include "symbolize/elf_symbols.h"
+
+namespace arcprof {
+
+struct DebugSearchOptions {
+  std::vector<std::string> debug_dirs;  // roots holding .build-id/ and mirrored paths
+  bool verify_debuglink_crc = true;     // when build-ids cannot be compared
+};
+
+class ElfFile {
+ public:
+  // Reads the ELF headers now (type, segments, build-id, debuglink); symbols
+  // are read on the first Find. Never fails: a file that is not ELF gives
+  // Unknown(kNoSymbols) for every lookup and says why in header_error().
+  static std::unique_ptr<ElfFile> FromFd(ScopedFd fd, std::string path);
+  // An in-memory image (the vDSO). The bytes are owned by the ElfFile.
+  static std::unique_ptr<ElfFile> FromImage(std::vector<char> image, std::string name);
+
+  struct Lookup {
+    const ElfSymbol* symbol = nullptr;
+    UnknownReason reason = UnknownReason::kNone;
+  };
+
+  // The ELF vaddr of a file offset (see FileOffsetToVaddr).
+  std::optional<uint64_t> OffsetToVaddr(uint64_t file_offset) const {
+    return FileOffsetToVaddr(header_.loads, file_offset);
+  }
+  // The function covering vaddr: .symtab of the file, else of a separate
+  // debug file, else .dynsym; Unknown(kStripped) when only .dynsym was found
+  // and it does not cover vaddr, Unknown(kNoSymbols) when a full table does not.
+  Lookup Find(uint64_t vaddr, const DebugSearchOptions& debug);
+
+  // Reads the symbol tables if not done yet; true when this call read them.
+  bool LoadSymbols(const DebugSearchOptions& debug);
+
+  bool is_elf() const { return header_error_.empty(); }
+  const std::string& header_error() const { return header_error_; }
+  const std::string& path() const { return path_; }
+  const std::string& build_id() const { return header_.build_id; }
+  const ElfHeaderInfo& header() const { return header_; }
+  int fd() const { return fd_.get(); }
+  dev_t dev() const { return dev_; }
+  ino_t inode() const { return inode_; }
+  // The separate debug file whose .symtab is used, "" when none.
+  const std::string& debug_path() const { return debug_path_; }
+  int debug_fd() const { return debug_fd_.get(); }
+
+ private:
+  ElfFile() = default;
+  Result<ElfPtr> OpenSelf();
+  bool TryDebugCandidate(const std::string& candidate, bool by_build_id,
+                         const DebugSearchOptions& debug);
+  void LoadDebugSymbols(const DebugSearchOptions& debug);
+
+  ScopedFd fd_;
+  std::vector<char> image_;  // in-memory ELF when fd_ is not valid
+  std::string path_;
+  dev_t dev_ = 0;
+  ino_t inode_ = 0;
+  ElfHeaderInfo header_;
+  std::string header_error_;
+
+  bool symbols_loaded_ = false;
+  SymbolTable full_;    // .symtab of the file or of its debug file
+  SymbolTable dynsym_;  // only consulted when full_ is empty
+  ScopedFd debug_fd_;
+  std::string debug_path_;
+};
+
+// The CRC-32 that .gnu_debuglink stores (the zlib polynomial) over a whole file.
+Result<uint32_t> FileCrc32(int fd);
+
+}  // namespace arcprof

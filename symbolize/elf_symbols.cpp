@@ -1,0 +1,272 @@
+#include "symbolize/elf_symbols.h"
+
+#include <cxxabi.h>
+#include <gelf.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <unordered_map>
+
+namespace arcprof {
+namespace {
+
+constexpr uint32_t kNtGnuBuildId = 3;
+
+std::string ToHex(const uint8_t* bytes, size_t n) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string hex;
+  hex.reserve(n * 2);
+  for (size_t i = 0; i < n; ++i) {
+    hex.push_back(kDigits[bytes[i] >> 4]);
+    hex.push_back(kDigits[bytes[i] & 0xf]);
+  }
+  return hex;
+}
+
+// Scans a buffer of ELF notes for NT_GNU_BUILD_ID.
+std::string BuildIdFromNotes(Elf_Data* data) {
+  if (!data || !data->d_buf) return "";
+  size_t offset = 0;
+  GElf_Nhdr nhdr;
+  size_t name_offset = 0, desc_offset = 0;
+  while (offset < data->d_size) {
+    size_t next = gelf_getnote(data, offset, &nhdr, &name_offset, &desc_offset);
+    if (next == 0 || next <= offset) break;
+    const char* base = static_cast<const char*>(data->d_buf);
+    if (nhdr.n_type == kNtGnuBuildId && nhdr.n_namesz == 4 &&
+        std::memcmp(base + name_offset, "GNU", 4) == 0 && nhdr.n_descsz > 0 &&
+        nhdr.n_descsz <= 64) {
+      return ToHex(reinterpret_cast<const uint8_t*>(base + desc_offset), nhdr.n_descsz);
+    }
+    offset = next;
+  }
+  return "";
+}
+
+Result<ElfPtr> CheckElf(Elf* raw) {
+  ElfPtr elf(raw);
+  if (!elf) return MakeError(std::string("libelf: ") + elf_errmsg(-1));
+  if (elf_kind(elf.get()) != ELF_K_ELF) return MakeError("not an ELF file");
+  GElf_Ehdr ehdr;
+  if (!gelf_getehdr(elf.get(), &ehdr)) return MakeError(std::string("bad ELF header: ") + elf_errmsg(-1));
+  return elf;
+}
+
+// Preference among symbols at the same address (as perf's choose_best_symbol):
+// sized over unsized, global over weak over local, fewer leading underscores,
+// shorter names. Higher is better.
+struct Candidate {
+  uint64_t start;
+  uint64_t size;
+  uint64_t section_end;  // 0 when unknown
+  const char* name;
+  size_t name_len;
+  uint8_t binding;
+};
+
+bool Better(const Candidate& a, const Candidate& b) {
+  if ((a.size > 0) != (b.size > 0)) return a.size > 0;
+  auto bind_rank = [](uint8_t bind) { return bind == STB_GLOBAL ? 2 : bind == STB_WEAK ? 1 : 0; };
+  if (bind_rank(a.binding) != bind_rank(b.binding)) return bind_rank(a.binding) > bind_rank(b.binding);
+  auto underscores = [](const Candidate& c) {
+    size_t n = 0;
+    while (n < c.name_len && c.name[n] == '_') ++n;
+    return n;
+  };
+  if (underscores(a) != underscores(b)) return underscores(a) < underscores(b);
+  if (a.name_len != b.name_len) return a.name_len < b.name_len;
+  return std::strcmp(a.name, b.name) < 0;
+}
+
+}  // namespace
+
+Result<ElfPtr> OpenElfFd(int fd) {
+  elf_version(EV_CURRENT);  // idempotent; required before any other libelf call
+  return CheckElf(elf_begin(fd, ELF_C_READ, nullptr));
+}
+
+Result<ElfPtr> OpenElfMemory(std::span<char> image) {
+  elf_version(EV_CURRENT);
+  return CheckElf(elf_memory(image.data(), image.size()));
+}
+
+Result<ElfHeaderInfo> ReadElfHeaderInfo(Elf* elf) {
+  ElfHeaderInfo info;
+  GElf_Ehdr ehdr;
+  if (!gelf_getehdr(elf, &ehdr)) return MakeError(std::string("bad ELF header: ") + elf_errmsg(-1));
+  info.type = ehdr.e_type;
+
+  size_t phnum = 0;
+  if (elf_getphdrnum(elf, &phnum) == 0) {
+    for (size_t i = 0; i < phnum; ++i) {
+      GElf_Phdr phdr;
+      if (!gelf_getphdr(elf, static_cast<int>(i), &phdr)) break;
+      if (phdr.p_type == PT_LOAD) {
+        info.loads.push_back({phdr.p_offset, phdr.p_vaddr, phdr.p_filesz, phdr.p_memsz});
+      } else if (phdr.p_type == PT_NOTE && info.build_id.empty() && phdr.p_filesz > 0 &&
+                 phdr.p_filesz < (1u << 20)) {
+        info.build_id = BuildIdFromNotes(
+            elf_getdata_rawchunk(elf, static_cast<int64_t>(phdr.p_offset), phdr.p_filesz, ELF_T_NHDR));
+      }
+    }
+  }
+
+  size_t shstrndx = 0;
+  const bool have_names = elf_getshdrstrndx(elf, &shstrndx) == 0;
+  Elf_Scn* scn = nullptr;
+  while ((scn = elf_nextscn(elf, scn)) != nullptr) {
+    GElf_Shdr shdr;
+    if (!gelf_getshdr(scn, &shdr)) break;
+    if (shdr.sh_type == SHT_SYMTAB) info.has_symtab = true;
+    if (shdr.sh_type == SHT_NOTE && info.build_id.empty()) {
+      info.build_id = BuildIdFromNotes(elf_getdata(scn, nullptr));
+    }
+    if (have_names && shdr.sh_type == SHT_PROGBITS) {
+      const char* name = elf_strptr(elf, shstrndx, shdr.sh_name);
+      if (name && std::strcmp(name, ".gnu_debuglink") == 0) {
+        Elf_Data* data = elf_getdata(scn, nullptr);
+        if (data && data->d_buf && data->d_size >= 8) {
+          const char* bytes = static_cast<const char*>(data->d_buf);
+          size_t len = strnlen(bytes, data->d_size);
+          size_t crc_offset = (len + 4) & ~size_t{3};  // NUL, then padding to 4
+          if (len > 0 && crc_offset + 4 <= data->d_size) {
+            info.debuglink.assign(bytes, len);
+            std::memcpy(&info.debuglink_crc, bytes + crc_offset, 4);
+          }
+        }
+      }
+    }
+  }
+  return info;
+}
+
+std::optional<uint64_t> FileOffsetToVaddr(const std::vector<LoadSegment>& loads, uint64_t offset) {
+  for (const LoadSegment& s : loads) {
+    if (offset >= s.offset && offset - s.offset < std::max(s.filesz, s.memsz))
+      return offset - s.offset + s.vaddr;
+  }
+  // The mapping starts at the page below p_offset: accept the page-aligned
+  // head of a segment too.
+  for (const LoadSegment& s : loads) {
+    uint64_t page_start = s.offset & ~uint64_t{0xfff};
+    if (offset >= page_start && offset < s.offset) return s.vaddr - (s.offset - offset);
+  }
+  return std::nullopt;
+}
+
+SymbolTable SymbolTable::Load(Elf* elf, Section section) {
+  SymbolTable table;
+  const uint32_t wanted = section == Section::kSymtab ? SHT_SYMTAB : SHT_DYNSYM;
+  const size_t sym_size = gelf_fsize(elf, ELF_T_SYM, 1, EV_CURRENT);
+  if (sym_size == 0) return table;
+
+  std::unordered_map<size_t, uint64_t> section_ends;
+  auto section_end = [&](size_t index) -> uint64_t {
+    auto it = section_ends.find(index);
+    if (it != section_ends.end()) return it->second;
+    uint64_t end = 0;
+    GElf_Shdr shdr;
+    Elf_Scn* scn = elf_getscn(elf, index);
+    if (scn && gelf_getshdr(scn, &shdr) && (shdr.sh_flags & SHF_ALLOC)) end = shdr.sh_addr + shdr.sh_size;
+    section_ends.emplace(index, end);
+    return end;
+  };
+
+  std::vector<Candidate> candidates;
+  size_t names_bytes = 0;
+  Elf_Scn* scn = nullptr;
+  while ((scn = elf_nextscn(elf, scn)) != nullptr) {
+    GElf_Shdr shdr;
+    if (!gelf_getshdr(scn, &shdr)) break;
+    if (shdr.sh_type != wanted) continue;
+    Elf_Data* data = elf_getdata(scn, nullptr);
+    if (!data || !data->d_buf) continue;
+    const size_t count = data->d_size / sym_size;
+    for (size_t i = 0; i < count; ++i) {
+      GElf_Sym sym;
+      if (!gelf_getsym(data, static_cast<int>(i), &sym)) break;
+      const int type = GELF_ST_TYPE(sym.st_info);
+      if (type != STT_FUNC && type != STT_GNU_IFUNC) continue;
+      if (sym.st_shndx == SHN_UNDEF || sym.st_value == 0) continue;
+      const char* name = elf_strptr(elf, shdr.sh_link, sym.st_name);
+      if (!name || !*name) continue;
+      const size_t len = std::strlen(name);
+      const uint64_t sec_end = sym.st_shndx < SHN_LORESERVE ? section_end(sym.st_shndx) : 0;
+      candidates.push_back({sym.st_value, sym.st_size, sec_end, name, len,
+                            static_cast<uint8_t>(GELF_ST_BIND(sym.st_info))});
+      names_bytes += len + 1;
+    }
+  }
+  if (candidates.empty()) return table;
+
+  std::sort(candidates.begin(), candidates.end(), [](const Candidate& a, const Candidate& b) {
+    if (a.start != b.start) return a.start < b.start;
+    return Better(a, b);
+  });
+  // One symbol per address; the names are copied out of libelf's buffers so the
+  // table outlives the Elf handle.
+  table.names_ = std::make_unique<char[]>(names_bytes);
+  char* cursor = table.names_.get();
+  std::vector<const Candidate*> kept;
+  for (const Candidate& c : candidates) {
+    if (!kept.empty() && kept.back()->start == c.start) continue;
+    kept.push_back(&c);
+  }
+  table.symbols_.reserve(kept.size());
+  for (size_t i = 0; i < kept.size(); ++i) {
+    const Candidate& c = *kept[i];
+    std::memcpy(cursor, c.name, c.name_len + 1);
+    ElfSymbol s;
+    s.start = c.start;
+    s.name = std::string_view(cursor, c.name_len);
+    cursor += c.name_len + 1;
+    const uint64_t next = i + 1 < kept.size() ? kept[i + 1]->start : UINT64_MAX;
+    if (c.size > 0) {
+      s.end = c.start + c.size < c.start ? UINT64_MAX : c.start + c.size;
+    } else if (c.section_end > c.start) {
+      s.end = std::min(next, c.section_end);
+    } else {
+      s.end = next == UINT64_MAX ? c.start + 1 : next;
+    }
+    table.symbols_.push_back(s);
+  }
+  return table;
+}
+
+const ElfSymbol* SymbolTable::Find(uint64_t vaddr) {
+  auto it = std::upper_bound(symbols_.begin(), symbols_.end(), vaddr,
+                             [](uint64_t a, const ElfSymbol& s) { return a < s.start; });
+  // Look back a little: a sized symbol may enclose smaller ones that start
+  // after it (assembly labels typed as functions).
+  constexpr int kLookBack = 4;
+  for (int i = 0; i < kLookBack && it != symbols_.begin(); ++i) {
+    --it;
+    if (vaddr < it->end) {
+      ElfSymbol& s = *it;
+      if (!s.demangled) {
+        s.demangled = true;
+        std::string pretty = Demangle(s.name);
+        if (!pretty.empty()) s.name = demangled_names_.emplace_back(std::move(pretty));
+      }
+      return &s;
+    }
+  }
+  return nullptr;
+}
+
+std::string Demangle(std::string_view mangled) {
+  if (mangled.size() < 3 || mangled[0] != '_' || mangled[1] != 'Z') return "";
+  const std::string c_string(mangled);
+  int status = 0;
+  char* out = abi::__cxa_demangle(c_string.c_str(), nullptr, nullptr, &status);
+  if (status != 0 || !out) {
+    std::free(out);
+    return "";
+  }
+  std::string result(out);
+  std::free(out);
+  return result;
+}
+
+}  // namespace arcprof

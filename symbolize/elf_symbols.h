@@ -1,0 +1,90 @@
+// ELF facts and function symbol tables read through libelf (elfutils).
+// Works on an open file descriptor or on a byte buffer (the vDSO image, fuzz
+// inputs); nothing here touches paths or the process table.
+#pragma once
+
+#include <libelf.h>
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/result.h"
+
+namespace arcprof {
+
+struct ElfDeleter {
+  void operator()(Elf* elf) const { elf_end(elf); }
+};
+using ElfPtr = std::unique_ptr<Elf, ElfDeleter>;
+
+// elf_begin on a file descriptor in ELF_C_READ mode: libelf then reads with
+// pread on demand instead of mapping the file, so a file truncated under us
+// gives an error instead of SIGBUS. The descriptor must outlive the handle.
+Result<ElfPtr> OpenElfFd(int fd);
+// elf_memory on a caller-owned buffer that must outlive the handle.
+Result<ElfPtr> OpenElfMemory(std::span<char> image);
+
+struct LoadSegment {
+  uint64_t offset = 0;
+  uint64_t vaddr = 0;
+  uint64_t filesz = 0;
+  uint64_t memsz = 0;
+};
+
+struct ElfHeaderInfo {
+  uint16_t type = 0;  // ET_EXEC, ET_DYN, ...
+  std::vector<LoadSegment> loads;
+  std::string build_id;  // lowercase hex, "" when absent
+  std::string debuglink;  // .gnu_debuglink file name, "" when absent
+  uint32_t debuglink_crc = 0;
+  bool has_symtab = false;  // a .symtab section exists (not stripped)
+};
+
+// Reads the ELF type, PT_LOAD segments, build-id note and .gnu_debuglink.
+Result<ElfHeaderInfo> ReadElfHeaderInfo(Elf* elf);
+
+// Maps an offset in the file to the ELF virtual address through the PT_LOAD
+// segment that contains it. This is what makes PIE, non-PIE, shared libraries
+// and unusual link addresses all work the same way: the runtime address gives
+// the file offset (addr - mapping start + mapping pgoff), and the segment gives
+// the vaddr the symbol table speaks in.
+std::optional<uint64_t> FileOffsetToVaddr(const std::vector<LoadSegment>& loads,
+                                          uint64_t offset);
+
+struct ElfSymbol {
+  uint64_t start = 0;  // ELF virtual address
+  uint64_t end = 0;    // exclusive
+  std::string_view name;  // demangled once Find() returned it
+  bool demangled = false;
+};
+
+// FUNC and IFUNC symbols of one symbol section, sorted by address, one per
+// address (aliases resolved by preference), zero sizes extended to the next
+// symbol (or the end of the symbol's section).
+class SymbolTable {
+ public:
+  enum class Section { kSymtab, kDynsym };
+  static SymbolTable Load(Elf* elf, Section section);
+
+  // The symbol covering vaddr, with its name demangled, or nullptr.
+  const ElfSymbol* Find(uint64_t vaddr);
+
+  bool empty() const { return symbols_.empty(); }
+  size_t size() const { return symbols_.size(); }
+
+ private:
+  std::unique_ptr<char[]> names_;  // NUL-terminated names the views point into
+  std::vector<ElfSymbol> symbols_;
+  std::deque<std::string> demangled_names_;  // deque: views stay valid as it grows
+};
+
+// Demangles a C++ (Itanium ABI) name; returns "" when it is not one.
+std::string Demangle(std::string_view mangled);
+
+}  // namespace arcprof

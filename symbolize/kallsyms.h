@@ -1,0 +1,49 @@
+// Kernel text symbols from /proc/kallsyms text.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/result.h"
+
+namespace arcprof {
+
+struct KernelSymbol {
+  uint64_t start = 0;
+  uint64_t end = 0;         // exclusive: the next symbol's start (capped, see Parse)
+  std::string_view name;
+  std::string_view module;  // "vmlinux" or the kernel module's name
+};
+
+class KernelSymbols {
+ public:
+  // The largest extent given to a symbol that is followed by another module's
+  // symbol or by nothing: kallsyms has no sizes, and beyond a module's last
+  // symbol there may be unrelated memory.
+  static constexpr uint64_t kMaxTailExtent = 64 * 1024;
+
+  // Parses kallsyms text: keeps text symbols (t, T, w, W), sorts them,
+  // and gives each the extent up to the next symbol. Malformed lines are
+  // skipped. Fails only when no line at all could be parsed.
+  static Result<KernelSymbols> Parse(std::string_view text);
+
+  // The symbol covering addr, or nullptr.
+  const KernelSymbol* Find(uint64_t addr) const;
+
+  // True when every address was zero: kernel.kptr_restrict hides them from
+  // this user, so nothing can be resolved.
+  bool addresses_hidden() const { return addresses_hidden_; }
+  size_t size() const { return symbols_.size(); }
+  size_t malformed_lines() const { return malformed_lines_; }
+
+ private:
+  std::unique_ptr<std::string> text_;  // owns the bytes the views point into
+  std::vector<KernelSymbol> symbols_;
+  bool addresses_hidden_ = false;
+  size_t malformed_lines_ = 0;
+};
+
+}  // namespace arcprof

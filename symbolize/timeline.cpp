@@ -1,0 +1,146 @@
+#include "symbolize/timeline.h"
+
+#include <algorithm>
+
+namespace arcprof {
+
+TimelineProcess* Timeline::Find(uint32_t pid) {
+  auto it = processes_.find(pid);
+  return it == processes_.end() ? nullptr : it->second.get();
+}
+
+const TimelineProcess* Timeline::Find(uint32_t pid) const {
+  auto it = processes_.find(pid);
+  return it == processes_.end() ? nullptr : it->second.get();
+}
+
+TimelineProcess& Timeline::GetOrCreate(uint32_t pid) {
+  auto& slot = processes_[pid];
+  if (!slot) {
+    slot = std::make_unique<TimelineProcess>();
+    slot->pid = pid;
+    slot->generations.emplace_back();  // start_ns 0: existed before anything we saw
+    ++creations_;
+  }
+  return *slot;
+}
+
+size_t Timeline::LiveGeneration(const TimelineProcess& process, uint64_t t_ns) {
+  const auto& gens = process.generations;
+  auto it = std::upper_bound(gens.begin(), gens.end(), t_ns,
+                             [](uint64_t t, const AddressSpaceGeneration& g) { return t < g.start_ns; });
+  return it == gens.begin() ? 0 : static_cast<size_t>(it - gens.begin()) - 1;
+}
+
+AddressSpaceGeneration& Timeline::NewGeneration(TimelineProcess& process, uint64_t t_ns) {
+  auto& gens = process.generations;
+  auto it = std::upper_bound(gens.begin(), gens.end(), t_ns,
+                             [](uint64_t t, const AddressSpaceGeneration& g) { return t < g.start_ns; });
+  it = gens.emplace(it);
+  it->start_ns = t_ns;
+  ++process.version;
+  return *it;
+}
+
+void Timeline::Exec(uint32_t pid, uint64_t t_ns) {
+  auto& slot = processes_[pid];
+  if (!slot) {
+    slot = std::make_unique<TimelineProcess>();
+    slot->pid = pid;
+    ++creations_;
+  }
+  slot->exited = false;
+  NewGeneration(*slot, t_ns);
+}
+
+void Timeline::Fork(uint32_t parent_pid, uint32_t child_pid, uint64_t t_ns) {
+  if (parent_pid == child_pid) return;
+  std::vector<TimelineMapping> inherited;
+  if (const TimelineProcess* parent = Find(parent_pid); parent && !parent->generations.empty()) {
+    const AddressSpaceGeneration& from = parent->generations[LiveGeneration(*parent, t_ns)];
+    for (const TimelineMapping& m : from.mappings) {
+      if (m.time_ns <= t_ns) inherited.push_back(m);
+    }
+    if (inherited.empty()) inherited = from.mappings;
+  }
+  auto& slot = processes_[child_pid];
+  if (!slot) {
+    slot = std::make_unique<TimelineProcess>();
+    slot->pid = child_pid;
+    ++creations_;
+  }
+  slot->exited = false;
+  AddressSpaceGeneration& gen = NewGeneration(*slot, t_ns);
+  gen.mappings = std::move(inherited);  // already sorted: a filtered copy of a sorted vector
+  for (const TimelineMapping& m : gen.mappings) gen.max_len = std::max(gen.max_len, m.end - m.start);
+}
+
+void Timeline::AddMapping(uint32_t pid, uint64_t t_ns, TimelineMapping mapping, bool dedupe) {
+  if (mapping.end <= mapping.start) return;
+  TimelineProcess& process = GetOrCreate(pid);
+  AddressSpaceGeneration& gen = process.generations[LiveGeneration(process, t_ns)];
+  auto by_start = [](const TimelineMapping& m, uint64_t start) { return m.start < start; };
+  auto pos = std::lower_bound(gen.mappings.begin(), gen.mappings.end(), mapping.start, by_start);
+  if (dedupe) {
+    for (auto it = pos; it != gen.mappings.end() && it->start == mapping.start; ++it) {
+      if (it->end == mapping.end && it->pgoff == mapping.pgoff && it->kind == mapping.kind &&
+          it->file_id == mapping.file_id && it->module == mapping.module)
+        return;
+    }
+  }
+  mapping.time_ns = t_ns;
+  mapping.seq = next_seq_++;
+  gen.max_len = std::max(gen.max_len, mapping.end - mapping.start);
+  // Insert after equal starts so the vector stays sorted and stable.
+  while (pos != gen.mappings.end() && pos->start == mapping.start) ++pos;
+  gen.mappings.insert(pos, mapping);
+  ++process.version;
+}
+
+void Timeline::Exit(uint32_t pid, uint64_t t_ns) {
+  TimelineProcess* process = Find(pid);
+  if (!process) return;
+  process->exited = true;
+  process->exit_ns = t_ns;
+  ++process->version;
+}
+
+Timeline::Hit Timeline::Lookup(const TimelineProcess& process, uint64_t addr, uint64_t t_ns) {
+  Hit hit;
+  if (process.generations.empty()) return hit;
+  const size_t gi = LiveGeneration(process, t_ns);
+  const AddressSpaceGeneration& gen = process.generations[gi];
+  if (gi > 0) hit.valid_from = gen.start_ns;
+  if (gi + 1 < process.generations.size()) hit.valid_until = process.generations[gi + 1].start_ns;
+
+  auto it = std::upper_bound(gen.mappings.begin(), gen.mappings.end(), addr,
+                             [](uint64_t a, const TimelineMapping& m) { return a < m.start; });
+  const TimelineMapping* latest_before = nullptr;  // max (time, seq) with time <= t
+  const TimelineMapping* earliest_after = nullptr;  // min (time, seq) with time > t
+  while (it != gen.mappings.begin()) {
+    --it;
+    if (addr - it->start >= gen.max_len) break;  // no earlier mapping can reach addr
+    if (addr >= it->end) continue;
+    const TimelineMapping& m = *it;
+    if (m.time_ns <= t_ns) {
+      if (!latest_before || m.time_ns > latest_before->time_ns ||
+          (m.time_ns == latest_before->time_ns && m.seq > latest_before->seq))
+        latest_before = &m;
+    } else if (!earliest_after || m.time_ns < earliest_after->time_ns ||
+               (m.time_ns == earliest_after->time_ns && m.seq < earliest_after->seq)) {
+      earliest_after = &m;
+    }
+  }
+  if (latest_before) {
+    hit.mapping = latest_before;
+    hit.valid_from = std::max(hit.valid_from, latest_before->time_ns);
+    if (earliest_after) hit.valid_until = std::min(hit.valid_until, earliest_after->time_ns);
+  } else if (earliest_after) {
+    hit.mapping = earliest_after;
+    hit.valid_until = std::min(hit.valid_until, earliest_after->time_ns);
+  }
+  // No mapping: the answer holds for the whole generation (until the version changes).
+  return hit;
+}
+
+}  // namespace arcprof
