@@ -292,6 +292,17 @@ Result<void> ValidateForWriting(const std::string& path, const Profile& profile)
 
 // ---------------------------------------------------------------- reading
 
+// SQLite messages can quote text from the file (a malformed schema, say), and
+// errors must stay one line: control characters become spaces, long text is cut.
+std::string OneLine(std::string message) {
+  constexpr size_t kMaxLength = 300;
+  for (char& c : message) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = ' ';
+  }
+  if (message.size() > kMaxLength) message = message.substr(0, kMaxLength - 3) + "...";
+  return message;
+}
+
 class Reader {
  public:
   explicit Reader(const std::string& path) : path_(path) {}
@@ -700,11 +711,13 @@ Result<void> WriteCapture(const std::string& path, const Profile& profile) {
 
 Result<Profile> ReadCapture(const std::string& path) {
   Reader reader(path);
-  if (auto r = reader.Open(); !r) return r.error();
-  if (auto r = reader.CheckIdentity(); !r) return r.error();
-  if (auto r = reader.QuickCheck(); !r) return r.error();
-  if (auto r = reader.CheckTables(); !r) return r.error();
-  return reader.ReadAll();
+  Result<void> checked = reader.Open();
+  if (checked) checked = reader.CheckIdentity();
+  if (checked) checked = reader.QuickCheck();
+  if (checked) checked = reader.CheckTables();
+  Result<Profile> profile = checked ? reader.ReadAll() : Result<Profile>(checked.error());
+  if (profile) return profile;
+  return MakeError(OneLine(profile.error().message), profile.error().exit_code);
 }
 
 }  // namespace arcprof

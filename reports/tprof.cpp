@@ -146,9 +146,9 @@ void WriteRows(const std::vector<TprofRow>& rows, int depth, size_t label_ticks_
   }
 }
 
-// "3.12% (stripped 2.00%, unmapped 1.12%)"
-std::string DescribeShare(const UnknownShare& share) {
-  std::string text = Printf("%.2f%%", Percent(share.unknown, share.total));
+// "3.12% of <what> (stripped 2.00%, unmapped 1.12%)"
+std::string DescribeShare(const UnknownShare& share, const std::string& what) {
+  std::string text = Printf("%.2f%%", Percent(share.unknown, share.total)) + " of " + what;
   if (share.by_reason.empty()) return text;
   std::vector<std::pair<std::string, uint64_t>> reasons(share.by_reason.begin(), share.by_reason.end());
   std::stable_sort(reasons.begin(), reasons.end(),
@@ -336,8 +336,8 @@ void WriteTprofText(const TprofReport& report, std::ostream& out) {
         << Printf("%.2f%%", Percent(report.selected_samples, report.total_samples)) << ")\n";
   }
   out << "Lost samples:       " << report.lost_samples << '\n';
-  out << "Unknown frames:     " << DescribeShare(report.unknown_frames) << " of frames in sampled stacks\n";
-  out << "Unknown leaf ticks: " << DescribeShare(report.unknown_leaf_ticks) << " of ticks\n";
+  out << "Unknown frames:     " << DescribeShare(report.unknown_frames, "frames in sampled stacks") << '\n';
+  out << "Unknown leaf ticks: " << DescribeShare(report.unknown_leaf_ticks, "ticks") << '\n';
   out << "Levels:             " << LevelList(report.levels) << '\n';
   if (report.min_percent > 0) {
     out << "Hidden:             rows below " << Printf("%.2f%%", report.min_percent) << " of total\n";

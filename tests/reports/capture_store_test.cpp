@@ -1,0 +1,382 @@
+#include "reports/capture_store.h"
+
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include "tests/reports/test_profiles.h"
+
+namespace arcprof {
+namespace {
+
+using testing::LargeProfile;
+using testing::SampleProfile;
+using testing::TempDir;
+
+std::string ReadBytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+void WriteBytes(const std::string& path, const std::string& bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << bytes;
+}
+
+// Runs SQL on a capture as a hostile or buggy writer would.
+void ExecSql(const std::string& path, const std::string& sql) {
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  char* message = nullptr;
+  const int rc = sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &message);
+  const std::string text = message ? message : "";
+  sqlite3_free(message);
+  sqlite3_close(db);
+  ASSERT_EQ(rc, SQLITE_OK) << text;
+}
+
+// Every capture error is one line that names the file, with exit code 2.
+void ExpectCaptureError(const std::string& path, const std::string& expected_part) {
+  auto result = ReadCapture(path);
+  ASSERT_FALSE(result.ok()) << "expected an error containing: " << expected_part;
+  const Error& error = result.error();
+  EXPECT_EQ(error.exit_code, 2);
+  EXPECT_EQ(error.message.find('\n'), std::string::npos) << error.message;
+  EXPECT_EQ(error.message.rfind(path + ": ", 0), 0u) << error.message;
+  EXPECT_NE(error.message.find(expected_part), std::string::npos) << error.message;
+}
+
+void ExpectSameProfile(const Profile& a, const Profile& b) {
+  EXPECT_EQ(a.meta.host, b.meta.host);
+  EXPECT_EQ(a.meta.kernel, b.meta.kernel);
+  EXPECT_EQ(a.meta.start_monotonic_ns, b.meta.start_monotonic_ns);
+  EXPECT_EQ(a.meta.end_monotonic_ns, b.meta.end_monotonic_ns);
+  EXPECT_EQ(a.meta.start_unix_ns, b.meta.start_unix_ns);
+  EXPECT_EQ(a.meta.event, b.meta.event);
+  EXPECT_EQ(a.meta.frequency_hz, b.meta.frequency_hz);
+  EXPECT_EQ(a.meta.command_line, b.meta.command_line);
+  EXPECT_EQ(a.meta.target, b.meta.target);
+  EXPECT_EQ(a.meta.call_graph, b.meta.call_graph);
+  EXPECT_EQ(a.meta.arcprof_version, b.meta.arcprof_version);
+  EXPECT_EQ(a.meta.unit, b.meta.unit);
+  EXPECT_EQ(a.meta.occurrences, b.meta.occurrences);
+  EXPECT_EQ(a.meta.consumers, b.meta.consumers);
+  EXPECT_EQ(a.frames.all(), b.frames.all());
+  ASSERT_EQ(a.threads.size(), b.threads.size());
+  for (size_t i = 0; i < a.threads.size(); ++i) {
+    EXPECT_EQ(a.threads[i].pid, b.threads[i].pid);
+    EXPECT_EQ(a.threads[i].tid, b.threads[i].tid);
+    EXPECT_EQ(a.threads[i].comm, b.threads[i].comm);
+    EXPECT_EQ(a.threads[i].process_comm, b.threads[i].process_comm);
+    EXPECT_EQ(a.threads[i].cmdline, b.threads[i].cmdline);
+  }
+  ASSERT_EQ(a.trees.size(), b.trees.size());
+  for (size_t t = 0; t < a.trees.size(); ++t) {
+    const auto& x = a.trees[t].nodes();
+    const auto& y = b.trees[t].nodes();
+    ASSERT_EQ(x.size(), y.size()) << "thread " << t;
+    for (size_t i = 0; i < x.size(); ++i) {
+      EXPECT_EQ(x[i].parent, y[i].parent) << "thread " << t << " node " << i;
+      EXPECT_EQ(x[i].frame, y[i].frame) << "thread " << t << " node " << i;
+      EXPECT_EQ(x[i].n, y[i].n) << "thread " << t << " node " << i;
+      EXPECT_EQ(x[i].base, y[i].base) << "thread " << t << " node " << i;
+    }
+  }
+  EXPECT_EQ(a.counters, b.counters);
+}
+
+TEST(CaptureStore, RoundTripKeepsEverything) {
+  TempDir dir;
+  const Profile original = SampleProfile();
+  const std::string path = dir.File("arcprof.db");
+  ASSERT_TRUE(WriteCapture(path, original).ok());
+  auto read = ReadCapture(path);
+  ASSERT_TRUE(read.ok()) << read.error().message;
+  ExpectSameProfile(original, *read);
+  EXPECT_EQ(read->meta.schema_version, kCaptureSchemaVersion);
+  EXPECT_EQ(read->total_samples(), 1995u);
+  // Kernel addresses do not fit a signed 64-bit column and must survive anyway.
+  EXPECT_EQ(read->frames.at(0).address, 0xffffffff81a00000ull);
+  // Nothing but the capture is left in the directory.
+  EXPECT_EQ(dir.Entries(), std::vector<std::string>{"arcprof.db"});
+}
+
+TEST(CaptureStore, EmptyProfileRoundTrips) {
+  TempDir dir;
+  Profile empty;
+  ASSERT_TRUE(WriteCapture(dir.File("empty.db"), empty).ok());
+  auto read = ReadCapture(dir.File("empty.db"));
+  ASSERT_TRUE(read.ok()) << read.error().message;
+  ExpectSameProfile(empty, *read);
+}
+
+TEST(CaptureStore, FileIsMode0600EvenWithAPermissiveUmask) {
+  TempDir dir;
+  const mode_t old_umask = ::umask(0);
+  const auto result = WriteCapture(dir.File("arcprof.db"), SampleProfile());
+  ::umask(old_umask);
+  ASSERT_TRUE(result.ok()) << result.error().message;
+  struct stat st {};
+  ASSERT_EQ(::stat(dir.File("arcprof.db").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0600u);
+}
+
+TEST(CaptureStore, SymlinkAtTheTargetIsReplacedNotFollowed) {
+  TempDir dir;
+  const std::string victim = dir.File("victim");
+  WriteBytes(victim, "precious");
+  const std::string path = dir.File("arcprof.db");
+  ASSERT_EQ(::symlink(victim.c_str(), path.c_str()), 0);
+  ASSERT_TRUE(WriteCapture(path, SampleProfile()).ok());
+  EXPECT_EQ(ReadBytes(victim), "precious");
+  struct stat st {};
+  ASSERT_EQ(::lstat(path.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISREG(st.st_mode));
+  EXPECT_TRUE(ReadCapture(path).ok());
+}
+
+TEST(CaptureStore, OverwritesAnOlderCapture) {
+  TempDir dir;
+  const std::string path = dir.File("arcprof.db");
+  Profile first = SampleProfile();
+  first.meta.host = "first";
+  ASSERT_TRUE(WriteCapture(path, first).ok());
+  ASSERT_TRUE(WriteCapture(path, SampleProfile()).ok());
+  auto read = ReadCapture(path);
+  ASSERT_TRUE(read.ok());
+  EXPECT_EQ(read->meta.host, "testhost");
+}
+
+TEST(CaptureStore, FailedWriteLeavesNoFile) {
+  TempDir dir;
+  // The target is a directory: rename() fails after the data was written.
+  ASSERT_EQ(::mkdir(dir.File("adir").c_str(), 0700), 0);
+  auto result = WriteCapture(dir.File("adir"), SampleProfile());
+  ASSERT_FALSE(result.ok());
+  EXPECT_EQ(result.error().exit_code, 2);
+  EXPECT_EQ(dir.Entries(), std::vector<std::string>{"adir"});
+  // A directory that does not exist.
+  result = WriteCapture(dir.File("missing/arcprof.db"), SampleProfile());
+  ASSERT_FALSE(result.ok());
+  EXPECT_NE(result.error().message.find("cannot create"), std::string::npos) << result.error().message;
+}
+
+TEST(CaptureStore, RejectsAnInconsistentProfileBeforeWriting) {
+  TempDir dir;
+  Profile broken = SampleProfile();
+  broken.trees[0].mutable_nodes()[1].frame = 999;
+  auto result = WriteCapture(dir.File("arcprof.db"), broken);
+  ASSERT_FALSE(result.ok());
+  EXPECT_TRUE(dir.Entries().empty());
+}
+
+TEST(CaptureStore, MillionSamplesCostFarLessThanTenBytesEach) {
+  TempDir dir;
+  constexpr uint64_t kSamples = 1'000'000;
+  const Profile profile = LargeProfile(kSamples, 300, 20);
+  ASSERT_EQ(profile.total_samples(), kSamples);
+  ASSERT_TRUE(WriteCapture(dir.File("big.db"), profile).ok());
+  const auto size = std::filesystem::file_size(dir.File("big.db"));
+  EXPECT_LE(size, 10 * kSamples);
+  // Only tree nodes are stored: a few hundred stacks stay well under 1 MB.
+  EXPECT_LT(size, 1'000'000u) << size << " bytes";
+  auto read = ReadCapture(dir.File("big.db"));
+  ASSERT_TRUE(read.ok()) << read.error().message;
+  EXPECT_EQ(read->total_samples(), kSamples);
+}
+
+TEST(CaptureStore, WindowsAreMergedNodeByNodeAndCountersSummed) {
+  TempDir dir;
+  const std::string path = dir.File("arcprof.db");
+  const Profile original = SampleProfile();
+  ASSERT_TRUE(WriteCapture(path, original).ok());
+  // A second window with the same trees, as continuous capture appends them.
+  ExecSql(path,
+          "INSERT INTO windows (id, capture_id, start_ns, end_ns) VALUES (2, 1, 11000000000, "
+          "21000000000);"
+          "INSERT INTO nodes SELECT 2, thread_id, node_id, parent_id, frame_id, n, base FROM nodes "
+          "WHERE window_id = 1;"
+          "INSERT INTO counters SELECT 2, name, value FROM counters WHERE window_id = 1;");
+  auto read = ReadCapture(path);
+  ASSERT_TRUE(read.ok()) << read.error().message;
+  EXPECT_EQ(read->total_samples(), 2 * 1995u);
+  EXPECT_EQ(read->counters.at("lost_samples"), 14);
+  ASSERT_EQ(read->trees.size(), original.trees.size());
+  for (size_t t = 0; t < original.trees.size(); ++t) {
+    ASSERT_EQ(read->trees[t].nodes().size(), original.trees[t].nodes().size());
+    for (size_t i = 0; i < original.trees[t].nodes().size(); ++i) {
+      EXPECT_EQ(read->trees[t].nodes()[i].n, 2 * original.trees[t].nodes()[i].n);
+    }
+  }
+}
+
+TEST(CaptureStore, WindowWithADifferentTreeShapeMergesByFrame) {
+  TempDir dir;
+  const std::string path = dir.File("arcprof.db");
+  ASSERT_TRUE(WriteCapture(path, SampleProfile()).ok());
+  // Window 2 of thread 3 (systemd): only the kernel entry frame (frame 0), 4 samples,
+  // stored with node id 1 as the first window stored it.
+  ExecSql(path,
+          "INSERT INTO windows VALUES (2, 1, 0, 0);"
+          "INSERT INTO nodes VALUES (2, 3, 0, NULL, NULL, 0, 0);"
+          "INSERT INTO nodes VALUES (2, 3, 1, 0, 0, 4, 4);");
+  auto read = ReadCapture(path);
+  ASSERT_TRUE(read.ok()) << read.error().message;
+  const auto& nodes = read->trees[3].nodes();
+  ASSERT_EQ(nodes.size(), 3u);  // root, entry_SYSCALL_64, _raw_spin_unlock_irqrestore
+  EXPECT_EQ(nodes[1].frame, 0u);
+  EXPECT_EQ(nodes[1].base, 4u);
+  EXPECT_EQ(nodes[2].base, 15u);
+  EXPECT_EQ(read->total_samples(), 1999u);
+}
+
+// ----------------------------------------------------------- bad captures
+
+TEST(CaptureErrors, MissingFile) {
+  TempDir dir;
+  ExpectCaptureError(dir.File("nope.db"), "no such capture file");
+}
+
+TEST(CaptureErrors, EmptyFile) {
+  TempDir dir;
+  WriteBytes(dir.File("empty.db"), "");
+  ExpectCaptureError(dir.File("empty.db"), "not an arcprof capture (empty file)");
+}
+
+TEST(CaptureErrors, Directory) {
+  TempDir dir;
+  ExpectCaptureError(dir.path(), "not a regular file");
+}
+
+TEST(CaptureErrors, RandomBytes) {
+  TempDir dir;
+  std::mt19937 random(42);
+  std::string bytes(8192, '\0');
+  for (char& c : bytes) c = static_cast<char>(random());
+  WriteBytes(dir.File("random.db"), bytes);
+  ExpectCaptureError(dir.File("random.db"), "not an arcprof capture (not a SQLite file)");
+}
+
+TEST(CaptureErrors, TextFile) {
+  TempDir dir;
+  WriteBytes(dir.File("text.db"), "main;f_heavy 750\n");
+  ExpectCaptureError(dir.File("text.db"), "not an arcprof capture (not a SQLite file)");
+}
+
+TEST(CaptureErrors, TruncatedToHalf) {
+  TempDir dir;
+  const std::string path = dir.File("arcprof.db");
+  ASSERT_TRUE(WriteCapture(path, LargeProfile(100'000, 300, 20)).ok());
+  const auto size = std::filesystem::file_size(path);
+  ASSERT_GT(size, 16384u);
+  std::filesystem::resize_file(path, size / 2);
+  ExpectCaptureError(path, "corrupt capture");
+}
+
+TEST(CaptureErrors, TruncatedAtEveryPage) {
+  TempDir dir;
+  const std::string good = dir.File("good.db");
+  ASSERT_TRUE(WriteCapture(good, SampleProfile()).ok());
+  const std::string bytes = ReadBytes(good);
+  // Any cut must give an error, never a crash and never a silently short profile.
+  for (size_t cut = 512; cut < bytes.size(); cut += 4096) {
+    WriteBytes(dir.File("cut.db"), bytes.substr(0, cut));
+    auto result = ReadCapture(dir.File("cut.db"));
+    ASSERT_FALSE(result.ok()) << "cut at " << cut;
+    EXPECT_EQ(result.error().exit_code, 2);
+  }
+}
+
+TEST(CaptureErrors, ForeignSqliteFile) {
+  TempDir dir;
+  const std::string path = dir.File("other.db");
+  ExecSql(path, "CREATE TABLE meta (key TEXT, value TEXT); INSERT INTO meta VALUES ('a', 'b');");
+  ExpectCaptureError(path, "not an arcprof capture (foreign SQLite file)");
+}
+
+TEST(CaptureErrors, NewerSchemaVersionInTheHeader) {
+  TempDir dir;
+  const std::string path = dir.File("arcprof.db");
+  ASSERT_TRUE(WriteCapture(path, SampleProfile()).ok());
+  ExecSql(path, "PRAGMA user_version = 2;");
+  ExpectCaptureError(path, "capture schema version 2 is newer than this arcprof reads (1); upgrade arcprof");
+}
+
+TEST(CaptureErrors, NewerSchemaVersionInMeta) {
+  TempDir dir;
+  const std::string path = dir.File("arcprof.db");
+  ASSERT_TRUE(WriteCapture(path, SampleProfile()).ok());
+  ExecSql(path, "UPDATE meta SET value = '7' WHERE capture_id = 0 AND key = 'schema_version';");
+  ExpectCaptureError(path, "capture schema version 7 is newer");
+}
+
+TEST(CaptureErrors, MissingTable) {
+  TempDir dir;
+  const std::string path = dir.File("arcprof.db");
+  ASSERT_TRUE(WriteCapture(path, SampleProfile()).ok());
+  ExecSql(path, "DROP TABLE counters;");
+  ExpectCaptureError(path, "table 'counters' is missing");
+}
+
+TEST(CaptureErrors, TableReplacedByAView) {
+  TempDir dir;
+  const std::string path = dir.File("arcprof.db");
+  ASSERT_TRUE(WriteCapture(path, SampleProfile()).ok());
+  ExecSql(path,
+          "DROP TABLE counters; CREATE VIEW counters AS WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL "
+          "SELECT x + 1 FROM c) SELECT 1 AS window_id, 'n' AS name, x AS value FROM c;");
+  ExpectCaptureError(path, "table 'counters' is missing");
+}
+
+struct BrokenReference {
+  const char* sql;
+  const char* expected;
+};
+
+class CaptureReferences : public ::testing::TestWithParam<BrokenReference> {};
+
+TEST_P(CaptureReferences, AreRejected) {
+  TempDir dir;
+  const std::string path = dir.File("arcprof.db");
+  ASSERT_TRUE(WriteCapture(path, SampleProfile()).ok());
+  ExecSql(path, GetParam().sql);
+  ExpectCaptureError(path, GetParam().expected);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    CaptureErrors, CaptureReferences,
+    ::testing::Values(
+        BrokenReference{"UPDATE nodes SET frame_id = 999 WHERE thread_id = 0 AND node_id = 2",
+                        "invalid parent or frame"},
+        BrokenReference{"UPDATE nodes SET parent_id = 5 WHERE thread_id = 0 AND node_id = 2",
+                        "invalid parent or frame"},
+        BrokenReference{"UPDATE nodes SET parent_id = -1 WHERE thread_id = 0 AND node_id = 2",
+                        "invalid parent or frame"},
+        BrokenReference{"UPDATE nodes SET frame_id = NULL WHERE thread_id = 0 AND node_id = 2",
+                        "invalid parent or frame"},
+        BrokenReference{"UPDATE nodes SET frame_id = 1 WHERE thread_id = 0 AND node_id = 0",
+                        "root node has a parent or frame"},
+        BrokenReference{"UPDATE nodes SET thread_id = 40 WHERE thread_id = 3", "thread 40"},
+        BrokenReference{"UPDATE nodes SET window_id = 9 WHERE thread_id = 3", "window 9"},
+        BrokenReference{"DELETE FROM nodes WHERE thread_id = 0 AND node_id = 1", "not dense"},
+        BrokenReference{"UPDATE nodes SET n = -5 WHERE thread_id = 0 AND node_id = 3",
+                        "negative count"},
+        BrokenReference{"UPDATE frames SET module_id = 99 WHERE id = 1", "names module 99"},
+        BrokenReference{"UPDATE frames SET kind = 9 WHERE id = 1", "invalid kind"},
+        BrokenReference{"UPDATE frames SET reason = 200 WHERE id = 1", "invalid kind"},
+        BrokenReference{"DELETE FROM frames WHERE id = 3", "frame ids are not dense"},
+        BrokenReference{"UPDATE threads SET id = 10 WHERE id = 2", "thread ids are not dense"},
+        BrokenReference{"UPDATE threads SET pid = -3 WHERE id = 2", "invalid pid"},
+        BrokenReference{"UPDATE counters SET window_id = 5", "counter of a window"},
+        BrokenReference{"UPDATE meta SET value = 'soon' WHERE key = 'start_unix_ns'",
+                        "meta start_unix_ns is not a number"},
+        BrokenReference{"DELETE FROM meta WHERE capture_id = 0", "schema_version is missing"},
+        BrokenReference{"DELETE FROM captures", "holds no capture"}));
+
+}  // namespace
+}  // namespace arcprof

@@ -1,0 +1,185 @@
+#include "reports/report_cli.h"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "reports/capture_store.h"
+#include "tests/reports/golden.h"
+#include "tests/reports/test_profiles.h"
+
+namespace arcprof {
+namespace {
+
+using testing::ExpectGolden;
+using testing::SampleProfile;
+using testing::TempDir;
+
+struct RunResult {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+// Parses `args` as main() would and runs the selected subcommand.
+RunResult RunArcprof(std::vector<std::string> args,
+              const std::function<void(ReportCommands&)>& customize = nullptr) {
+  CLI::App app("arcprof");
+  ReportCommands commands(app);
+  if (customize) customize(commands);
+  std::vector<std::string> reversed(args.rbegin(), args.rend());
+  RunResult result;
+  try {
+    app.parse(reversed);
+  } catch (const CLI::ParseError& e) {
+    std::ostringstream out, err;
+    result.exit_code = app.exit(e, out, err);
+    result.err = err.str();
+    return result;
+  }
+  std::ostringstream out, err;
+  const std::optional<int> code = commands.RunIfSelected(out, err);
+  result.exit_code = code.value_or(-100);
+  result.out = out.str();
+  result.err = err.str();
+  return result;
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+class ReportCli : public ::testing::Test {
+ protected:
+  void SetUp() override { ASSERT_TRUE(WriteCapture(capture_, SampleProfile()).ok()); }
+  TempDir dir_;
+  std::string capture_ = dir_.File("arcprof.db");
+};
+
+TEST_F(ReportCli, ReportDefaultsToTprofByPidTidModSym) {
+  const RunResult r = RunArcprof({"report", "-i", capture_});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  ExpectGolden("tprof_pid_tid_mod_sym.txt", r.out);
+}
+
+TEST_F(ReportCli, ReportOptionsReachTheView) {
+  RunResult r = RunArcprof({"report", "-i", capture_, "--by", "pid,mod,sym"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  ExpectGolden("tprof_pid_mod_sym.txt", r.out);
+  r = RunArcprof({"report", "-i", capture_, "--min", "5"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  ExpectGolden("tprof_min5.txt", r.out);
+  r = RunArcprof({"report", "-i", capture_, "--comm", "java", "--tid", "4156"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  ExpectGolden("tprof_filter_comm_tid.txt", r.out);
+  r = RunArcprof({"report", "-i", capture_, "--by", "mod,sym", "--min", "2", "--pid", "900,1", "--format",
+           "json", "--view", "tprof"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  ExpectGolden("tprof_mod_sym_min2_pids.json", r.out);
+}
+
+TEST_F(ReportCli, ExportFoldedToStdout) {
+  const RunResult r = RunArcprof({"export", "--format", "folded", "-i", capture_});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  ExpectGolden("folded_all.txt", r.out);
+  const RunResult java = RunArcprof({"export", "--format", "folded", "-i", capture_, "--pid", "4156"});
+  ExpectGolden("folded_pid4156.txt", java.out);
+}
+
+TEST_F(ReportCli, ExportFoldedToAFileIsAtomicAnd0600) {
+  const std::string output = dir_.File("out.folded");
+  const mode_t old_umask = ::umask(0);
+  const RunResult r = RunArcprof({"export", "--format", "folded", "-i", capture_, "-o", output});
+  ::umask(old_umask);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "");
+  ExpectGolden("folded_all.txt", ReadFile(output));
+  struct stat st {};
+  ASSERT_EQ(::stat(output.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0600u);
+  EXPECT_EQ(dir_.Entries(), (std::vector<std::string>{"arcprof.db", "out.folded"}));
+}
+
+TEST_F(ReportCli, ExportDoesNotFollowASymlinkAtTheOutput) {
+  const std::string victim = dir_.File("victim");
+  std::ofstream(victim) << "precious";
+  const std::string output = dir_.File("out.folded");
+  ASSERT_EQ(::symlink(victim.c_str(), output.c_str()), 0);
+  const RunResult r = RunArcprof({"export", "--format", "folded", "-i", capture_, "-o", output});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(ReadFile(victim), "precious");
+  struct stat st {};
+  ASSERT_EQ(::lstat(output.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISREG(st.st_mode));
+}
+
+TEST_F(ReportCli, CaptureErrorsExitWith2AndOneLine) {
+  std::ofstream(dir_.File("junk.db")) << "this is not a database, just text that is long enough";
+  for (const std::string& path : {dir_.File("missing.db"), dir_.File("junk.db")}) {
+    for (const std::vector<std::string>& args :
+         {std::vector<std::string>{"report", "-i", path},
+          std::vector<std::string>{"export", "--format", "folded", "-i", path}}) {
+      const RunResult r = RunArcprof(args);
+      EXPECT_EQ(r.exit_code, 2) << args[0] << " " << path;
+      EXPECT_EQ(r.out, "");
+      ASSERT_FALSE(r.err.empty());
+      EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << r.err;
+      EXPECT_NE(r.err.find(path), std::string::npos) << r.err;
+    }
+  }
+}
+
+TEST_F(ReportCli, ExportErrorsLeaveNoFile) {
+  const RunResult r =
+      RunArcprof({"export", "--format", "folded", "-i", capture_, "-o", dir_.File("nodir/out.folded")});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("cannot create"), std::string::npos) << r.err;
+  EXPECT_EQ(dir_.Entries(), std::vector<std::string>{"arcprof.db"});
+}
+
+TEST_F(ReportCli, UsageErrorsExitWith1) {
+  RunResult r = RunArcprof({"report", "-i", capture_, "--by", "pid,function"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err, "arcprof report: --by: unknown level 'function'; use a comma-separated list of "
+                   "pid, tid, mod, sym (e.g. pid,tid,mod,sym)\n");
+  r = RunArcprof({"report", "-i", capture_, "--view", "xtree"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err, "arcprof report: unknown view 'xtree'; use one of tprof\n");
+  r = RunArcprof({"export", "--format", "svg", "-i", capture_});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err, "arcprof export: unknown format 'svg'; use one of folded\n");
+  // CLI11 rejects these before a view runs.
+  EXPECT_NE(RunArcprof({"report", "--format", "xml"}).exit_code, 0);
+  EXPECT_NE(RunArcprof({"report", "--min", "150"}).exit_code, 0);
+  EXPECT_NE(RunArcprof({"report", "--pid", "abc"}).exit_code, 0);
+  EXPECT_NE(RunArcprof({"export", "-i", capture_}).exit_code, 0);  // --format is required
+}
+
+TEST_F(ReportCli, NoSubcommandMeansNothingToRun) {
+  CLI::App app("arcprof");
+  ReportCommands commands(app);
+  app.add_subcommand("record", "");
+  std::vector<std::string> args = {"record"};
+  app.parse(args);
+  std::ostringstream out, err;
+  EXPECT_FALSE(commands.RunIfSelected(out, err).has_value());
+}
+
+TEST_F(ReportCli, AddingAViewIsOneCall) {
+  const RunResult r = RunArcprof({"report", "-i", capture_, "--view", "count"}, [](ReportCommands& c) {
+    c.AddView("count", [](const Profile& p, const ReportRequest&, std::ostream& out, std::ostream&) {
+      out << p.total_samples() << "\n";
+      return 0;
+    });
+  });
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "1995\n");
+}
+
+}  // namespace
+}  // namespace arcprof
