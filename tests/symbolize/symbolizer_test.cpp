@@ -1,0 +1,519 @@
+// The symbolizer against real processes: fixture programs in every layout,
+// stripped and debug-file variants, deleted binaries, the vDSO, plus
+// synthetic event streams.
+#include "symbolize/symbolizer.h"
+
+#include <elf.h>
+#include <signal.h>
+#include <sys/auxv.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "symbolize/proc_parse.h"
+#include "tests/symbolize/fixture_process.h"
+#include "tests/symbolize/test_util.h"
+
+namespace arcprof {
+namespace {
+
+using testing::FixtureProcess;
+using testing::TempDir;
+
+const std::vector<std::string> kMainFunctions = {"fixture_alpha", "fixture_beta", "fixture_gamma",
+                                                 "fixture_static_delta"};
+
+std::string Canonical(const std::string& path) { return std::filesystem::canonical(path).string(); }
+
+SymbolizerOptions NoDebugDirs() {
+  SymbolizerOptions options;
+  options.debug_dirs = {};
+  return options;
+}
+
+// A pid above pid_max (2^22): never a live process.
+constexpr uint32_t kFakePid = 50'000'000;
+
+struct Layout {
+  const char* name;
+  const char* path;
+  bool fixed_address;  // non-PIE: symbol addresses equal runtime addresses
+};
+
+class FixtureLayout : public ::testing::TestWithParam<Layout> {};
+
+TEST_P(FixtureLayout, ResolvesKnownFunctions) {
+  const Layout& layout = GetParam();
+  FixtureProcess fixture(layout.path);
+  ASSERT_TRUE(fixture.ok()) << fixture.error();
+  Symbolizer symbolizer(NoDebugDirs());
+  symbolizer.SnapshotProcess(fixture.pid(), 1000);
+
+  std::vector<int64_t> biases;
+  for (const std::string& name : kMainFunctions) {
+    const uint64_t addr = fixture.address(name);
+    ASSERT_NE(addr, 0u) << name;
+    for (uint64_t probe : {addr, addr + 5}) {
+      SymbolizedFrame f = symbolizer.ResolveUser(fixture.pid(), probe, 2000);
+      EXPECT_EQ(f.symbol, name) << layout.name << " at +" << (probe - addr)
+                                << " reason " << UnknownReasonName(f.reason);
+      EXPECT_EQ(f.module, Canonical(layout.path));
+      EXPECT_EQ(f.kind, FrameKind::kNative);
+      EXPECT_EQ(f.reason, UnknownReason::kNone);
+      EXPECT_EQ(f.offset - f.address, probe - addr);
+    }
+    SymbolizedFrame f = symbolizer.ResolveUser(fixture.pid(), addr, 2000);
+    biases.push_back(static_cast<int64_t>(addr - f.address));
+  }
+  // One load bias for the whole binary; zero when it was linked at a fixed address.
+  for (int64_t bias : biases) EXPECT_EQ(bias, biases[0]);
+  if (layout.fixed_address) EXPECT_EQ(biases[0], 0);
+  else EXPECT_NE(biases[0], 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Layouts, FixtureLayout,
+    ::testing::Values(Layout{"nopie", FIXTURE_NOPIE, true}, Layout{"pie", FIXTURE_PIE, false},
+                      Layout{"odd", FIXTURE_ODD, true}, Layout{"noseparate", FIXTURE_NOSEPARATE, false},
+                      Layout{"exported", FIXTURE_EXPORTED, false}),
+    [](const ::testing::TestParamInfo<Layout>& info) { return std::string(info.param.name); });
+
+TEST(Symbolizer, OddLoadAddressIsWhereTheLinkerPutIt) {
+  FixtureProcess fixture(FIXTURE_ODD);
+  ASSERT_TRUE(fixture.ok()) << fixture.error();
+  EXPECT_GE(fixture.address("fixture_alpha"), 0x13570000u);
+  EXPECT_LT(fixture.address("fixture_alpha"), 0x13600000u);
+}
+
+TEST(Symbolizer, SharedLibrary) {
+  const std::string lib_dir = std::filesystem::path(FIXTURE_LIB).parent_path().string();
+  FixtureProcess fixture(FIXTURE_USELIB, {"LD_LIBRARY_PATH=" + lib_dir});
+  ASSERT_TRUE(fixture.ok()) << fixture.error();
+  Symbolizer symbolizer(NoDebugDirs());
+  symbolizer.SnapshotProcess(fixture.pid(), 1000);
+  for (const std::string name : {"fixture_lib_alpha", "fixture_lib_static"}) {
+    const uint64_t addr = fixture.address(name);
+    ASSERT_NE(addr, 0u);
+    SymbolizedFrame f = symbolizer.ResolveUser(fixture.pid(), addr + 5, 2000);
+    EXPECT_EQ(f.symbol, name);
+    EXPECT_EQ(f.module, Canonical(FIXTURE_LIB));
+    EXPECT_EQ(f.address + 5, f.offset);
+  }
+}
+
+TEST(Symbolizer, StrippedSharedLibraryFallsBackToDynsym) {
+  const std::string lib = std::string(FIXTURE_DIR) + "/stripped_lib/libfixture_lib.so";
+  FixtureProcess fixture(FIXTURE_USELIB, {"LD_LIBRARY_PATH=" + std::string(FIXTURE_DIR) + "/stripped_lib"});
+  ASSERT_TRUE(fixture.ok()) << fixture.error();
+  Symbolizer symbolizer(NoDebugDirs());
+  symbolizer.SnapshotProcess(fixture.pid(), 1000);
+
+  SymbolizedFrame exported = symbolizer.ResolveUser(fixture.pid(), fixture.address("fixture_lib_alpha"), 2000);
+  EXPECT_EQ(exported.symbol, "fixture_lib_alpha");
+  EXPECT_EQ(exported.module, Canonical(lib));
+
+  SymbolizedFrame local = symbolizer.ResolveUser(fixture.pid(), fixture.address("fixture_lib_static"), 2000);
+  EXPECT_EQ(local.symbol, "");
+  EXPECT_EQ(local.reason, UnknownReason::kStripped);
+  EXPECT_EQ(local.kind, FrameKind::kNative);
+  EXPECT_EQ(local.module, Canonical(lib));
+}
+
+TEST(Symbolizer, CppNamesAreDemangled) {
+  FixtureProcess fixture(FIXTURE_CPP);
+  ASSERT_TRUE(fixture.ok()) << fixture.error();
+  Symbolizer symbolizer(NoDebugDirs());
+  symbolizer.SnapshotProcess(fixture.pid(), 1000);
+  EXPECT_EQ(symbolizer.ResolveUser(fixture.pid(), fixture.address("cpp_alpha") + 5, 2000).symbol,
+            "fixture_ns::cpp_alpha(int)");
+  EXPECT_EQ(symbolizer.ResolveUser(fixture.pid(), fixture.address("widget_spin") + 5, 2000).symbol,
+            "fixture_ns::Widget::Spin(double)");
+}
+
+// Runs `binary` (a copy placed by the caller) and resolves the exported and the
+// local function with the given options.
+// Frames copied out: the views of a SymbolizedFrame die with its Symbolizer.
+struct OwnedFrame {
+  explicit OwnedFrame(const SymbolizedFrame& f)
+      : module(f.module), symbol(f.symbol), kind(f.kind), reason(f.reason), offset(f.offset) {}
+  std::string module;
+  std::string symbol;
+  FrameKind kind;
+  UnknownReason reason;
+  uint64_t offset;
+};
+struct StrippedResult {
+  OwnedFrame exported;
+  OwnedFrame local;
+};
+StrippedResult ResolveStripped(const std::string& binary, const SymbolizerOptions& options) {
+  FixtureProcess fixture(binary);
+  EXPECT_TRUE(fixture.ok()) << fixture.error();
+  Symbolizer symbolizer(options);
+  symbolizer.SnapshotProcess(fixture.pid(), 1000);
+  return {OwnedFrame(symbolizer.ResolveUser(fixture.pid(), fixture.address("fixture_alpha") + 5, 2000)),
+          OwnedFrame(symbolizer.ResolveUser(fixture.pid(), fixture.address("fixture_static_delta") + 5, 2000))};
+}
+
+TEST(Symbolizer, StrippedWithoutDebugInfo) {
+  TempDir tmp;
+  const std::string binary = tmp.path() + "/bin/fixture_stripped";
+  testing::CopyFile(std::string(FIXTURE_DIR) + "/fixture_exported.stripped", binary);
+  SymbolizerOptions options;
+  options.debug_dirs = {tmp.path() + "/empty_debug"};
+  StrippedResult r = ResolveStripped(binary, options);
+  EXPECT_EQ(r.exported.symbol, "fixture_alpha");  // exported: .dynsym names it
+  EXPECT_EQ(r.exported.reason, UnknownReason::kNone);
+  EXPECT_EQ(r.local.symbol, "");
+  EXPECT_EQ(r.local.reason, UnknownReason::kStripped);
+  EXPECT_EQ(r.local.kind, FrameKind::kNative);
+  EXPECT_EQ(r.local.module, binary);
+  EXPECT_NE(r.local.offset, 0u);
+}
+
+TEST(Symbolizer, StrippedWithBuildIdDebugDir) {
+  TempDir tmp;
+  const std::string binary = tmp.path() + "/bin/fixture_stripped";
+  testing::CopyFile(std::string(FIXTURE_DIR) + "/fixture_exported.stripped", binary);
+  const std::string build_id = testing::ReadelfBuildId(binary);
+  ASSERT_EQ(build_id.size(), 40u) << "readelf -n gave no sha1 build-id";
+  testing::CopyFile(std::string(FIXTURE_DIR) + "/fixture_exported.debug",
+                    tmp.path() + "/debug/.build-id/" + build_id.substr(0, 2) + "/" +
+                        build_id.substr(2) + ".debug");
+  SymbolizerOptions options;
+  options.debug_dirs = {tmp.path() + "/nothing_here", tmp.path() + "/debug"};
+  StrippedResult r = ResolveStripped(binary, options);
+  EXPECT_EQ(r.exported.symbol, "fixture_alpha");
+  EXPECT_EQ(r.local.symbol, "fixture_static_delta");
+  EXPECT_EQ(r.local.reason, UnknownReason::kNone);
+}
+
+TEST(Symbolizer, DebugLinkNextToTheBinary) {
+  TempDir tmp;
+  const std::string binary = tmp.path() + "/bin/fixture_linked";
+  testing::CopyFile(std::string(FIXTURE_DIR) + "/fixture_exported.linked", binary);
+  testing::CopyFile(std::string(FIXTURE_DIR) + "/fixture_exported.debug",
+                    tmp.path() + "/bin/fixture_exported.debug");
+  StrippedResult r = ResolveStripped(binary, NoDebugDirs());
+  EXPECT_EQ(r.local.symbol, "fixture_static_delta");
+}
+
+TEST(Symbolizer, DebugLinkInDotDebug) {
+  TempDir tmp;
+  const std::string binary = tmp.path() + "/bin/fixture_linked";
+  testing::CopyFile(std::string(FIXTURE_DIR) + "/fixture_exported.linked", binary);
+  testing::CopyFile(std::string(FIXTURE_DIR) + "/fixture_exported.debug",
+                    tmp.path() + "/bin/.debug/fixture_exported.debug");
+  StrippedResult r = ResolveStripped(binary, NoDebugDirs());
+  EXPECT_EQ(r.local.symbol, "fixture_static_delta");
+}
+
+TEST(Symbolizer, DebugLinkUnderDebugDirMirror) {
+  TempDir tmp;
+  const std::string binary = tmp.path() + "/bin/fixture_linked";
+  testing::CopyFile(std::string(FIXTURE_DIR) + "/fixture_exported.linked", binary);
+  testing::CopyFile(std::string(FIXTURE_DIR) + "/fixture_exported.debug",
+                    tmp.path() + "/debug" + tmp.path() + "/bin/fixture_exported.debug");
+  SymbolizerOptions options;
+  options.debug_dirs = {tmp.path() + "/debug"};
+  StrippedResult r = ResolveStripped(binary, options);
+  EXPECT_EQ(r.local.symbol, "fixture_static_delta");
+}
+
+TEST(Symbolizer, DebugLinkCrcWithoutBuildId) {
+  TempDir tmp;
+  const std::string binary = tmp.path() + "/bin/fixture_linked";
+  const std::string debug = tmp.path() + "/bin/.debug/fixture_nobuildid.debug";
+  testing::CopyFile(std::string(FIXTURE_DIR) + "/fixture_nobuildid.linked", binary);
+  testing::CopyFile(std::string(FIXTURE_DIR) + "/fixture_nobuildid.debug", debug);
+  ASSERT_EQ(testing::ReadelfBuildId(binary), "");
+
+  EXPECT_EQ(ResolveStripped(binary, NoDebugDirs()).local.symbol, "fixture_static_delta");
+
+  // A different file under the linked name: the CRC rejects it.
+  std::ofstream(debug, std::ios::app) << "tampered";
+  StrippedResult tampered = ResolveStripped(binary, NoDebugDirs());
+  EXPECT_EQ(tampered.local.reason, UnknownReason::kStripped);
+  EXPECT_EQ(tampered.exported.symbol, "fixture_alpha");
+
+  SymbolizerOptions no_crc = NoDebugDirs();
+  no_crc.verify_debuglink_crc = false;
+  EXPECT_EQ(ResolveStripped(binary, no_crc).local.symbol, "fixture_static_delta");
+}
+
+TEST(Symbolizer, DeletedBinaryStillResolves) {
+  TempDir tmp;
+  const std::string binary = tmp.path() + "/fixture_deleted";
+  testing::CopyFile(FIXTURE_PIE, binary);
+  FixtureProcess fixture(binary);
+  ASSERT_TRUE(fixture.ok()) << fixture.error();
+  Symbolizer symbolizer(NoDebugDirs());
+  symbolizer.SnapshotProcess(fixture.pid(), 1000);
+  const uint32_t pid = static_cast<uint32_t>(fixture.pid());
+  fixture.Kill();
+  symbolizer.OnExit(pid, 1500);
+  std::filesystem::remove(binary);
+  ASSERT_FALSE(std::filesystem::exists(binary));
+
+  const uint64_t loaded_before = symbolizer.stats().elf_files_loaded;
+  for (const std::string& name : kMainFunctions) {
+    SymbolizedFrame f = symbolizer.ResolveUser(pid, fixture.address(name) + 5, 1200);
+    EXPECT_EQ(f.symbol, name);
+    EXPECT_EQ(f.module, binary);
+  }
+  EXPECT_EQ(symbolizer.stats().elf_files_loaded, loaded_before + 1);  // parsed lazily, after deletion
+  ASSERT_NE(symbolizer.Process(pid), nullptr);
+  EXPECT_EQ(symbolizer.Process(pid)->comm, "fixture_deleted");
+}
+
+TEST(Symbolizer, MmapEventsOfAProcessThatIsGoneAndDeleted) {
+  TempDir tmp;
+  const std::string binary = tmp.path() + "/fixture_events";
+  testing::CopyFile(FIXTURE_NOPIE, binary);
+  FixtureProcess fixture(binary);
+  ASSERT_TRUE(fixture.ok()) << fixture.error();
+  const uint32_t pid = static_cast<uint32_t>(fixture.pid());
+  std::ifstream maps_file("/proc/" + std::to_string(pid) + "/maps");
+  std::string maps((std::istreambuf_iterator<char>(maps_file)), std::istreambuf_iterator<char>());
+
+  Symbolizer symbolizer(NoDebugDirs());
+  symbolizer.OnExec(pid, 100, "fixture_events");
+  for (const procfs::MapsEntry& e : procfs::ParseMaps(maps)) {
+    if (!(e.prot & procfs::kProtExec)) continue;
+    MappingEvent m;
+    m.start = e.start;
+    m.len = e.end - e.start;
+    m.pgoff = e.pgoff;
+    m.prot = PROT_READ | PROT_EXEC;
+    m.maj = e.dev_major;
+    m.min = e.dev_minor;
+    m.ino = e.inode;
+    m.path = e.path.empty() ? "//anon" : e.path;
+    symbolizer.OnMmap(pid, 110, m);
+  }
+  fixture.Kill();
+  symbolizer.OnExit(pid, 500);
+  std::filesystem::remove(binary);
+
+  SymbolizedFrame f = symbolizer.ResolveUser(pid, fixture.address("fixture_beta") + 5, 200);
+  EXPECT_EQ(f.symbol, "fixture_beta");
+  EXPECT_EQ(f.module, binary);
+  EXPECT_EQ(f.address, fixture.address("fixture_beta"));  // non-PIE: vaddr == runtime address
+  EXPECT_EQ(symbolizer.Process(pid)->comm, "fixture_events");
+}
+
+TEST(Symbolizer, ProcessesOfOneBinaryShareOneFile) {
+  FixtureProcess first(FIXTURE_PIE);
+  FixtureProcess second(FIXTURE_PIE);
+  ASSERT_TRUE(first.ok() && second.ok());
+  Symbolizer symbolizer(NoDebugDirs());
+  symbolizer.SnapshotProcess(first.pid(), 1000);
+  symbolizer.SnapshotProcess(second.pid(), 1000);
+  const uint64_t loaded_before = symbolizer.stats().elf_files_loaded;
+  EXPECT_EQ(symbolizer.ResolveUser(first.pid(), first.address("fixture_alpha"), 2000).symbol, "fixture_alpha");
+  EXPECT_EQ(symbolizer.ResolveUser(second.pid(), second.address("fixture_beta"), 2000).symbol, "fixture_beta");
+  EXPECT_EQ(symbolizer.stats().elf_files_loaded, loaded_before + 1);
+
+  auto a = symbolizer.FindMappedFile(first.pid(), first.address("fixture_alpha"), 2000);
+  auto b = symbolizer.FindMappedFile(second.pid(), second.address("fixture_alpha"), 2000);
+  ASSERT_TRUE(a && b);
+  EXPECT_EQ(a->fd, b->fd);
+  EXPECT_GE(a->fd, 0);
+  EXPECT_EQ(a->path, Canonical(FIXTURE_PIE));
+  EXPECT_EQ(a->build_id, testing::ReadelfBuildId(FIXTURE_PIE));
+}
+
+TEST(Symbolizer, RepeatedLookupsHitTheCache) {
+  FixtureProcess fixture(FIXTURE_PIE);
+  ASSERT_TRUE(fixture.ok()) << fixture.error();
+  Symbolizer symbolizer(NoDebugDirs());
+  symbolizer.SnapshotProcess(fixture.pid(), 1000);
+  const uint64_t addr = fixture.address("fixture_gamma") + 3;
+  symbolizer.ResolveUser(fixture.pid(), addr, 2000);
+  const SymbolizerStats before = symbolizer.stats();
+  for (int i = 0; i < 1000; ++i) {
+    ASSERT_EQ(symbolizer.ResolveUser(fixture.pid(), addr, 2000 + i).symbol, "fixture_gamma");
+  }
+  EXPECT_EQ(symbolizer.stats().lookups, before.lookups + 1000);
+  EXPECT_EQ(symbolizer.stats().cache_hits, before.cache_hits + 1000);
+}
+
+TEST(Symbolizer, ProcessInfoAndThreadNames) {
+  FixtureProcess fixture(FIXTURE_PIE);
+  ASSERT_TRUE(fixture.ok()) << fixture.error();
+  const uint32_t pid = static_cast<uint32_t>(fixture.pid());
+  Symbolizer symbolizer(NoDebugDirs());
+  symbolizer.SnapshotAllProcesses(1000);
+  const ProcessInfo* info = symbolizer.Process(pid);
+  ASSERT_NE(info, nullptr);
+  EXPECT_EQ(info->pid, pid);
+  EXPECT_EQ(info->comm, "fixture_pie");
+  EXPECT_EQ(info->cmdline, FIXTURE_PIE);
+  EXPECT_EQ(info->uid, getuid());
+  EXPECT_EQ(info->ns_pid, pid);  // same pid namespace as the test
+  EXPECT_EQ(symbolizer.ThreadName(pid, pid), "fixture_pie");
+
+  symbolizer.OnComm(pid, pid + 1, 1100, "worker-1");
+  EXPECT_EQ(symbolizer.ThreadName(pid, pid + 1), "worker-1");
+  EXPECT_EQ(symbolizer.ThreadName(pid, pid + 2), "fixture_pie");
+  symbolizer.OnComm(pid, pid, 1200, "renamed");
+  EXPECT_EQ(symbolizer.Process(pid)->comm, "renamed");
+
+  // Our own process is in the snapshot too.
+  ASSERT_NE(symbolizer.Process(getpid()), nullptr);
+  EXPECT_EQ(symbolizer.Process(kFakePid), nullptr);
+}
+
+TEST(Symbolizer, UnknownReasons) {
+  FixtureProcess fixture(FIXTURE_PIE);
+  ASSERT_TRUE(fixture.ok()) << fixture.error();
+  Symbolizer symbolizer(NoDebugDirs());
+  // Never snapshotted: resolved through a lazy snapshot of the live process.
+  EXPECT_EQ(symbolizer.ResolveUser(fixture.pid(), fixture.address("fixture_alpha"), 2000).symbol,
+            "fixture_alpha");
+
+  SymbolizedFrame unmapped = symbolizer.ResolveUser(fixture.pid(), 0x10, 2000);
+  EXPECT_EQ(unmapped.reason, UnknownReason::kUnmapped);
+  EXPECT_EQ(unmapped.kind, FrameKind::kUnknown);
+  EXPECT_EQ(unmapped.offset, 0x10u);
+
+  SymbolizedFrame gone = symbolizer.ResolveUser(kFakePid, 0x401000, 2000);
+  EXPECT_EQ(gone.reason, UnknownReason::kNoProcess);
+  EXPECT_EQ(gone.symbol, "");
+  // Cached, and still right after the pid appears through events.
+  EXPECT_EQ(symbolizer.ResolveUser(kFakePid, 0x401000, 2001).reason, UnknownReason::kNoProcess);
+  MappingEvent anon;
+  anon.start = 0x400000;
+  anon.len = 0x2000;
+  anon.prot = PROT_READ | PROT_EXEC;
+  anon.path = "//anon";
+  symbolizer.OnMmap(kFakePid, 2100, anon);
+  SymbolizedFrame jit = symbolizer.ResolveUser(kFakePid, 0x401000, 2200);
+  EXPECT_EQ(jit.reason, UnknownReason::kJitNoMap);
+  EXPECT_EQ(jit.kind, FrameKind::kJit);
+  EXPECT_EQ(jit.module, "JITCODE");
+}
+
+TEST(Symbolizer, AnonymousExecutableMemoryIsJit) {
+  Symbolizer symbolizer(NoDebugDirs());
+  symbolizer.OnExec(kFakePid, 100, "jitter");
+  const std::vector<std::string> names = {"//anon", "", "[anon:v8 code]", "/memfd:jit-cache (deleted)"};
+  for (size_t i = 0; i < names.size(); ++i) {
+    MappingEvent m;
+    m.start = 0x10000000 + i * 0x100000;
+    m.len = 0x1000;
+    m.prot = PROT_READ | PROT_EXEC;
+    m.path = names[i];
+    symbolizer.OnMmap(kFakePid, 110, m);
+    SymbolizedFrame f = symbolizer.ResolveUser(kFakePid, m.start + 0x10, 200);
+    EXPECT_EQ(f.kind, FrameKind::kJit) << names[i];
+    EXPECT_EQ(f.reason, UnknownReason::kJitNoMap) << names[i];
+    EXPECT_EQ(f.module, "JITCODE") << names[i];
+  }
+  // Non-executable mappings are not code.
+  MappingEvent data;
+  data.start = 0x20000000;
+  data.len = 0x1000;
+  data.prot = PROT_READ | PROT_WRITE;
+  data.path = "//anon";
+  symbolizer.OnMmap(kFakePid, 110, data);
+  EXPECT_EQ(symbolizer.ResolveUser(kFakePid, 0x20000010, 200).reason, UnknownReason::kUnmapped);
+
+  // The JIT hook: a per-process source names the code.
+  class FixedSource : public JitSymbolSource {
+   public:
+    std::optional<JitSymbol> Find(uint64_t addr, uint64_t) override {
+      if (addr >= 0x10000000 && addr < 0x10000100) return JitSymbol{"LazyCompile:*hot", 0x10000000};
+      return std::nullopt;
+    }
+  };
+  uint32_t factory_calls = 0;
+  symbolizer.SetJitSymbolSourceFactory([&](const ProcessInfo& process) -> std::unique_ptr<JitSymbolSource> {
+    ++factory_calls;
+    EXPECT_EQ(process.comm, "jitter");
+    return std::make_unique<FixedSource>();
+  });
+  SymbolizedFrame named = symbolizer.ResolveUser(kFakePid, 0x10000010, 200);
+  EXPECT_EQ(named.symbol, "LazyCompile:*hot");
+  EXPECT_EQ(named.address, 0x10000000u);
+  EXPECT_EQ(named.kind, FrameKind::kJit);
+  EXPECT_EQ(named.reason, UnknownReason::kNone);
+  EXPECT_EQ(symbolizer.ResolveUser(kFakePid, 0x10000200, 200).reason, UnknownReason::kJitNoMap);
+  EXPECT_EQ(factory_calls, 1u);
+}
+
+TEST(Symbolizer, TimeVersionedMappingsThroughEvents) {
+  Symbolizer symbolizer(NoDebugDirs());
+  symbolizer.OnExec(kFakePid, 100, "versions");
+  MappingEvent m;
+  m.start = 0x400000;
+  m.len = 0x10000;
+  m.prot = PROT_READ | PROT_EXEC;
+  m.path = FIXTURE_NOPIE;
+  symbolizer.OnMmap(kFakePid, 200, m);
+  m.path = std::string(FIXTURE_PIE) + " (deleted)";
+  symbolizer.OnMmap(kFakePid, 300, m);
+
+  EXPECT_EQ(symbolizer.ResolveUser(kFakePid, 0x400100, 250).module, FIXTURE_NOPIE);
+  EXPECT_EQ(symbolizer.ResolveUser(kFakePid, 0x400100, 350).module, FIXTURE_PIE);
+  EXPECT_EQ(symbolizer.ResolveUser(kFakePid, 0x400100, 250).module, FIXTURE_NOPIE);  // cached per time range
+  EXPECT_EQ(symbolizer.ResolveUser(kFakePid, 0x400100, 150).module, FIXTURE_NOPIE);  // raced its mmap
+
+  symbolizer.OnFork(kFakePid, kFakePid + 1, 400);
+  EXPECT_EQ(symbolizer.ResolveUser(kFakePid + 1, 0x400100, 450).module, FIXTURE_PIE);
+  EXPECT_EQ(symbolizer.Process(kFakePid + 1)->comm, "versions");
+
+  symbolizer.OnExec(kFakePid, 500, "next");
+  EXPECT_EQ(symbolizer.ResolveUser(kFakePid, 0x400100, 550).reason, UnknownReason::kUnmapped);
+  EXPECT_EQ(symbolizer.ResolveUser(kFakePid, 0x400100, 350).module, FIXTURE_PIE);
+  EXPECT_EQ(symbolizer.ResolveUser(kFakePid + 1, 0x400100, 550).module, FIXTURE_PIE);
+}
+
+// Finds a dynamic symbol of this process's vDSO by walking its section
+// headers by hand (independent of libelf).
+uint64_t VdsoSymbolAddress(const char* wanted) {
+  const auto base = static_cast<uintptr_t>(getauxval(AT_SYSINFO_EHDR));
+  if (base == 0) return 0;
+  const auto* ehdr = reinterpret_cast<const Elf64_Ehdr*>(base);
+  const auto* shdrs = reinterpret_cast<const Elf64_Shdr*>(base + ehdr->e_shoff);
+  const auto* phdrs = reinterpret_cast<const Elf64_Phdr*>(base + ehdr->e_phoff);
+  uint64_t load_vaddr = 0;
+  for (int i = 0; i < ehdr->e_phnum; ++i) {
+    if (phdrs[i].p_type == PT_LOAD) {
+      load_vaddr = phdrs[i].p_vaddr - phdrs[i].p_offset;
+      break;
+    }
+  }
+  for (int i = 0; i < ehdr->e_shnum; ++i) {
+    if (shdrs[i].sh_type != SHT_DYNSYM) continue;
+    const auto* syms = reinterpret_cast<const Elf64_Sym*>(base + shdrs[i].sh_offset);
+    const char* strtab = reinterpret_cast<const char*>(base + shdrs[shdrs[i].sh_link].sh_offset);
+    for (size_t j = 0; j < shdrs[i].sh_size / sizeof(Elf64_Sym); ++j) {
+      if (std::strcmp(strtab + syms[j].st_name, wanted) == 0) return base + syms[j].st_value - load_vaddr;
+    }
+  }
+  return 0;
+}
+
+TEST(Symbolizer, Vdso) {
+  const uint64_t addr = VdsoSymbolAddress("__vdso_clock_gettime");
+  if (addr == 0) GTEST_SKIP() << "this process has no vDSO with __vdso_clock_gettime";
+  Symbolizer symbolizer(NoDebugDirs());
+  symbolizer.SnapshotProcess(getpid(), 1000);
+  for (uint64_t probe : {addr, addr + 4}) {
+    SymbolizedFrame f = symbolizer.ResolveUser(getpid(), probe, 2000);
+    EXPECT_EQ(f.symbol, "__vdso_clock_gettime");
+    EXPECT_EQ(f.module, "[vdso]");
+    EXPECT_EQ(f.kind, FrameKind::kNative);
+  }
+}
+
+}  // namespace
+}  // namespace arcprof
