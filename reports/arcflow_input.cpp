@@ -138,6 +138,7 @@ class InputBuilder {
     uint32_t node = 0;
     std::vector<uint32_t> stack;  // open frames, outermost first (event traces)
   };
+  Thread* CurrentIfAny() { return current_; }
   Thread& Current() {
     if (current_ == nullptr) current_ = ThreadSlot(0, 0, "");
     return *current_;
@@ -192,8 +193,11 @@ Result<ArcflowModel> ParseArcflowCallTree(std::string_view text) {
     const bool numbers = tokens.size() >= 2 && ParseU64(tokens[tokens.size() - 2], n) &&
                          ParseU64(tokens.back(), y);
     if (!numbers || tokens.size() < 3) {
-      // One column-title line ("context n Y") may precede the records.
-      if (!seen_record && !seen_header && !numbers) {
+      // One column-title line ("context n Y", no number in it) may precede the records.
+      uint64_t ignored = 0;
+      const bool has_number = std::any_of(tokens.begin(), tokens.end(),
+                                          [&](std::string_view t) { return ParseU64(t, ignored); });
+      if (!seen_record && !seen_header && !has_number) {
         seen_header = true;
         return {};
       }
@@ -243,9 +247,11 @@ Result<ArcflowModel> ParseArcflowEventTrace(std::string_view text) {
     const uint64_t elapsed = have_metric ? metric - last_metric : 0;
     have_metric = true;
     last_metric = metric;
-    auto& thread = builder.Current();
-    if (elapsed != 0 && !thread.stack.empty()) {
-      Result<void> added = builder.Add(line_number, thread.stack.back(), 0, elapsed);
+    // A thread is made only when a record needs one, so a trace that starts
+    // with a 'thread' record has no empty default thread.
+    if (auto* previous = builder.CurrentIfAny(); previous != nullptr && elapsed != 0 &&
+                                                 !previous->stack.empty()) {
+      Result<void> added = builder.Add(line_number, previous->stack.back(), 0, elapsed);
       if (!added) return added;
     }
 
@@ -253,7 +259,13 @@ Result<ArcflowModel> ParseArcflowEventTrace(std::string_view text) {
     const size_t op_end = std::min(rest.find_first_of(kSpace), rest.size());
     const std::string_view op = rest.substr(0, op_end);
     const std::string_view name = Trim(rest.substr(op_end));
+    if (op == "thread") {
+      const size_t id_end = std::min(name.find_first_of(kSpace), name.size());
+      if (id_end == 0) return LineError(line_number, "'thread' needs an id: '<metric> thread TID [name]'");
+      return builder.SwitchThread(line_number, name.substr(0, id_end), Trim(name.substr(id_end)));
+    }
     ArcflowModel& model = builder.model();
+    auto& thread = builder.Current();
     if (op == ">") {
       if (name.empty()) return LineError(line_number, "'>' needs a name: '<metric> > name'");
       const uint32_t parent = thread.stack.empty() ? thread.node : thread.stack.back();
@@ -273,11 +285,6 @@ Result<ArcflowModel> ParseArcflowEventTrace(std::string_view text) {
       }
       thread.stack.pop_back();
       return {};
-    }
-    if (op == "thread") {
-      const size_t id_end = std::min(name.find_first_of(kSpace), name.size());
-      if (id_end == 0) return LineError(line_number, "'thread' needs an id: '<metric> thread TID [name]'");
-      return builder.SwitchThread(line_number, name.substr(0, id_end), Trim(name.substr(id_end)));
     }
     return LineError(line_number, fmt::format("unknown record '{}'; expected '>', '<' or 'thread'",
                                               Excerpt(op)));

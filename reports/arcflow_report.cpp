@@ -25,6 +25,9 @@ struct RecursionInfo {
   std::vector<uint8_t> outermost;
   std::vector<uint64_t> edge_cum;
   std::vector<uint8_t> present;  // per consumer: has at least one node
+  // Per consumer: the depth of its shallowest node. Orders consumers of equal
+  // cum caller first (thread, main, ...), as a reader expects.
+  std::vector<uint32_t> min_depth;
 };
 
 RecursionInfo AnalyzeRecursion(const ArcflowModel& model) {
@@ -33,6 +36,7 @@ RecursionInfo AnalyzeRecursion(const ArcflowModel& model) {
   info.outermost.assign(nodes.size(), 0);
   info.edge_cum.resize(nodes.size());
   info.present.assign(model.consumers().size(), 0);
+  info.min_depth.assign(model.consumers().size(), kNone);
   for (size_t i = 0; i < nodes.size(); ++i) info.edge_cum[i] = nodes[i].cum;
 
   const std::vector<uint32_t> depth = model.Depths();
@@ -52,6 +56,7 @@ RecursionInfo AnalyzeRecursion(const ArcflowModel& model) {
     path.push_back(v);
     if (v != ArcflowModel::kRootNode) {
       info.present[consumer] = 1;
+      info.min_depth[consumer] = std::min(info.min_depth[consumer], depth[v]);
       const uint32_t u = nearest[consumer];
       saved[v] = u;
       if (u == kNone) {
@@ -138,8 +143,12 @@ std::vector<XarcStanza> ComputeXarc(const ArcflowModel& model) {
     std::sort(stanza.children.begin(), stanza.children.end(), by_cum);
     stanzas.push_back(std::move(stanza));
   }
-  std::sort(stanzas.begin(), stanzas.end(),
-            [&](const XarcStanza& a, const XarcStanza& b) { return by_cum(a.self, b.self); });
+  std::sort(stanzas.begin(), stanzas.end(), [&](const XarcStanza& a, const XarcStanza& b) {
+    if (a.self.cum != b.self.cum) return a.self.cum > b.self.cum;
+    const uint32_t da = info.min_depth[a.self.consumer], db = info.min_depth[b.self.consumer];
+    if (da != db) return da < db;
+    return by_cum(a.self, b.self);
+  });
   return stanzas;
 }
 
@@ -163,6 +172,8 @@ std::vector<ArcflowLine> ComputeXprof(const ArcflowModel& model, ArcflowSort sor
     const uint64_t b2 = sort == ArcflowSort::kBase ? b.cum : b.base;
     if (a1 != b1) return a1 > b1;
     if (a2 != b2) return a2 > b2;
+    const uint32_t da = info.min_depth[a.consumer], db = info.min_depth[b.consumer];
+    if (da != db) return da < db;
     if (a.n != b.n) return a.n > b.n;
     return model.consumer(a.consumer).name < model.consumer(b.consumer).name;
   });
@@ -221,8 +232,7 @@ std::string JsonString(std::string_view s) {
 class ReportWriter {
  public:
   ReportWriter(std::ostream& out, const ArcflowModel& model, ArcflowUnits units, double ms_per_unit)
-      : out_(out), model_(model), units_(units), ms_per_unit_(ms_per_unit),
-        total_(model.total()) {}
+      : out_(out), units_(units), ms_per_unit_(ms_per_unit), total_(model.total()) {}
   ~ReportWriter() { Flush(); }
 
   template <typename... Args>
@@ -274,7 +284,6 @@ class ReportWriter {
 
  private:
   std::ostream& out_;
-  const ArcflowModel& model_;
   ArcflowUnits units_;
   double ms_per_unit_;
   uint64_t total_;

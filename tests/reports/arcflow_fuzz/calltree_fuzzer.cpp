@@ -1,0 +1,13 @@
+// libFuzzer target for the complete-call-tree input of the arcflow reports.
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+#include "tests/reports/arcflow_fuzz/check.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const std::string_view text(reinterpret_cast<const char*>(data), size);
+  arcprof::Result<arcprof::ArcflowModel> model = arcprof::ParseArcflowCallTree(text);
+  if (model.ok()) arcprof::ExerciseModel(*model);
+  return 0;
+}

@@ -1,0 +1,794 @@
+// Tests of the arcflow model and its reports: the acceptance example of the
+// arcflow paper, the xarc invariants on random (recursive) trees, the three
+// input forms, pruning, --root, units and golden reports.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <fstream>
+#include <map>
+#include <random>
+#include <set>
+#include <sstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "reports/arcflow.h"
+
+namespace arcprof {
+namespace {
+
+// Table 3 of Alexander et al., "A unifying approach to performance analysis in
+// the Java environment", IBM Systems Journal 39(1), 2000: n = calls, Y = cpu-seconds.
+constexpr std::string_view kPaperCallTree = R"(#! unit cpu-seconds
+#! occurrences calls
+context              n  Y
+Main                 1  0
+Main A               1  1
+Main A B             2  2
+Main A B C           1  1
+Main B               1  1
+Main B A             1  1
+Main B A C           1  1
+Main B A X           1  0
+Main B A X E         1  1
+Main B A X F         1  1
+Main B A X G         1  1
+)";
+
+// The same program as start/end events stamped with cpu-seconds.
+constexpr std::string_view kPaperTrace = R"(#! unit cpu-seconds
+#! occurrences calls
+0 > Main
+0 > A
+1 > B
+2 > C
+3 < C
+3 < B
+3 > B
+4 < B
+4 < A
+4 > B
+5 > A
+6 > C
+7 < C
+7 > X
+7 > E
+8 < E
+8 > F
+9 < F
+9 > G
+10 < G
+10 < X
+10 < A
+10 < B
+10 < Main
+)";
+
+ArcflowModel Parse(std::string_view text) {
+  Result<ArcflowModel> model = ParseArcflowText(text);
+  EXPECT_TRUE(model.ok()) << model.error().message;
+  return model.ok() ? std::move(model).value() : ArcflowModel();
+}
+
+uint32_t ConsumerId(const ArcflowModel& model, std::string_view name) {
+  for (uint32_t c = 0; c < model.consumers().size(); ++c) {
+    if (model.consumer(c).name == name) return c;
+  }
+  ADD_FAILURE() << "no consumer " << name;
+  return ArcflowModel::kNone;
+}
+
+const XarcStanza& StanzaOf(const std::vector<XarcStanza>& stanzas, const ArcflowModel& model,
+                           std::string_view name) {
+  const uint32_t id = ConsumerId(model, name);
+  for (const auto& s : stanzas) {
+    if (s.self.consumer == id) return s;
+  }
+  ADD_FAILURE() << "no stanza for " << name;
+  static const XarcStanza kEmpty;
+  return kEmpty;
+}
+
+const ArcflowLine* LineOf(const std::vector<ArcflowLine>& lines, const ArcflowModel& model,
+                          std::string_view name) {
+  const uint32_t id = name == "[root]" ? ArcflowModel::kNone : ConsumerId(model, name);
+  for (const auto& l : lines) {
+    if (l.consumer == id) return &l;
+  }
+  return nullptr;
+}
+
+// The four xarc invariants, for every stanza.
+void ExpectInvariants(const ArcflowModel& model, const std::string& context) {
+  for (const XarcStanza& s : ComputeXarc(model)) {
+    uint64_t n = 0, base = 0, cum = 0, child_cum = 0;
+    for (const auto& p : s.parents) {
+      n += p.n;
+      base += p.base;
+      cum += p.cum;
+    }
+    for (const auto& c : s.children) child_cum += c.cum;
+    const std::string& name = model.consumer(s.self.consumer).name;
+    ASSERT_EQ(n, s.self.n) << context << " consumer " << name;
+    ASSERT_EQ(base, s.self.base) << context << " consumer " << name;
+    ASSERT_EQ(cum, s.self.cum) << context << " consumer " << name;
+    ASSERT_EQ(child_cum, s.self.cum - s.self.base) << context << " consumer " << name;
+  }
+}
+
+std::string Render(const ArcflowModel& model, const ArcflowOptions& options) {
+  std::ostringstream out;
+  Result<void> r = RenderArcflowModel(model, options, out);
+  EXPECT_TRUE(r.ok()) << r.error().message;
+  return out.str();
+}
+
+std::string Render(const Profile& profile, const ArcflowOptions& options) {
+  std::ostringstream out;
+  Result<void> r = RenderArcflowView(profile, options, out);
+  EXPECT_TRUE(r.ok()) << r.error().message;
+  return out.str();
+}
+
+// ------------------------------------------------------------ the paper
+
+TEST(ArcflowPaper, XtreeHasElevenNodesUnderTheThread) {
+  const ArcflowModel model = Parse(kPaperCallTree);
+  EXPECT_EQ(model.total(), 10u);
+  EXPECT_EQ(model.bindings.unit, "cpu-seconds");
+  EXPECT_EQ(model.bindings.occurrences, "calls");
+  const auto threads = model.Children(ArcflowModel::kRootNode);
+  ASSERT_EQ(threads.size(), 1u);
+  EXPECT_EQ(model.nodes().size(), 1u + 1u + 11u);  // root, thread, 11 contexts
+
+  const uint32_t main = model.Children(threads[0]).at(0);
+  EXPECT_EQ(model.name(main), "Main");
+  EXPECT_EQ(model.node(main).base, 0u);
+  EXPECT_EQ(model.node(main).cum, 10u);
+  std::map<std::string, uint64_t> children_cum;
+  for (uint32_t c : model.Children(main)) children_cum[model.name(c)] = model.node(c).cum;
+  EXPECT_EQ(children_cum, (std::map<std::string, uint64_t>{{"A", 4}, {"B", 6}}));
+
+  // In the text: Main 100%, then B 60% before A 40%; X base 0%, cum 30%.
+  ArcflowOptions options;
+  options.units = ArcflowUnits::kPct;
+  const std::string text = Render(model, options);
+  EXPECT_NE(text.find("    1           1         0.00%       100.00%    Main\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("    2           1        10.00%        60.00%      B\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("    2           1        10.00%        40.00%      A\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("    4           1         0.00%        30.00%          X\n"), std::string::npos) << text;
+  EXPECT_LT(text.find("      B\n"), text.find("      A\n"));
+  // 11 rows at level >= 1.
+  size_t rows = 0;
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.size() > 5 && line[0] != '#' && line.substr(0, 5) != "level" && line.substr(0, 5) != "    0")
+      ++rows;
+  }
+  EXPECT_EQ(rows, 11u);
+}
+
+TEST(ArcflowPaper, XarcNumbers) {
+  const ArcflowModel model = Parse(kPaperCallTree);
+  const auto stanzas = ComputeXarc(model);
+
+  const XarcStanza& a = StanzaOf(stanzas, model, "A");
+  EXPECT_EQ(a.self.n, 2u);
+  EXPECT_EQ(a.self.base, 2u);
+  EXPECT_EQ(a.self.cum, 9u);
+  ASSERT_EQ(a.parents.size(), 2u);
+  EXPECT_EQ(a.parents[0].consumer, ConsumerId(model, "B"));
+  EXPECT_EQ(a.parents[0].cum, 5u);
+  EXPECT_EQ(a.parents[1].consumer, ConsumerId(model, "Main"));
+  EXPECT_EQ(a.parents[1].cum, 4u);
+  ASSERT_EQ(a.children.size(), 3u);
+  EXPECT_EQ(LineOf(a.children, model, "B")->cum, 3u);
+  EXPECT_EQ(LineOf(a.children, model, "X")->cum, 3u);
+  EXPECT_EQ(LineOf(a.children, model, "C")->cum, 1u);
+
+  const XarcStanza& b = StanzaOf(stanzas, model, "B");
+  EXPECT_EQ(b.self.n, 3u);
+  EXPECT_EQ(b.self.base, 3u);
+  EXPECT_EQ(b.self.cum, 9u);
+  EXPECT_EQ(LineOf(b.parents, model, "Main")->cum, 6u);
+  EXPECT_EQ(LineOf(b.parents, model, "A")->cum, 3u);
+  EXPECT_EQ(LineOf(b.parents, model, "A")->n, 2u);
+  EXPECT_EQ(LineOf(b.children, model, "A")->cum, 5u);  // A under B, re-entries of B excluded
+  EXPECT_EQ(LineOf(b.children, model, "C")->cum, 1u);
+
+  const XarcStanza& c = StanzaOf(stanzas, model, "C");
+  EXPECT_EQ(c.self.n, 2u);
+  EXPECT_EQ(c.self.base, 2u);
+  EXPECT_EQ(c.self.cum, 2u);
+  EXPECT_TRUE(c.children.empty());
+
+  const XarcStanza& x = StanzaOf(stanzas, model, "X");
+  EXPECT_EQ(x.self.base, 0u);
+  EXPECT_EQ(x.self.cum, 3u);
+  EXPECT_EQ(x.children.size(), 3u);
+
+  const XarcStanza& main = StanzaOf(stanzas, model, "Main");
+  EXPECT_EQ(main.self.base, 0u);
+  EXPECT_EQ(main.self.cum, 10u);
+  ASSERT_EQ(main.parents.size(), 1u);
+  EXPECT_EQ(main.parents[0].consumer, ConsumerId(model, "0_0_input"));
+  ASSERT_EQ(main.children.size(), 2u);
+  EXPECT_EQ(main.children[0].consumer, ConsumerId(model, "B"));
+  EXPECT_EQ(main.children[0].cum, 6u);
+  EXPECT_EQ(main.children[1].cum, 4u);
+
+  const XarcStanza& thread = StanzaOf(stanzas, model, "0_0_input");
+  ASSERT_EQ(thread.parents.size(), 1u);
+  EXPECT_EQ(thread.parents[0].consumer, ArcflowModel::kNone);  // the synthetic root
+  EXPECT_EQ(thread.self.cum, 10u);
+
+  ExpectInvariants(model, "paper");
+}
+
+TEST(ArcflowPaper, XprofSortedByBaseAndByCum) {
+  const ArcflowModel model = Parse(kPaperCallTree);
+  const auto by_base = ComputeXprof(model, ArcflowSort::kBase);
+  std::vector<std::string> names;
+  for (const auto& l : by_base) names.push_back(model.consumer(l.consumer).name);
+  // B base 3 first; then A (2, cum 9) before C (2, cum 2); E F G base 1.
+  EXPECT_EQ(names, (std::vector<std::string>{"B", "A", "C", "E", "F", "G", "0_0_input", "Main", "X"}));
+  const auto by_cum = ComputeXprof(model, ArcflowSort::kCum);
+  EXPECT_EQ(model.consumer(by_cum[0].consumer).name, "0_0_input");
+  EXPECT_EQ(by_cum[0].cum, 10u);
+  EXPECT_EQ(model.consumer(by_cum[2].consumer).name, "B");  // cum 9, base 3
+  EXPECT_EQ(model.consumer(by_cum[3].consumer).name, "A");  // cum 9, base 2
+  EXPECT_EQ(LineOf(by_cum, model, "X")->cum, 3u);
+}
+
+TEST(ArcflowInputs, EventTraceEqualsCallTree) {
+  const ArcflowModel tree = Parse(kPaperCallTree);
+  const ArcflowModel trace = Parse(kPaperTrace);
+  EXPECT_EQ(trace.total(), 10u);
+  for (ArcflowView view : {ArcflowView::kXtree, ArcflowView::kXarc, ArcflowView::kXprof}) {
+    for (ArcflowFormat format : {ArcflowFormat::kText, ArcflowFormat::kJson}) {
+      ArcflowOptions options;
+      options.view = view;
+      options.format = format;
+      EXPECT_EQ(Render(tree, options), Render(trace, options));
+    }
+  }
+}
+
+// ------------------------------------------------------------ invariants on random trees
+
+// A random model: `threads` threads, consumers drawn from a small alphabet so
+// that direct and mutual recursion are frequent.
+ArcflowModel RandomModel(std::mt19937_64& rng, int alphabet, int max_depth, int paths, int threads) {
+  ArcflowModel model;
+  std::uniform_int_distribution<int> name_dist(0, alphabet - 1);
+  std::uniform_int_distribution<int> depth_dist(0, max_depth);
+  std::uniform_int_distribution<int> thread_dist(0, threads - 1);
+  std::uniform_int_distribution<uint64_t> value_dist(0, 9);
+  for (int p = 0; p < paths; ++p) {
+    const int t = thread_dist(rng);
+    uint32_t node = model.Child(ArcflowModel::kRootNode,
+                                model.InternConsumer("1_" + std::to_string(t) + "_t", ConsumerKind::kThread));
+    const int depth = depth_dist(rng);
+    for (int d = 0; d < depth; ++d) {
+      node = model.Child(node, model.InternConsumer("f" + std::to_string(name_dist(rng)),
+                                                    ConsumerKind::kFunction));
+    }
+    model.Add(node, value_dist(rng), value_dist(rng));
+  }
+  model.Finalize();
+  return model;
+}
+
+// xarc from the definitions, by walking every node's ancestors.
+std::map<uint32_t, XarcStanza> BruteForceXarc(const ArcflowModel& model) {
+  std::map<uint32_t, XarcStanza> out;
+  std::map<std::pair<uint32_t, uint32_t>, ArcflowLine> parents, children;
+  const auto& nodes = model.nodes();
+  for (uint32_t v = 1; v < nodes.size(); ++v) {
+    std::vector<uint32_t> ancestors;  // nearest first
+    for (uint32_t a = nodes[v].parent; a != ArcflowModel::kRootNode; a = nodes[a].parent) ancestors.push_back(a);
+    const uint32_t c = nodes[v].consumer;
+    const bool outermost = std::none_of(ancestors.begin(), ancestors.end(),
+                                        [&](uint32_t a) { return nodes[a].consumer == c; });
+    auto& self = out[c].self;
+    self.consumer = c;
+    self.n += nodes[v].n;
+    self.base += nodes[v].base;
+    if (outermost) self.cum += nodes[v].cum;
+    const uint32_t pc = nodes[v].parent == 0 ? ArcflowModel::kNone : nodes[nodes[v].parent].consumer;
+    auto& pl = parents[{c, pc}];
+    pl.consumer = pc;
+    pl.n += nodes[v].n;
+    pl.base += nodes[v].base;
+    if (outermost) pl.cum += nodes[v].cum;
+    if (pc != ArcflowModel::kNone) {
+      auto& cl = children[{pc, c}];
+      cl.consumer = c;
+      cl.n += nodes[v].n;
+      cl.base += nodes[v].base;
+    }
+    // base(v) flows to consumer C through the child of v's nearest C ancestor.
+    std::set<uint32_t> seen;
+    uint32_t below = v;
+    for (uint32_t a : ancestors) {
+      const uint32_t ac = nodes[a].consumer;
+      if (ac != c && seen.insert(ac).second) {
+        children[{ac, nodes[below].consumer}].cum += nodes[v].base;
+      }
+      seen.insert(ac);
+      below = a;
+    }
+  }
+  for (auto& [key, line] : parents) out[key.first].parents.push_back(line);
+  for (auto& [key, line] : children) {
+    line.consumer = key.second;
+    out[key.first].children.push_back(line);
+  }
+  return out;
+}
+
+bool SameLines(std::vector<ArcflowLine> a, std::vector<ArcflowLine> b) {
+  auto key = [](const ArcflowLine& l) { return std::make_tuple(l.consumer, l.n, l.base, l.cum); };
+  auto less = [&](const ArcflowLine& x, const ArcflowLine& y) { return key(x) < key(y); };
+  std::sort(a.begin(), a.end(), less);
+  std::sort(b.begin(), b.end(), less);
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [&](auto& x, auto& y) {
+           return key(x) == key(y);
+         });
+}
+
+TEST(ArcflowProperty, InvariantsHoldOnRandomRecursiveTrees) {
+  std::mt19937_64 rng(20000101);
+  for (int i = 0; i < 3000; ++i) {
+    const int alphabet = 2 + i % 6;
+    const ArcflowModel model = RandomModel(rng, alphabet, 2 + i % 10, 1 + i % 40, 1 + i % 3);
+    const std::string context = "tree " + std::to_string(i);
+    ExpectInvariants(model, context);
+    if (HasFatalFailure()) return;
+
+    // The fast computation agrees with the definitions.
+    const auto brute = BruteForceXarc(model);
+    const auto stanzas = ComputeXarc(model);
+    ASSERT_EQ(stanzas.size(), brute.size()) << context;
+    for (const auto& s : stanzas) {
+      const XarcStanza& b = brute.at(s.self.consumer);
+      ASSERT_EQ(s.self.n, b.self.n) << context;
+      ASSERT_EQ(s.self.cum, b.self.cum) << context;
+      ASSERT_TRUE(SameLines(s.parents, b.parents)) << context;
+      ASSERT_TRUE(SameLines(s.children, b.children)) << context;
+    }
+
+    // Transforms keep the invariants.
+    ExpectInvariants(MergeThreads(model), context + " merged");
+    ExpectInvariants(Prune(model, 1.0 + i % 30), context + " pruned");
+    Result<ArcflowModel> rooted = RestrictToRoot(model, "f1|f2");
+    if (rooted) ExpectInvariants(*rooted, context + " rooted");
+    if (HasFatalFailure()) return;
+  }
+}
+
+TEST(ArcflowProperty, DeepDirectRecursionCountsOnce) {
+  // main -> r -> r -> r -> leaf: r's cum is the outermost r's cum, not 3x.
+  ArcflowModel model = Parse("main 1 1\nmain r 1 1\nmain r r 1 1\nmain r r r 1 1\nmain r r r leaf 1 5\n");
+  const auto stanzas = ComputeXarc(model);
+  const XarcStanza& r = StanzaOf(stanzas, model, "r");
+  EXPECT_EQ(r.self.n, 3u);
+  EXPECT_EQ(r.self.base, 3u);
+  EXPECT_EQ(r.self.cum, 8u);
+  EXPECT_EQ(LineOf(r.parents, model, "main")->cum, 8u);
+  EXPECT_EQ(LineOf(r.parents, model, "r")->cum, 0u);
+  EXPECT_EQ(LineOf(r.parents, model, "r")->n, 2u);
+  EXPECT_EQ(LineOf(r.children, model, "r")->cum, 0u);
+  EXPECT_EQ(LineOf(r.children, model, "leaf")->cum, 5u);
+  ExpectInvariants(model, "deep");
+}
+
+// ------------------------------------------------------------ from a Profile
+
+// The ground-truth program of the foundation issue: main -> outer ->
+// {f_heavy, f_light} with 75/25 of the samples.
+Profile GroundTruthProfile() {
+  Profile profile;
+  profile.meta.frequency_hz = 1000;
+  auto frame = [&](const char* name) {
+    FrameRecord f;
+    f.module = "/usr/bin/groundtruth";
+    f.symbol = name;
+    f.kind = FrameKind::kNative;
+    return profile.frames.Intern(f);
+  };
+  const uint32_t main = frame("main"), outer = frame("outer"), heavy = frame("f_heavy"),
+                 light = frame("f_light");
+  const uint32_t t = profile.ThreadIndex(4242, 4242);
+  profile.threads[t].comm = "groundtruth";
+  profile.threads[t].process_comm = "groundtruth";
+  const uint32_t heavy_stack[] = {main, outer, heavy};
+  const uint32_t light_stack[] = {main, outer, light};
+  for (int i = 0; i < 75; ++i) profile.trees[t].AddStack(heavy_stack, 1);
+  for (int i = 0; i < 25; ++i) profile.trees[t].AddStack(light_stack, 1);
+  return profile;
+}
+
+TEST(ArcflowProfile, GroundTruthShape) {
+  const Profile profile = GroundTruthProfile();
+  const ArcflowModel model = ArcflowFromProfile(profile, {}, false);
+  EXPECT_EQ(model.total(), 100u);
+  const auto xprof = ComputeXprof(model, ArcflowSort::kBase);
+  ASSERT_GE(xprof.size(), 5u);
+  EXPECT_EQ(model.consumer(xprof[0].consumer).name, "f_heavy");
+  EXPECT_EQ(xprof[0].base, 75u);
+  EXPECT_EQ(model.consumer(xprof[1].consumer).name, "f_light");
+  EXPECT_EQ(xprof[1].base, 25u);
+  EXPECT_EQ(LineOf(xprof, model, "outer")->cum, 100u);
+  EXPECT_EQ(LineOf(xprof, model, "outer")->base, 0u);
+  EXPECT_EQ(LineOf(xprof, model, "4242_4242_groundtruth")->cum, 100u);
+  const auto stanzas = ComputeXarc(model);
+  const XarcStanza& outer = StanzaOf(stanzas, model, "outer");
+  EXPECT_EQ(LineOf(outer.children, model, "f_heavy")->cum, 75u);
+  EXPECT_EQ(LineOf(outer.children, model, "f_light")->cum, 25u);
+  ExpectInvariants(model, "ground truth");
+
+  ArcflowOptions options;
+  options.view = ArcflowView::kXprof;
+  options.units = ArcflowUnits::kMs;
+  options.format = ArcflowFormat::kJson;
+  const auto json = nlohmann::json::parse(Render(profile, options));
+  EXPECT_EQ(json["rows"][0]["name"], "f_heavy");
+  EXPECT_DOUBLE_EQ(json["rows"][0]["base_ms"].get<double>(), 75.0);  // 75 samples at 1000 Hz
+  EXPECT_DOUBLE_EQ(json["rows"][0]["base_pct"].get<double>(), 75.0);
+  EXPECT_EQ(json["bindings"]["unit"], "samples");
+}
+
+TEST(ArcflowProfile, ThreadsFiltersAndMerge) {
+  Profile profile = GroundTruthProfile();
+  FrameRecord worker;
+  worker.symbol = "worker_loop";
+  const uint32_t w = profile.frames.Intern(worker);
+  const uint32_t t = profile.ThreadIndex(4242, 4243);
+  profile.threads[t].comm = "worker";
+  profile.threads[t].process_comm = "groundtruth";
+  const uint32_t stack[] = {w};
+  profile.trees[t].AddStack(stack, 20);
+
+  const ArcflowModel all = ArcflowFromProfile(profile, {}, false);
+  EXPECT_EQ(all.total(), 120u);
+  EXPECT_EQ(all.Children(ArcflowModel::kRootNode).size(), 2u);
+
+  ArcflowThreadFilter by_comm;
+  by_comm.comms = {"worker"};
+  EXPECT_EQ(ArcflowFromProfile(profile, by_comm, false).total(), 20u);
+  ArcflowThreadFilter by_process;
+  by_process.comms = {"groundtruth"};
+  EXPECT_EQ(ArcflowFromProfile(profile, by_process, false).total(), 120u);
+  ArcflowThreadFilter by_tid;
+  by_tid.tids = {4242};
+  EXPECT_EQ(ArcflowFromProfile(profile, by_tid, false).total(), 100u);
+
+  const ArcflowModel merged = ArcflowFromProfile(profile, {}, true);
+  const auto threads = merged.Children(ArcflowModel::kRootNode);
+  ASSERT_EQ(threads.size(), 1u);
+  EXPECT_EQ(merged.name(threads[0]), "all_threads");
+  EXPECT_EQ(merged.node(threads[0]).cum, 120u);
+  EXPECT_EQ(merged.Children(threads[0]).size(), 2u);  // main and worker_loop
+
+  ArcflowOptions options;
+  options.filter.pids = {1};
+  std::ostringstream out;
+  Result<void> r = RenderArcflowView(profile, options, out);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("filter"), std::string::npos);
+}
+
+TEST(ArcflowProfile, UnknownFramesAndSameNamesMerge) {
+  Profile profile;
+  FrameRecord a1;
+  a1.module = "/lib/a.so";
+  a1.symbol = "dup";
+  FrameRecord a2 = a1;
+  a2.address = 0x40;  // another frame record, same function name
+  FrameRecord stripped;
+  stripped.module = "/usr/bin/stripped";
+  stripped.reason = UnknownReason::kStripped;
+  const uint32_t f1 = profile.frames.Intern(a1), f2 = profile.frames.Intern(a2),
+                 fs = profile.frames.Intern(stripped);
+  const uint32_t t = profile.ThreadIndex(1, 1);
+  const uint32_t s1[] = {f1, fs};
+  const uint32_t s2[] = {f2, fs};
+  profile.trees[t].AddStack(s1, 3);
+  profile.trees[t].AddStack(s2, 4);
+  const ArcflowModel model = ArcflowFromProfile(profile, {}, false);
+  const uint32_t thread = model.Children(ArcflowModel::kRootNode)[0];
+  ASSERT_EQ(model.Children(thread).size(), 1u);
+  const uint32_t dup = model.Children(thread)[0];
+  EXPECT_EQ(model.name(dup), "dup");
+  EXPECT_EQ(model.node(dup).cum, 7u);
+  EXPECT_EQ(model.name(model.Children(dup)[0]), "[/usr/bin/stripped]");
+}
+
+TEST(ArcflowProfile, TreeNodesOutOfOrder) {
+  // A tree filled through mutable_nodes() with a child before its parent.
+  Profile profile;
+  FrameRecord fa, fb;
+  fa.symbol = "a";
+  fb.symbol = "b";
+  const uint32_t a = profile.frames.Intern(fa), b = profile.frames.Intern(fb);
+  const uint32_t t = profile.ThreadIndex(1, 2);
+  auto& nodes = profile.trees[t].mutable_nodes();
+  nodes.push_back(CallTree::Node{2, b, 4, 4});   // node 1: b, child of node 2
+  nodes.push_back(CallTree::Node{0, a, 1, 1});   // node 2: a
+  nodes.push_back(CallTree::Node{7, a, 9, 9});   // node 3: dangling parent, ignored
+  const ArcflowModel model = ArcflowFromProfile(profile, {}, false);
+  EXPECT_EQ(model.total(), 5u);
+  const uint32_t thread = model.Children(ArcflowModel::kRootNode)[0];
+  const uint32_t na = model.Children(thread)[0];
+  EXPECT_EQ(model.name(na), "a");
+  EXPECT_EQ(model.node(na).cum, 5u);
+}
+
+// ------------------------------------------------------------ pruning and --root
+
+TEST(ArcflowTransforms, PruneKeepsCumAndFoldsTheRest) {
+  const ArcflowModel model = Parse(kPaperCallTree);
+  const ArcflowModel pruned = Prune(model, 15);  // keeps cum >= 1.5
+  ExpectInvariants(pruned, "pruned");
+  EXPECT_EQ(pruned.total(), 10u);
+  // Kept: thread, Main(10), B(6), A under B(5), X(3), A(4), B under A(3). Every
+  // other node had cum 1.
+  size_t functions = 0, pruned_nodes = 0;
+  for (const auto& node : pruned.nodes()) {
+    const auto kind = pruned.consumer(node.consumer).kind;
+    functions += kind == ConsumerKind::kFunction;
+    pruned_nodes += kind == ConsumerKind::kPruned;
+  }
+  EXPECT_EQ(functions, 6u);
+  EXPECT_EQ(pruned_nodes, 3u);  // under X (E F G), under B/A (C), under A/B (C)
+  const auto xprof = ComputeXprof(pruned, ArcflowSort::kBase);
+  EXPECT_EQ(LineOf(xprof, pruned, "[pruned]")->base, 5u);
+  EXPECT_EQ(LineOf(xprof, pruned, "A")->cum, 9u);
+  // Pruning never removes a node whose ancestors... are kept: every kept
+  // node's parent is kept, and cum did not change for any kept node.
+  for (size_t v = 1; v < pruned.nodes().size(); ++v) {
+    const auto& node = pruned.node(static_cast<uint32_t>(v));
+    if (pruned.consumer(node.consumer).kind == ConsumerKind::kPruned) continue;
+    EXPECT_GE(node.cum * 100, 15u * 10u);
+  }
+}
+
+TEST(ArcflowTransforms, RootRestrictsToTheTask) {
+  const ArcflowModel model = Parse(kPaperCallTree);
+  Result<ArcflowModel> rooted = RestrictToRoot(model, "A");
+  ASSERT_TRUE(rooted.ok()) << rooted.error().message;
+  EXPECT_EQ(rooted->total(), 9u);
+  const uint32_t thread = rooted->Children(ArcflowModel::kRootNode)[0];
+  ASSERT_EQ(rooted->Children(thread).size(), 1u);
+  const uint32_t a = rooted->Children(thread)[0];
+  EXPECT_EQ(rooted->name(a), "A");
+  EXPECT_EQ(rooted->node(a).n, 2u);
+  EXPECT_EQ(rooted->node(a).base, 2u);
+  EXPECT_EQ(rooted->node(a).cum, 9u);
+
+  // A regex over whole names: E|F|G is the work under X.
+  Result<ArcflowModel> leaves = RestrictToRoot(model, "[EFG]");
+  ASSERT_TRUE(leaves.ok());
+  EXPECT_EQ(leaves->total(), 3u);
+  // "X" matches exactly; "Ma" matches no whole name.
+  EXPECT_EQ(RestrictToRoot(model, "X")->total(), 3u);
+  Result<ArcflowModel> none = RestrictToRoot(model, "Ma");
+  ASSERT_FALSE(none.ok());
+  EXPECT_NE(none.error().message.find("matches no frame"), std::string::npos);
+  // An invalid regex still matches an exact name.
+  ArcflowModel odd = Parse("main 0 0\nmain operator()( 1 4\nmain other 1 1\n");
+  Result<ArcflowModel> exact = RestrictToRoot(odd, "operator()(");
+  ASSERT_TRUE(exact.ok());
+  EXPECT_EQ(exact->total(), 4u);
+}
+
+// ------------------------------------------------------------ units and options
+
+TEST(ArcflowUnits, MillisecondsFromTheUnitBinding) {
+  const ArcflowModel model = Parse(kPaperCallTree);  // cpu-seconds
+  ArcflowOptions options;
+  options.view = ArcflowView::kXprof;
+  options.units = ArcflowUnits::kMs;
+  const std::string text = Render(model, options);
+  EXPECT_NE(text.find("           3      3000.000    30.00%      9000.000    90.00%  B\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("# total: 10 cpu-seconds = 10000.000 ms; shown in ms\n"), std::string::npos) << text;
+
+  ArcflowModel instructions = Parse("#! unit instructions\nmain 1 100\n");
+  std::ostringstream out;
+  Result<void> r = RenderArcflowModel(instructions, options, out);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("'instructions'"), std::string::npos);
+
+  options.min_pct = 120;
+  options.units = ArcflowUnits::kSamples;
+  r = RenderArcflowModel(instructions, options, out);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("--min 120"), std::string::npos);
+}
+
+TEST(ArcflowOptionsParsing, Names) {
+  EXPECT_EQ(ParseArcflowView("xarc").value(), ArcflowView::kXarc);
+  EXPECT_EQ(ParseArcflowSort("cum").value(), ArcflowSort::kCum);
+  EXPECT_EQ(ParseArcflowUnits("pct").value(), ArcflowUnits::kPct);
+  EXPECT_FALSE(ParseArcflowView("tree").ok());
+  EXPECT_FALSE(ParseArcflowSort("n").ok());
+  EXPECT_FALSE(ParseArcflowUnits("seconds").ok());
+}
+
+// ------------------------------------------------------------ parser errors
+
+struct BadInput {
+  std::string text;
+  std::string message;  // a substring of the expected error
+};
+
+TEST(ArcflowInputs, CallTreeErrorsNameTheLine) {
+  const std::vector<BadInput> cases = {
+      {"Main 1 0\nMain A 1\n", "line 2: expected '<consumer>... <n> <Y>'"},
+      {"Main 1\n", "line 1: expected"},
+      {"context n Y\nheader again\n", "line 2: expected"},
+      {"Main -1 0\n", "line 1: expected"},
+      {"Main 1 99999999999999999999\n", "line 1: expected"},
+      {"Main 1 18446744073709551615\nMain 1 1\n", "line 2: the totals overflow"},
+      {"#! colour blue\n", "line 1: unknown directive"},
+      {"#! unit\n", "line 1: '#! unit' needs exactly one word"},
+      {"#! thread x\n", "line 1: bad thread id 'x'"},
+      {"#! thread\n", "line 1: '#! thread' needs an id"},
+  };
+  for (const auto& c : cases) {
+    Result<ArcflowModel> r = ParseArcflowCallTree(c.text);
+    ASSERT_FALSE(r.ok()) << c.text;
+    EXPECT_NE(r.error().message.find(c.message), std::string::npos) << r.error().message;
+  }
+}
+
+TEST(ArcflowInputs, EventTraceErrorsNameTheLine) {
+  const std::vector<BadInput> cases = {
+      {"5 > a\n4 < a\n", "line 2: metric 4 is smaller than the previous 5"},
+      {"1 > a\n2 < b\n", "line 2: '< b' does not match the open frame 'a'"},
+      {"1 < a\n", "line 1: '< a' with no open frame"},
+      {"1 >\n", "line 1: '>' needs a name"},
+      {"1 call a\n", "line 1: unknown record 'call'"},
+      {"x > a\n", "line 1: expected '<metric> > name'"},
+      {"1 thread 1/x w\n", "line 1: bad thread id '1/x'"},
+      {"1 thread\n", "line 1: 'thread' needs an id"},
+      {"\n\n1 > a\n", ""},  // valid: blank lines are skipped
+  };
+  for (const auto& c : cases) {
+    Result<ArcflowModel> r = ParseArcflowEventTrace(c.text);
+    if (c.message.empty()) {
+      EXPECT_TRUE(r.ok()) << c.text;
+      continue;
+    }
+    ASSERT_FALSE(r.ok()) << c.text;
+    EXPECT_NE(r.error().message.find(c.message), std::string::npos) << r.error().message;
+  }
+}
+
+TEST(ArcflowInputs, EventTraceThreadsAndOpenFrames) {
+  // Two threads interleaved; time between records goes to the top of the
+  // thread that was current; the frame still open at the end keeps its time.
+  const std::string trace =
+      "#! unit cpu-ns\n"
+      "0 thread 10/11 worker one\n"
+      "0 > run\n"
+      "5 thread 10/12\n"   // run on 11 gets 5
+      "5 > idle_poll\n"
+      "8 thread 10/11\n"   // idle_poll on 12 gets 3
+      "20 > step\n"        // run gets 12 more
+      "21 < step\n"        // step gets 1
+      "30 < run\n";        // run gets 9
+  Result<ArcflowModel> r = ParseArcflowEventTrace(trace);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  const ArcflowModel& model = *r;
+  EXPECT_EQ(model.total(), 30u);
+  EXPECT_EQ(model.bindings.unit, "cpu-ns");
+  std::map<std::string, uint64_t> thread_cum;
+  for (uint32_t t : model.Children(ArcflowModel::kRootNode)) thread_cum[model.name(t)] = model.node(t).cum;
+  EXPECT_EQ(thread_cum, (std::map<std::string, uint64_t>{{"10_11_worker one", 27}, {"10_12_input", 3}}));
+  const auto xprof = ComputeXprof(model, ArcflowSort::kBase);
+  EXPECT_EQ(LineOf(xprof, model, "run")->base, 26u);
+  EXPECT_EQ(LineOf(xprof, model, "run")->n, 1u);
+  EXPECT_EQ(LineOf(xprof, model, "step")->base, 1u);
+}
+
+TEST(ArcflowInputs, CallTreeThreadsAndDuplicates) {
+  Result<ArcflowModel> r = ParseArcflowCallTree(
+      "#! thread 7/8 gc\nmark 1 2\nmark 1 3\n#! thread 7/9\nrun 2 4\n# a comment\n\n");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->total(), 9u);
+  const auto xprof = ComputeXprof(*r, ArcflowSort::kBase);
+  EXPECT_EQ(LineOf(xprof, *r, "mark")->n, 2u);
+  EXPECT_EQ(LineOf(xprof, *r, "mark")->base, 5u);
+  EXPECT_EQ(LineOf(xprof, *r, "7_8_gc")->cum, 5u);
+  EXPECT_EQ(LineOf(xprof, *r, "7_9_input")->cum, 4u);
+}
+
+// ------------------------------------------------------------ golden reports
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Compares with tests/reports/golden_arcflow/<name>; ARCPROF_UPDATE_GOLDEN=1
+// rewrites the file instead (then review the diff).
+void ExpectGolden(const std::string& name, const std::string& actual) {
+  const std::string path = std::string(ARCFLOW_GOLDEN_DIR) + "/" + name;
+  if (const char* update = std::getenv("ARCPROF_UPDATE_GOLDEN"); update && std::string(update) == "1") {
+    std::ofstream(path) << actual;
+    return;
+  }
+  EXPECT_EQ(ReadFile(path), actual) << "golden " << path
+                                    << " differs; rerun with ARCPROF_UPDATE_GOLDEN=1 and review the diff";
+}
+
+struct GoldenCase {
+  std::string file;
+  ArcflowView view;
+  ArcflowFormat format;
+  double min_pct;
+  std::string root;
+  ArcflowUnits units;
+  ArcflowSort sort;
+};
+
+TEST(ArcflowGolden, PaperReports) {
+  const ArcflowModel model = Parse(kPaperCallTree);
+  const std::vector<GoldenCase> cases = {
+      {"paper_xtree.txt", ArcflowView::kXtree, ArcflowFormat::kText, 0, "", ArcflowUnits::kSamples, ArcflowSort::kBase},
+      {"paper_xtree_pct.txt", ArcflowView::kXtree, ArcflowFormat::kText, 0, "", ArcflowUnits::kPct, ArcflowSort::kBase},
+      {"paper_xarc.txt", ArcflowView::kXarc, ArcflowFormat::kText, 0, "", ArcflowUnits::kSamples, ArcflowSort::kBase},
+      {"paper_xprof.txt", ArcflowView::kXprof, ArcflowFormat::kText, 0, "", ArcflowUnits::kSamples, ArcflowSort::kBase},
+      {"paper_xprof_cum_ms.txt", ArcflowView::kXprof, ArcflowFormat::kText, 0, "", ArcflowUnits::kMs, ArcflowSort::kCum},
+      {"paper_xtree.json", ArcflowView::kXtree, ArcflowFormat::kJson, 0, "", ArcflowUnits::kSamples, ArcflowSort::kBase},
+      {"paper_xarc.json", ArcflowView::kXarc, ArcflowFormat::kJson, 0, "", ArcflowUnits::kSamples, ArcflowSort::kBase},
+      {"paper_xprof.json", ArcflowView::kXprof, ArcflowFormat::kJson, 0, "", ArcflowUnits::kSamples, ArcflowSort::kBase},
+      {"paper_min15_xtree.txt", ArcflowView::kXtree, ArcflowFormat::kText, 15, "", ArcflowUnits::kSamples, ArcflowSort::kBase},
+      {"paper_min15_xarc.txt", ArcflowView::kXarc, ArcflowFormat::kText, 15, "", ArcflowUnits::kSamples, ArcflowSort::kBase},
+      {"paper_root_A_xtree.txt", ArcflowView::kXtree, ArcflowFormat::kText, 0, "A", ArcflowUnits::kSamples, ArcflowSort::kBase},
+      {"paper_root_A_xarc.txt", ArcflowView::kXarc, ArcflowFormat::kText, 0, "A", ArcflowUnits::kPct, ArcflowSort::kBase},
+      {"paper_root_X_min40_xtree.txt", ArcflowView::kXtree, ArcflowFormat::kText, 40, "X", ArcflowUnits::kSamples, ArcflowSort::kBase},
+  };
+  for (const auto& c : cases) {
+    ArcflowOptions options;
+    options.view = c.view;
+    options.format = c.format;
+    options.min_pct = c.min_pct;
+    options.root = c.root;
+    options.units = c.units;
+    options.sort = c.sort;
+    const std::string out = Render(model, options);
+    if (c.format == ArcflowFormat::kJson) EXPECT_NO_THROW((void)nlohmann::json::parse(out)) << c.file;
+    ExpectGolden(c.file, out);
+  }
+}
+
+TEST(ArcflowGolden, GroundTruthMergedThreads) {
+  Profile profile = GroundTruthProfile();
+  const uint32_t t = profile.ThreadIndex(4242, 4243);
+  profile.threads[t].comm = "helper";
+  FrameRecord outer;
+  outer.module = "/usr/bin/groundtruth";
+  outer.symbol = "outer";
+  outer.kind = FrameKind::kNative;
+  FrameRecord main = outer;
+  main.symbol = "main";
+  const uint32_t stack[] = {profile.frames.Intern(main), profile.frames.Intern(outer)};
+  profile.trees[t].AddStack(stack, 10);
+  ArcflowOptions options;
+  ExpectGolden("groundtruth_threads_xtree.txt", Render(profile, options));
+  options.merge_threads = true;
+  ExpectGolden("groundtruth_merged_xtree.txt", Render(profile, options));
+  options.view = ArcflowView::kXarc;
+  ExpectGolden("groundtruth_merged_xarc.txt", Render(profile, options));
+}
+
+}  // namespace
+}  // namespace arcprof
