@@ -7,40 +7,43 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <string>
 
 #include "reports/capture_store.h"
 
 namespace {
 
-class FuzzFile {
+// Writes the input to a fresh 0600 file in /tmp (mkstemp: O_EXCL) and removes
+// it when done, so runs leave nothing behind whatever way libFuzzer exits.
+class InputFile {
  public:
-  FuzzFile() {
+  InputFile(const uint8_t* data, size_t size) {
     char name[] = "/tmp/arcprof-capture-fuzz-XXXXXX";
-    if (::mkdtemp(name) != nullptr) dir_ = name;
+    const int fd = ::mkstemp(name);
+    if (fd < 0) return;
+    path_ = name;
+    size_t written = 0;
+    while (written < size) {
+      const ssize_t n = ::write(fd, data + written, size - written);
+      if (n <= 0) break;
+      written += static_cast<size_t>(n);
+    }
+    ::close(fd);
   }
-  ~FuzzFile() {
-    std::error_code ignored;
-    if (!dir_.empty()) std::filesystem::remove_all(dir_, ignored);
+  ~InputFile() {
+    if (!path_.empty()) ::unlink(path_.c_str());
   }
-  std::string path() const { return dir_ + "/capture.db"; }
-  bool ok() const { return !dir_.empty(); }
+  const std::string& path() const { return path_; }
 
  private:
-  std::string dir_;
+  std::string path_;
 };
 
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  static FuzzFile file;
-  if (!file.ok()) return 0;
-  {
-    std::ofstream out(file.path(), std::ios::binary | std::ios::trunc);
-    out.write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(size));
-  }
+  const InputFile file(data, size);
+  if (file.path().empty()) return 0;
   auto profile = arcprof::ReadCapture(file.path());
   if (profile.ok()) {
     // Walk what was read: every id must be in range.
