@@ -2,7 +2,7 @@
 #include "reports/arcflow.h"
 
 #include <algorithm>
-#include <regex>
+#include <regex.h>
 #include <utility>
 
 #include <fmt/format.h>
@@ -264,20 +264,51 @@ ArcflowModel MergeThreads(const ArcflowModel& model) {
   return out;
 }
 
+namespace {
+
+// A POSIX extended regex (grep -E syntax) matched against whole names.
+// glibc's matcher is used rather than std::regex, whose libstdc++ executor
+// recurses once per character and backtracks exponentially: long C++ names
+// overflowed the stack in fuzzing. The pattern is compiled anchored and with
+// REG_NOSUB, which lets glibc match without tracking subexpressions (that
+// tracking made a 200 kB name take a minute).
+class PosixRegex {
+ public:
+  explicit PosixRegex(const std::string& pattern) {
+    regex_t alone;
+    // Checked on its own first: only a pattern with balanced groups keeps its
+    // meaning inside "^(...)$".
+    if (regcomp(&alone, pattern.c_str(), REG_EXTENDED | REG_NOSUB) != 0) return;
+    regfree(&alone);
+    ok_ = regcomp(&regex_, ("^(" + pattern + ")$").c_str(), REG_EXTENDED | REG_NOSUB) == 0;
+  }
+  ~PosixRegex() {
+    if (ok_) regfree(&regex_);
+  }
+  PosixRegex(const PosixRegex&) = delete;
+  PosixRegex& operator=(const PosixRegex&) = delete;
+
+  bool MatchesWhole(const std::string& text) const {
+    if (!ok_ || text.find('\0') != std::string::npos) return false;
+    return regexec(&regex_, text.c_str(), 0, nullptr, 0) == 0;
+  }
+
+ private:
+  regex_t regex_{};
+  bool ok_ = false;
+};
+
+}  // namespace
+
 Result<ArcflowModel> RestrictToRoot(const ArcflowModel& model, const std::string& pattern) {
   std::vector<bool> matches(model.consumers().size(), false);
-  std::regex regex;
-  bool regex_ok = true;
-  try {
-    regex = std::regex(pattern, std::regex::ECMAScript | std::regex::optimize);
-  } catch (const std::regex_error&) {
-    regex_ok = false;  // not a regex: the exact name still works ("operator()(int)")
-  }
+  // A pattern that is not a valid regex still matches an exact name ("operator()(").
+  const PosixRegex regex(pattern);
   bool any = false;
   for (size_t c = 0; c < model.consumers().size(); ++c) {
     const auto& consumer = model.consumer(static_cast<uint32_t>(c));
     if (consumer.kind != ConsumerKind::kFunction) continue;
-    matches[c] = consumer.name == pattern || (regex_ok && std::regex_match(consumer.name, regex));
+    matches[c] = consumer.name == pattern || regex.MatchesWhole(consumer.name);
     any = any || matches[c];
   }
   if (!any) {

@@ -582,6 +582,13 @@ TEST(ArcflowTransforms, RootRestrictsToTheTask) {
   Result<ArcflowModel> exact = RestrictToRoot(odd, "operator()(");
   ASSERT_TRUE(exact.ok());
   EXPECT_EQ(exact->total(), 4u);
+  // Huge template names and backtracking-prone patterns stay fast and safe.
+  const std::string huge(200000, 'a');
+  ArcflowModel long_names = Parse("main 0 0\nmain " + huge + " 1 7\nmain b 1 1\n");
+  Result<ArcflowModel> long_match = RestrictToRoot(long_names, "(a*)*");
+  ASSERT_TRUE(long_match.ok());
+  EXPECT_EQ(long_match->total(), 7u);
+  EXPECT_FALSE(RestrictToRoot(long_names, "(a|aa)*c").ok());
 }
 
 // ------------------------------------------------------------ units and options
