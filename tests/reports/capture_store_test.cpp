@@ -334,9 +334,13 @@ TEST(CaptureErrors, TableReplacedByAView) {
 }
 
 struct BrokenReference {
+  const char* name;
   const char* sql;
   const char* expected;
 };
+
+// Stable, readable test names for ctest (the default prints raw bytes).
+void PrintTo(const BrokenReference& b, std::ostream* out) { *out << b.name; }
 
 class CaptureReferences : public ::testing::TestWithParam<BrokenReference> {};
 
@@ -351,32 +355,33 @@ TEST_P(CaptureReferences, AreRejected) {
 INSTANTIATE_TEST_SUITE_P(
     CaptureErrors, CaptureReferences,
     ::testing::Values(
-        BrokenReference{"UPDATE nodes SET frame_id = 999 WHERE thread_id = 0 AND node_id = 2",
+        BrokenReference{"NodeFrameOutOfRange", "UPDATE nodes SET frame_id = 999 WHERE thread_id = 0 AND node_id = 2",
                         "invalid parent or frame"},
-        BrokenReference{"UPDATE nodes SET parent_id = 5 WHERE thread_id = 0 AND node_id = 2",
+        BrokenReference{"NodeParentIsLater", "UPDATE nodes SET parent_id = 5 WHERE thread_id = 0 AND node_id = 2",
                         "invalid parent or frame"},
-        BrokenReference{"UPDATE nodes SET parent_id = -1 WHERE thread_id = 0 AND node_id = 2",
+        BrokenReference{"NodeParentNegative", "UPDATE nodes SET parent_id = -1 WHERE thread_id = 0 AND node_id = 2",
                         "invalid parent or frame"},
-        BrokenReference{"UPDATE nodes SET frame_id = NULL WHERE thread_id = 0 AND node_id = 2",
+        BrokenReference{"NodeWithoutFrame", "UPDATE nodes SET frame_id = NULL WHERE thread_id = 0 AND node_id = 2",
                         "invalid parent or frame"},
-        BrokenReference{"UPDATE nodes SET frame_id = 1 WHERE thread_id = 0 AND node_id = 0",
+        BrokenReference{"RootWithFrame", "UPDATE nodes SET frame_id = 1 WHERE thread_id = 0 AND node_id = 0",
                         "root node has a parent or frame"},
-        BrokenReference{"UPDATE nodes SET thread_id = 40 WHERE thread_id = 3", "thread 40"},
-        BrokenReference{"UPDATE nodes SET window_id = 9 WHERE thread_id = 3", "window 9"},
-        BrokenReference{"DELETE FROM nodes WHERE thread_id = 0 AND node_id = 1", "not dense"},
-        BrokenReference{"UPDATE nodes SET n = -5 WHERE thread_id = 0 AND node_id = 3",
+        BrokenReference{"NodesOfUnknownThread", "UPDATE nodes SET thread_id = 40 WHERE thread_id = 3", "thread 40"},
+        BrokenReference{"NodesOfUnknownWindow", "UPDATE nodes SET window_id = 9 WHERE thread_id = 3", "window 9"},
+        BrokenReference{"NodeIdsWithAGap", "DELETE FROM nodes WHERE thread_id = 0 AND node_id = 1", "not dense"},
+        BrokenReference{"NegativeCount", "UPDATE nodes SET n = -5 WHERE thread_id = 0 AND node_id = 3",
                         "negative count"},
-        BrokenReference{"UPDATE frames SET module_id = 99 WHERE id = 1", "names module 99"},
-        BrokenReference{"UPDATE frames SET kind = 9 WHERE id = 1", "invalid kind"},
-        BrokenReference{"UPDATE frames SET reason = 200 WHERE id = 1", "invalid kind"},
-        BrokenReference{"DELETE FROM frames WHERE id = 3", "frame ids are not dense"},
-        BrokenReference{"UPDATE threads SET id = 10 WHERE id = 2", "thread ids are not dense"},
-        BrokenReference{"UPDATE threads SET pid = -3 WHERE id = 2", "invalid pid"},
-        BrokenReference{"UPDATE counters SET window_id = 5", "counter of a window"},
-        BrokenReference{"UPDATE meta SET value = 'soon' WHERE key = 'start_unix_ns'",
+        BrokenReference{"FrameOfUnknownModule", "UPDATE frames SET module_id = 99 WHERE id = 1", "names module 99"},
+        BrokenReference{"UnknownFrameKind", "UPDATE frames SET kind = 9 WHERE id = 1", "invalid kind"},
+        BrokenReference{"UnknownReason", "UPDATE frames SET reason = 200 WHERE id = 1", "invalid kind"},
+        BrokenReference{"FrameIdsWithAGap", "DELETE FROM frames WHERE id = 3", "frame ids are not dense"},
+        BrokenReference{"ThreadIdsWithAGap", "UPDATE threads SET id = 10 WHERE id = 2", "thread ids are not dense"},
+        BrokenReference{"NegativePid", "UPDATE threads SET pid = -3 WHERE id = 2", "invalid pid"},
+        BrokenReference{"CounterOfUnknownWindow", "UPDATE counters SET window_id = 5", "counter of a window"},
+        BrokenReference{"NonNumericMeta", "UPDATE meta SET value = 'soon' WHERE key = 'start_unix_ns'",
                         "meta start_unix_ns is not a number"},
-        BrokenReference{"DELETE FROM meta WHERE capture_id = 0", "schema_version is missing"},
-        BrokenReference{"DELETE FROM captures", "holds no capture"}));
+        BrokenReference{"NoSchemaVersion", "DELETE FROM meta WHERE capture_id = 0", "schema_version is missing"},
+        BrokenReference{"NoCapture", "DELETE FROM captures", "holds no capture"}),
+    [](const ::testing::TestParamInfo<BrokenReference>& info) { return std::string(info.param.name); });
 
 }  // namespace
 }  // namespace arcprof
