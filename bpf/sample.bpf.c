@@ -86,7 +86,9 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	e->pid = tgid;
 	e->tid = tid;
 	e->cpu = bpf_get_smp_processor_id();
-	e->flags = (ctx->regs.cs & 3) ? ARCPROF_SAMPLE_USER_MODE : 0;
+	/* The context only allows 8-byte loads; cs is the 18th u64 of pt_regs. */
+	__u64 cs = ((__u64 *)&ctx->regs)[17];
+	e->flags = (cs & 3) ? ARCPROF_SAMPLE_USER_MODE : 0;
 	bpf_get_current_comm(e->comm, sizeof(e->comm));
 
 	long kbytes = 0;

@@ -75,6 +75,20 @@ Result<LaunchedCommand> LaunchedCommand::Fork(const std::vector<std::string>& ar
   return cmd;
 }
 
+LaunchedCommand& LaunchedCommand::operator=(LaunchedCommand&& other) noexcept {
+  if (this != &other) {
+    // The moved-from object must not kill the child in its destructor.
+    pid_ = std::exchange(other.pid_, -1);
+    gate_ = std::move(other.gate_);
+    error_ = std::move(other.error_);
+    started_ = other.started_;
+    reaped_ = other.reaped_;
+    status_ = other.status_;
+    argv0_ = std::move(other.argv0_);
+  }
+  return *this;
+}
+
 LaunchedCommand::~LaunchedCommand() {
   if (pid_ > 0 && !started_ && !reaped_) Abort();
 }

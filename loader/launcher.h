@@ -5,6 +5,7 @@
 #include <sys/types.h>
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/result.h"
@@ -17,8 +18,8 @@ class LaunchedCommand {
   // Forks a child that waits at the gate. Under sudo the command runs as the
   // invoking user (SUDO_UID/SUDO_GID), not as root.
   static Result<LaunchedCommand> Fork(const std::vector<std::string>& argv);
-  LaunchedCommand(LaunchedCommand&&) = default;
-  LaunchedCommand& operator=(LaunchedCommand&&) = default;
+  LaunchedCommand(LaunchedCommand&& other) noexcept { *this = std::move(other); }
+  LaunchedCommand& operator=(LaunchedCommand&& other) noexcept;
   ~LaunchedCommand();
 
   pid_t pid() const { return pid_; }

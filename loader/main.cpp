@@ -2,6 +2,7 @@
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 
@@ -65,8 +66,18 @@ int main(int argc, char** argv) {
 
   try {
     app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
+  } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    // Usage errors: one line, exit code 1 (CLI11's own codes vary).
+    std::string what = e.what();
+    std::replace(what.begin(), what.end(), '\n', ' ');
+    fprintf(stderr, "arcprof: %s (see arcprof --help)\n", what.c_str());
+    return 1;
   }
   spdlog::set_level(verbose ? spdlog::level::debug : spdlog::level::warn);
   spdlog::set_pattern("arcprof: %v");

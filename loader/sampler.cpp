@@ -5,7 +5,11 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdarg>
+#include <cstdio>
 #include <cstring>
+
+#include <spdlog/spdlog.h>
 
 #include "events.h"
 #include "sample.skel.h"
@@ -23,7 +27,22 @@ Sampler::~Sampler() {
   event_fds_.clear();
 }
 
+namespace {
+
+// libbpf's own messages go to the debug log (-v); failures reach the user as
+// one-line errors from the callers.
+int LibbpfPrint(enum libbpf_print_level level, const char* format, va_list args) {
+  if (!spdlog::should_log(spdlog::level::debug)) return 0;
+  char line[1024];
+  vsnprintf(line, sizeof(line), format, args);
+  spdlog::debug("libbpf: {}", line);
+  return 0;
+}
+
+}  // namespace
+
 Result<std::unique_ptr<Sampler>> Sampler::Load(const SamplerOptions& options) {
+  libbpf_set_print(LibbpfPrint);
   std::unique_ptr<Sampler> s(new Sampler());
   s->options_ = options;
   s->skel_.reset(sample__open());

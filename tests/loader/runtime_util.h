@@ -84,12 +84,25 @@ std::map<std::string, uint64_t> LeafCounts(const Profile& p, Pred keep) {
   return out;
 }
 
-// True when none of our BPF programs is loaded (bpftool prog list).
+// True when none of our BPF programs is loaded (bpftool prog list). The kernel
+// frees programs asynchronously after their last fd closes: allow it 3 s.
 inline bool NoArcprofProgramsLoaded(std::string* listing) {
+  for (int attempt = 0; attempt < 30; ++attempt) {
+    auto [code, text] = RunCapture({"/usr/sbin/bpftool", "prog", "list"});
+    *listing = text;
+    if (text.find("name on_sample") == std::string::npos &&
+        text.find("name on_fork") == std::string::npos) {
+      return true;
+    }
+    usleep(100 * 1000);
+  }
+  return false;
+}
+
+// True while at least one of our programs is loaded (no waiting).
+inline bool ArcprofProgramsLoaded() {
   auto [code, text] = RunCapture({"/usr/sbin/bpftool", "prog", "list"});
-  *listing = text;
-  return text.find("name on_sample") == std::string::npos &&
-         text.find("name on_fork") == std::string::npos;
+  return text.find("name on_sample") != std::string::npos;
 }
 
 }  // namespace arcprof::testing
