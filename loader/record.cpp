@@ -16,6 +16,7 @@
 
 #include "loader/launcher.h"
 #include "loader/perf_events.h"
+#include "loader/record_extension.h"
 #include "loader/sample_processor.h"
 #include "loader/sampler.h"
 #include "loader/sideband.h"
@@ -167,6 +168,14 @@ Result<int> RunRecord(const RecordOptions& opt) {
     symbolizer.SnapshotAllProcesses(profile.meta.start_monotonic_ns);
   }
 
+  RecordContext context{opt, symbolizer, profile, profile.meta.start_monotonic_ns,
+                        !command && opt.pids.empty(), opt.pids};
+  if (command) context.target_pids.push_back(static_cast<uint32_t>(command->pid()));
+  auto extensions = MakeRecordExtensions(opt);
+  for (auto& ext : extensions) {
+    if (auto ok = ext->Start(context); !ok) return ok.error();
+  }
+
   StopSignals signals;
   if (auto ok = sampler->Attach([&](const void* data, size_t size) {
         processor.Process(data, size);
@@ -200,6 +209,7 @@ Result<int> RunRecord(const RecordOptions& opt) {
       sampler->DrainSideband();
       sideband.ApplyTo(symbolizer);
       sampler->DrainSamples();
+      for (auto& ext : extensions) ext->Poll(context);
       next_drain = now + drain_ns;
     }
     if (int sig = g_stop_signal.load()) {
@@ -228,6 +238,9 @@ Result<int> RunRecord(const RecordOptions& opt) {
   sampler.reset();  // detach everything before the (slower) capture write
 
   processor.Finish();
+  for (auto& ext : extensions) {
+    if (auto ok = ext->Finish(context); !ok) return ok.error();
+  }
   utsname uts{};
   uname(&uts);
   profile.meta.host = uts.nodename;

@@ -1,0 +1,46 @@
+// Extensions of a recording session: features with BPF programs or side
+// channels of their own (per-thread metrics, JIT symbol sources, ...) plug in
+// here instead of growing RunRecord. Each one lives in its own files and is
+// listed once in MakeRecordExtensions().
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string_view>
+#include <vector>
+
+#include "common/result.h"
+
+namespace arcprof {
+
+struct RecordOptions;
+class Symbolizer;
+struct Profile;
+
+struct RecordContext {
+  const RecordOptions& options;
+  Symbolizer& symbolizer;
+  Profile& profile;
+  uint64_t start_monotonic_ns = 0;
+  bool system_wide = true;  // false with -p or a command
+  std::vector<uint32_t> target_pids;  // -p pids, or the launched command's pid
+};
+
+class RecordExtension {
+ public:
+  virtual ~RecordExtension() = default;
+  virtual std::string_view name() const = 0;
+  // Before the sampler attaches: load and attach own programs, open files.
+  // An error aborts the recording (one line, as every error).
+  virtual Result<void> Start(RecordContext& context) = 0;
+  // On every drain tick (every --drain interval, 100 ms by default).
+  virtual void Poll(RecordContext& context) {}
+  // After sampling stopped and every sample was processed, before the capture
+  // is written: detach, then store results in context.profile.
+  virtual Result<void> Finish(RecordContext& context) = 0;
+};
+
+// The extensions enabled by these options, in start order.
+std::vector<std::unique_ptr<RecordExtension>> MakeRecordExtensions(const RecordOptions& options);
+
+}  // namespace arcprof

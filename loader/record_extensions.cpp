@@ -1,0 +1,13 @@
+#include "loader/record.h"
+#include "loader/record_extension.h"
+
+namespace arcprof {
+
+std::vector<std::unique_ptr<RecordExtension>> MakeRecordExtensions(const RecordOptions& options) {
+  std::vector<std::unique_ptr<RecordExtension>> extensions;
+  // One line per extension, e.g.:
+  //   if (options.ptt) extensions.push_back(MakePttExtension(options));
+  return extensions;
+}
+
+}  // namespace arcprof
