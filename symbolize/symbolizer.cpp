@@ -226,7 +226,14 @@ struct Symbolizer::Impl {
         return it->second;
       }
     }
-    return Register(ElfFile::FromFd(std::move(fd), path), reported, m.build_id);
+    std::unique_ptr<ElfFile> file = ElfFile::FromFd(std::move(fd), path);
+    if (!m.build_id.empty() && !file->build_id().empty() && file->build_id() != m.build_id) {
+      // The path now names another build than the one that was mapped.
+      spdlog::debug("symbolizer: {} has build-id {}, pid {} mapped {}", path, file->build_id(), pid,
+                    m.build_id);
+      return TimelineMapping::kNoFile;
+    }
+    return Register(std::move(file), reported, m.build_id);
   }
 
   void AddMapping(uint32_t pid, uint64_t t_ns, const MappingEvent& m, bool dedupe) {

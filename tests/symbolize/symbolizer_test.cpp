@@ -517,3 +517,36 @@ TEST(Symbolizer, Vdso) {
 
 }  // namespace
 }  // namespace arcprof
+
+namespace arcprof {
+namespace {
+
+// MMAP2 records that carry a build-id have no device/inode: the build-id
+// keys the cache and guards against a path that now names another file.
+TEST(Symbolizer, BuildIdOnlyMmapEvents) {
+  FixtureProcess fixture(FIXTURE_NOPIE);  // only for the function addresses (non-PIE: fixed)
+  ASSERT_TRUE(fixture.ok()) << fixture.error();
+  const uint64_t alpha = fixture.address("fixture_alpha");
+  Symbolizer symbolizer(NoDebugDirs());
+  symbolizer.OnExec(kFakePid, 100, "by_build_id");
+  MappingEvent m;
+  m.start = 0x400000;
+  m.len = 0x100000;
+  m.pgoff = 0;
+  m.prot = PROT_READ | PROT_EXEC;
+  m.path = FIXTURE_NOPIE;
+  m.build_id = testing::ReadelfBuildId(FIXTURE_NOPIE);
+  ASSERT_EQ(m.build_id.size(), 40u);
+  symbolizer.OnMmap(kFakePid, 110, m);
+  EXPECT_EQ(symbolizer.ResolveUser(kFakePid, alpha + 5, 200).symbol, "fixture_alpha");
+
+  symbolizer.OnExec(kFakePid + 2, 100, "stale");
+  m.build_id = std::string(40, 'e');
+  symbolizer.OnMmap(kFakePid + 2, 110, m);
+  SymbolizedFrame stale = symbolizer.ResolveUser(kFakePid + 2, alpha + 5, 200);
+  EXPECT_EQ(stale.reason, UnknownReason::kFileUnavailable);
+  EXPECT_EQ(stale.module, FIXTURE_NOPIE);
+}
+
+}  // namespace
+}  // namespace arcprof
