@@ -27,16 +27,17 @@ uint32_t ArcflowModel::InternConsumer(std::string_view name, ConsumerKind kind) 
 
 uint32_t ArcflowModel::Child(uint32_t parent, uint32_t consumer) {
   const uint64_t key = static_cast<uint64_t>(parent) << 32 | consumer;
-  auto [it, inserted] = child_index_.try_emplace(key, static_cast<uint32_t>(nodes_.size()));
+  bool inserted = false;
+  const uint32_t id = child_index_.FindOrInsert(key, static_cast<uint32_t>(nodes_.size()), inserted);
   if (inserted) {
     Node node;
     node.parent = parent;
     node.consumer = consumer;
     node.next_sibling = nodes_[parent].first_child;
-    nodes_[parent].first_child = it->second;
+    nodes_[parent].first_child = id;
     nodes_.push_back(node);
   }
-  return it->second;
+  return id;
 }
 
 void ArcflowModel::Finalize() {
@@ -142,6 +143,10 @@ ArcflowModel ArcflowFromProfile(const Profile& profile, const ArcflowThreadFilte
     }
     return c;
   };
+
+  size_t profile_nodes = 1;
+  for (const CallTree& tree : profile.trees) profile_nodes += tree.nodes().size();
+  model.Reserve(profile_nodes);
 
   uint32_t merged_thread = ArcflowModel::kNone;
   std::vector<uint32_t> model_node;

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "common/result.h"
+#include "reports/arcflow_index.h"
 #include "reports/profile.h"
 
 namespace arcprof {
@@ -63,6 +64,10 @@ class ArcflowModel {
     nodes_[node].n += n;
     nodes_[node].base += base;
   }
+  void Reserve(size_t nodes) {
+    nodes_.reserve(nodes);
+    child_index_.Reserve(nodes);
+  }
   // Computes cum bottom-up. Call after the last Add().
   void Finalize();
 
@@ -84,7 +89,7 @@ class ArcflowModel {
  private:
   std::vector<Node> nodes_;
   std::vector<Consumer> consumers_;
-  std::unordered_map<uint64_t, uint32_t> child_index_;  // (parent << 32 | consumer) -> node
+  FlatIndex child_index_;  // (parent << 32 | consumer) -> node
   std::unordered_map<std::string, uint32_t> consumer_index_;  // kind byte + name -> consumer
 };
 

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "reports/arcflow.h"
+#include "reports/arcflow_index.h"
 
 namespace arcprof {
 namespace {
@@ -99,30 +100,43 @@ std::vector<XarcStanza> ComputeXarc(const ArcflowModel& model) {
   const auto& nodes = model.nodes();
   const RecursionInfo info = AnalyzeRecursion(model);
   std::vector<XarcStanza> by_consumer(model.consumers().size());
-  std::unordered_map<uint64_t, ArcflowLine> parent_edges;
-  std::unordered_map<uint64_t, ArcflowLine> child_edges;
-  parent_edges.reserve(nodes.size());
-  child_edges.reserve(nodes.size());
+  // Edges (consumer, other consumer) -> a line; the owner of a line is kept
+  // beside it to hand the lines out to their stanzas afterwards.
+  struct Edges {
+    FlatIndex index;
+    std::vector<ArcflowLine> lines;
+    std::vector<uint32_t> owners;
+    ArcflowLine& At(uint32_t owner, uint32_t other) {
+      bool inserted = false;
+      const uint32_t i = index.FindOrInsert(EdgeKey(owner, other), static_cast<uint32_t>(lines.size()), inserted);
+      if (inserted) {
+        lines.push_back(ArcflowLine{other, 0, 0, 0});
+        owners.push_back(owner);
+      }
+      return lines[i];
+    }
+  };
+  Edges parent_edges;
+  Edges child_edges;
+  parent_edges.index.Reserve(nodes.size());
+  child_edges.index.Reserve(nodes.size());
+  parent_edges.lines.reserve(nodes.size());
+  child_edges.lines.reserve(nodes.size());
   for (size_t v = 1; v < nodes.size(); ++v) {
     const auto& node = nodes[v];
     const uint64_t counted_cum = info.outermost[v] ? node.cum : 0;
     AddTo(by_consumer[node.consumer].self, node.n, node.base, counted_cum);
     const bool under_root = node.parent == ArcflowModel::kRootNode;
     const uint32_t parent_consumer = under_root ? kNone : nodes[node.parent].consumer;
-    AddTo(parent_edges[EdgeKey(node.consumer, parent_consumer)], node.n, node.base, counted_cum);
+    AddTo(parent_edges.At(node.consumer, parent_consumer), node.n, node.base, counted_cum);
     if (!under_root) {
-      AddTo(child_edges[EdgeKey(parent_consumer, node.consumer)], node.n, node.base,
-            info.edge_cum[v]);
+      AddTo(child_edges.At(parent_consumer, node.consumer), node.n, node.base, info.edge_cum[v]);
     }
   }
-  for (auto& [key, line] : parent_edges) {
-    line.consumer = static_cast<uint32_t>(key);
-    by_consumer[key >> 32].parents.push_back(line);
-  }
-  for (auto& [key, line] : child_edges) {
-    line.consumer = static_cast<uint32_t>(key);
-    by_consumer[key >> 32].children.push_back(line);
-  }
+  for (size_t i = 0; i < parent_edges.lines.size(); ++i)
+    by_consumer[parent_edges.owners[i]].parents.push_back(parent_edges.lines[i]);
+  for (size_t i = 0; i < child_edges.lines.size(); ++i)
+    by_consumer[child_edges.owners[i]].children.push_back(child_edges.lines[i]);
 
   auto name_of = [&](uint32_t consumer) -> const std::string& {
     static const std::string kRootName = "[root]";
@@ -248,21 +262,80 @@ class ReportWriter {
   double Pct(uint64_t v) const {
     return total_ == 0 ? 0.0 : static_cast<double>(v) * 100.0 / static_cast<double>(total_);
   }
+
+  // The text reports write up to millions of numbers; these append them
+  // directly (fmt::format_int, no format-string parsing per field).
+  void Text(std::string_view s) {
+    buffer_.append(s.data(), s.data() + s.size());
+    if (buffer_.size() > (1u << 16)) Flush();
+  }
+  void Spaces(size_t n) {
+    static constexpr char kBlank[] = "                                                                ";
+    for (; n > 0;) {
+      const size_t chunk = std::min(n, sizeof(kBlank) - 1);
+      buffer_.append(kBlank, kBlank + chunk);
+      n -= chunk;
+    }
+  }
+  void RightAligned(std::string_view s, size_t width) {
+    if (s.size() < width) Spaces(width - s.size());
+    Text(s);
+  }
+  void Int(uint64_t v, size_t width) {
+    const fmt::format_int digits(v);
+    RightAligned(std::string_view(digits.data(), digits.size()), width);
+  }
+  // `scaled` / 10^decimals with exactly `decimals` digits after the point.
+  void Fixed(uint64_t scaled, int decimals, size_t width, std::string_view suffix) {
+    uint64_t divisor = 1;
+    for (int i = 0; i < decimals; ++i) divisor *= 10;
+    char text[48];
+    const fmt::format_int whole(scaled / divisor);
+    size_t len = whole.size();
+    std::copy(whole.data(), whole.data() + len, text);
+    text[len++] = '.';
+    uint64_t fraction = scaled % divisor;
+    for (int i = decimals - 1; i >= 0; --i) {
+      text[len + i] = static_cast<char>('0' + fraction % 10);
+      fraction /= 10;
+    }
+    len += static_cast<size_t>(decimals);
+    std::copy(suffix.begin(), suffix.end(), text + len);
+    len += suffix.size();
+    RightAligned(std::string_view(text, len), width);
+  }
+  // v as % of the total with two decimals, rounded half up on the exact ratio.
+  void PctText(uint64_t v, size_t width) {
+    const uint64_t hundredths =
+        total_ == 0 ? 0
+                    : static_cast<uint64_t>((static_cast<unsigned __int128>(v) * 20000 + total_) /
+                                            (static_cast<unsigned __int128>(total_) * 2));
+    Fixed(hundredths, 2, width, "%");
+  }
+  void MsText(uint64_t v, size_t width) {
+    const double thousandths = std::round(static_cast<double>(v) * ms_per_unit_ * 1000.0);
+    if (thousandths < 9e18) {
+      Fixed(static_cast<uint64_t>(thousandths), 3, width, "");
+    } else {
+      Write("{:>{}.3f}", static_cast<double>(v) * ms_per_unit_, width);
+    }
+  }
+
   // One resource value in the chosen units, right-aligned in `width`.
-  void Value(uint64_t v, int width) {
+  void Value(uint64_t v, size_t width) {
     switch (units_) {
-      case ArcflowUnits::kSamples: Write("{:>{}}", v, width); break;
-      case ArcflowUnits::kMs: Write("{:>{}.3f}", static_cast<double>(v) * ms_per_unit_, width); break;
-      case ArcflowUnits::kPct: Write("{:>{}.2f}%", Pct(v), width - 1); break;
+      case ArcflowUnits::kSamples: Int(v, width); break;
+      case ArcflowUnits::kMs: MsText(v, width); break;
+      case ArcflowUnits::kPct: PctText(v, width); break;
     }
   }
   // "n base base% cum cum%" (the absolute columns are left out with --units pct).
   void Columns(uint64_t n, uint64_t base, uint64_t cum) {
-    Write("{:>12}", n);
+    Int(n, 12);
     if (units_ != ArcflowUnits::kPct) Value(base, 14);
-    Write("{:>9.2f}%", Pct(base));
+    PctText(base, 10);
     if (units_ != ArcflowUnits::kPct) Value(cum, 14);
-    Write("{:>9.2f}%", Pct(cum));
+    PctText(cum, 10);
   }
   void ColumnTitles() {
     Write("{:>12}", "n");
@@ -347,19 +420,29 @@ void JsonHeader(ReportWriter& w, const ReportContext& ctx) {
   if (ctx.options.min_pct > 0) w.Write(",\"min_pct\":{}", ctx.options.min_pct);
 }
 
-// Children sorted by cum descending, then name: the order of every listing.
-std::vector<uint32_t> SortedChildren(const ArcflowModel& model, uint32_t v) {
-  std::vector<uint32_t> children;
-  for (uint32_t c = model.node(v).first_child; c != kNone; c = model.node(c).next_sibling)
-    children.push_back(c);
-  std::sort(children.begin(), children.end(), [&](uint32_t a, uint32_t b) {
-    const auto& na = model.node(a);
-    const auto& nb = model.node(b);
-    if (na.cum != nb.cum) return na.cum > nb.cum;
-    return model.name(a) < model.name(b);
-  });
-  return children;
-}
+// The children of every node sorted by cum descending, then name (the order
+// of the xtree), in one array: node v's children are
+// sorted[begin[v] .. begin[v + 1]). One allocation instead of one per node.
+struct SortedChildren {
+  std::vector<uint32_t> begin;
+  std::vector<uint32_t> sorted;
+
+  explicit SortedChildren(const ArcflowModel& model) {
+    const auto& nodes = model.nodes();
+    begin.assign(nodes.size() + 1, 0);
+    for (size_t v = 1; v < nodes.size(); ++v) ++begin[nodes[v].parent + 1];
+    for (size_t v = 0; v < nodes.size(); ++v) begin[v + 1] += begin[v];
+    sorted.resize(nodes.size() > 0 ? nodes.size() - 1 : 0);
+    std::vector<uint32_t> fill(begin.begin(), begin.end() - 1);
+    for (size_t v = 1; v < nodes.size(); ++v) sorted[fill[nodes[v].parent]++] = static_cast<uint32_t>(v);
+    for (size_t v = 0; v < nodes.size(); ++v) {
+      std::sort(sorted.begin() + begin[v], sorted.begin() + begin[v + 1], [&](uint32_t a, uint32_t b) {
+        if (nodes[a].cum != nodes[b].cum) return nodes[a].cum > nodes[b].cum;
+        return model.name(a) < model.name(b);
+      });
+    }
+  }
+};
 
 void RenderXtree(ReportWriter& w, const ReportContext& ctx) {
   const ArcflowModel& m = ctx.model;
@@ -379,9 +462,9 @@ void RenderXtree(ReportWriter& w, const ReportContext& ctx) {
     uint32_t level;
     int64_t parent_row;
   };
+  const SortedChildren order(m);
   std::vector<Item> stack;
-  const auto threads = SortedChildren(m, ArcflowModel::kRootNode);
-  for (auto it = threads.rbegin(); it != threads.rend(); ++it) stack.push_back({*it, 0, -1});
+  for (uint32_t i = order.begin[1]; i-- > order.begin[0];) stack.push_back({order.sorted[i], 0, -1});
   int64_t row = 0;
   while (!stack.empty()) {
     const Item item = stack.back();
@@ -399,14 +482,16 @@ void RenderXtree(ReportWriter& w, const ReportContext& ctx) {
       w.JsonValues(node.n, node.base, node.cum);
       w.Write("}}");
     } else {
-      w.Write("{:>5}{:>12}", item.level, node.n);
+      w.Int(item.level, 5);
+      w.Int(node.n, 12);
       w.Value(node.base, 14);
       w.Value(node.cum, 14);
-      w.Write("  {:{}}{}\n", "", 2 * item.level, m.name(item.node));
+      w.Spaces(2 + 2 * static_cast<size_t>(item.level));
+      w.Text(m.name(item.node));
+      w.Text("\n");
     }
-    const auto children = SortedChildren(m, item.node);
-    for (auto it = children.rbegin(); it != children.rend(); ++it)
-      stack.push_back({*it, item.level + 1, row});
+    for (uint32_t i = order.begin[item.node + 1]; i-- > order.begin[item.node];)
+      stack.push_back({order.sorted[i], item.level + 1, row});
     ++row;
   }
   if (json) w.Write("]}}\n");
@@ -454,9 +539,13 @@ void RenderXarc(ReportWriter& w, const ReportContext& ctx) {
   w.Write("  name\n");
   const std::string separator(ctx.options.units == ArcflowUnits::kPct ? 45 : 73, '=');
   auto text_line = [&](std::string_view role, const ArcflowLine& line, std::string_view indent) {
-    w.Write("{:<7}", role);
+    w.Text(role);
+    w.Spaces(7 - role.size());
     w.Columns(line.n, line.base, line.cum);
-    w.Write("  {}{}\n", indent, name_of(line.consumer));
+    w.Text("  ");
+    w.Text(indent);
+    w.Text(name_of(line.consumer));
+    w.Text("\n");
   };
   for (const XarcStanza& s : stanzas) {
     w.Write("{}\n", separator);
@@ -487,7 +576,9 @@ void RenderXprof(ReportWriter& w, const ReportContext& ctx) {
   w.Write("  name\n");
   for (const ArcflowLine& line : lines) {
     w.Columns(line.n, line.base, line.cum);
-    w.Write("  {}\n", m.consumer(line.consumer).name);
+    w.Text("  ");
+    w.Text(m.consumer(line.consumer).name);
+    w.Text("\n");
   }
 }
 
