@@ -89,7 +89,7 @@ TEST(Symbolizer, OddLoadAddressIsWhereTheLinkerPutIt) {
   FixtureProcess fixture(FIXTURE_ODD);
   ASSERT_TRUE(fixture.ok()) << fixture.error();
   EXPECT_GE(fixture.address("fixture_alpha"), 0x13570000u);
-  EXPECT_LT(fixture.address("fixture_alpha"), 0x13600000u);
+  EXPECT_LT(fixture.address("fixture_alpha"), 0x14000000u);  // within the first MBs of it
 }
 
 TEST(Symbolizer, SharedLibrary) {
