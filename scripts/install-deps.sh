@@ -13,7 +13,7 @@ packages=(
   libgtest-dev libgmock-dev googletest libbenchmark-dev
   zlib1g-dev nlohmann-json3-dev
   libprotobuf-dev protobuf-compiler
-  linux-perf procps psmisc binutils
+  linux-perf procps psmisc binutils time
 )
 
 missing=()
