@@ -14,6 +14,7 @@ packages=(
   zlib1g-dev nlohmann-json3-dev
   libprotobuf-dev protobuf-compiler
   linux-perf procps psmisc binutils time
+  libbpf-tools
 )
 
 missing=()
