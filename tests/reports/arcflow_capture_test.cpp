@@ -28,13 +28,15 @@ TEST(ArcflowCapture, GroundTruthInvariantsAndShares) {
   ARCPROF_REQUIRE_RECORD_CAPABLE();
   TempDir tmp;
   const std::string db = tmp.path("gt.db");
-  Subprocess rec({kArcprof, "record", "-q", "-o", db, "--", kGroundTruth, "2"});
+  Subprocess rec({kArcprof, "record", "-q", "-o", db, "--", kGroundTruth, "4"});
   ASSERT_EQ(rec.Wait(), 0) << rec.stderr_text();
   const Profile profile = LoadCapture(db);
 
   // Every thread of the capture, kernel frames and unknown frames included.
   const ArcflowModel all = ArcflowFromProfile(profile, {}, false);
-  ASSERT_GT(all.total(), 1000u);
+  // 4 s at 999 Hz is about 4000 samples when the machine is idle; other load
+  // only lowers the count.
+  ASSERT_GT(all.total(), 500u);
   for (const ArcflowModel& model : {all, MergeThreads(all), Prune(all, 0.5)}) {
     for (const XarcStanza& s : ComputeXarc(model)) {
       uint64_t n = 0, base = 0, cum = 0, child_cum = 0;
