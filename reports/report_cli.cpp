@@ -2,6 +2,7 @@
 
 #include <sstream>
 
+#include "reports/arcflow.h"
 #include "reports/atomic_file.h"
 #include "reports/capture_store.h"
 #include "reports/folded.h"
@@ -14,6 +15,12 @@ namespace {
 const std::map<std::string, ReportView>& BuiltinViews() {
   static const std::map<std::string, ReportView> views = {
       {"tprof", &RunTprofView},
+      {"xtree", [](const Profile& p, const ReportRequest& r, std::ostream& o,
+                   std::ostream& e) { return RunArcflowView("xtree", p, r, o, e); }},
+      {"xarc", [](const Profile& p, const ReportRequest& r, std::ostream& o,
+                  std::ostream& e) { return RunArcflowView("xarc", p, r, o, e); }},
+      {"xprof", [](const Profile& p, const ReportRequest& r, std::ostream& o,
+                   std::ostream& e) { return RunArcflowView("xprof", p, r, o, e); }},
   };
   return views;
 }
@@ -64,6 +71,35 @@ int RunTprofView(const Profile& profile, const ReportRequest& request, std::ostr
   return 0;
 }
 
+int RunArcflowView(const std::string& view, const Profile& profile, const ReportRequest& request,
+                   std::ostream& out, std::ostream& err) {
+  ArcflowOptions options;
+  auto parsed_view = ParseArcflowView(view);
+  auto sort = ParseArcflowSort(request.sort);
+  auto units = ParseArcflowUnits(request.units);
+  for (const Error* e : {parsed_view.ok() ? nullptr : &parsed_view.error(),
+                         sort.ok() ? nullptr : &sort.error(),
+                         units.ok() ? nullptr : &units.error()}) {
+    if (e) {
+      err << "arcprof report: " << e->message << "\n";
+      return 1;
+    }
+  }
+  options.view = *parsed_view;
+  options.sort = *sort;
+  options.units = *units;
+  options.format = request.format == "json" ? ArcflowFormat::kJson : ArcflowFormat::kText;
+  options.min_pct = request.min_percent;
+  options.root = request.root;
+  options.merge_threads = request.merge_threads;
+  options.filter = {request.filter.pids, request.filter.tids, request.filter.comms};
+  if (auto ok = RenderArcflowView(profile, options, out); !ok) {
+    err << "arcprof report: " << ok.error().message << "\n";
+    return 1;
+  }
+  return 0;
+}
+
 ReportCommands::ReportCommands(CLI::App& app)
     : views_(BuiltinViews()), exporters_(BuiltinExporters()) {
   report_request_.capture_path = kDefaultCapturePath;
@@ -72,7 +108,16 @@ ReportCommands::ReportCommands(CLI::App& app)
   report_ = app.add_subcommand("report", "Print a report of a capture (default view: tprof)");
   report_->add_option("-i,--input", report_request_.capture_path, "Capture file")
       ->capture_default_str();
-  report_->add_option("--view", report_request_.view, "Report view")->capture_default_str();
+  report_->add_option("--view", report_request_.view, "Report view: tprof, xtree, xarc, xprof")
+      ->capture_default_str();
+  report_->add_option("--root", report_request_.root,
+                      "arcflow views: only the subtrees under frames matching NAME or a regex");
+  report_->add_flag("--merge-threads", report_request_.merge_threads,
+                    "arcflow views: fold all threads into one tree");
+  report_->add_option("--sort", report_request_.sort, "xprof: sort by base or cum")
+      ->capture_default_str();
+  report_->add_option("--units", report_request_.units, "arcflow views: samples, ms or pct")
+      ->capture_default_str();
   report_->add_option("--by", report_request_.by,
                       "Nesting levels of the tprof view, any order of pid,tid,mod,sym")
       ->capture_default_str();

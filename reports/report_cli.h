@@ -29,6 +29,11 @@ struct ReportRequest {
   double min_percent = 0;
   ThreadFilter filter;
   std::string format = "text";  // text or json
+  // arcflow views (xtree, xarc, xprof); see docs/arcflow.md.
+  std::string root;             // --root NAME|REGEX
+  bool merge_threads = false;   // --merge-threads
+  std::string sort = "base";    // --sort base|cum
+  std::string units = "samples";  // --units samples|ms|pct
 };
 
 // Prints one view of `profile`; returns the process exit code (1 for a usage
@@ -39,6 +44,9 @@ using ReportView = std::function<int(const Profile& profile, const ReportRequest
 // Renders `profile` in one export format to `out` (a file or stdout).
 using Exporter = std::function<void(const Profile& profile, const ThreadFilter& filter, std::ostream& out)>;
 
+// The arcflow views: xtree, xarc and xprof.
+int RunArcflowView(const std::string& view, const Profile& profile, const ReportRequest& request,
+                   std::ostream& out, std::ostream& err);
 int RunTprofView(const Profile& profile, const ReportRequest& request, std::ostream& out,
                  std::ostream& err);
 
