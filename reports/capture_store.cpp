@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "reports/atomic_file.h"
+#include "reports/ptt_store.h"
 
 namespace arcprof {
 namespace {
@@ -116,6 +117,8 @@ std::string Hex128() {
 class Writer {
  public:
   Writer(sqlite3* db, const std::string& path) : db_(db), path_(path) {}
+  sqlite3* db() const { return db_; }
+  const std::string& path() const { return path_; }
 
   Result<void> Exec(const char* sql) {
     char* message = nullptr;
@@ -267,6 +270,9 @@ Result<void> FillCapture(Writer& w, const Profile& profile) {
   if (!counter) return counter.error();
   for (const auto& [name, value] : profile.counters) {
     if (auto r = w.Insert(counter->get(), kWindowId, name, value); !r) return r;
+  }
+  if (profile.ptt.recorded) {
+    if (auto r = WritePttTables(w.db(), profile.ptt, kCaptureId, kWindowId, w.path()); !r) return r;
   }
   return w.Exec("COMMIT");
 }
@@ -673,6 +679,8 @@ Result<Profile> Reader::ReadAll() {
       !r) {
     return r.error();
   }
+  // Optional tables: absent in captures recorded without --ptt.
+  if (auto r = ReadPttTables(db_.get(), path_, profile.ptt); !r) return r.error();
   return profile;
 }
 

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "common/frame.h"
+#include "reports/ptt_data.h"
 
 namespace arcprof {
 
@@ -104,6 +105,8 @@ struct Profile {
   std::vector<CallTree> trees;  // parallel to threads
   // Counters such as "lost_samples", "unknown_frames.<reason>", "truncated_stacks.<reason>".
   std::map<std::string, int64_t> counters;
+  // Per-thread time and interrupt/idle accounting (record --ptt); see reports/ptt_data.h.
+  PttData ptt;
 
   // Returns the index of the thread (pid, tid), adding it when new.
   uint32_t ThreadIndex(uint32_t pid, uint32_t tid);

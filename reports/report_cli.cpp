@@ -6,6 +6,8 @@
 #include "reports/atomic_file.h"
 #include "reports/capture_store.h"
 #include "reports/folded.h"
+#include "reports/irq_report.h"
+#include "reports/ptt_report.h"
 #include "reports/tprof.h"
 
 namespace arcprof {
@@ -15,6 +17,8 @@ namespace {
 const std::map<std::string, ReportView>& BuiltinViews() {
   static const std::map<std::string, ReportView> views = {
       {"tprof", &RunTprofView},
+      {"ptt", &RunPttView},
+      {"irq", &RunIrqView},
       {"xtree", [](const Profile& p, const ReportRequest& r, std::ostream& o,
                    std::ostream& e) { return RunArcflowView("xtree", p, r, o, e); }},
       {"xarc", [](const Profile& p, const ReportRequest& r, std::ostream& o,
@@ -108,13 +112,15 @@ ReportCommands::ReportCommands(CLI::App& app)
   report_ = app.add_subcommand("report", "Print a report of a capture (default view: tprof)");
   report_->add_option("-i,--input", report_request_.capture_path, "Capture file")
       ->capture_default_str();
-  report_->add_option("--view", report_request_.view, "Report view: tprof, xtree, xarc, xprof")
+  report_->add_option("--view", report_request_.view, "Report view: tprof, xtree, xarc, xprof, ptt, irq")
       ->capture_default_str();
   report_->add_option("--root", report_request_.root,
                       "arcflow views: only the subtrees under frames matching NAME or a regex");
   report_->add_flag("--merge-threads", report_request_.merge_threads,
                     "arcflow views: fold all threads into one tree");
-  report_->add_option("--sort", report_request_.sort, "xprof: sort by base or cum")
+  report_->add_option("--sort", report_request_.sort,
+                      "xprof: base or cum; ptt: cpu, irq, dispatches, interrupts, pid, tid, "
+                      "name, cpi or a --ptt-events counter")
       ->capture_default_str();
   report_->add_option("--units", report_request_.units, "arcflow views: samples, ms or pct")
       ->capture_default_str();
@@ -125,6 +131,9 @@ ReportCommands::ReportCommands(CLI::App& app)
                       "Hide rows below this percentage of all ticks")
       ->check(CLI::Range(0.0, 100.0));
   AddFilterOptions(report_, report_request_.filter);
+  report_->add_option("--interval", report_request_.interval,
+                      "irq view: time buckets (1s, 250ms, ...)")
+      ->capture_default_str();
   report_->add_option("--format", report_request_.format, "Output format")
       ->check(CLI::IsMember({"text", "json"}))
       ->capture_default_str();

@@ -34,6 +34,7 @@ struct ReportRequest {
   bool merge_threads = false;   // --merge-threads
   std::string sort = "base";    // --sort base|cum
   std::string units = "samples";  // --units samples|ms|pct
+  std::string interval = "1s";  // --interval: time buckets of the irq view
 };
 
 // Prints one view of `profile`; returns the process exit code (1 for a usage

@@ -1,0 +1,395 @@
+#include "reports/ptt_store.h"
+
+#include <sqlite3.h>
+
+#include <iterator>
+#include <map>
+#include <memory>
+#include <optional>
+#include <tuple>
+#include <utility>
+
+#include "reports/capture_store.h"
+
+namespace arcprof {
+namespace {
+
+constexpr const char* kPttSchemaSql = R"sql(
+CREATE TABLE ptt_events (
+  capture_id INTEGER NOT NULL,
+  slot INTEGER NOT NULL,
+  name TEXT NOT NULL,
+  available INTEGER NOT NULL,
+  reason TEXT NOT NULL,
+  PRIMARY KEY (capture_id, slot)
+) WITHOUT ROWID;
+CREATE TABLE ptt_threads (
+  window_id INTEGER NOT NULL REFERENCES windows(id),
+  pid INTEGER NOT NULL,
+  tid INTEGER NOT NULL,
+  comm TEXT NOT NULL,
+  cpu_ns INTEGER NOT NULL,
+  hardirq_ns INTEGER NOT NULL,
+  softirq_ns INTEGER NOT NULL,
+  dispatches INTEGER NOT NULL,
+  interrupts INTEGER NOT NULL,
+  event0 INTEGER,
+  event1 INTEGER,
+  event2 INTEGER,
+  event3 INTEGER
+);
+CREATE TABLE ptt_cpu_intervals (
+  window_id INTEGER NOT NULL REFERENCES windows(id),
+  cpu INTEGER NOT NULL,
+  start_ns INTEGER NOT NULL,
+  end_ns INTEGER NOT NULL,
+  busy_ns INTEGER NOT NULL,
+  idle_ns INTEGER NOT NULL,
+  hardirq_ns INTEGER NOT NULL,
+  softirq_ns INTEGER NOT NULL,
+  hardirqs INTEGER NOT NULL,
+  softirqs INTEGER NOT NULL
+);
+CREATE TABLE ptt_irq_vectors (
+  window_id INTEGER NOT NULL REFERENCES windows(id),
+  cpu INTEGER NOT NULL,
+  kind INTEGER NOT NULL,
+  vector INTEGER NOT NULL,
+  name TEXT NOT NULL,
+  count INTEGER NOT NULL,
+  ns INTEGER NOT NULL
+);
+)sql";
+
+constexpr const char* kPttTables[] = {"ptt_events", "ptt_threads", "ptt_cpu_intervals",
+                                      "ptt_irq_vectors"};
+// CPU numbers above this are rejected as corrupt (the kernel's NR_CPUS limit is 8192).
+constexpr int64_t kMaxCpu = 8192;
+
+struct StmtFinalizer {
+  void operator()(sqlite3_stmt* stmt) const { sqlite3_finalize(stmt); }
+};
+using StmtPtr = std::unique_ptr<sqlite3_stmt, StmtFinalizer>;
+
+int64_t ToSql(uint64_t v) { return static_cast<int64_t>(v); }
+
+std::string Text(sqlite3_stmt* stmt, int column) {
+  const auto* text = reinterpret_cast<const char*>(sqlite3_column_text(stmt, column));
+  return text ? std::string(text, static_cast<size_t>(sqlite3_column_bytes(stmt, column))) : "";
+}
+
+class Sql {
+ public:
+  Sql(sqlite3* db, std::string prefix) : db_(db), prefix_(std::move(prefix)) {}
+
+  Error Fail(const std::string& what) const { return MakeError(prefix_ + what, kCaptureErrorExitCode); }
+  Error SqliteFail() const { return Fail(sqlite3_errmsg(db_)); }
+
+  Result<StmtPtr> Prepare(const char* sql) const {
+    sqlite3_stmt* stmt = nullptr;
+    if (sqlite3_prepare_v2(db_, sql, -1, &stmt, nullptr) != SQLITE_OK) return SqliteFail();
+    return StmtPtr(stmt);
+  }
+
+  // Binds int64 / text / null values in order, steps once and resets.
+  template <typename... Values>
+  Result<void> Insert(sqlite3_stmt* stmt, const Values&... values) const {
+    int index = 0;
+    (Bind(stmt, ++index, values), ...);
+    const int rc = sqlite3_step(stmt);
+    sqlite3_reset(stmt);
+    sqlite3_clear_bindings(stmt);
+    if (rc != SQLITE_DONE) return SqliteFail();
+    return {};
+  }
+
+  template <typename RowFn>
+  Result<void> ForEachRow(const char* sql, RowFn&& row) const {
+    auto stmt = Prepare(sql);
+    if (!stmt) return stmt.error();
+    for (;;) {
+      const int rc = sqlite3_step(stmt->get());
+      if (rc == SQLITE_DONE) return {};
+      if (rc != SQLITE_ROW) return SqliteFail();
+      if (auto r = row(stmt->get()); !r) return r;
+    }
+  }
+
+  sqlite3* db() const { return db_; }
+
+ private:
+  static void Bind(sqlite3_stmt* s, int i, int64_t v) { sqlite3_bind_int64(s, i, v); }
+  static void Bind(sqlite3_stmt* s, int i, const std::string& v) {
+    sqlite3_bind_text(s, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
+  }
+  static void Bind(sqlite3_stmt* s, int i, std::nullptr_t) { sqlite3_bind_null(s, i); }
+  static void Bind(sqlite3_stmt* s, int i, const std::optional<int64_t>& v) {
+    if (v) {
+      sqlite3_bind_int64(s, i, *v);
+    } else {
+      sqlite3_bind_null(s, i);
+    }
+  }
+
+  sqlite3* db_;
+  std::string prefix_;
+};
+
+// Reads a column that holds a non-negative count; a negative or non-integer
+// value means the file was tampered with or damaged.
+bool Count(sqlite3_stmt* stmt, int column, uint64_t& out) {
+  if (sqlite3_column_type(stmt, column) != SQLITE_INTEGER) return false;
+  const int64_t v = sqlite3_column_int64(stmt, column);
+  if (v < 0) return false;
+  out = static_cast<uint64_t>(v);
+  return true;
+}
+
+bool Id32(sqlite3_stmt* stmt, int column, int64_t max, uint32_t& out) {
+  uint64_t v = 0;
+  if (!Count(stmt, column, v) || v > static_cast<uint64_t>(max)) return false;
+  out = static_cast<uint32_t>(v);
+  return true;
+}
+
+}  // namespace
+
+std::string SoftIrqName(uint32_t vector) {
+  static constexpr const char* kNames[] = {"HI",      "TIMER",   "NET_TX",  "NET_RX", "BLOCK",
+                                           "IRQ_POLL", "TASKLET", "SCHED", "HRTIMER", "RCU"};
+  if (vector < std::size(kNames)) return kNames[vector];
+  return "softirq " + std::to_string(vector);
+}
+
+std::string SysVecName(uint32_t vector) {
+  // /proc/interrupts' abbreviations.
+  static constexpr const char* kNames[] = {"LOC", "RES", "CAL", "CAL1", "IWI"};
+  if (vector < std::size(kNames)) return kNames[vector];
+  return "sysvec " + std::to_string(vector);
+}
+
+Result<void> WritePttTables(sqlite3* db, const PttData& ptt, int64_t capture_id, int64_t window_id,
+                            const std::string& path) {
+  Sql sql(db, path + ": cannot write capture: ");
+  if (ptt.events.size() > kPttMaxEvents) {
+    return sql.Fail("more than " + std::to_string(kPttMaxEvents) + " PTT events");
+  }
+  if (sqlite3_exec(db, kPttSchemaSql, nullptr, nullptr, nullptr) != SQLITE_OK) {
+    return sql.SqliteFail();
+  }
+  auto event = sql.Prepare(
+      "INSERT INTO ptt_events (capture_id, slot, name, available, reason) VALUES (?, ?, ?, ?, ?)");
+  if (!event) return event.error();
+  for (size_t i = 0; i < ptt.events.size(); ++i) {
+    const PttEvent& e = ptt.events[i];
+    if (auto r = sql.Insert(event->get(), capture_id, static_cast<int64_t>(i), e.name,
+                            int64_t{e.available ? 1 : 0}, e.unavailable_reason);
+        !r) {
+      return r;
+    }
+  }
+
+  auto thread = sql.Prepare(
+      "INSERT INTO ptt_threads (window_id, pid, tid, comm, cpu_ns, hardirq_ns, softirq_ns, "
+      "dispatches, interrupts, event0, event1, event2, event3) "
+      "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+  if (!thread) return thread.error();
+  for (const PttThread& t : ptt.threads) {
+    std::optional<int64_t> ev[kPttMaxEvents];
+    for (size_t i = 0; i < kPttMaxEvents; ++i) {
+      if (i < ptt.events.size() && ptt.events[i].available && i < t.events.size()) {
+        ev[i] = ToSql(t.events[i]);
+      }
+    }
+    if (auto r = sql.Insert(thread->get(), window_id, int64_t{t.pid}, int64_t{t.tid}, t.comm,
+                            ToSql(t.cpu_ns), ToSql(t.hardirq_ns), ToSql(t.softirq_ns),
+                            ToSql(t.dispatches), ToSql(t.interrupts), ev[0], ev[1], ev[2], ev[3]);
+        !r) {
+      return r;
+    }
+  }
+
+  auto interval = sql.Prepare(
+      "INSERT INTO ptt_cpu_intervals (window_id, cpu, start_ns, end_ns, busy_ns, idle_ns, "
+      "hardirq_ns, softirq_ns, hardirqs, softirqs) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+  if (!interval) return interval.error();
+  for (const PttCpuInterval& c : ptt.intervals) {
+    if (auto r = sql.Insert(interval->get(), window_id, int64_t{c.cpu}, ToSql(c.start_ns),
+                            ToSql(c.end_ns), ToSql(c.busy_ns), ToSql(c.idle_ns),
+                            ToSql(c.hardirq_ns), ToSql(c.softirq_ns), ToSql(c.hardirqs),
+                            ToSql(c.softirqs));
+        !r) {
+      return r;
+    }
+  }
+
+  auto vector = sql.Prepare(
+      "INSERT INTO ptt_irq_vectors (window_id, cpu, kind, vector, name, count, ns) "
+      "VALUES (?, ?, ?, ?, ?, ?, ?)");
+  if (!vector) return vector.error();
+  for (const PttIrqVector& v : ptt.irq_vectors) {
+    if (auto r = sql.Insert(vector->get(), window_id, int64_t{v.cpu},
+                            int64_t{static_cast<uint8_t>(v.kind)}, int64_t{v.vector}, v.name,
+                            ToSql(v.count), ToSql(v.ns));
+        !r) {
+      return r;
+    }
+  }
+  return {};
+}
+
+Result<void> ReadPttTables(sqlite3* db, const std::string& path, PttData& out) {
+  Sql sql(db, path + ": corrupt capture: ");
+  auto corrupt = [&](const std::string& what) {
+    return MakeError(path + ": corrupt capture: " + what + "; re-record it or restore a good copy",
+                     kCaptureErrorExitCode);
+  };
+
+  // All four tables or none: a capture recorded without --ptt has none.
+  int present = 0;
+  {
+    auto stmt = sql.Prepare("SELECT type FROM sqlite_schema WHERE name = ?");
+    if (!stmt) return stmt.error();
+    for (const char* name : kPttTables) {
+      sqlite3_bind_text(stmt->get(), 1, name, -1, SQLITE_STATIC);
+      const int rc = sqlite3_step(stmt->get());
+      if (rc == SQLITE_ROW) {
+        if (Text(stmt->get(), 0) != "table") {
+          return corrupt(std::string("'") + name + "' is not a table");
+        }
+        ++present;
+      } else if (rc != SQLITE_DONE) {
+        return sql.SqliteFail();
+      }
+      sqlite3_reset(stmt->get());
+    }
+  }
+  if (present == 0) {
+    out = PttData{};
+    return {};
+  }
+  if (present != static_cast<int>(std::size(kPttTables))) {
+    return corrupt("some ptt_* tables are missing");
+  }
+  PttData ptt;
+  ptt.recorded = true;
+
+  // Rows must belong to windows that exist.
+  for (const char* table : {"ptt_threads", "ptt_cpu_intervals", "ptt_irq_vectors"}) {
+    const std::string query = std::string("SELECT COUNT(*) FROM ") + table +
+                              " WHERE window_id NOT IN (SELECT id FROM windows)";
+    int64_t orphans = 0;
+    if (auto r = sql.ForEachRow(query.c_str(), [&](sqlite3_stmt* s) -> Result<void> {
+          orphans = sqlite3_column_int64(s, 0);
+          return {};
+        });
+        !r) {
+      return r;
+    }
+    if (orphans != 0) return corrupt(std::string(table) + " rows of a window that does not exist");
+  }
+
+  // Events of the first capture; slots dense from 0.
+  if (auto r = sql.ForEachRow(
+          "SELECT slot, name, available, reason FROM ptt_events "
+          "WHERE capture_id = (SELECT MIN(id) FROM captures) ORDER BY slot",
+          [&](sqlite3_stmt* s) -> Result<void> {
+            const int64_t available = sqlite3_column_int64(s, 2);
+            if (sqlite3_column_int64(s, 0) != static_cast<int64_t>(ptt.events.size()) ||
+                ptt.events.size() >= kPttMaxEvents || (available != 0 && available != 1)) {
+              return corrupt("PTT event slots are not dense from 0 or a flag is invalid");
+            }
+            ptt.events.push_back(PttEvent{Text(s, 1), available == 1, Text(s, 3)});
+            return {};
+          });
+      !r) {
+    return r;
+  }
+
+  std::map<std::pair<uint32_t, uint32_t>, size_t> thread_index;
+  if (auto r = sql.ForEachRow(
+          "SELECT pid, tid, comm, cpu_ns, hardirq_ns, softirq_ns, dispatches, interrupts, "
+          "event0, event1, event2, event3 FROM ptt_threads ORDER BY rowid",
+          [&](sqlite3_stmt* s) -> Result<void> {
+            PttThread t;
+            bool ok = Id32(s, 0, UINT32_MAX, t.pid) && Id32(s, 1, UINT32_MAX, t.tid) &&
+                      Count(s, 3, t.cpu_ns) && Count(s, 4, t.hardirq_ns) &&
+                      Count(s, 5, t.softirq_ns) && Count(s, 6, t.dispatches) &&
+                      Count(s, 7, t.interrupts);
+            t.events.assign(ptt.events.size(), 0);
+            for (size_t i = 0; ok && i < ptt.events.size(); ++i) {
+              if (sqlite3_column_type(s, 8 + static_cast<int>(i)) == SQLITE_NULL) continue;
+              ok = Count(s, 8 + static_cast<int>(i), t.events[i]);
+            }
+            if (!ok) return corrupt("a ptt_threads row has a negative or non-numeric value");
+            t.comm = Text(s, 2);
+            auto [it, inserted] = thread_index.try_emplace({t.pid, t.tid}, ptt.threads.size());
+            if (inserted) {
+              ptt.threads.push_back(std::move(t));
+              return {};
+            }
+            PttThread& into = ptt.threads[it->second];
+            into.cpu_ns += t.cpu_ns;
+            into.hardirq_ns += t.hardirq_ns;
+            into.softirq_ns += t.softirq_ns;
+            into.dispatches += t.dispatches;
+            into.interrupts += t.interrupts;
+            for (size_t i = 0; i < into.events.size(); ++i) into.events[i] += t.events[i];
+            if (!t.comm.empty()) into.comm = t.comm;
+            return {};
+          });
+      !r) {
+    return r;
+  }
+
+  if (auto r = sql.ForEachRow(
+          "SELECT cpu, start_ns, end_ns, busy_ns, idle_ns, hardirq_ns, softirq_ns, hardirqs, "
+          "softirqs FROM ptt_cpu_intervals ORDER BY start_ns, cpu",
+          [&](sqlite3_stmt* s) -> Result<void> {
+            PttCpuInterval c;
+            const bool ok = Id32(s, 0, kMaxCpu, c.cpu) && Count(s, 1, c.start_ns) &&
+                            Count(s, 2, c.end_ns) && Count(s, 3, c.busy_ns) &&
+                            Count(s, 4, c.idle_ns) && Count(s, 5, c.hardirq_ns) &&
+                            Count(s, 6, c.softirq_ns) && Count(s, 7, c.hardirqs) &&
+                            Count(s, 8, c.softirqs);
+            if (!ok || c.end_ns < c.start_ns) {
+              return corrupt("a ptt_cpu_intervals row has an invalid cpu, time span or value");
+            }
+            ptt.intervals.push_back(c);
+            return {};
+          });
+      !r) {
+    return r;
+  }
+
+  std::map<std::tuple<uint32_t, uint8_t, uint32_t>, size_t> vector_index;
+  if (auto r = sql.ForEachRow(
+          "SELECT cpu, kind, vector, name, count, ns FROM ptt_irq_vectors ORDER BY rowid",
+          [&](sqlite3_stmt* s) -> Result<void> {
+            PttIrqVector v;
+            uint32_t kind = 0;
+            const bool ok = Id32(s, 0, kMaxCpu, v.cpu) && Id32(s, 1, kIrqKindCount - 1, kind) &&
+                            Id32(s, 2, UINT32_MAX, v.vector) && Count(s, 4, v.count) &&
+                            Count(s, 5, v.ns);
+            if (!ok) return corrupt("a ptt_irq_vectors row has an invalid cpu, kind or value");
+            v.kind = static_cast<IrqKind>(kind);
+            v.name = Text(s, 3);
+            auto [it, inserted] =
+                vector_index.try_emplace({v.cpu, static_cast<uint8_t>(kind), v.vector},
+                                         ptt.irq_vectors.size());
+            if (inserted) {
+              ptt.irq_vectors.push_back(std::move(v));
+            } else {
+              ptt.irq_vectors[it->second].count += v.count;
+              ptt.irq_vectors[it->second].ns += v.ns;
+            }
+            return {};
+          });
+      !r) {
+    return r;
+  }
+  out = std::move(ptt);
+  return {};
+}
+
+}  // namespace arcprof

@@ -1,0 +1,33 @@
+// The ptt_* tables of a capture (docs/capture-format.md, docs/ptt.md): per-thread
+// time, per-CPU interval accounting, per-vector interrupt totals and the
+// counters chosen with --ptt-events. Called by capture_store.cpp inside its
+// own transaction and with its own (defensively opened) connection.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "common/result.h"
+#include "reports/ptt_data.h"
+
+struct sqlite3;
+
+namespace arcprof {
+
+// Creates the ptt_* tables and fills them for one capture and one window.
+// Errors read "<path>: cannot write capture: ...".
+Result<void> WritePttTables(sqlite3* db, const PttData& ptt, int64_t capture_id, int64_t window_id,
+                            const std::string& path);
+
+// Reads the ptt_* tables into `out`, merging windows and captures: threads with
+// the same (pid, tid) are summed, the events are those of the first capture.
+// A capture without the tables (recorded without --ptt, or by an older arcprof)
+// leaves out.recorded false. Every value is checked; errors read
+// "<path>: corrupt capture: ...".
+Result<void> ReadPttTables(sqlite3* db, const std::string& path, PttData& out);
+
+// The names shown for interrupt sources: "NET_RX", "LOC", "irq 11".
+std::string SoftIrqName(uint32_t vector);
+std::string SysVecName(uint32_t vector);
+
+}  // namespace arcprof
