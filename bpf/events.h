@@ -16,6 +16,19 @@
 #define ARCPROF_SAMPLE_USER_MODE 0x1 /* the sampled IP was in user mode */
 #define ARCPROF_SAMPLE_KSTACK_ERR 0x2 /* bpf_get_stack failed for the kernel stack */
 #define ARCPROF_SAMPLE_USTACK_ERR 0x4 /* bpf_get_stack failed for the user stack */
+#define ARCPROF_SAMPLE_HAS_REGS 0x8   /* a user_regs block and a stack copy follow the frames */
+#define ARCPROF_SAMPLE_STACK_FAULT 0x10 /* the stack copy stopped at a page it could not read */
+
+/* Unwinding modes (rodata unwind_mode). */
+#define ARCPROF_UNWIND_FP 0
+#define ARCPROF_UNWIND_DWARF 1
+#define ARCPROF_UNWIND_HYBRID 2
+
+/* Largest user stack copy, in bytes (--stack-kb is capped to it). */
+#define ARCPROF_MAX_STACK_COPY (128 * 1024)
+/* Bytes copied in fp mode: enough for the CFI fix of the first frame. */
+#define ARCPROF_FP_STACK_COPY 512
+#define ARCPROF_USER_REGS 17 /* DWARF x86-64 order: rax rdx rcx rbx rsi rdi rbp rsp r8-r15 rip */
 
 /* One sample. Variable size: the header is followed by kstack_len kernel
  * frames (leaf first) then ustack_len user frames (leaf first). */
@@ -33,6 +46,16 @@ struct sample_event {
 
 #define ARCPROF_SAMPLE_HEADER_SIZE 40
 
+/* Follows the frames when ARCPROF_SAMPLE_HAS_REGS is set; stack_len bytes
+ * copied from regs[7] (rsp) upwards follow it. */
+struct user_regs_block {
+	__u64 regs[ARCPROF_USER_REGS];
+	__u32 stack_len;
+	__u32 reserved;
+};
+
+#define ARCPROF_USER_REGS_SIZE 144
+
 /* Indexes of the per-CPU counters map. */
 enum arcprof_counter {
 	ARCPROF_CTR_SAMPLES = 0,       /* samples seen by the program (after filtering) */
@@ -41,6 +64,7 @@ enum arcprof_counter {
 	ARCPROF_CTR_USTACK_ERR = 3,
 	ARCPROF_CTR_FILTERED = 4,      /* samples of processes outside the pid filter */
 	ARCPROF_CTR_FOLLOWED_FORKS = 5, /* children added to the pid filter */
+	ARCPROF_CTR_STACK_FAULT = 6,   /* stack copies cut short by an unreadable page */
 	ARCPROF_CTR_COUNT = 8,
 };
 
@@ -49,7 +73,11 @@ _Static_assert(sizeof(struct sample_event) == ARCPROF_SAMPLE_HEADER_SIZE, "sampl
 #else
 #ifdef __cplusplus
 static_assert(sizeof(struct sample_event) == ARCPROF_SAMPLE_HEADER_SIZE, "sample_event header");
+static_assert(sizeof(struct user_regs_block) == ARCPROF_USER_REGS_SIZE, "user_regs_block");
 #endif
+#endif
+#ifdef __BPF__
+_Static_assert(sizeof(struct user_regs_block) == ARCPROF_USER_REGS_SIZE, "user_regs_block");
 #endif
 
 #endif /* ARCPROF_BPF_EVENTS_H */

@@ -14,6 +14,8 @@ char LICENSE[] SEC("license") = "GPL";
 /* Set by the loader between open and load. */
 const volatile __u32 filter_pids = 0; /* 1: only processes in target_pids */
 const volatile __u32 self_pid = 0;    /* arcprof itself, never sampled */
+const volatile __u32 unwind_mode = ARCPROF_UNWIND_FP;
+const volatile __u32 stack_copy_bytes = 64 * 1024; /* dwarf/hybrid; capped to ARCPROF_MAX_STACK_COPY */
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -34,17 +36,23 @@ struct {
 	__type(value, __u64);
 } counters SEC(".maps");
 
-/* Scratch space for building one record: too large for the 512-byte stack. */
-struct sample_buf {
-	struct sample_event hdr;
-	__u64 ips[2 * (ARCPROF_MAX_STACK + 1)];
+/* One record is built here before it is copied to the ring buffer: header,
+ * frames, user registers, then the user stack copy. The regions after the
+ * frames start at variable offsets, so offsets are masked to keep every access
+ * provably inside the buffer: frames and registers end below 4 KiB, the stack
+ * copy adds at most ARCPROF_MAX_STACK_COPY, and one page of slack covers the
+ * last chunk. Per-CPU values are limited to 32 KiB, so this is an ARRAY
+ * indexed by CPU (max_entries set by the loader). */
+#define SCRATCH_SIZE (4096 + ARCPROF_MAX_STACK_COPY + 4096)
+struct scratch_buf {
+	__u8 data[SCRATCH_SIZE];
 };
 
 struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
-	__type(value, struct sample_buf);
+	__type(value, struct scratch_buf);
 } scratch SEC(".maps");
 
 /* Side-band perf records (mmap2/comm/task) are read through this map by the
@@ -62,13 +70,74 @@ static __always_inline void count(__u32 idx)
 		*v += 1;
 }
 
+/* Copies the user registers and up to `max` bytes of the user stack from sp
+ * upwards, page by page: bpf_probe_read_user fails whole at the first page it
+ * cannot read, so a single large read would lose everything. Returns the
+ * number of bytes written at data + off. */
+static __always_inline __u32 copy_user_state(__u8 *data, __u32 off, struct task_struct *task,
+					     __u32 max, __u16 *flags)
+{
+	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
+	struct user_regs_block *ur = (struct user_regs_block *)(data + (off & 4095));
+
+	ur->regs[0] = BPF_CORE_READ(regs, ax);
+	ur->regs[1] = BPF_CORE_READ(regs, dx);
+	ur->regs[2] = BPF_CORE_READ(regs, cx);
+	ur->regs[3] = BPF_CORE_READ(regs, bx);
+	ur->regs[4] = BPF_CORE_READ(regs, si);
+	ur->regs[5] = BPF_CORE_READ(regs, di);
+	ur->regs[6] = BPF_CORE_READ(regs, bp);
+	ur->regs[7] = BPF_CORE_READ(regs, sp);
+	ur->regs[8] = BPF_CORE_READ(regs, r8);
+	ur->regs[9] = BPF_CORE_READ(regs, r9);
+	ur->regs[10] = BPF_CORE_READ(regs, r10);
+	ur->regs[11] = BPF_CORE_READ(regs, r11);
+	ur->regs[12] = BPF_CORE_READ(regs, r12);
+	ur->regs[13] = BPF_CORE_READ(regs, r13);
+	ur->regs[14] = BPF_CORE_READ(regs, r14);
+	ur->regs[15] = BPF_CORE_READ(regs, r15);
+	ur->regs[16] = BPF_CORE_READ(regs, ip);
+	ur->reserved = 0;
+
+	__u64 sp = ur->regs[7];
+	__u64 stack_off = (off + ARCPROF_USER_REGS_SIZE) & 4095;
+	/* 64-bit arithmetic: 32-bit values get zero-extended into copies and the
+	 * verifier then sees the helper's size argument unchecked. */
+	__u64 copied = 0;
+	__u64 limit = max > ARCPROF_MAX_STACK_COPY ? ARCPROF_MAX_STACK_COPY : max;
+	for (int i = 0; i < ARCPROF_MAX_STACK_COPY / 4096 + 1; i++) {
+		if (copied >= limit)
+			break;
+		__u64 addr = sp + copied;
+		__u64 chunk = 4096 - (addr & 4095);
+		__u64 remaining = limit - copied;
+		if (chunk > remaining)
+			chunk = remaining;
+		/* Keep clang from passing the unbounded `remaining` to the helper:
+		 * the verifier must see this very register checked. */
+		asm volatile("" : "+r"(chunk));
+		if (chunk == 0 || chunk > 4096)
+			break;
+		__u64 at = stack_off + (copied & (ARCPROF_MAX_STACK_COPY - 1));
+		if (at > SCRATCH_SIZE - 4096)
+			break;
+		if (bpf_probe_read_user(data + at, chunk, (void *)addr)) {
+			*flags |= ARCPROF_SAMPLE_STACK_FAULT;
+			count(ARCPROF_CTR_STACK_FAULT);
+			break;
+		}
+		copied += chunk;
+	}
+	ur->stack_len = (__u32)copied;
+	return ARCPROF_USER_REGS_SIZE + (__u32)copied;
+}
+
 SEC("perf_event")
 int on_sample(struct bpf_perf_event_data *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tgid = id >> 32;
 	__u32 tid = (__u32)id;
-	__u32 zero = 0;
 
 	if (tgid == self_pid && tgid != 0)
 		return 0;
@@ -78,24 +147,27 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	}
 	count(ARCPROF_CTR_SAMPLES);
 
-	struct sample_buf *buf = bpf_map_lookup_elem(&scratch, &zero);
+	__u32 cpu = bpf_get_smp_processor_id();
+	struct scratch_buf *buf = bpf_map_lookup_elem(&scratch, &cpu);
 	if (!buf)
 		return 0;
-	struct sample_event *e = &buf->hdr;
+	__u8 *data = buf->data;
+	struct sample_event *e = (struct sample_event *)data;
+	__u64 *ips = (__u64 *)(data + ARCPROF_SAMPLE_HEADER_SIZE);
 	e->timestamp_ns = bpf_ktime_get_ns();
 	e->pid = tgid;
 	e->tid = tid;
-	e->cpu = bpf_get_smp_processor_id();
+	e->cpu = cpu;
 	/* The context only allows 8-byte loads; cs is the 18th u64 of pt_regs. */
 	__u64 cs = ((__u64 *)&ctx->regs)[17];
-	e->flags = (cs & 3) ? ARCPROF_SAMPLE_USER_MODE : 0;
+	__u16 flags = (cs & 3) ? ARCPROF_SAMPLE_USER_MODE : 0;
 	bpf_get_current_comm(e->comm, sizeof(e->comm));
 
 	long kbytes = 0;
-	if (!(e->flags & ARCPROF_SAMPLE_USER_MODE)) {
-		kbytes = bpf_get_stack(ctx, buf->ips, ARCPROF_MAX_STACK * sizeof(__u64), 0);
+	if (!(flags & ARCPROF_SAMPLE_USER_MODE)) {
+		kbytes = bpf_get_stack(ctx, ips, ARCPROF_MAX_STACK * sizeof(__u64), 0);
 		if (kbytes < 0) {
-			e->flags |= ARCPROF_SAMPLE_KSTACK_ERR;
+			flags |= ARCPROF_SAMPLE_KSTACK_ERR;
 			count(ARCPROF_CTR_KSTACK_ERR);
 			kbytes = 0;
 		}
@@ -104,12 +176,15 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	if (kn > ARCPROF_MAX_STACK)
 		kn = ARCPROF_MAX_STACK;
 
+	struct task_struct *task = bpf_get_current_task_btf();
+	/* The idle task and kernel threads have no user stack. */
+	int has_user = tgid != 0 && BPF_CORE_READ(task, mm) != 0;
 	long ubytes = 0;
-	if (tgid != 0) { /* the idle task has no user stack */
-		ubytes = bpf_get_stack(ctx, &buf->ips[kn & ARCPROF_MAX_STACK],
+	if (has_user && unwind_mode != ARCPROF_UNWIND_DWARF) {
+		ubytes = bpf_get_stack(ctx, &ips[kn & ARCPROF_MAX_STACK],
 				       ARCPROF_MAX_STACK * sizeof(__u64), BPF_F_USER_STACK);
 		if (ubytes < 0) {
-			e->flags |= ARCPROF_SAMPLE_USTACK_ERR;
+			flags |= ARCPROF_SAMPLE_USTACK_ERR;
 			count(ARCPROF_CTR_USTACK_ERR);
 			ubytes = 0;
 		}
@@ -120,12 +195,20 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	e->kstack_len = kn;
 	e->ustack_len = un;
 
-	__u64 size = ARCPROF_SAMPLE_HEADER_SIZE + (__u64)(kn + un) * sizeof(__u64);
-	if (size > sizeof(*buf))
-		size = sizeof(*buf);
+	__u32 size = ARCPROF_SAMPLE_HEADER_SIZE + (kn + un) * sizeof(__u64);
+	if (has_user) {
+		/* fp mode copies a little stack anyway: the unwind tables then
+		 * recover the caller of a leaf that has not set up its frame. */
+		__u32 want = unwind_mode == ARCPROF_UNWIND_FP ? ARCPROF_FP_STACK_COPY : stack_copy_bytes;
+		flags |= ARCPROF_SAMPLE_HAS_REGS;
+		size += copy_user_state(data, size, task, want, &flags);
+	}
+	e->flags = flags;
+	if (size > SCRATCH_SIZE)
+		size = SCRATCH_SIZE;
 	/* No wakeup: the loader drains the ring on a timer; waking it per sample
 	 * cost about 3 points of slowdown on the profiled workload. */
-	if (bpf_ringbuf_output(&samples, buf, size, BPF_RB_NO_WAKEUP))
+	if (bpf_ringbuf_output(&samples, data, size, BPF_RB_NO_WAKEUP))
 		count(ARCPROF_CTR_LOST_RINGBUF);
 	return 0;
 }

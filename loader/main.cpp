@@ -52,11 +52,35 @@ int main(int argc, char** argv) {
   record->add_option("--buffer-mb", rec.buffer_mb, "Sample ring buffer size in MiB")
       ->capture_default_str()
       ->check(CLI::Range(1, 4096));
-  record->add_option("--call-graph", rec.call_graph, "Stack unwinding: fp")
+  record->add_option("--call-graph", rec.call_graph,
+                     "Stack unwinding: fp (frame pointers), dwarf (unwind tables over a stack "
+                     "copy) or hybrid (unwind tables, frame pointers where there are none)")
       ->capture_default_str()
       ->check(CLI::IsMember({"fp", "dwarf", "hybrid"}));
+  record->add_option("--stack-kb", rec.stack_kb,
+                     "User stack copied per sample for dwarf/hybrid unwinding, in KiB")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 128));
   record->add_flag("-q,--quiet", rec.quiet, "Print only errors and warnings");
   record->add_option("command", rec.command, "Command to launch and profile (after --)");
+
+  record->add_flag_callback("--ptt", [&rec] { rec.ptt = true; },
+                            "Per-thread time, interrupt and idle accounting (default: on for "
+                            "whole-machine recordings)");
+  record->add_flag_callback("--no-ptt", [&rec] { rec.ptt = false; }, "No per-thread time");
+  record->add_option("--ptt-events", rec.ptt_events,
+                     "Counters read at each context switch for PTT (at most 4; hardware ones "
+                     "need a PMU)")
+      ->capture_default_str();
+  record->add_option("--ptt-interval", rec.ptt_interval_ms,
+                     "Milliseconds per stored per-CPU accounting row")
+      ->capture_default_str()
+      ->check(CLI::Range(10, 60000));
+  record->add_option("--ptt-max-threads", rec.ptt_max_threads,
+                     "Threads the PTT thread map holds")
+      ->capture_default_str()
+      ->check(CLI::Range(1024, 4194304));
+  record->get_option("--ptt")->excludes(record->get_option("--no-ptt"));
 
   arcprof::ReportCommands reports(app);
 

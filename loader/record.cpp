@@ -20,6 +20,8 @@
 #include "loader/sample_processor.h"
 #include "loader/sampler.h"
 #include "loader/sideband.h"
+#include "events.h"
+#include "symbolize/unwinder.h"
 #include "reports/capture_store.h"
 #include "reports/profile.h"
 #include "symbolize/symbolizer.h"
@@ -113,9 +115,23 @@ Result<int> RunRecord(const RecordOptions& opt) {
   auto event = ParseEvent(opt.event);
   if (!event) return event.error();
   if (opt.frequency_hz == 0) return MakeError("-F must be at least 1 Hz");
-  if (opt.call_graph != "fp") {
-    return MakeError("--call-graph " + opt.call_graph +
-                     " is not available yet; this build unwinds with frame pointers (fp)");
+  CallGraphMode mode;
+  uint32_t unwind_mode;
+  if (opt.call_graph == "fp") {
+    mode = CallGraphMode::kFramePointer;
+    unwind_mode = ARCPROF_UNWIND_FP;
+  } else if (opt.call_graph == "dwarf") {
+    mode = CallGraphMode::kDwarf;
+    unwind_mode = ARCPROF_UNWIND_DWARF;
+  } else if (opt.call_graph == "hybrid") {
+    mode = CallGraphMode::kHybrid;
+    unwind_mode = ARCPROF_UNWIND_HYBRID;
+  } else {
+    return MakeError("--call-graph must be fp, dwarf or hybrid, not '" + opt.call_graph + "'");
+  }
+  if (opt.stack_kb == 0 || opt.stack_kb * 1024ull > ARCPROF_MAX_STACK_COPY) {
+    return MakeError("--stack-kb must be between 1 and " +
+                     std::to_string(ARCPROF_MAX_STACK_COPY / 1024));
   }
   for (uint32_t pid : opt.pids) {
     if (!ProcessAlive(pid)) return MakeError("no such process: " + std::to_string(pid));
@@ -134,6 +150,8 @@ Result<int> RunRecord(const RecordOptions& opt) {
   sopt.buffer_mb = opt.buffer_mb;
   sopt.filter_pids = command.has_value() || !opt.pids.empty();
   sopt.self_pid = static_cast<uint32_t>(getpid());
+  sopt.unwind_mode = unwind_mode;
+  sopt.stack_copy_bytes = opt.stack_kb * 1024;
   auto loaded = Sampler::Load(sopt);
   if (!loaded) return loaded.error();
   std::unique_ptr<Sampler> sampler = std::move(*loaded);
@@ -148,7 +166,8 @@ Result<int> RunRecord(const RecordOptions& opt) {
 
   Symbolizer symbolizer;
   Profile profile;
-  SampleProcessor processor(symbolizer, profile);
+  Unwinder unwinder(symbolizer);
+  SampleProcessor processor(symbolizer, profile, mode, &unwinder);
   SidebandQueue sideband;
   if (auto ok = sampler->OpenSideband([&](const perf_event_header* h) {
         if (auto ev = DecodeSidebandRecord(h, h->size)) sideband.Push(std::move(*ev));
@@ -255,6 +274,7 @@ Result<int> RunRecord(const RecordOptions& opt) {
   profile.counters["sideband_lost_records"] = static_cast<int64_t>(sideband_lost);
   profile.counters["bpf_samples"] = static_cast<int64_t>(counters.samples);
   profile.counters["followed_forks"] = static_cast<int64_t>(counters.followed_forks);
+  profile.counters["stack_copy_faults"] = static_cast<int64_t>(counters.stack_faults);
 
   if (auto ok = WriteCapture(opt.output, profile); !ok) return ok.error();
 

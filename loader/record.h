@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,9 +19,16 @@ struct RecordOptions {
   std::string output = "arcprof.db";
   uint32_t buffer_mb = 16;
   uint32_t drain_interval_ms = 100;
-  std::string call_graph = "fp";
+  std::string call_graph = "hybrid";     // fp, dwarf or hybrid
+  uint32_t stack_kb = 64;                // user stack copied per sample (dwarf, hybrid)
   std::string command_line;               // how arcprof was invoked, stored in the capture
   bool quiet = false;
+  // Per-thread time and interrupt/idle accounting (docs/ptt.md). Unset: on
+  // for whole-machine recordings, off with -p or a command.
+  std::optional<bool> ptt;
+  std::string ptt_events = "instructions,cycles";  // counters read at each switch (at most 4)
+  uint32_t ptt_interval_ms = 100;                  // per-CPU accounting rows in the capture
+  uint32_t ptt_max_threads = 65536;
 };
 
 // Checks that this process may load BPF programs and open perf events, and

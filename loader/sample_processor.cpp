@@ -14,9 +14,57 @@ size_t SampleProcessor::FrameKeyHash::operator()(const FrameKey& k) const {
   return h * 0x9e3779b97f4a7c15ull ^ k.kind_reason;
 }
 
-SampleProcessor::SampleProcessor(Symbolizer& symbolizer, Profile& profile)
-    : symbolizer_(symbolizer), profile_(profile) {
+SampleProcessor::SampleProcessor(Symbolizer& symbolizer, Profile& profile, CallGraphMode mode,
+                                 Unwinder* unwinder)
+    : symbolizer_(symbolizer), profile_(profile), mode_(mode), unwinder_(unwinder) {
   stack_.reserve(2 * ARCPROF_MAX_STACK);
+  user_pcs_.reserve(ARCPROF_MAX_STACK);
+}
+
+void SampleProcessor::UserStack(uint32_t pid, uint32_t tid, uint64_t t_ns, const uint64_t* fp_pcs,
+                                size_t fp_len, const uint8_t* regs_block, size_t regs_block_len) {
+  user_pcs_.assign(fp_pcs, fp_pcs + fp_len);
+  if (!unwinder_ || !regs_block || regs_block_len < sizeof(user_regs_block)) return;
+  user_regs_block regs;
+  memcpy(&regs, regs_block, sizeof(regs));
+  if (sizeof(regs) + regs.stack_len > regs_block_len) return;
+  UnwindInput input;
+  input.pid = pid;
+  input.tid = tid;
+  input.t_ns = t_ns;
+  input.regs = reinterpret_cast<const uint64_t*>(regs.regs);
+  input.stack = regs_block + sizeof(regs);
+  input.stack_len = regs.stack_len;
+
+  if (mode_ == CallGraphMode::kFramePointer) {
+    // A leaf that has not pushed its frame yet makes the frame-pointer walk
+    // skip its caller; the unwind tables know where the return address is.
+    if (user_pcs_.empty()) return;
+    auto caller = unwinder_->LeafCaller(input);
+    if (caller && *caller != 0 && (user_pcs_.size() < 2 || user_pcs_[1] != *caller)) {
+      user_pcs_.insert(user_pcs_.begin() + 1, *caller);
+      ++leaf_repairs_;
+    }
+    return;
+  }
+
+  UnwindResult r = unwinder_->Unwind(input, mode_ == CallGraphMode::kHybrid, ARCPROF_MAX_STACK);
+  if (r.stop == UnwindStop::kStackCopyTooSmall && mode_ == CallGraphMode::kHybrid &&
+      r.pcs.size() > 1) {
+    // The copy ended before the stack did: the frame-pointer walk (taken on
+    // live memory) continues from the last return address both walks share.
+    for (size_t i = 0; i < fp_len; ++i) {
+      if (fp_pcs[i] != r.pcs.back()) continue;
+      for (size_t j = i + 1; j < fp_len && r.pcs.size() < ARCPROF_MAX_STACK; ++j) {
+        r.pcs.push_back(fp_pcs[j]);
+      }
+      r.stop = UnwindStop::kComplete;
+      ++spliced_;
+      break;
+    }
+  }
+  ++unwind_stops_[static_cast<size_t>(r.stop)];
+  user_pcs_ = std::move(r.pcs);
 }
 
 uint32_t SampleProcessor::InternFrame(const SymbolizedFrame& f) {
@@ -55,6 +103,13 @@ bool SampleProcessor::Process(const void* data, size_t size) {
     memcpy(&v, ips + i * sizeof(uint64_t), sizeof(v));
     return v;
   };
+  uint64_t fp_user[ARCPROF_MAX_STACK];
+  for (size_t i = 0; i < e.ustack_len; ++i) fp_user[i] = ip_at(e.kstack_len + i);
+  const size_t frames_end = sizeof(e) + nframes * sizeof(uint64_t);
+  const bool has_regs = (e.flags & ARCPROF_SAMPLE_HAS_REGS) && e.pid != 0;
+  UserStack(e.pid, e.tid, e.timestamp_ns, fp_user, e.ustack_len,
+            has_regs ? reinterpret_cast<const uint8_t*>(data) + frames_end : nullptr,
+            has_regs ? size - frames_end : 0);
 
   // Root first: the user stack from its outermost frame, then the kernel stack.
   // Frames after the leaf are return addresses: look up ip-1 so that a call at
@@ -67,8 +122,8 @@ bool SampleProcessor::Process(const void* data, size_t size) {
     ++frames_;
     stack_.push_back(InternFrame(f));
   };
-  for (size_t i = e.ustack_len; i-- > 0;) {
-    uint64_t ip = ip_at(e.kstack_len + i);
+  for (size_t i = user_pcs_.size(); i-- > 0;) {
+    uint64_t ip = user_pcs_[i];
     if (ip == 0) continue;
     if (i > 0) ip -= 1;
     add(symbolizer_.ResolveUser(e.pid, ip, e.timestamp_ns));
@@ -123,6 +178,14 @@ void SampleProcessor::Finish() {
   profile_.counters["samples_malformed"] += static_cast<int64_t>(malformed_);
   profile_.counters["truncated_stacks.kernel_stack_error"] += static_cast<int64_t>(truncated_kernel_);
   profile_.counters["truncated_stacks.user_stack_error"] += static_cast<int64_t>(truncated_user_);
+  profile_.counters["leaf_frames_repaired"] += static_cast<int64_t>(leaf_repairs_);
+  profile_.counters["stacks_spliced_with_frame_pointers"] += static_cast<int64_t>(spliced_);
+  for (size_t s = 0; s < unwind_stops_.size(); ++s) {
+    if (unwind_stops_[s] == 0) continue;
+    const auto stop = static_cast<UnwindStop>(s);
+    const std::string prefix = stop == UnwindStop::kComplete ? "unwound_stacks." : "truncated_stacks.";
+    profile_.counters[prefix + UnwindStopName(stop)] += static_cast<int64_t>(unwind_stops_[s]);
+  }
   for (int r = 1; r < kUnknownReasonCount; ++r) {
     if (unknown_frames_[static_cast<size_t>(r)] == 0) continue;
     profile_.counters["unknown_frames." +

@@ -12,12 +12,19 @@
 #include "common/frame.h"
 #include "reports/profile.h"
 #include "symbolize/symbolizer.h"
+#include "symbolize/unwinder.h"
 
 namespace arcprof {
 
+enum class CallGraphMode { kFramePointer, kDwarf, kHybrid };
+
 class SampleProcessor {
  public:
-  SampleProcessor(Symbolizer& symbolizer, Profile& profile);
+  // With an unwinder, user stacks are unwound from the copied stack (dwarf,
+  // hybrid) or repaired at the leaf (fp); without one, frame pointers only.
+  SampleProcessor(Symbolizer& symbolizer, Profile& profile,
+                  CallGraphMode mode = CallGraphMode::kFramePointer,
+                  Unwinder* unwinder = nullptr);
 
   // One ring buffer record: a sample_event header followed by its frames.
   // Returns false for a malformed record (counted, not fatal).
@@ -32,6 +39,10 @@ class SampleProcessor {
 
  private:
   uint32_t InternFrame(const SymbolizedFrame& frame);
+  // Fills user_pcs_ (leaf first) from the BPF frame-pointer walk and, when
+  // present, the registers and stack copy.
+  void UserStack(uint32_t pid, uint32_t tid, uint64_t t_ns, const uint64_t* fp_pcs, size_t fp_len,
+                 const uint8_t* regs_block, size_t regs_block_len);
 
   struct FrameKey {
     const char* module;
@@ -46,6 +57,12 @@ class SampleProcessor {
 
   Symbolizer& symbolizer_;
   Profile& profile_;
+  CallGraphMode mode_;
+  Unwinder* unwinder_;
+  std::vector<uint64_t> user_pcs_;
+  std::array<uint64_t, 6> unwind_stops_{};  // by UnwindStop
+  uint64_t leaf_repairs_ = 0;
+  uint64_t spliced_ = 0;
   std::unordered_map<FrameKey, uint32_t, FrameKeyHash> frame_ids_;
   std::unordered_map<uint32_t, std::string> last_comm_;  // by thread index
   std::vector<uint32_t> stack_;

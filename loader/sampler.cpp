@@ -4,6 +4,7 @@
 #include <bpf/libbpf.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdarg>
 #include <cstdio>
@@ -33,7 +34,7 @@ namespace {
 // one-line errors from the callers.
 int LibbpfPrint(enum libbpf_print_level level, const char* format, va_list args) {
   if (!spdlog::should_log(spdlog::level::debug)) return 0;
-  char line[1024];
+  static char line[1 << 20];
   vsnprintf(line, sizeof(line), format, args);
   spdlog::debug("libbpf: {}", line);
   return 0;
@@ -51,6 +52,11 @@ Result<std::unique_ptr<Sampler>> Sampler::Load(const SamplerOptions& options) {
   }
   s->skel_->rodata->filter_pids = options.filter_pids ? 1 : 0;
   s->skel_->rodata->self_pid = options.self_pid;
+  s->skel_->rodata->unwind_mode = options.unwind_mode;
+  s->skel_->rodata->stack_copy_bytes = options.stack_copy_bytes;
+  // One record-building buffer per CPU (too large for a per-CPU map).
+  bpf_map__set_max_entries(s->skel_->maps.scratch,
+                           static_cast<uint32_t>(std::max(1, libbpf_num_possible_cpus())));
 
   // The ring buffer size must be a power-of-two number of pages.
   uint64_t bytes = static_cast<uint64_t>(options.buffer_mb) << 20;
@@ -183,6 +189,7 @@ SamplerCounters Sampler::ReadCounters() const {
   out.kstack_errors = read(ARCPROF_CTR_KSTACK_ERR);
   out.ustack_errors = read(ARCPROF_CTR_USTACK_ERR);
   out.followed_forks = read(ARCPROF_CTR_FOLLOWED_FORKS);
+  out.stack_faults = read(ARCPROF_CTR_STACK_FAULT);
   return out;
 }
 

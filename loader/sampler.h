@@ -27,6 +27,8 @@ struct SamplerOptions {
   uint32_t buffer_mb = 16;
   bool filter_pids = false;  // only processes in the target set (and their children)
   uint32_t self_pid = 0;
+  uint32_t unwind_mode = 0;          // ARCPROF_UNWIND_*
+  uint32_t stack_copy_bytes = 65536; // dwarf/hybrid user stack copy
 };
 
 struct SamplerCounters {
@@ -35,6 +37,7 @@ struct SamplerCounters {
   uint64_t kstack_errors = 0;
   uint64_t ustack_errors = 0;
   uint64_t followed_forks = 0;
+  uint64_t stack_faults = 0;
 };
 
 class Sampler {

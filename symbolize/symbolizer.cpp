@@ -565,7 +565,32 @@ std::optional<MappedFile> Symbolizer::FindMappedFile(uint32_t pid, uint64_t addr
   const TimelineMapping* m = Timeline::Lookup(*process, addr, t_ns).mapping;
   if (!m || m->kind != MappingKind::kFile || m->file_id == TimelineMapping::kNoFile) return std::nullopt;
   const ElfFile& file = *impl_->files[m->file_id];
-  return MappedFile{file.fd(), m->module, file.build_id(), m->start, m->end, m->pgoff};
+  const uint64_t vaddr = file.OffsetToVaddr(m->pgoff).value_or(m->pgoff);
+  return MappedFile{file.fd(), m->module, file.build_id(), m->start, m->end, m->pgoff,
+                    m->start - vaddr};
+}
+
+std::optional<Symbolizer::AddressSpaceFiles> Symbolizer::MappedFiles(uint32_t pid,
+                                                                     uint64_t t_ns) {
+  impl_->EnsureKnown(pid, t_ns);
+  const TimelineProcess* process = impl_->timeline.Find(pid);
+  if (!process || process->generations.empty()) return std::nullopt;
+  const size_t gi = Timeline::LiveGeneration(*process, t_ns);
+  AddressSpaceFiles out;
+  out.generation = gi;
+  // pid, generation and version together name one state of the address space.
+  out.key = (static_cast<uint64_t>(pid) << 40) ^ (static_cast<uint64_t>(gi) << 32) ^
+            (process->version * 0x9e3779b97f4a7c15ull);
+  for (const TimelineMapping& m : process->generations[gi].mappings) {
+    if (m.kind != MappingKind::kFile || m.file_id == TimelineMapping::kNoFile) continue;
+    // Mappings added after t_ns are included too: the key must not depend on
+    // t_ns, and unwinding only asks about addresses the sample touched.
+    const ElfFile& file = *impl_->files[m.file_id];
+    const uint64_t vaddr = file.OffsetToVaddr(m.pgoff).value_or(m.pgoff);
+    out.files.push_back(MappedFile{file.fd(), m.module, file.build_id(), m.start, m.end, m.pgoff,
+                                   m.start - vaddr});
+  }
+  return out;
 }
 
 void Symbolizer::SetJitSymbolSourceFactory(JitSymbolSourceFactory factory) {

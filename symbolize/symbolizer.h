@@ -62,6 +62,7 @@ struct MappedFile {
   std::string_view path;       // as the kernel named it
   std::string_view build_id;   // lowercase hex, "" when none
   uint64_t start = 0, end = 0, pgoff = 0;
+  uint64_t load_bias = 0;      // runtime address - ELF vaddr for this mapping
 };
 
 struct SymbolizerStats {
@@ -102,6 +103,16 @@ class Symbolizer {
 
   // The file mapped at addr in pid at t_ns, if any (and open).
   std::optional<MappedFile> FindMappedFile(uint32_t pid, uint64_t addr, uint64_t t_ns);
+
+  // Every open file mapped in pid's address space live at t_ns, with a key that
+  // identifies this state of the address space (it changes at exec and with
+  // every new mapping): the unwinder keeps one Dwfl per key.
+  struct AddressSpaceFiles {
+    uint64_t key = 0;
+    uint64_t generation = 0;  // index of the live generation (changes at exec)
+    std::vector<MappedFile> files;
+  };
+  std::optional<AddressSpaceFiles> MappedFiles(uint32_t pid, uint64_t t_ns);
 
   // Installs the source of JIT symbols for anonymous executable memory.
   void SetJitSymbolSourceFactory(JitSymbolSourceFactory factory);

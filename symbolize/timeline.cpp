@@ -105,6 +105,40 @@ void Timeline::Exit(uint32_t pid, uint64_t t_ns) {
   ++process->version;
 }
 
+namespace {
+
+struct GenerationMatch {
+  const TimelineMapping* latest_before = nullptr;   // max (time, seq) with time <= t
+  const TimelineMapping* earliest_after = nullptr;  // min (time, seq) with time > t
+};
+
+GenerationMatch MatchInGeneration(const AddressSpaceGeneration& gen, uint64_t addr, uint64_t t_ns) {
+  GenerationMatch match;
+  auto it = std::upper_bound(gen.mappings.begin(), gen.mappings.end(), addr,
+                             [](uint64_t a, const TimelineMapping& m) { return a < m.start; });
+  while (it != gen.mappings.begin()) {
+    --it;
+    if (addr - it->start >= gen.max_len) break;  // no earlier mapping can reach addr
+    if (addr >= it->end) continue;
+    const TimelineMapping& m = *it;
+    if (m.time_ns <= t_ns) {
+      if (!match.latest_before || m.time_ns > match.latest_before->time_ns ||
+          (m.time_ns == match.latest_before->time_ns && m.seq > match.latest_before->seq))
+        match.latest_before = &m;
+    } else if (!match.earliest_after || m.time_ns < match.earliest_after->time_ns ||
+               (m.time_ns == match.earliest_after->time_ns && m.seq < match.earliest_after->seq)) {
+      match.earliest_after = &m;
+    }
+  }
+  return match;
+}
+
+// While execve runs, the user registers still describe the old image: samples
+// taken this soon after an exec may hit addresses of the previous generation.
+constexpr uint64_t kExecGraceNs = 20'000'000;
+
+}  // namespace
+
 Timeline::Hit Timeline::Lookup(const TimelineProcess& process, uint64_t addr, uint64_t t_ns) {
   Hit hit;
   if (process.generations.empty()) return hit;
@@ -113,31 +147,19 @@ Timeline::Hit Timeline::Lookup(const TimelineProcess& process, uint64_t addr, ui
   if (gi > 0) hit.valid_from = gen.start_ns;
   if (gi + 1 < process.generations.size()) hit.valid_until = process.generations[gi + 1].start_ns;
 
-  auto it = std::upper_bound(gen.mappings.begin(), gen.mappings.end(), addr,
-                             [](uint64_t a, const TimelineMapping& m) { return a < m.start; });
-  const TimelineMapping* latest_before = nullptr;  // max (time, seq) with time <= t
-  const TimelineMapping* earliest_after = nullptr;  // min (time, seq) with time > t
-  while (it != gen.mappings.begin()) {
-    --it;
-    if (addr - it->start >= gen.max_len) break;  // no earlier mapping can reach addr
-    if (addr >= it->end) continue;
-    const TimelineMapping& m = *it;
-    if (m.time_ns <= t_ns) {
-      if (!latest_before || m.time_ns > latest_before->time_ns ||
-          (m.time_ns == latest_before->time_ns && m.seq > latest_before->seq))
-        latest_before = &m;
-    } else if (!earliest_after || m.time_ns < earliest_after->time_ns ||
-               (m.time_ns == earliest_after->time_ns && m.seq < earliest_after->seq)) {
-      earliest_after = &m;
-    }
-  }
-  if (latest_before) {
-    hit.mapping = latest_before;
-    hit.valid_from = std::max(hit.valid_from, latest_before->time_ns);
-    if (earliest_after) hit.valid_until = std::min(hit.valid_until, earliest_after->time_ns);
-  } else if (earliest_after) {
-    hit.mapping = earliest_after;
-    hit.valid_until = std::min(hit.valid_until, earliest_after->time_ns);
+  const GenerationMatch match = MatchInGeneration(gen, addr, t_ns);
+  if (match.latest_before) {
+    hit.mapping = match.latest_before;
+    hit.valid_from = std::max(hit.valid_from, match.latest_before->time_ns);
+    if (match.earliest_after) hit.valid_until = std::min(hit.valid_until, match.earliest_after->time_ns);
+  } else if (match.earliest_after) {
+    hit.mapping = match.earliest_after;
+    hit.valid_until = std::min(hit.valid_until, match.earliest_after->time_ns);
+  } else if (gi > 0 && t_ns - gen.start_ns < kExecGraceNs) {
+    const GenerationMatch before = MatchInGeneration(process.generations[gi - 1], addr, gen.start_ns);
+    hit.mapping = before.latest_before ? before.latest_before : before.earliest_after;
+    hit.valid_from = gen.start_ns;
+    hit.valid_until = std::min(hit.valid_until, gen.start_ns + kExecGraceNs);
   }
   // No mapping: the answer holds for the whole generation (until the version changes).
   return hit;

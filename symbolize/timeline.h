@@ -85,8 +85,10 @@ class Timeline {
   uint64_t creations() const { return creations_; }
   size_t size() const { return processes_.size(); }
 
- private:
+  // Index of the generation live at t (0 when t precedes them all).
   static size_t LiveGeneration(const TimelineProcess& process, uint64_t t_ns);
+
+ private:
   AddressSpaceGeneration& NewGeneration(TimelineProcess& process, uint64_t t_ns);
 
   // unique_ptr: cached lookups hold TimelineProcess pointers.

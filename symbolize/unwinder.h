@@ -1,0 +1,80 @@
+// DWARF CFI unwinding of user stacks copied by the sampler, with elfutils
+// libdwfl: one Dwfl per process address space, reused across samples, whose
+// memory callbacks serve the copied stack and whose initial registers are the
+// sampled ones. In hybrid mode libdwfl's own frame-pointer step takes over for
+// frames without unwind tables (JIT code), frame by frame.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <unordered_map>
+#include <vector>
+
+namespace arcprof {
+
+class Symbolizer;
+
+inline constexpr int kUnwindRegs = 17;  // DWARF x86-64: rax rdx rcx rbx rsi rdi rbp rsp r8-r15 rip
+
+struct UnwindInput {
+  uint32_t pid = 0;
+  uint32_t tid = 0;
+  uint64_t t_ns = 0;
+  const uint64_t* regs = nullptr;  // kUnwindRegs values
+  const uint8_t* stack = nullptr;  // copy of user memory starting at regs[7] (rsp)
+  size_t stack_len = 0;
+};
+
+// Why a walk ended. Values are stored in capture counters by name.
+enum class UnwindStop : uint8_t {
+  kComplete = 0,        // the outermost frame says there is no caller
+  kNoUnwindInfo = 1,    // a frame without CFI (and no frame-pointer fallback)
+  kStackCopyTooSmall = 2,  // the walk needed stack beyond the copy
+  kUnmappedMemory = 3,  // a frame's pc is outside every known mapping
+  kMaxDepth = 4,
+  kNoProcess = 5,       // nothing known about the address space
+};
+const char* UnwindStopName(UnwindStop stop);
+
+struct UnwindResult {
+  // Leaf first: pcs[0] is the sampled ip, the others are return addresses.
+  std::vector<uint64_t> pcs;
+  UnwindStop stop = UnwindStop::kComplete;
+};
+
+struct UnwinderStats {
+  uint64_t unwinds = 0;
+  uint64_t dwfl_created = 0;
+  uint64_t modules_reported = 0;
+};
+
+class Unwinder {
+ public:
+  explicit Unwinder(Symbolizer& symbolizer);
+  ~Unwinder();
+  Unwinder(const Unwinder&) = delete;
+  Unwinder& operator=(const Unwinder&) = delete;
+
+  // Walks the copied stack. With fp_fallback, frames without CFI are stepped
+  // through rbp (hybrid); without, the walk stops there (dwarf).
+  UnwindResult Unwind(const UnwindInput& input, bool fp_fallback, size_t max_frames);
+
+  // The caller of the sampled function as the unwind tables place it: one CFI
+  // step from the leaf. Used to repair frame-pointer stacks whose leaf has not
+  // set up its own frame (it would otherwise skip its caller).
+  std::optional<uint64_t> LeafCaller(const UnwindInput& input);
+
+  const UnwinderStats& stats() const { return stats_; }
+
+ private:
+  struct Space;
+  Space* SpaceFor(uint32_t pid, uint64_t t_ns);
+
+  Symbolizer& symbolizer_;
+  std::unordered_map<uint32_t, std::unique_ptr<Space>> spaces_;  // by pid
+  UnwinderStats stats_;
+};
+
+}  // namespace arcprof
