@@ -4,6 +4,7 @@
 
 #include "reports/arcflow.h"
 #include "reports/atomic_file.h"
+#include "reports/export_scope.h"
 #include "reports/capture_store.h"
 #include "reports/folded.h"
 #include "reports/irq_report.h"
@@ -105,7 +106,8 @@ int RunArcflowView(const std::string& view, const Profile& profile, const Report
 }
 
 ReportCommands::ReportCommands(CLI::App& app)
-    : views_(BuiltinViews()), exporters_(BuiltinExporters()) {
+    : views_(BuiltinViews()), exporters_(ExportWriters()), diff_(app) {
+  for (const auto& [name, exporter] : BuiltinExporters()) AddExporter(name, exporter);
   report_request_.capture_path = kDefaultCapturePath;
   export_input_ = kDefaultCapturePath;
 
@@ -138,12 +140,20 @@ ReportCommands::ReportCommands(CLI::App& app)
       ->check(CLI::IsMember({"text", "json"}))
       ->capture_default_str();
 
-  export_ = app.add_subcommand("export", "Convert a capture to another format (folded stacks)");
-  export_->add_option("--format", export_format_, "Output format (folded)")->required();
+  export_ = app.add_subcommand("export", "Convert a capture to another format (docs/exports.md)");
+  export_->add_option("--format", export_format_,
+                      "Output format: folded, svg, html, pprof, speedscope, xprof")
+      ->required();
   export_->add_option("-i,--input", export_input_, "Capture file")->capture_default_str();
   export_->add_option("-o,--output", export_output_,
                       "Output file (written atomically, mode 0600); standard output when absent");
-  AddFilterOptions(export_, export_filter_);
+  AddFilterOptions(export_, export_options_.filter);
+  export_->add_option("--root", export_options_.root,
+                      "Only the subtrees under frames with this name (or whole-name regex)");
+  export_->add_option("--min", export_options_.min_percent,
+                      "Fold frames below this percentage of the samples into [pruned]")
+      ->check(CLI::Range(0.0, 100.0));
+  export_->add_flag("--icicle", export_options_.icicle, "Flame graphs: draw top-down");
 }
 
 void ReportCommands::AddView(const std::string& name, ReportView view) {
@@ -151,12 +161,27 @@ void ReportCommands::AddView(const std::string& name, ReportView view) {
 }
 
 void ReportCommands::AddExporter(const std::string& name, Exporter exporter) {
-  exporters_[name] = std::move(exporter);
+  exporters_[name] = [exporter = std::move(exporter)](const Profile& profile, const ExportOptions& options,
+                                                      std::ostream& out) -> Result<void> {
+    if (ScopeIsOnlyFilter(options)) {
+      exporter(profile, options.filter, out);
+      return {};
+    }
+    auto scoped = ScopeProfile(profile, options);
+    if (!scoped) return scoped.error();
+    exporter(*scoped, ThreadFilter{}, out);
+    return {};
+  };
+}
+
+void ReportCommands::AddExportWriter(const std::string& name, ExportWriter writer) {
+  exporters_[name] = std::move(writer);
 }
 
 std::optional<int> ReportCommands::RunIfSelected(std::ostream& out, std::ostream& err) {
   if (report_->parsed()) return RunReport(out, err);
   if (export_->parsed()) return RunExport(out, err);
+  if (auto code = diff_.RunIfSelected(out, err)) return code;
   return std::nullopt;
 }
 
@@ -188,12 +213,19 @@ int ReportCommands::RunExport(std::ostream& out, std::ostream& err) {
     return profile.error().exit_code;
   }
   if (export_output_.empty()) {
-    exporter->second(*profile, export_filter_, out);
+    Result<void> written = exporter->second(*profile, export_options_, out);
+    if (!written) {
+      err << "arcprof export: " << written.error().message << '\n';
+      return written.error().exit_code;
+    }
     return out ? 0 : 1;
   }
   // Render fully first: the output file appears only once it is complete.
   std::ostringstream rendered;
-  exporter->second(*profile, export_filter_, rendered);
+  if (Result<void> r = exporter->second(*profile, export_options_, rendered); !r) {
+    err << "arcprof export: " << r.error().message << '\n';
+    return r.error().exit_code;
+  }
   auto file = AtomicFile::Create(export_output_);
   Result<void> written = file ? file->Write(rendered.str()) : Result<void>(file.error());
   if (written) written = file->Commit();

@@ -2,7 +2,9 @@
 //
 //   arcprof report [-i arcprof.db] [--view tprof] [--by pid,tid,mod,sym] [--min PCT]
 //                  [--pid LIST] [--tid LIST] [--comm LIST] [--format text|json]
-//   arcprof export --format folded [-i arcprof.db] [-o FILE] [--pid ..] [--tid ..] [--comm ..]
+//   arcprof export --format folded|svg|html|pprof|speedscope|xprof [-i arcprof.db] [-o FILE]
+//                  [--pid ..] [--tid ..] [--comm ..] [--root NAME] [--min PCT] [--icicle]
+//   arcprof diff BEFORE.db AFTER.db [-o arcprof-diff.svg] ... (reports/diff.h)
 //
 // Views (report) and formats (export) are looked up by name in small tables, so
 // adding one is a single line in report_cli.cpp or one AddView/AddExporter call.
@@ -16,6 +18,8 @@
 #include <string>
 #include <vector>
 
+#include "reports/diff.h"
+#include "reports/export_options.h"
 #include "reports/profile.h"
 #include "reports/thread_filter.h"
 
@@ -62,7 +66,10 @@ class ReportCommands {
   // Registers (or replaces) a view of `arcprof report --view NAME`.
   void AddView(const std::string& name, ReportView view);
   // Registers (or replaces) a format of `arcprof export --format NAME`.
+  // A simple exporter sees the profile after --root/--min (export_scope.h).
   void AddExporter(const std::string& name, Exporter exporter);
+  // Registers (or replaces) a format that reads every export option itself.
+  void AddExportWriter(const std::string& name, ExportWriter writer);
 
   // If one of its subcommands was parsed, runs it and returns the process exit
   // code: 0 on success, 1 for usage and output errors, 2 for capture errors.
@@ -78,12 +85,13 @@ class ReportCommands {
   CLI::App* report_ = nullptr;
   CLI::App* export_ = nullptr;
   std::map<std::string, ReportView> views_;
-  std::map<std::string, Exporter> exporters_;
+  std::map<std::string, ExportWriter> exporters_;
   ReportRequest report_request_;
   std::string export_input_;
   std::string export_output_;
   std::string export_format_;
-  ThreadFilter export_filter_;
+  ExportOptions export_options_;
+  DiffCommand diff_;
 };
 
 }  // namespace arcprof

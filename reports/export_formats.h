@@ -1,0 +1,28 @@
+// The export formats of docs/exports.md behind `arcprof export --format NAME`:
+// svg (interactive flame graph), html (flame graph + tprof table + xprof list),
+// pprof (gzipped profile.proto), speedscope (JSON) and xprof (arcflow text).
+// ExportWriters() in export_options.h lists them for the command line.
+#pragma once
+
+#include <iosfwd>
+#include <string>
+
+#include "common/result.h"
+#include "reports/export_options.h"
+#include "reports/flamegraph.h"
+#include "reports/profile.h"
+
+namespace arcprof {
+
+Result<void> ExportSvg(const Profile& profile, const ExportOptions& options, std::ostream& out);
+Result<void> ExportHtml(const Profile& profile, const ExportOptions& options, std::ostream& out);
+Result<void> ExportPprof(const Profile& profile, const ExportOptions& options, std::ostream& out);
+Result<void> ExportSpeedscope(const Profile& profile, const ExportOptions& options, std::ostream& out);
+Result<void> ExportXprof(const Profile& profile, const ExportOptions& options, std::ostream& out);
+
+// The flame graph of the selection (options applied), and the subtitle the
+// exports give it: target, event and frequency, selected samples.
+Result<FlameTree> ExportFlameTree(const Profile& profile, const ExportOptions& options);
+std::string CaptureSubtitle(const Profile& profile, uint64_t selected_samples);
+
+}  // namespace arcprof

@@ -1,0 +1,36 @@
+// What `arcprof export` passes to a format writer: the thread filter and the
+// --root/--min/--icicle options shared by every format (see docs/exports.md).
+#pragma once
+
+#include <functional>
+#include <iosfwd>
+#include <map>
+#include <string>
+
+#include "common/result.h"
+#include "reports/profile.h"
+#include "reports/thread_filter.h"
+
+namespace arcprof {
+
+struct ExportOptions {
+  ThreadFilter filter;
+  // Keep only the subtrees under the outermost frames with this name (or whose
+  // name a POSIX extended regex matches whole); "" = the whole profile.
+  std::string root;
+  // Fold call-tree nodes below this percentage of the selected samples into
+  // one "[pruned]" frame under their parent; 0 keeps everything.
+  double min_percent = 0;
+  // Flame graphs: draw top-down (root at the top).
+  bool icicle = false;
+};
+
+// Renders `profile` (the whole capture: the writer applies `options`) to
+// `out`. An error is one line for the user, exit code 1.
+using ExportWriter =
+    std::function<Result<void>(const Profile& profile, const ExportOptions& options, std::ostream& out)>;
+
+// The formats of docs/exports.md: svg, html, pprof, speedscope, xprof.
+std::map<std::string, ExportWriter> ExportWriters();
+
+}  // namespace arcprof

@@ -1,0 +1,118 @@
+// Flame graphs: a tree of frames merged by name (FlameTree) built from a
+// capture or from folded stacks, and a self-contained interactive SVG writer
+// following flamegraph.pl's conventions (/work/shared/docs/formats.md §6,
+// docs/exports.md): hover details, click to zoom, reset zoom, regex search
+// with the matched share, minimum-width pruning, icicle layout, colours by
+// frame kind, and a differential mode for `arcprof diff`.
+#pragma once
+
+#include <cstdint>
+#include <iosfwd>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "common/result.h"
+#include "reports/profile.h"
+#include "reports/thread_filter.h"
+
+namespace arcprof {
+
+// What a box's colour says. kProcess is the first level below "all" (the
+// process name, as in folded stacks); kRoot is "all".
+enum class FlameKind : uint8_t {
+  kRoot,
+  kProcess,
+  kKernel,
+  kNative,
+  kJit,
+  kInterpreted,
+  kInlined,
+  kUnknown,
+};
+
+std::string_view FlameKindName(FlameKind kind);
+
+class FlameTree {
+ public:
+  static constexpr uint32_t kRoot = 0;
+  struct Node {
+    uint32_t parent = 0;
+    uint32_t name = 0;  // index into names()
+    FlameKind kind = FlameKind::kRoot;
+    uint64_t self = 0;   // samples whose stack ends here
+    uint64_t value = 0;  // self plus the children's values; set by Finalize()
+  };
+
+  FlameTree();
+  // Finds or creates the child of `parent` named `name` of `kind`.
+  uint32_t Child(uint32_t parent, std::string_view name, FlameKind kind);
+  void AddSelf(uint32_t node, uint64_t count) { nodes_[node].self += count; }
+  // Computes values bottom-up and sorts every node's children by name. Call
+  // after the last AddSelf; the tree is read-only afterwards.
+  void Finalize();
+
+  const std::vector<Node>& nodes() const { return nodes_; }
+  const Node& node(uint32_t id) const { return nodes_[id]; }
+  const std::string& name(uint32_t id) const { return names_[nodes_[id].name]; }
+  // The children of a node, sorted by name (then kind). Valid after Finalize().
+  std::span<const uint32_t> children(uint32_t id) const {
+    return {child_list_.data() + child_begin_[id], child_list_.data() + child_begin_[id + 1]};
+  }
+  uint64_t total() const { return nodes_[kRoot].value; }
+  // Finds the child of `parent` named `name` of `kind`; kNone when absent.
+  static constexpr uint32_t kNone = 0xffffffffu;
+  uint32_t FindChild(uint32_t parent, std::string_view name, FlameKind kind) const;
+
+  // Differential graphs: per node, the change of its share of the total in
+  // percentage points (B minus A). Empty for an ordinary graph.
+  std::vector<double> delta_points;
+
+ private:
+  uint32_t InternName(std::string_view name, FlameKind kind);
+
+  std::vector<Node> nodes_;
+  std::vector<std::string> names_;
+  std::unordered_map<std::string, uint32_t> name_index_;        // kind byte + name -> names_
+  std::unordered_map<uint64_t, uint32_t> child_index_;          // parent << 32 | name -> node
+  std::vector<uint32_t> child_begin_;
+  std::vector<uint32_t> child_list_;
+};
+
+// The selected threads of a capture: "all", then the process name (threads of
+// one process merge, as in folded stacks), then the frames root first, named
+// as FoldedFrameName without its colour suffix.
+FlameTree FlameTreeFromProfile(const Profile& profile, const ThreadFilter& filter);
+
+// Folded stacks ("frame;frame;...;leaf COUNT" per line, the output of
+// `arcprof export --format folded`, stackcollapse-*.pl or inferno). The colour
+// suffixes _[k], _[j], _[i] give the kind; "[...]" names are unknown frames.
+// Errors name the first bad line: a line without a trailing integer count, a
+// count too large, a differential (two-count) line, or no stack at all.
+Result<FlameTree> ParseFoldedStacks(std::string_view text);
+
+struct FlameGraphOptions {
+  std::string title = "Flame Graph";
+  std::string subtitle;          // e.g. the capture's target and event; "" for none
+  std::string count_name = "samples";
+  bool icicle = false;           // top-down: root at the top
+  int width_px = 1200;
+  double min_width_px = 0.1;     // narrower boxes (and their children) are not drawn
+  bool standalone = true;        // false: no XML prolog, for inline use in HTML
+};
+
+// Writes the interactive SVG. Pruned boxes keep their weight: their parent is
+// as wide as before, so the graph's total never changes.
+void WriteFlameGraphSvg(const FlameTree& tree, const FlameGraphOptions& options, std::ostream& out);
+
+// What WriteFlameGraphSvg draws, for tests and benchmarks: the number of boxes
+// kept after minimum-width pruning and the deepest level.
+struct FlameLayoutStats {
+  size_t boxes = 0;
+  uint32_t max_depth = 0;
+};
+FlameLayoutStats FlameLayout(const FlameTree& tree, const FlameGraphOptions& options);
+
+}  // namespace arcprof

@@ -1,0 +1,304 @@
+#include "reports/pprof.h"
+
+#include <zlib.h>
+
+#include <algorithm>
+#include <map>
+#include <unordered_map>
+#include <vector>
+
+#include "proto/profile.pb.h"
+#include "reports/export_text.h"
+#include "reports/folded.h"
+
+namespace arcprof {
+namespace {
+
+namespace pb = perftools::profiles;
+
+class StringTable {
+ public:
+  explicit StringTable(pb::Profile& profile) : profile_(profile) { Index(""); }
+  int64_t Index(const std::string& s) {
+    auto [it, inserted] = index_.try_emplace(s, static_cast<int64_t>(index_.size()));
+    if (inserted) profile_.add_string_table(s);
+    return it->second;
+  }
+
+ private:
+  pb::Profile& profile_;
+  std::unordered_map<std::string, int64_t> index_;
+};
+
+// The name pprof shows: the symbol as recorded; unknown frames get the
+// placeholder of the folded export ("[libz.so.1]", "[unknown]", "[truncated]").
+std::string FunctionName(const FrameRecord& frame) {
+  if (!frame.symbol.empty()) return ValidUtf8(frame.symbol);
+  return ValidUtf8(StripFoldedSuffix(FoldedFrameName(frame)));
+}
+
+// Kernel frames share pprof's conventional kernel mapping name; JIT and
+// interpreted code and frames without a module have no mapping.
+std::string MappingName(const FrameRecord& frame) {
+  if (frame.kind == FrameKind::kJit || frame.kind == FrameKind::kInterpreted) return "";
+  if (frame.kind == FrameKind::kKernel) {
+    return frame.module == "vmlinux" || frame.module.empty() ? "[kernel.kallsyms]" : "[" + frame.module + "]";
+  }
+  return frame.module;
+}
+
+class PprofBuilder {
+ public:
+  PprofBuilder(const Profile& profile, pb::Profile& out)
+      : profile_(profile), out_(out), strings_(out), function_of_frame_(profile.frames.size(), 0),
+        mapping_of_frame_(profile.frames.size(), kUnset), single_location_(profile.frames.size(), 0) {}
+
+  // The location of the group of frames `frames` (leaf first; all but the
+  // last inlined into the next). Ids start at 1.
+  uint64_t Location(const std::vector<uint32_t>& frames) {
+    if (frames.size() == 1) {
+      uint64_t& id = single_location_[frames[0]];
+      if (id == 0) id = NewLocation(frames);
+      return id;
+    }
+    auto [it, inserted] = multi_location_.try_emplace(frames, 0);
+    if (inserted) it->second = NewLocation(frames);
+    return it->second;
+  }
+
+  void FinishMappings() {
+    for (auto& [name, range] : mapping_ranges_) {
+      pb::Mapping* m = out_.mutable_mapping(static_cast<int>(range.index));
+      m->set_memory_start(range.low);
+      m->set_memory_limit(range.high + 1);
+      m->set_has_inline_frames(range.inlined);
+    }
+  }
+
+  StringTable& strings() { return strings_; }
+
+  // pprof takes mapping[0] as the main binary: create the mapping of this frame first.
+  void CreateMappingFirst(uint32_t frame_id) { MappingId(frame_id); }
+
+ private:
+  static constexpr uint64_t kUnset = ~0ull;
+  struct Range {
+    size_t index = 0;
+    uint64_t low = ~0ull;
+    uint64_t high = 0;
+    bool inlined = false;
+  };
+
+  uint64_t FunctionId(uint32_t frame_id) {
+    uint64_t& id = function_of_frame_[frame_id];
+    if (id != 0) return id;
+    const std::string name = FunctionName(profile_.frames.at(frame_id));
+    auto [it, inserted] = function_by_name_.try_emplace(name, 0);
+    if (inserted) {
+      pb::Function* f = out_.add_function();
+      it->second = static_cast<uint64_t>(out_.function_size());
+      f->set_id(it->second);
+      f->set_name(strings_.Index(name));
+      f->set_system_name(f->name());
+    }
+    id = it->second;
+    return id;
+  }
+
+  // 0 = no mapping.
+  uint64_t MappingId(uint32_t frame_id) {
+    uint64_t& id = mapping_of_frame_[frame_id];
+    if (id != kUnset) return id;
+    const std::string name = MappingName(profile_.frames.at(frame_id));
+    if (name.empty()) return id = 0;
+    auto [it, inserted] = mapping_ranges_.try_emplace(name);
+    if (inserted) {
+      pb::Mapping* m = out_.add_mapping();
+      it->second.index = static_cast<size_t>(out_.mapping_size() - 1);
+      m->set_id(static_cast<uint64_t>(out_.mapping_size()));
+      m->set_filename(strings_.Index(ValidUtf8(name)));
+      // The capture records no build-ids yet (docs/capture-format.md): index 0 is "".
+      m->set_build_id(strings_.Index(""));
+      // Every location carries its function: pprof must not re-symbolize
+      // (native addresses are symbol starts relative to the file).
+      m->set_has_functions(true);
+    }
+    id = out_.mapping(static_cast<int>(it->second.index)).id();
+    return id;
+  }
+
+  uint64_t NewLocation(const std::vector<uint32_t>& frames) {
+    pb::Location* loc = out_.add_location();
+    const uint64_t id = static_cast<uint64_t>(out_.location_size());
+    loc->set_id(id);
+    const uint32_t physical = frames.back();
+    const FrameRecord& frame = profile_.frames.at(physical);
+    loc->set_address(frame.address);
+    const uint64_t mapping = MappingId(physical);
+    loc->set_mapping_id(mapping);
+    if (mapping != 0) {
+      Range& range = mapping_ranges_[MappingName(frame)];
+      range.low = std::min(range.low, frame.address);
+      range.high = std::max(range.high, frame.address);
+      range.inlined = range.inlined || frames.size() > 1;
+    }
+    for (uint32_t f : frames) loc->add_line()->set_function_id(FunctionId(f));
+    return id;
+  }
+
+  const Profile& profile_;
+  pb::Profile& out_;
+  StringTable strings_;
+  std::vector<uint64_t> function_of_frame_;
+  std::vector<uint64_t> mapping_of_frame_;
+  std::vector<uint64_t> single_location_;
+  std::map<std::vector<uint32_t>, uint64_t> multi_location_;
+  std::unordered_map<std::string, uint64_t> function_by_name_;
+  std::map<std::string, Range> mapping_ranges_;
+};
+
+void AddLabel(pb::Sample* sample, int64_t key, int64_t str) {
+  pb::Label* label = sample->add_label();
+  label->set_key(key);
+  label->set_str(str);
+}
+
+}  // namespace
+
+std::string EncodePprof(const Profile& profile, const ThreadFilter& filter) {
+  pb::Profile out;
+  PprofBuilder builder(profile, out);
+  StringTable& strings = builder.strings();
+
+  const uint64_t frequency = profile.meta.frequency_hz;
+  const int64_t period = frequency > 0 ? static_cast<int64_t>((1'000'000'000 + frequency / 2) / frequency) : 0;
+  pb::ValueType* samples_type = out.add_sample_type();
+  samples_type->set_type(strings.Index("samples"));
+  samples_type->set_unit(strings.Index("count"));
+  pb::ValueType* cpu_type = out.add_sample_type();
+  cpu_type->set_type(strings.Index("cpu"));
+  cpu_type->set_unit(strings.Index("nanoseconds"));
+  out.mutable_period_type()->set_type(strings.Index("cpu"));
+  out.mutable_period_type()->set_unit(strings.Index("nanoseconds"));
+  out.set_period(period);
+  out.set_time_nanos(static_cast<int64_t>(profile.meta.start_unix_ns));
+  if (profile.meta.end_monotonic_ns > profile.meta.start_monotonic_ns) {
+    out.set_duration_nanos(static_cast<int64_t>(profile.meta.end_monotonic_ns - profile.meta.start_monotonic_ns));
+  }
+  const auto comment = [&](const std::string& text) {
+    if (!text.empty()) out.add_comment(strings.Index(ValidUtf8(text)));
+  };
+  comment("arcprof " + profile.meta.arcprof_version + ", " + profile.meta.event + " at " +
+          std::to_string(frequency) + " Hz");
+  if (!profile.meta.target.empty()) comment("target: " + profile.meta.target);
+  if (!profile.meta.host.empty()) comment("host: " + profile.meta.host);
+
+  const int64_t key_pid = strings.Index("pid");
+  const int64_t key_tid = strings.Index("tid");
+  const int64_t key_comm = strings.Index("comm");
+  const int64_t key_thread_name = strings.Index("thread_name");
+
+  {
+    // The main binary: the user-space module with the most samples at the leaf.
+    std::map<std::string, std::pair<uint64_t, uint32_t>> leaf_samples;  // module -> (samples, a frame)
+    const size_t count = std::min(profile.threads.size(), profile.trees.size());
+    for (size_t t = 0; t < count; ++t) {
+      if (!filter.Matches(profile.threads[t])) continue;
+      for (const auto& node : profile.trees[t].nodes()) {
+        if (node.base == 0 || node.frame >= profile.frames.size()) continue;
+        const FrameRecord& frame = profile.frames.at(node.frame);
+        if (frame.kind != FrameKind::kNative || frame.module.empty()) continue;
+        auto& entry = leaf_samples[frame.module];
+        entry.first += node.base;
+        entry.second = node.frame;
+      }
+    }
+    const std::pair<uint64_t, uint32_t>* best = nullptr;
+    for (const auto& [module, entry] : leaf_samples) {
+      if (best == nullptr || entry.first > best->first) best = &entry;
+    }
+    if (best != nullptr) builder.CreateMappingFirst(best->second);
+  }
+
+  std::vector<uint64_t> group_location;  // per node: location of the group whose leaf-most node it is
+  std::vector<uint32_t> group_next;      // per node: where the next group (toward the root) starts
+  std::vector<uint32_t> frames;
+  const size_t threads = std::min(profile.threads.size(), profile.trees.size());
+  for (size_t t = 0; t < threads; ++t) {
+    const ThreadRecord& thread = profile.threads[t];
+    if (!filter.Matches(thread)) continue;
+    const auto& nodes = profile.trees[t].nodes();
+    group_location.assign(nodes.size(), 0);
+    group_next.assign(nodes.size(), 0);
+    const int64_t comm = strings.Index(ValidUtf8(ProcessName(thread)));
+    const int64_t thread_name = thread.comm.empty() ? 0 : strings.Index(ValidUtf8(thread.comm));
+    for (size_t leaf = 0; leaf < nodes.size(); ++leaf) {
+      if (nodes[leaf].base == 0) continue;
+      pb::Sample* sample = out.add_sample();
+      size_t n = leaf;
+      bool valid = true;
+      while (n != 0 && valid) {
+        if (group_location[n] == 0) {
+          frames.clear();
+          size_t m = n;
+          while (true) {
+            if (nodes[m].parent >= m || nodes[m].frame >= profile.frames.size()) {
+              valid = false;  // not a capture tree; ReadCapture never returns one
+              break;
+            }
+            frames.push_back(nodes[m].frame);
+            if (!profile.frames.at(nodes[m].frame).inlined || nodes[m].parent == 0) break;
+            m = nodes[m].parent;
+          }
+          if (!valid) break;
+          group_location[n] = builder.Location(frames);
+          group_next[n] = nodes[m].parent;
+        }
+        sample->add_location_id(group_location[n]);
+        n = group_next[n];
+      }
+      const int64_t count = static_cast<int64_t>(nodes[leaf].base);
+      sample->add_value(count);
+      sample->add_value(count * period);
+      pb::Label* pid = sample->add_label();
+      pid->set_key(key_pid);
+      pid->set_num(thread.pid);
+      pb::Label* tid = sample->add_label();
+      tid->set_key(key_tid);
+      tid->set_num(thread.tid);
+      AddLabel(sample, key_comm, comm);
+      if (thread_name != 0) AddLabel(sample, key_thread_name, thread_name);
+    }
+  }
+  builder.FinishMappings();
+  std::string bytes;
+  out.SerializeToString(&bytes);
+  return bytes;
+}
+
+Result<std::string> Gzip(std::string_view bytes) {
+  if (bytes.size() > 0xffffffffu) return MakeError("gzip: profile larger than 4 GiB; narrow it with --pid, --root or --min");
+  z_stream stream{};
+  // windowBits 15 + 16: a gzip header and trailer instead of zlib's.
+  if (deflateInit2(&stream, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
+    return MakeError("gzip: cannot initialise zlib");
+  }
+  std::string out;
+  out.resize(deflateBound(&stream, bytes.size()) + 32);
+  stream.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(bytes.data()));
+  stream.avail_in = static_cast<uInt>(bytes.size());
+  stream.next_out = reinterpret_cast<Bytef*>(out.data());
+  stream.avail_out = static_cast<uInt>(out.size());
+  const int rc = deflate(&stream, Z_FINISH);
+  const size_t written = stream.total_out;
+  deflateEnd(&stream);
+  if (rc != Z_STREAM_END) return MakeError("gzip: compression failed");
+  out.resize(written);
+  return out;
+}
+
+Result<std::string> PprofFile(const Profile& profile, const ThreadFilter& filter) {
+  return Gzip(EncodePprof(profile, filter));
+}
+
+}  // namespace arcprof

@@ -1,0 +1,29 @@
+// pprof export: a gzipped perftools.profiles.Profile (reports/proto/profile.proto,
+// /work/shared/docs/formats.md §3), readable by `go tool pprof`.
+//
+// Content: sample types (samples, count) and (cpu, nanoseconds) with period
+// 1e9 / frequency; one sample per (thread, sampled stack) with labels pid,
+// tid (numbers), comm (process name) and thread_name; one location per
+// physical frame, frames inlined into it as further lines of that location
+// (innermost first); one mapping per module (kernel frames in
+// "[kernel.kallsyms]", JIT and interpreted frames without a mapping); one
+// function per name. time_nanos and duration_nanos from the capture.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "common/result.h"
+#include "reports/profile.h"
+#include "reports/thread_filter.h"
+
+namespace arcprof {
+
+// The serialized (uncompressed) Profile message of the selected threads.
+std::string EncodePprof(const Profile& profile, const ThreadFilter& filter);
+// gzip (RFC 1952) of `bytes`, as pprof files are stored.
+Result<std::string> Gzip(std::string_view bytes);
+// EncodePprof, gzipped: the content of a .pb.gz file.
+Result<std::string> PprofFile(const Profile& profile, const ThreadFilter& filter);
+
+}  // namespace arcprof

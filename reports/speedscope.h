@@ -1,0 +1,18 @@
+// speedscope export: speedscope's JSON file format
+// (https://www.speedscope.app/file-format-schema.json, /work/shared/docs/formats.md §4):
+// one sampled profile per thread, unit "none" (weights are sample counts),
+// stacks root first, frames shared by all profiles. The capture has no
+// per-sample timestamps, so each profile lists its distinct stacks once with
+// their counts; the time-order view is therefore not a timeline.
+#pragma once
+
+#include <iosfwd>
+
+#include "reports/profile.h"
+#include "reports/thread_filter.h"
+
+namespace arcprof {
+
+void WriteSpeedscope(const Profile& profile, const ThreadFilter& filter, std::ostream& out);
+
+}  // namespace arcprof
