@@ -107,6 +107,16 @@ int BPF_PROG(ptt_switch, bool preempt, struct task_struct *prev, struct task_str
 	__u64 vals[ARCPROF_PTT_MAX_EVENTS] = {};
 	read_events(vals);
 	count(ARCPROF_PTT_CTR_SWITCHES, 1);
+	/* No context switch happens inside an interrupt (this is not PREEMPT_RT):
+	 * an interrupt still open here lost its exit, e.g. to a missed event. */
+	if (c->hardirq_depth || c->softirq_start_ns) {
+		count(c->hardirq_depth ? ARCPROF_PTT_CTR_OPEN_HARDIRQ_AT_SWITCH
+				       : ARCPROF_PTT_CTR_OPEN_SOFTIRQ_AT_SWITCH, 1);
+		c->hardirq_depth = 0;
+		c->hardirq_start_ns = 0;
+		c->hardirq_done_ns = 0;
+		c->softirq_start_ns = 0;
+	}
 
 	if (c->curr_known) {
 		__u64 hard = c->hardirq_ns - c->hardirq_ns_at_switch;

@@ -87,6 +87,8 @@ enum arcprof_ptt_counter {
 	ARCPROF_PTT_CTR_DROPPED_NS = 2,    /* nanoseconds of those threads */
 	ARCPROF_PTT_CTR_EVENT_READ_ERR = 3, /* bpf_perf_event_read_value failed */
 	ARCPROF_PTT_CTR_UNBALANCED_IRQ = 4, /* an exit without its entry (attached mid-interrupt) */
+	ARCPROF_PTT_CTR_OPEN_HARDIRQ_AT_SWITCH = 5, /* a hardirq never exited (closed at a switch) */
+	ARCPROF_PTT_CTR_OPEN_SOFTIRQ_AT_SWITCH = 6, /* a softirq never exited (closed at a switch) */
 	ARCPROF_PTT_CTR_COUNT = 8,
 };
 

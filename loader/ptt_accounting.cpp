@@ -1,0 +1,108 @@
+#include "loader/ptt_accounting.h"
+
+#include <cstring>
+
+namespace arcprof {
+namespace {
+
+uint64_t Since(uint64_t now, uint64_t start) { return now > start ? now - start : 0; }
+uint64_t Minus(uint64_t a, uint64_t b) { return a > b ? a - b : 0; }
+
+struct OpenInterrupts {
+  uint64_t hardirq_ns = 0;  // the running hardirq's time so far
+  uint64_t softirq_ns = 0;  // the running softirq's time so far, nested hardirqs excluded
+};
+
+OpenInterrupts OpenInterruptsAt(const ptt_cpu& s, uint64_t now) {
+  OpenInterrupts open;
+  const bool in_hardirq = s.hardirq_depth > 0;
+  if (in_hardirq) {
+    open.hardirq_ns = s.hardirq_done_ns + (s.hardirq_start_ns ? Since(now, s.hardirq_start_ns) : 0);
+  }
+  if (s.softirq_start_ns) {
+    uint64_t nested = Minus(s.hardirq_ns, s.hardirq_ns_at_softirq);
+    // A hardirq that interrupted the softirq and is still running.
+    if (in_hardirq && s.hardirq_start_ns >= s.softirq_start_ns) nested += open.hardirq_ns;
+    open.softirq_ns = Minus(Since(now, s.softirq_start_ns), nested);
+  }
+  return open;
+}
+
+}  // namespace
+
+PttCpuTotals CpuTotalsAt(const ptt_cpu& s, uint64_t now_ns) {
+  PttCpuTotals t;
+  const OpenInterrupts open = OpenInterruptsAt(s, now_ns);
+  t.hardirq_ns = s.hardirq_ns + open.hardirq_ns;
+  t.softirq_ns = s.softirq_ns + open.softirq_ns;
+  t.hardirqs = s.hardirqs;
+  t.softirqs = s.softirqs;
+  t.busy_ns = s.busy_ns;
+  t.idle_ns = s.idle_ns;
+  t.known = s.curr_known != 0;
+  const PttRunningTask running = RunningTaskAt(s, now_ns);
+  if (running.known) {
+    (running.tid == 0 ? t.idle_ns : t.busy_ns) += running.cpu_ns;
+  }
+  return t;
+}
+
+PttRunningTask RunningTaskAt(const ptt_cpu& s, uint64_t now_ns) {
+  PttRunningTask r;
+  if (!s.curr_known) return r;
+  r.known = true;
+  r.pid = s.curr_pid;
+  r.tid = s.curr_tid;
+  r.comm.assign(s.curr_comm, strnlen(s.curr_comm, sizeof(s.curr_comm)));
+  const OpenInterrupts open = OpenInterruptsAt(s, now_ns);
+  r.hardirq_ns = Minus(s.hardirq_ns + open.hardirq_ns, s.hardirq_ns_at_switch);
+  r.softirq_ns = Minus(s.softirq_ns + open.softirq_ns, s.softirq_ns_at_switch);
+  r.interrupts = Minus(s.hardirqs + s.softirqs, s.irqs_at_switch);
+  r.cpu_ns = Minus(Since(now_ns, s.last_switch_ns), r.hardirq_ns + r.softirq_ns);
+  return r;
+}
+
+PttCpuInterval IntervalBetween(uint32_t cpu, const PttCpuTotals& before, uint64_t before_ns,
+                               const PttCpuTotals& after, uint64_t after_ns) {
+  PttCpuInterval row;
+  row.cpu = cpu;
+  row.start_ns = before_ns;
+  row.end_ns = after_ns > before_ns ? after_ns : before_ns;
+  row.busy_ns = Minus(after.busy_ns, before.busy_ns);
+  row.idle_ns = Minus(after.idle_ns, before.idle_ns);
+  row.hardirq_ns = Minus(after.hardirq_ns, before.hardirq_ns);
+  row.softirq_ns = Minus(after.softirq_ns, before.softirq_ns);
+  row.hardirqs = Minus(after.hardirqs, before.hardirqs);
+  row.softirqs = Minus(after.softirqs, before.softirqs);
+  return row;
+}
+
+void AddRunningTask(const PttRunningTask& running, PttThread& thread) {
+  thread.cpu_ns += running.cpu_ns;
+  thread.hardirq_ns += running.hardirq_ns;
+  thread.softirq_ns += running.softirq_ns;
+  thread.interrupts += running.interrupts;
+  thread.dispatches += 1;
+  if (thread.comm.empty()) thread.comm = running.comm;
+}
+
+bool DescribeVectorSlot(uint32_t slot, IrqKind& kind, uint32_t& vector) {
+  if (slot < ARCPROF_PTT_SYSVEC_BASE) {
+    kind = IrqKind::kSoftIrq;
+    vector = slot - ARCPROF_PTT_SOFTIRQ_BASE;
+    return vector < 10;  // NR_SOFTIRQS
+  }
+  if (slot < ARCPROF_PTT_IRQ_BASE) {
+    kind = IrqKind::kSysVec;
+    vector = slot - ARCPROF_PTT_SYSVEC_BASE;
+    return vector < ARCPROF_PTT_SYSVEC_COUNT;
+  }
+  if (slot < ARCPROF_PTT_VECTOR_SLOTS) {
+    kind = IrqKind::kHardIrq;
+    vector = slot - ARCPROF_PTT_IRQ_BASE;  // ARCPROF_PTT_MAX_IRQ: "irq 992 and above"
+    return true;
+  }
+  return false;
+}
+
+}  // namespace arcprof

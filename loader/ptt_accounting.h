@@ -1,0 +1,60 @@
+// The arithmetic of PTT snapshots, separate from libbpf so it can be tested
+// with hand-made per-CPU states. The BPF program (bpf/ptt.bpf.c) only closes
+// a time segment at a context switch or an interrupt exit; the loader adds
+// the open segments (the running task since its switch-in, a running
+// interrupt) whenever it reads the maps, so every snapshot covers the CPU's
+// whole wall time.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "ptt.h"
+#include "reports/ptt_data.h"
+
+namespace arcprof {
+
+// Cumulative per-CPU time as of a moment, open segments included.
+struct PttCpuTotals {
+  uint64_t busy_ns = 0;
+  uint64_t idle_ns = 0;
+  uint64_t hardirq_ns = 0;
+  uint64_t softirq_ns = 0;
+  uint64_t hardirqs = 0;
+  uint64_t softirqs = 0;
+  bool known = false;  // false until the first context switch on this CPU
+
+  uint64_t accounted_ns() const { return busy_ns + idle_ns + hardirq_ns + softirq_ns; }
+};
+
+// The open segment of the task running on a CPU (switched in, not yet out).
+struct PttRunningTask {
+  bool known = false;
+  uint32_t pid = 0;
+  uint32_t tid = 0;  // 0: the idle task
+  std::string comm;
+  uint64_t cpu_ns = 0;  // interrupts excluded
+  uint64_t hardirq_ns = 0;
+  uint64_t softirq_ns = 0;
+  uint64_t interrupts = 0;
+};
+
+// Totals of one CPU at now_ns (CLOCK_MONOTONIC, the clock of bpf_ktime_get_ns).
+PttCpuTotals CpuTotalsAt(const ptt_cpu& state, uint64_t now_ns);
+
+// The running task's share since its switch-in, up to now_ns.
+PttRunningTask RunningTaskAt(const ptt_cpu& state, uint64_t now_ns);
+
+// The interval row between two snapshots of one CPU. Fields that went
+// backwards (a map read torn by a concurrent update) count as 0.
+PttCpuInterval IntervalBetween(uint32_t cpu, const PttCpuTotals& before, uint64_t before_ns,
+                               const PttCpuTotals& after, uint64_t after_ns);
+
+// Adds a running task's open segment to its thread's totals: the open dispatch
+// counts as one more dispatch (threads are counted when switched out).
+void AddRunningTask(const PttRunningTask& running, PttThread& thread);
+
+// What a vector slot of the BPF `vectors` map stands for; false for an unused slot.
+bool DescribeVectorSlot(uint32_t slot, IrqKind& kind, uint32_t& vector);
+
+}  // namespace arcprof

@@ -1,0 +1,94 @@
+#include "loader/ptt_extension.h"
+
+#include <time.h>
+
+#include <cstdio>
+
+#include "loader/ptt_recorder.h"
+#include "loader/record.h"
+#include "reports/profile.h"
+
+namespace arcprof {
+namespace {
+
+uint64_t MonotonicNs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+class PttExtension final : public RecordExtension {
+ public:
+  explicit PttExtension(const RecordOptions& options) : options_(options) {}
+
+  std::string_view name() const override { return "ptt"; }
+
+  Result<void> Start(RecordContext& context) override {
+    auto events = ParsePttEvents(options_.ptt_events);
+    if (!events) return events.error();
+    PttRecorderOptions recorder_options;
+    recorder_options.events = std::move(*events);
+    recorder_options.max_threads = options_.ptt_max_threads;
+    auto recorder = PttRecorder::Start(recorder_options);
+    if (!recorder) return recorder.error();
+    recorder_ = std::move(*recorder);
+    interval_ns_ = static_cast<uint64_t>(options_.ptt_interval_ms) * 1000000ull;
+    last_snapshot_ns_ = MonotonicNs();
+    if (!options_.quiet) {
+      for (const PttEvent& e : recorder_->events()) {
+        if (!e.available) fprintf(stderr, "arcprof: ptt: %s: %s\n", e.name.c_str(), e.unavailable_reason.c_str());
+      }
+    }
+    return {};
+  }
+
+  void Poll(RecordContext&) override {
+    const uint64_t now = MonotonicNs();
+    if (now - last_snapshot_ns_ + 1000000ull < interval_ns_) return;  // 1 ms of poll jitter
+    recorder_->Snapshot();
+    last_snapshot_ns_ = now;
+  }
+
+  Result<void> Finish(RecordContext& context) override {
+    PttData data = recorder_->Finish();
+    const PttRecorderCounters counters = recorder_->ReadCounters();
+    recorder_.reset();
+    Profile& profile = context.profile;
+    profile.ptt = std::move(data);
+    profile.counters["ptt_switches"] = static_cast<int64_t>(counters.switches);
+    profile.counters["ptt_threads_dropped"] = static_cast<int64_t>(counters.threads_full);
+    profile.counters["ptt_dropped_ns"] = static_cast<int64_t>(counters.dropped_ns);
+    profile.counters["ptt_event_read_errors"] = static_cast<int64_t>(counters.event_read_errors);
+    profile.counters["ptt_unbalanced_irqs"] = static_cast<int64_t>(counters.unbalanced_irqs);
+    profile.counters["ptt_open_hardirqs_at_switch"] =
+        static_cast<int64_t>(counters.open_hardirqs_at_switch);
+    profile.counters["ptt_open_softirqs_at_switch"] =
+        static_cast<int64_t>(counters.open_softirqs_at_switch);
+    if (counters.threads_full > 0) {
+      fprintf(stderr,
+              "arcprof: ptt: %llu context switches of threads that did not fit in the thread "
+              "map were not attributed: raise --ptt-max-threads\n",
+              static_cast<unsigned long long>(counters.threads_full));
+    }
+    return {};
+  }
+
+ private:
+  const RecordOptions& options_;
+  std::unique_ptr<PttRecorder> recorder_;
+  uint64_t interval_ns_ = 100000000ull;
+  uint64_t last_snapshot_ns_ = 0;
+};
+
+}  // namespace
+
+bool PttEnabled(const RecordOptions& options) {
+  if (options.ptt.has_value()) return *options.ptt;
+  return options.command.empty() && options.pids.empty();
+}
+
+std::unique_ptr<RecordExtension> MakePttExtension(const RecordOptions& options) {
+  return std::make_unique<PttExtension>(options);
+}
+
+}  // namespace arcprof

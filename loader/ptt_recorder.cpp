@@ -1,0 +1,429 @@
+#include "loader/ptt_recorder.h"
+
+#include <bpf/bpf.h>
+#include <bpf/btf.h>
+#include <bpf/libbpf.h>
+#include <dirent.h>
+#include <linux/perf_event.h>
+#include <pthread.h>
+#include <sched.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <map>
+#include <set>
+#include <string_view>
+#include <thread>
+
+#include "loader/perf_events.h"
+#include "ptt.skel.h"
+#include "reports/ptt_store.h"
+
+namespace arcprof {
+namespace {
+
+uint64_t MonotonicNs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+// A counting (not sampling) event on one CPU for all tasks: the BPF program
+// reads it with bpf_perf_event_read_value at each context switch.
+Result<ScopedFd> OpenCountingEvent(const EventSpec& event, int cpu) {
+  perf_event_attr attr{};
+  attr.size = sizeof(attr);
+  attr.type = event.type;
+  attr.config = event.config;
+  const long fd = syscall(SYS_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+  if (fd < 0) {
+    const int err = errno;
+    if (event.hardware && (err == ENOENT || err == EOPNOTSUPP || err == ENODEV)) {
+      return MakeError("not available on this machine");
+    }
+    return MakeError(std::string("cannot be counted: ") + strerror(err));
+  }
+  return ScopedFd(static_cast<int>(fd));
+}
+
+// The tracepoints this kernel has (tp_btf needs the btf_trace_<name> typedef).
+bool KernelHasTracepoint(const btf* vmlinux, const char* name) {
+  if (!vmlinux) return false;
+  const std::string type = std::string("btf_trace_") + name;
+  return btf__find_by_name_kind(vmlinux, type.c_str(), BTF_KIND_TYPEDEF) > 0;
+}
+
+// "irq 11 (virtio0-input.0)": the handler names are the subdirectories of /proc/irq/N.
+std::string IrqName(uint32_t irq) {
+  if (irq >= ARCPROF_PTT_MAX_IRQ) return "irq >=" + std::to_string(ARCPROF_PTT_MAX_IRQ);
+  std::string name = "irq " + std::to_string(irq);
+  DIR* dir = opendir(("/proc/irq/" + std::to_string(irq)).c_str());
+  if (!dir) return name;
+  std::vector<std::string> handlers;
+  while (dirent* entry = readdir(dir)) {
+    if (entry->d_type == DT_DIR && entry->d_name[0] != '.') handlers.emplace_back(entry->d_name);
+  }
+  closedir(dir);
+  std::sort(handlers.begin(), handlers.end());
+  std::string joined;
+  for (const std::string& h : handlers) joined += (joined.empty() ? "" : ",") + h;
+  return joined.empty() ? name : name + " (" + joined + ")";
+}
+
+}  // namespace
+
+void PttRecorder::SkeletonDeleter::operator()(::ptt* p) const { ptt__destroy(p); }
+void PttRecorder::LinkDeleter::operator()(bpf_link* l) const { bpf_link__destroy(l); }
+
+PttRecorder::~PttRecorder() {
+  links_.clear();
+  event_fds_.clear();
+}
+
+Result<std::vector<std::string>> ParsePttEvents(const std::string& list) {
+  std::vector<std::string> names;
+  size_t start = 0;
+  while (start <= list.size()) {
+    size_t comma = list.find(',', start);
+    if (comma == std::string::npos) comma = list.size();
+    std::string name = list.substr(start, comma - start);
+    start = comma + 1;
+    if (name.empty()) continue;
+    auto spec = ParseEvent(name);
+    if (!spec) return MakeError("--ptt-events: " + spec.error().message, 1);
+    if (std::find(names.begin(), names.end(), spec->name) != names.end()) {
+      return MakeError("--ptt-events names '" + spec->name + "' twice", 1);
+    }
+    names.push_back(spec->name);
+  }
+  if (names.size() > kPttMaxEvents) {
+    return MakeError("--ptt-events takes at most " + std::to_string(kPttMaxEvents) +
+                         " counters (one per slot read at each context switch)",
+                     1);
+  }
+  return names;
+}
+
+Result<void> PttRecorder::OpenEvents(const PttRecorderOptions& options) {
+  bpf_map* maps[kPttMaxEvents] = {skel_->maps.event0, skel_->maps.event1, skel_->maps.event2,
+                                  skel_->maps.event3};
+  int next_slot = 0;
+  for (const std::string& name : options.events) {
+    PttEvent event;
+    event.name = name;
+    available_slot_of_event_.push_back(-1);
+    auto spec = ParseEvent(name);
+    if (!spec) return spec.error();
+    std::vector<ScopedFd> fds;
+    std::string failure;
+    for (int cpu : cpus_) {
+      auto fd = OpenCountingEvent(*spec, cpu);
+      if (!fd) {
+        failure = fd.error().message;
+        break;
+      }
+      fds.push_back(std::move(*fd));
+    }
+    if (!failure.empty()) {
+      event.available = false;
+      event.unavailable_reason = failure;
+      events_.push_back(std::move(event));
+      continue;
+    }
+    // Slots are compacted: the program reads nr_events maps from event0 on.
+    bpf_map__set_max_entries(maps[next_slot], static_cast<uint32_t>(possible_cpus_));
+    event.available = true;
+    available_slot_of_event_.back() = next_slot++;
+    events_.push_back(std::move(event));
+    for (ScopedFd& fd : fds) event_fds_.push_back(std::move(fd));
+  }
+  skel_->rodata->nr_events = static_cast<uint32_t>(next_slot);
+  return {};
+}
+
+Result<std::unique_ptr<PttRecorder>> PttRecorder::Start(const PttRecorderOptions& options) {
+  std::unique_ptr<PttRecorder> r(new PttRecorder());
+  auto cpus = OnlineCpus();
+  if (!cpus) return cpus.error();
+  r->cpus_ = *cpus;
+  r->possible_cpus_ = libbpf_num_possible_cpus();
+  if (r->possible_cpus_ <= 0) return MakeError("cannot count the possible CPUs");
+
+  r->skel_.reset(ptt__open());
+  if (!r->skel_) return MakeError(std::string("cannot open the PTT BPF object: ") + strerror(errno));
+  bpf_map__set_max_entries(r->skel_->maps.threads, std::max<uint32_t>(options.max_threads, 1024));
+  if (auto ok = r->OpenEvents(options); !ok) return ok.error();
+
+  // x86 system vectors are optional: a kernel without a tracepoint loses that
+  // source only.
+  btf* vmlinux = btf__load_vmlinux_btf();
+  const std::pair<bpf_program*, const char*> optional_programs[] = {
+      {r->skel_->progs.ptt_local_timer_entry, "local_timer_entry"},
+      {r->skel_->progs.ptt_local_timer_exit, "local_timer_entry"},
+      {r->skel_->progs.ptt_reschedule_entry, "reschedule_entry"},
+      {r->skel_->progs.ptt_reschedule_exit, "reschedule_entry"},
+      {r->skel_->progs.ptt_call_function_entry, "call_function_entry"},
+      {r->skel_->progs.ptt_call_function_exit, "call_function_entry"},
+      {r->skel_->progs.ptt_call_function_single_entry, "call_function_single_entry"},
+      {r->skel_->progs.ptt_call_function_single_exit, "call_function_single_entry"},
+      {r->skel_->progs.ptt_irq_work_entry, "irq_work_entry"},
+      {r->skel_->progs.ptt_irq_work_exit, "irq_work_entry"},
+  };
+  for (const auto& [program, tracepoint] : optional_programs) {
+    if (!KernelHasTracepoint(vmlinux, tracepoint)) bpf_program__set_autoload(program, false);
+  }
+  btf__free(vmlinux);
+
+  if (int err = ptt__load(r->skel_.get()); err != 0) {
+    return MakeError("cannot load the PTT BPF programs: " + std::string(strerror(-err)) +
+                     " (needs root or CAP_BPF+CAP_PERFMON and a kernel with BTF; or record "
+                     "with --no-ptt)");
+  }
+  bpf_map* maps[kPttMaxEvents] = {r->skel_->maps.event0, r->skel_->maps.event1,
+                                  r->skel_->maps.event2, r->skel_->maps.event3};
+  size_t fd_index = 0;
+  for (size_t e = 0; e < r->events_.size(); ++e) {
+    const int slot = r->available_slot_of_event_[e];
+    if (slot < 0) continue;
+    for (int cpu : r->cpus_) {
+      const int fd = r->event_fds_[fd_index++].get();
+      const uint32_t key = static_cast<uint32_t>(cpu);
+      if (bpf_map__update_elem(maps[slot], &key, sizeof(key), &fd, sizeof(fd), BPF_ANY) != 0) {
+        return MakeError("cannot hand the " + r->events_[e].name + " counter of cpu " +
+                         std::to_string(cpu) + " to BPF: " + strerror(errno));
+      }
+    }
+  }
+  if (auto ok = r->Attach(); !ok) return ok.error();
+  if (auto ok = r->PrimeCpus(); !ok) return ok.error();
+
+  r->last_snapshot_ns_ = MonotonicNs();
+  const std::vector<ptt_cpu> states = r->ReadCpuStates();
+  r->last_totals_.resize(states.size());
+  for (size_t cpu = 0; cpu < states.size(); ++cpu) {
+    r->last_totals_[cpu] = CpuTotalsAt(states[cpu], r->last_snapshot_ns_);
+  }
+  return r;
+}
+
+// Exits attach before entries: an interrupt that enters while only its entry
+// program is attached would otherwise stay open (an exit without an entry is
+// just counted and ignored). sched_switch comes last, once interrupts are seen.
+Result<void> PttRecorder::Attach() {
+  auto is_exit = [](bpf_program* p) {
+    return std::string_view(bpf_program__name(p)).ends_with("_exit");
+  };
+  auto is_switch = [&](bpf_program* p) { return p == skel_->progs.ptt_switch; };
+  for (int pass = 0; pass < 3; ++pass) {
+    bpf_program* program = nullptr;
+    bpf_object__for_each_program(program, skel_->obj) {
+      if (!bpf_program__autoload(program)) continue;
+      const int program_pass = is_exit(program) ? 0 : is_switch(program) ? 2 : 1;
+      if (program_pass != pass) continue;
+      bpf_link* link = bpf_program__attach(program);
+      if (!link) {
+        return MakeError(std::string("cannot attach ") + bpf_program__section_name(program) +
+                         ": " + strerror(errno) +
+                         " (record with --no-ptt to go without per-thread time)");
+      }
+      links_.emplace_back(link);
+    }
+  }
+  return {};
+}
+
+// A CPU only learns which task runs on it at its first context switch; an idle
+// CPU may go seconds without one. A short-lived thread pinned to each CPU
+// forces a switch in and out.
+Result<void> PttRecorder::PrimeCpus() {
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    std::vector<std::thread> threads;
+    for (int cpu : cpus_) {
+      threads.emplace_back([cpu] {
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        CPU_SET(cpu, &set);
+        pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+        usleep(1000);
+      });
+    }
+    for (std::thread& t : threads) t.join();
+    const std::vector<ptt_cpu> states = ReadCpuStates();
+    bool all_known = true;
+    for (int cpu : cpus_) {
+      all_known = all_known && static_cast<size_t>(cpu) < states.size() &&
+                  states[static_cast<size_t>(cpu)].curr_known;
+    }
+    if (all_known) return {};
+  }
+  return MakeError(
+      "PTT saw no context switch on some CPU after attaching sched_switch; record with --no-ptt");
+}
+
+int PttRecorder::EventFd(int slot, int cpu) const {
+  const auto at = std::find(cpus_.begin(), cpus_.end(), cpu) - cpus_.begin();
+  return event_fds_[static_cast<size_t>(slot) * cpus_.size() + static_cast<size_t>(at)].get();
+}
+
+std::vector<ptt_cpu> PttRecorder::ReadCpuStates() const {
+  std::vector<ptt_cpu> states(static_cast<size_t>(possible_cpus_));
+  const uint32_t zero = 0;
+  if (bpf_map__lookup_elem(skel_->maps.cpu_state, &zero, sizeof(zero), states.data(),
+                           states.size() * sizeof(ptt_cpu), 0) != 0) {
+    return std::vector<ptt_cpu>(static_cast<size_t>(possible_cpus_));
+  }
+  return states;
+}
+
+void PttRecorder::Snapshot() {
+  const uint64_t now = MonotonicNs();
+  const std::vector<ptt_cpu> states = ReadCpuStates();
+  for (int cpu : cpus_) {
+    const size_t i = static_cast<size_t>(cpu);
+    if (i >= states.size()) continue;
+    const PttCpuTotals totals = CpuTotalsAt(states[i], now);
+    intervals_.push_back(
+        IntervalBetween(static_cast<uint32_t>(cpu), last_totals_[i], last_snapshot_ns_, totals, now));
+    last_totals_[i] = totals;
+  }
+  last_snapshot_ns_ = now;
+}
+
+std::vector<PttThread> PttRecorder::ReadThreads() const {
+  std::vector<PttThread> out;
+  const int fd = bpf_map__fd(skel_->maps.threads);
+  uint32_t key = 0, next = 0;
+  const uint32_t* previous = nullptr;
+  ptt_thread value{};
+  while (bpf_map_get_next_key(fd, previous, &next) == 0) {
+    if (bpf_map_lookup_elem(fd, &next, &value) == 0) {
+      PttThread t;
+      t.pid = value.pid;
+      t.tid = value.tid;
+      t.comm.assign(value.comm, strnlen(value.comm, sizeof(value.comm)));
+      t.cpu_ns = value.cpu_ns;
+      t.hardirq_ns = value.hardirq_ns;
+      t.softirq_ns = value.softirq_ns;
+      t.dispatches = value.dispatches;
+      t.interrupts = value.interrupts;
+      t.events.assign(events_.size(), 0);
+      for (size_t e = 0; e < events_.size(); ++e) {
+        const int slot = available_slot_of_event_[e];
+        if (slot >= 0) t.events[e] = value.events[slot];
+      }
+      out.push_back(std::move(t));
+    }
+    key = next;
+    previous = &key;
+  }
+  return out;
+}
+
+std::vector<PttIrqVector> PttRecorder::ReadVectors() const {
+  std::vector<PttIrqVector> out;
+  std::vector<ptt_vector> values(static_cast<size_t>(possible_cpus_));
+  for (uint32_t slot = 0; slot < ARCPROF_PTT_VECTOR_SLOTS; ++slot) {
+    IrqKind kind;
+    uint32_t vector;
+    if (!DescribeVectorSlot(slot, kind, vector)) continue;
+    if (bpf_map__lookup_elem(skel_->maps.vectors, &slot, sizeof(slot), values.data(),
+                             values.size() * sizeof(ptt_vector), 0) != 0) {
+      continue;
+    }
+    for (int cpu : cpus_) {
+      const ptt_vector& v = values[static_cast<size_t>(cpu)];
+      if (v.count == 0) continue;
+      PttIrqVector row;
+      row.cpu = static_cast<uint32_t>(cpu);
+      row.kind = kind;
+      row.vector = vector;
+      row.name = kind == IrqKind::kSoftIrq  ? SoftIrqName(vector)
+                 : kind == IrqKind::kSysVec ? SysVecName(vector)
+                                            : IrqName(vector);
+      row.count = v.count;
+      row.ns = v.ns;
+      out.push_back(std::move(row));
+    }
+  }
+  return out;
+}
+
+PttRecorderCounters PttRecorder::ReadCounters() const {
+  PttRecorderCounters out;
+  std::vector<uint64_t> values(static_cast<size_t>(possible_cpus_));
+  auto read = [&](uint32_t idx) -> uint64_t {
+    if (bpf_map__lookup_elem(skel_->maps.ptt_counters, &idx, sizeof(idx), values.data(),
+                             values.size() * sizeof(uint64_t), 0) != 0) {
+      return 0;
+    }
+    uint64_t sum = 0;
+    for (uint64_t v : values) sum += v;
+    return sum;
+  };
+  out.switches = read(ARCPROF_PTT_CTR_SWITCHES);
+  out.threads_full = read(ARCPROF_PTT_CTR_THREADS_FULL);
+  out.dropped_ns = read(ARCPROF_PTT_CTR_DROPPED_NS);
+  out.event_read_errors = read(ARCPROF_PTT_CTR_EVENT_READ_ERR);
+  out.unbalanced_irqs = read(ARCPROF_PTT_CTR_UNBALANCED_IRQ);
+  out.open_hardirqs_at_switch = read(ARCPROF_PTT_CTR_OPEN_HARDIRQ_AT_SWITCH);
+  out.open_softirqs_at_switch = read(ARCPROF_PTT_CTR_OPEN_SOFTIRQ_AT_SWITCH);
+  return out;
+}
+
+PttData PttRecorder::Finish() {
+  // Detach first: the state is then final, and the open segments run up to `end`.
+  links_.clear();
+  const uint64_t end = MonotonicNs();
+  const std::vector<ptt_cpu> states = ReadCpuStates();
+
+  PttData data;
+  data.recorded = true;
+  data.events = events_;
+  data.threads = ReadThreads();
+  std::map<uint32_t, size_t> by_tid;
+  for (size_t i = 0; i < data.threads.size(); ++i) by_tid[data.threads[i].tid] = i;
+  for (int cpu : cpus_) {
+    const size_t i = static_cast<size_t>(cpu);
+    if (i >= states.size()) continue;
+    const PttCpuTotals totals = CpuTotalsAt(states[i], end);
+    intervals_.push_back(
+        IntervalBetween(static_cast<uint32_t>(cpu), last_totals_[i], last_snapshot_ns_, totals, end));
+    last_totals_[i] = totals;
+    // A thread still on the CPU: its time since the switch-in is not in the map.
+    const PttRunningTask running = RunningTaskAt(states[i], end);
+    if (!running.known || running.tid == 0) continue;
+    auto [it, inserted] = by_tid.try_emplace(running.tid, data.threads.size());
+    if (inserted) {
+      PttThread t;
+      t.pid = running.pid;
+      t.tid = running.tid;
+      t.events.assign(events_.size(), 0);
+      data.threads.push_back(std::move(t));
+    }
+    PttThread& thread = data.threads[it->second];
+    AddRunningTask(running, thread);
+    // Its counters since the switch-in: read the CPU's counting events directly.
+    for (size_t e = 0; e < events_.size(); ++e) {
+      const int slot = available_slot_of_event_[e];
+      if (slot < 0) continue;
+      uint64_t value = 0;
+      if (read(EventFd(slot, cpu), &value, sizeof(value)) == sizeof(value) &&
+          value >= states[i].events_at_switch[slot]) {
+        thread.events[e] += value - states[i].events_at_switch[slot];
+      }
+    }
+  }
+  last_snapshot_ns_ = end;
+  data.intervals = intervals_;
+  data.irq_vectors = ReadVectors();
+  std::sort(data.threads.begin(), data.threads.end(), [](const PttThread& a, const PttThread& b) {
+    return std::pair(a.pid, a.tid) < std::pair(b.pid, b.tid);
+  });
+  return data;
+}
+
+}  // namespace arcprof

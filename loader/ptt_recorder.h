@@ -1,0 +1,87 @@
+// The loaded PTT program (bpf/ptt.bpf.c): skeleton, tp_btf links and the
+// per-CPU counting perf events of --ptt-events. Move-only through unique_ptr;
+// destroying it detaches everything (nothing is pinned).
+#pragma once
+
+#include <bpf/libbpf.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+#include "common/scoped_fd.h"
+#include "loader/ptt_accounting.h"
+#include "reports/ptt_data.h"
+
+struct ptt;
+
+namespace arcprof {
+
+struct PttRecorderOptions {
+  std::vector<std::string> events;  // at most kPttMaxEvents names (loader/perf_events.h)
+  uint32_t max_threads = 65536;     // entries of the thread map
+};
+
+// Counters of things the recorder dropped or could not see.
+struct PttRecorderCounters {
+  uint64_t switches = 0;
+  uint64_t threads_full = 0;  // switches whose thread did not fit in the map
+  uint64_t dropped_ns = 0;
+  uint64_t event_read_errors = 0;
+  uint64_t unbalanced_irqs = 0;       // exits without an entry
+  uint64_t open_hardirqs_at_switch = 0;  // entries without an exit, closed at a switch
+  uint64_t open_softirqs_at_switch = 0;
+};
+
+// "instructions,cycles" -> names; empty items dropped; errors (exit 1) for more
+// than kPttMaxEvents, duplicates, or names ParseEvent does not know.
+Result<std::vector<std::string>> ParsePttEvents(const std::string& list);
+
+class PttRecorder {
+ public:
+  // Opens the counters, loads and attaches the programs, then makes every
+  // online CPU switch once so that each CPU knows its running task.
+  static Result<std::unique_ptr<PttRecorder>> Start(const PttRecorderOptions& options);
+  ~PttRecorder();
+
+  // Reads the per-CPU state and appends one interval row per CPU covering the
+  // time since the previous snapshot.
+  void Snapshot();
+  // Detaches, takes the last snapshot and returns everything recorded.
+  PttData Finish();
+  PttRecorderCounters ReadCounters() const;
+  // The events as recorded: unavailable ones keep their name and the reason.
+  const std::vector<PttEvent>& events() const { return events_; }
+
+ private:
+  PttRecorder() = default;
+  struct SkeletonDeleter {
+    void operator()(::ptt* p) const;
+  };
+  struct LinkDeleter {
+    void operator()(bpf_link* l) const;
+  };
+
+  Result<void> OpenEvents(const PttRecorderOptions& options);
+  Result<void> Attach();
+  Result<void> PrimeCpus();
+  std::vector<ptt_cpu> ReadCpuStates() const;
+  int EventFd(int slot, int cpu) const;  // the counting event of a BPF slot on a CPU
+  std::vector<PttThread> ReadThreads() const;
+  std::vector<PttIrqVector> ReadVectors() const;
+
+  std::unique_ptr<::ptt, SkeletonDeleter> skel_;
+  std::vector<std::unique_ptr<bpf_link, LinkDeleter>> links_;
+  std::vector<ScopedFd> event_fds_;  // slot-major, cpus_ order; open while the maps refer to them
+  std::vector<PttEvent> events_;
+  std::vector<int> available_slot_of_event_;  // event index -> BPF slot, -1 when unavailable
+  std::vector<int> cpus_;                     // online CPUs
+  int possible_cpus_ = 0;
+  std::vector<PttCpuTotals> last_totals_;     // per possible CPU
+  uint64_t last_snapshot_ns_ = 0;
+  std::vector<PttCpuInterval> intervals_;
+};
+
+}  // namespace arcprof
