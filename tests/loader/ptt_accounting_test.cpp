@@ -1,0 +1,158 @@
+// The snapshot arithmetic of loader/ptt_accounting.h on hand-made per-CPU
+// states: open task segments, open and nested interrupts, torn reads.
+#include "loader/ptt_accounting.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+namespace arcprof {
+namespace {
+
+ptt_cpu RunningThread(uint64_t since_ns, uint32_t tid) {
+  ptt_cpu s{};
+  s.last_switch_ns = since_ns;
+  s.curr_known = 1;
+  s.curr_pid = tid;
+  s.curr_tid = tid;
+  std::strcpy(s.curr_comm, "worker");
+  return s;
+}
+
+TEST(PttAccounting, OpenTaskSegmentGoesToBusyOrIdle) {
+  ptt_cpu s = RunningThread(1000, 42);
+  s.busy_ns = 500;
+  s.idle_ns = 300;
+  PttCpuTotals t = CpuTotalsAt(s, 1600);
+  EXPECT_EQ(t.busy_ns, 1100u);
+  EXPECT_EQ(t.idle_ns, 300u);
+  s.curr_tid = 0;  // the idle task
+  t = CpuTotalsAt(s, 1600);
+  EXPECT_EQ(t.busy_ns, 500u);
+  EXPECT_EQ(t.idle_ns, 900u);
+}
+
+TEST(PttAccounting, InterruptsSinceTheSwitchAreFactoredOutOfTheRunningTask) {
+  ptt_cpu s = RunningThread(1000, 42);
+  s.hardirq_ns = 70;  // 50 of them before the switch
+  s.hardirq_ns_at_switch = 50;
+  s.softirq_ns = 30;
+  s.softirq_ns_at_switch = 0;
+  s.hardirqs = 5;
+  s.softirqs = 2;
+  s.irqs_at_switch = 4;
+  const PttRunningTask r = RunningTaskAt(s, 2000);
+  EXPECT_TRUE(r.known);
+  EXPECT_EQ(r.tid, 42u);
+  EXPECT_EQ(r.comm, "worker");
+  EXPECT_EQ(r.hardirq_ns, 20u);
+  EXPECT_EQ(r.softirq_ns, 30u);
+  EXPECT_EQ(r.interrupts, 3u);
+  EXPECT_EQ(r.cpu_ns, 1000u - 50u);
+  const PttCpuTotals t = CpuTotalsAt(s, 2000);
+  EXPECT_EQ(t.busy_ns, 950u);
+  EXPECT_EQ(t.hardirq_ns, 70u);
+  EXPECT_EQ(t.softirq_ns, 30u);
+}
+
+TEST(PttAccounting, RunningHardirqCountsUpToNow) {
+  ptt_cpu s = RunningThread(1000, 42);
+  s.hardirq_depth = 1;
+  s.hardirq_start_ns = 1900;
+  const PttCpuTotals t = CpuTotalsAt(s, 2000);
+  EXPECT_EQ(t.hardirq_ns, 100u);
+  EXPECT_EQ(t.busy_ns, 900u);
+  EXPECT_EQ(t.accounted_ns(), 1000u);
+}
+
+TEST(PttAccounting, HardirqNestedInSoftirqIsNotSoftirqTime) {
+  ptt_cpu s = RunningThread(1000, 42);
+  s.softirq_start_ns = 1500;
+  s.hardirq_ns_at_softirq = 0;
+  s.hardirq_ns = 40;  // a finished hardirq inside the softirq
+  s.hardirq_depth = 1;  // and one running since 1950
+  s.hardirq_start_ns = 1950;
+  const PttCpuTotals t = CpuTotalsAt(s, 2000);
+  EXPECT_EQ(t.hardirq_ns, 90u);
+  EXPECT_EQ(t.softirq_ns, 500u - 40u - 50u);
+  EXPECT_EQ(t.accounted_ns(), 1000u);
+}
+
+TEST(PttAccounting, SoftirqRunFromAHardirqExitPausesTheHardirq) {
+  ptt_cpu s = RunningThread(1000, 42);
+  s.hardirq_depth = 1;
+  s.hardirq_start_ns = 0;  // paused by the softirq
+  s.hardirq_done_ns = 30;  // 1470..1500
+  s.softirq_start_ns = 1500;
+  s.hardirq_ns_at_softirq = 0;
+  const PttCpuTotals t = CpuTotalsAt(s, 1600);
+  EXPECT_EQ(t.hardirq_ns, 30u);
+  EXPECT_EQ(t.softirq_ns, 100u);
+  EXPECT_EQ(t.busy_ns, 600u - 130u);
+  EXPECT_EQ(t.accounted_ns(), 600u);
+}
+
+TEST(PttAccounting, UnknownCpuAccountsNothingOpen) {
+  ptt_cpu s{};
+  s.busy_ns = 7;
+  const PttCpuTotals t = CpuTotalsAt(s, 5000);
+  EXPECT_FALSE(t.known);
+  EXPECT_EQ(t.busy_ns, 7u);
+  EXPECT_FALSE(RunningTaskAt(s, 5000).known);
+}
+
+TEST(PttAccounting, IntervalIsTheDifferenceAndNeverNegative) {
+  PttCpuTotals a{100, 200, 10, 5, 3, 1, true};
+  PttCpuTotals b{160, 230, 15, 5, 4, 2, true};
+  const PttCpuInterval row = IntervalBetween(1, a, 1000, b, 1100);
+  EXPECT_EQ(row.cpu, 1u);
+  EXPECT_EQ(row.start_ns, 1000u);
+  EXPECT_EQ(row.end_ns, 1100u);
+  EXPECT_EQ(row.busy_ns, 60u);
+  EXPECT_EQ(row.idle_ns, 30u);
+  EXPECT_EQ(row.hardirq_ns, 5u);
+  EXPECT_EQ(row.softirq_ns, 0u);
+  EXPECT_EQ(row.hardirqs, 1u);
+  EXPECT_EQ(row.softirqs, 1u);
+  b.busy_ns = 90;  // a torn read
+  EXPECT_EQ(IntervalBetween(1, a, 1000, b, 1100).busy_ns, 0u);
+}
+
+TEST(PttAccounting, RunningTaskAddsOneDispatch) {
+  PttThread t;
+  t.cpu_ns = 10;
+  t.dispatches = 2;
+  PttRunningTask r;
+  r.known = true;
+  r.cpu_ns = 5;
+  r.hardirq_ns = 1;
+  r.softirq_ns = 2;
+  r.interrupts = 3;
+  r.comm = "x";
+  AddRunningTask(r, t);
+  EXPECT_EQ(t.cpu_ns, 15u);
+  EXPECT_EQ(t.hardirq_ns, 1u);
+  EXPECT_EQ(t.softirq_ns, 2u);
+  EXPECT_EQ(t.interrupts, 3u);
+  EXPECT_EQ(t.dispatches, 3u);
+  EXPECT_EQ(t.comm, "x");
+}
+
+TEST(PttAccounting, VectorSlots) {
+  IrqKind kind;
+  uint32_t vector;
+  ASSERT_TRUE(DescribeVectorSlot(3, kind, vector));
+  EXPECT_EQ(kind, IrqKind::kSoftIrq);
+  EXPECT_EQ(vector, 3u);
+  EXPECT_FALSE(DescribeVectorSlot(12, kind, vector));
+  ASSERT_TRUE(DescribeVectorSlot(ARCPROF_PTT_SYSVEC_BASE, kind, vector));
+  EXPECT_EQ(kind, IrqKind::kSysVec);
+  EXPECT_EQ(vector, 0u);
+  ASSERT_TRUE(DescribeVectorSlot(ARCPROF_PTT_IRQ_BASE + 11, kind, vector));
+  EXPECT_EQ(kind, IrqKind::kHardIrq);
+  EXPECT_EQ(vector, 11u);
+  EXPECT_FALSE(DescribeVectorSlot(ARCPROF_PTT_VECTOR_SLOTS, kind, vector));
+}
+
+}  // namespace
+}  // namespace arcprof
