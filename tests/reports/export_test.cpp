@@ -1,0 +1,559 @@
+// The export formats on synthetic profiles with known numbers: text helpers,
+// --root/--min scoping, flame trees (from captures and from folded text), the
+// SVG writer, pprof (decoded with the generated protobuf classes), speedscope
+// JSON, the differential report and the CLI glue.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <zlib.h>
+
+#include <fstream>
+#include <map>
+#include <regex>
+#include <set>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "proto/profile.pb.h"
+#include "reports/capture_store.h"
+#include "reports/diff.h"
+#include "reports/export_formats.h"
+#include "reports/export_scope.h"
+#include "reports/export_text.h"
+#include "reports/flamegraph.h"
+#include "reports/folded.h"
+#include "reports/pprof.h"
+#include "reports/report_cli.h"
+#include "reports/speedscope.h"
+#include "tests/reports/golden.h"
+#include "tests/reports/test_profiles.h"
+
+namespace arcprof {
+namespace {
+
+using testing::ExpectGolden;
+using testing::SampleProfile;
+using testing::TempDir;
+
+// Value of the node at `path` ("busy_loop;__libc_start_main;main"), 0 when absent.
+uint64_t ValueAt(const FlameTree& tree, const std::string& path) {
+  uint32_t node = FlameTree::kRoot;
+  std::stringstream in(path);
+  std::string name;
+  while (std::getline(in, name, ';')) {
+    uint32_t found = FlameTree::kNone;
+    for (uint32_t c : tree.children(node)) {
+      if (tree.name(c) == name) found = c;
+    }
+    if (found == FlameTree::kNone) return 0;
+    node = found;
+  }
+  return tree.node(node).value;
+}
+
+// Every root-to-node path of the tree with its value, for comparing trees.
+std::map<std::string, uint64_t> AllPaths(const FlameTree& tree) {
+  std::map<std::string, uint64_t> paths;
+  std::vector<std::pair<uint32_t, std::string>> stack = {{FlameTree::kRoot, "all"}};
+  while (!stack.empty()) {
+    auto [node, path] = stack.back();
+    stack.pop_back();
+    paths[path] = tree.node(node).value;
+    for (uint32_t c : tree.children(node)) stack.emplace_back(c, path + ";" + tree.name(c));
+  }
+  return paths;
+}
+
+std::string Gunzip(const std::string& bytes) {
+  z_stream s{};
+  EXPECT_EQ(inflateInit2(&s, 15 + 16), Z_OK);
+  std::string out;
+  char buf[65536];
+  s.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(bytes.data()));
+  s.avail_in = static_cast<uInt>(bytes.size());
+  int rc;
+  do {
+    s.next_out = reinterpret_cast<Bytef*>(buf);
+    s.avail_out = sizeof(buf);
+    rc = inflate(&s, Z_NO_FLUSH);
+    out.append(buf, sizeof(buf) - s.avail_out);
+  } while (rc == Z_OK);
+  inflateEnd(&s);
+  EXPECT_EQ(rc, Z_STREAM_END);
+  return out;
+}
+
+// ---------------------------------------------------------------- text helpers
+
+TEST(ExportText, InvalidUtf8AndControlsAreReplaced) {
+  EXPECT_EQ(ValidUtf8("f\xc3\xa9te"), "f\xc3\xa9te");
+  EXPECT_EQ(ValidUtf8("a\xff" "b"), "a\xEF\xBF\xBD" "b");
+  EXPECT_EQ(ValidUtf8("\xed\xa0\x80"), "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD");  // a surrogate
+  EXPECT_EQ(ValidUtf8("\xc0\xaf"), "\xEF\xBF\xBD\xEF\xBF\xBD");                  // overlong '/'
+  EXPECT_EQ(ValidUtf8(std::string("a\0b\nc", 5)), "a?b?c");
+  EXPECT_EQ(XmlEscape("a<b>&\"c'"), "a&lt;b&gt;&amp;&quot;c&#39;");
+  EXPECT_EQ(JsonString("x\"\\<\xff"), "\"x\\\"\\\\\\u003c\xEF\xBF\xBD\"");
+}
+
+TEST(ExportText, Numbers) {
+  EXPECT_EQ(WithThousands(0), "0");
+  EXPECT_EQ(WithThousands(999), "999");
+  EXPECT_EQ(WithThousands(1000), "1,000");
+  EXPECT_EQ(WithThousands(12345), "12,345");
+  EXPECT_EQ(WithThousands(1234567), "1,234,567");
+  EXPECT_EQ(Fixed(75.625, 2), "75.62");  // binary 75.625 is exact: round-half-even
+  EXPECT_EQ(Fixed(-0.001, 2), "0.00");
+  EXPECT_EQ(StripFoldedSuffix("do_sys_[k]"), "do_sys");
+  EXPECT_EQ(StripFoldedSuffix("[vdso]"), "[vdso]");
+}
+
+// ---------------------------------------------------------------- scope
+
+uint64_t Samples(const Profile& p) { return p.total_samples(); }
+
+TEST(ExportScope, RootKeepsTheSubtreesUnderTheOutermostMatch) {
+  ExportOptions options;
+  options.root = "main";
+  auto scoped = ScopeProfile(SampleProfile(), options);
+  ASSERT_TRUE(scoped.ok()) << scoped.error().message;
+  EXPECT_EQ(Samples(*scoped), 1085u);  // busy loop under main; the truncated stack has no main
+  const FlameTree tree = FlameTreeFromProfile(*scoped, {});
+  EXPECT_EQ(ValueAt(tree, "busy_loop;main;f_heavy"), 810u);
+
+  options.root = "f_.*";  // a regex matching whole names
+  scoped = ScopeProfile(SampleProfile(), options);
+  ASSERT_TRUE(scoped.ok());
+  EXPECT_EQ(Samples(*scoped), 810u + 250u + 5u);
+
+  options.root = "f_";  // not a whole name
+  scoped = ScopeProfile(SampleProfile(), options);
+  ASSERT_FALSE(scoped.ok());
+  EXPECT_NE(scoped.error().message.find("--root 'f_' matches no frame"), std::string::npos);
+  EXPECT_EQ(scoped.error().exit_code, 1);
+}
+
+TEST(ExportScope, MinFoldsSmallNodesIntoPrunedKeepingTotals) {
+  ExportOptions options;
+  options.min_percent = 10;  // 199.5 of 1995 samples
+  auto scoped = ScopeProfile(SampleProfile(), options);
+  ASSERT_TRUE(scoped.ok());
+  EXPECT_EQ(Samples(*scoped), 1995u);
+  const FlameTree tree = FlameTreeFromProfile(*scoped, {});
+  EXPECT_EQ(ValueAt(tree, "busy_loop;__libc_start_main;main;f_heavy"), 810u);
+  EXPECT_EQ(ValueAt(tree, "busy_loop;__libc_start_main;main;f_heavy;inline_helper"), 0u);
+  EXPECT_EQ(ValueAt(tree, "busy_loop;__libc_start_main;main;f_heavy;[pruned]"), 60u);
+  EXPECT_EQ(ValueAt(tree, "busy_loop;__libc_start_main;main;[pruned]"), 25u);  // [libstripped.so]
+  EXPECT_EQ(ValueAt(tree, "systemd;[pruned]"), 15u);
+}
+
+TEST(ExportScope, FilterDropsOtherThreads) {
+  ExportOptions options;
+  options.filter.comms = {"java"};
+  options.min_percent = 0.001;  // forces the copy path
+  auto scoped = ScopeProfile(SampleProfile(), options);
+  ASSERT_TRUE(scoped.ok());
+  EXPECT_EQ(scoped->threads.size(), 2u);
+  EXPECT_EQ(Samples(*scoped), 890u);
+}
+
+// ---------------------------------------------------------------- flame trees
+
+TEST(FlameTree, FromProfileMergesThreadsOfAProcess) {
+  const FlameTree tree = FlameTreeFromProfile(SampleProfile(), {});
+  EXPECT_EQ(tree.total(), 1995u);
+  EXPECT_EQ(ValueAt(tree, "java"), 890u);
+  EXPECT_EQ(ValueAt(tree, "java;__libc_start_main;JavaThread::run()"), 890u);
+  EXPECT_EQ(ValueAt(tree, "busy_loop;__libc_start_main;main;f_heavy"), 810u);
+  EXPECT_EQ(ValueAt(tree, "busy_loop;[truncated];f_heavy"), 5u);
+  // Children sorted by name.
+  const auto top = tree.children(FlameTree::kRoot);
+  ASSERT_EQ(top.size(), 3u);
+  EXPECT_EQ(tree.name(top[0]), "busy_loop");
+  EXPECT_EQ(tree.name(top[1]), "java");
+  EXPECT_EQ(tree.name(top[2]), "systemd");
+  EXPECT_EQ(tree.node(top[0]).kind, FlameKind::kProcess);
+}
+
+TEST(FlameTree, FoldedTextGivesTheSameTreeAsTheCapture) {
+  std::ostringstream folded;
+  WriteFolded(SampleProfile(), {}, folded);
+  auto parsed = ParseFoldedStacks(folded.str());
+  ASSERT_TRUE(parsed.ok()) << parsed.error().message;
+  EXPECT_EQ(AllPaths(*parsed), AllPaths(FlameTreeFromProfile(SampleProfile(), {})));
+  // Kinds from the colour suffixes.
+  const uint32_t java = parsed->FindChild(FlameTree::kRoot, "java", FlameKind::kProcess);
+  ASSERT_NE(java, FlameTree::kNone);
+}
+
+TEST(FlameTree, FoldedParserErrorsNameTheLine) {
+  auto check = [](std::string_view text, std::string_view expected) {
+    auto r = ParseFoldedStacks(text);
+    ASSERT_FALSE(r.ok()) << text;
+    EXPECT_NE(r.error().message.find(expected), std::string::npos) << r.error().message;
+  };
+  check("", "no stack found");
+  check("a;b 1\nnocount\n", "line 2: no count");
+  check("a;b 1.5\n", "line 1: the count '1.5' is not a whole number");
+  check("a;b 99999999999999999999\n", "count out of range");
+  check("a;b 3 5\n", "two counts");
+  check("a 18446744073709551615\nb 1\n", "line 2: the counts add up past 2^64");
+  auto ok = ParseFoldedStacks("\n  \r\na;b 2\r\na;b 3\n");
+  ASSERT_TRUE(ok.ok());
+  EXPECT_EQ(ValueAt(*ok, "a;b"), 5u);
+}
+
+// ---------------------------------------------------------------- svg
+
+TEST(FlameGraphSvg, BoxesTitlesAndGeometry) {
+  const FlameTree tree = FlameTreeFromProfile(SampleProfile(), {});
+  std::ostringstream out;
+  FlameGraphOptions options;
+  WriteFlameGraphSvg(tree, options, out);
+  const std::string svg = out.str();
+  EXPECT_EQ(svg.rfind("<?xml", 0), 0u);
+  EXPECT_NE(svg.find("<title>all (1,995 samples, 100%)</title>"), std::string::npos);
+  EXPECT_NE(svg.find("<title>f_heavy (810 samples, 40.60%)</title>"), std::string::npos);
+  // Widths are proportional, siblings sorted by name from the left edge:
+  // busy_loop 1090/1995 of 1180 px = 644.71 px, then java 890/1995 = 526.42 px.
+  EXPECT_NE(svg.find("<title>busy_loop (1,090 samples, 54.64%)</title><rect x=\"10\" y=\"117\" "
+                     "width=\"644.71\""),
+            std::string::npos);
+  EXPECT_NE(svg.find("<title>java (890 samples, 44.61%)</title><rect x=\"654.71\" y=\"117\" "
+                     "width=\"526.42\""),
+            std::string::npos);
+  // At 1200 px every frame is wider than 0.1 px: nothing is pruned.
+  EXPECT_EQ(FlameLayout(tree, options).boxes, tree.nodes().size());
+  // Names are escaped.
+  EXPECT_EQ(svg.find("<title>C2Compiler::compile_method(ciEnv*) ("), svg.find("<title>C2Compiler"));
+}
+
+TEST(FlameGraphSvg, NarrowBoxesArePrunedWithTheirChildrenButKeepTheirWeight) {
+  const FlameTree tree = FlameTreeFromProfile(SampleProfile(), {});
+  FlameGraphOptions options;
+  options.min_width_px = 20;  // 20 px of 1180 = 33.8 samples
+  const FlameLayoutStats stats = FlameLayout(tree, options);
+  // systemd (15 samples) and its 2 frames, [libstripped.so] (25), the truncated
+  // stack (5: [truncated], f_heavy) and the anon frame (30) go.
+  EXPECT_EQ(stats.boxes, tree.nodes().size() - 3 - 1 - 2 - 1);
+  std::ostringstream out;
+  WriteFlameGraphSvg(tree, options, out);
+  EXPECT_EQ(out.str().find("systemd ("), std::string::npos);
+  EXPECT_NE(out.str().find("<title>busy_loop (1,090 samples, 54.64%)"), std::string::npos);
+}
+
+TEST(FlameGraphSvg, IcicleDrawsTheRootAtTheTop) {
+  const FlameTree tree = FlameTreeFromProfile(SampleProfile(), {});
+  FlameGraphOptions options;
+  options.icicle = true;
+  std::ostringstream out;
+  WriteFlameGraphSvg(tree, options, out);
+  std::smatch m;
+  const std::string svg = out.str();
+  ASSERT_TRUE(std::regex_search(svg, m, std::regex("<title>all [^<]*</title><rect x=\"10\" y=\"(\\d+)\"")));
+  EXPECT_EQ(m[1], "36");  // right below the title
+  EXPECT_NE(svg.find("data-icicle=\"1\""), std::string::npos);
+}
+
+TEST(FlameGraphSvg, HostileNamesStayWellFormed) {
+  auto tree = ParseFoldedStacks("p;<script>alert(1)</script>;\xff\xfe\"x&y 3\n");
+  ASSERT_TRUE(tree.ok());
+  std::ostringstream out;
+  WriteFlameGraphSvg(*tree, {}, out);
+  EXPECT_EQ(out.str().find("<script>alert"), std::string::npos);
+  EXPECT_NE(out.str().find("&lt;script&gt;alert(1)&lt;/script&gt;"), std::string::npos);
+  EXPECT_EQ(out.str().find('\xff'), std::string::npos);
+}
+
+// ---------------------------------------------------------------- pprof
+
+TEST(Pprof, SampleTypesTotalsLabelsAndInlinedLines) {
+  auto file = PprofFile(SampleProfile(), {});
+  ASSERT_TRUE(file.ok());
+  ASSERT_GE(file->size(), 2u);
+  EXPECT_EQ(static_cast<unsigned char>((*file)[0]), 0x1f);
+  EXPECT_EQ(static_cast<unsigned char>((*file)[1]), 0x8b);
+  perftools::profiles::Profile p;
+  ASSERT_TRUE(p.ParseFromString(Gunzip(*file)));
+  const auto str = [&](int64_t i) { return p.string_table(static_cast<int>(i)); };
+  ASSERT_GT(p.string_table_size(), 0);
+  EXPECT_EQ(p.string_table(0), "");
+  ASSERT_EQ(p.sample_type_size(), 2);
+  EXPECT_EQ(str(p.sample_type(0).type()), "samples");
+  EXPECT_EQ(str(p.sample_type(0).unit()), "count");
+  EXPECT_EQ(str(p.sample_type(1).type()), "cpu");
+  EXPECT_EQ(str(p.sample_type(1).unit()), "nanoseconds");
+  EXPECT_EQ(p.period(), 1001001);  // 1e9 / 999 Hz
+  EXPECT_EQ(str(p.period_type().type()), "cpu");
+  EXPECT_EQ(p.time_nanos(), 1'700'000'000'000'000'000);
+  EXPECT_EQ(p.duration_nanos(), 10'000'000'000);
+
+  std::map<uint64_t, const perftools::profiles::Location*> locations;
+  std::set<uint64_t> mapping_ids, function_ids;
+  std::map<uint64_t, std::string> function_names;
+  for (const auto& m : p.mapping()) EXPECT_TRUE(mapping_ids.insert(m.id()).second && m.id() != 0);
+  for (const auto& f : p.function()) {
+    EXPECT_TRUE(function_ids.insert(f.id()).second && f.id() != 0);
+    function_names[f.id()] = str(f.name());
+  }
+  for (const auto& l : p.location()) {
+    EXPECT_NE(l.id(), 0u);
+    EXPECT_TRUE(locations.emplace(l.id(), &l).second);
+    EXPECT_TRUE(l.mapping_id() == 0 || mapping_ids.count(l.mapping_id()));
+    for (const auto& line : l.line()) EXPECT_TRUE(function_ids.count(line.function_id()));
+  }
+  // mapping[0] is the main binary: the user module with the most leaf samples.
+  ASSERT_GT(p.mapping_size(), 0);
+  EXPECT_EQ(str(p.mapping(0).filename()), "/usr/bin/busy");
+  bool kernel_mapping = false;
+  for (const auto& m : p.mapping()) kernel_mapping |= str(m.filename()) == "[kernel.kallsyms]";
+  EXPECT_TRUE(kernel_mapping);
+
+  int64_t samples = 0, cpu = 0;
+  bool saw_inlined = false, saw_jit = false;
+  std::map<std::string, int64_t> by_comm;
+  for (const auto& s : p.sample()) {
+    ASSERT_EQ(s.value_size(), 2);
+    samples += s.value(0);
+    cpu += s.value(1);
+    EXPECT_EQ(s.value(1), s.value(0) * 1001001);
+    std::map<std::string, std::string> labels;
+    for (const auto& l : s.label()) {
+      labels[str(l.key())] = l.str() != 0 ? str(l.str()) : std::to_string(l.num());
+    }
+    by_comm[labels["comm"]] += s.value(0);
+    EXPECT_EQ(labels.count("pid"), 1u);
+    EXPECT_EQ(labels.count("tid"), 1u);
+    EXPECT_EQ(labels.count("thread_name"), 1u);
+    ASSERT_GT(s.location_id_size(), 0);
+    const auto* leaf = locations.at(s.location_id(0));
+    if (leaf->line_size() == 2) {
+      // Innermost first: inline_helper was inlined into f_heavy; one address.
+      EXPECT_EQ(function_names[leaf->line(0).function_id()], "inline_helper");
+      EXPECT_EQ(function_names[leaf->line(1).function_id()], "f_heavy");
+      EXPECT_EQ(leaf->address(), 0x1180u);
+      EXPECT_EQ(s.value(0), 60);
+      EXPECT_EQ(labels["pid"], "900");
+      EXPECT_EQ(labels["thread_name"], "busy loop");
+      EXPECT_EQ(s.location_id_size(), 3);  // [inline_helper+f_heavy], main, __libc_start_main
+      saw_inlined = true;
+    }
+    if (function_names[leaf->line(0).function_id()] == "Lcom/acme/App;.run()V") {
+      EXPECT_EQ(leaf->mapping_id(), 0u);  // JIT code has no mapping
+      saw_jit = true;
+    }
+  }
+  EXPECT_TRUE(saw_inlined);
+  EXPECT_TRUE(saw_jit);
+  EXPECT_EQ(samples, 1995);
+  EXPECT_EQ(cpu, 1995 * 1001001);
+  EXPECT_EQ(by_comm["java"], 890);
+  EXPECT_EQ(by_comm["busy loop"], 1090);
+}
+
+TEST(Pprof, FilterSelectsThreads) {
+  ThreadFilter filter;
+  filter.tids = {4170};
+  perftools::profiles::Profile p;
+  ASSERT_TRUE(p.ParseFromString(EncodePprof(SampleProfile(), filter)));
+  int64_t samples = 0;
+  for (const auto& s : p.sample()) samples += s.value(0);
+  EXPECT_EQ(samples, 240);
+}
+
+// ---------------------------------------------------------------- speedscope
+
+TEST(Speedscope, OneSampledProfilePerThread) {
+  std::ostringstream out;
+  WriteSpeedscope(SampleProfile(), {}, out);
+  ExpectGolden("sample.speedscope.json", out.str());
+  const auto json = nlohmann::json::parse(out.str());
+  EXPECT_EQ(json["$schema"], "https://www.speedscope.app/file-format-schema.json");
+  const auto& frames = json["shared"]["frames"];
+  ASSERT_EQ(json["profiles"].size(), 4u);
+  EXPECT_EQ(json["activeProfileIndex"], 2);  // the busy loop thread, 1090 samples
+  std::map<std::string, uint64_t> totals;
+  for (const auto& profile : json["profiles"]) {
+    EXPECT_EQ(profile["type"], "sampled");
+    EXPECT_EQ(profile["unit"], "none");
+    ASSERT_EQ(profile["samples"].size(), profile["weights"].size());
+    uint64_t total = 0;
+    for (const auto& w : profile["weights"]) total += w.get<uint64_t>();
+    EXPECT_EQ(profile["endValue"], total);
+    for (const auto& stack : profile["samples"]) {
+      for (const auto& f : stack) ASSERT_LT(f.get<size_t>(), frames.size());
+    }
+    totals[profile["name"]] = total;
+  }
+  EXPECT_EQ(totals["busy loop pid 900 tid 900 busy loop"], 1090u);
+  EXPECT_EQ(totals["java pid 4156 tid 4170 C2 CompilerThre"], 240u);
+  // Stacks root first: the busy loop's first sample starts at __libc_start_main.
+  const auto& busy = json["profiles"][2];
+  EXPECT_EQ(frames[busy["samples"][0][0].get<size_t>()]["name"], "__libc_start_main");
+}
+
+// ---------------------------------------------------------------- diff
+
+FlameTree Folded(std::string_view text) {
+  auto tree = ParseFoldedStacks(text);
+  EXPECT_TRUE(tree.ok());
+  return tree.ok() ? std::move(*tree) : FlameTree{};
+}
+
+TEST(Diff, SharesInPercentagePointsOfEachTotal) {
+  // 3:1 before, 1:3 after, and the after capture is twice as long.
+  const FlameTree before = Folded("p;outer;f_heavy 75\np;outer;f_light 25\n");
+  const FlameTree after = Folded("p;outer;f_heavy 50\np;outer;f_light 150\n");
+  const DiffReport report = ComputeDiff(before, after);
+  EXPECT_EQ(report.before_samples, 100u);
+  EXPECT_EQ(report.after_samples, 200u);
+  ASSERT_EQ(report.rows.size(), 4u);
+  EXPECT_EQ(report.rows[0].name, "f_heavy");  // |-50| ties with f_light: by name
+  EXPECT_DOUBLE_EQ(report.rows[0].self_delta(), -50);
+  EXPECT_EQ(report.rows[1].name, "f_light");
+  EXPECT_DOUBLE_EQ(report.rows[1].self_delta(), 50);
+  EXPECT_DOUBLE_EQ(report.rows[2].total_delta(), 0);
+
+  const FlameTree graph = DifferentialFlameTree(before, after);
+  ASSERT_EQ(graph.delta_points.size(), graph.nodes().size());
+  const uint32_t outer = graph.FindChild(graph.FindChild(FlameTree::kRoot, "p", FlameKind::kProcess), "outer",
+                                         FlameKind::kNative);
+  EXPECT_DOUBLE_EQ(graph.delta_points[outer], 0);
+  EXPECT_DOUBLE_EQ(graph.delta_points[graph.FindChild(outer, "f_heavy", FlameKind::kNative)], -50);
+  std::ostringstream svg;
+  WriteFlameGraphSvg(graph, {}, svg);
+  EXPECT_NE(svg.str().find("<title>f_heavy (50 samples, 25.00%; -50.00 points)</title>"), std::string::npos);
+  EXPECT_NE(svg.str().find("fill=\"#0000ff\""), std::string::npos);  // the largest drop: full blue
+}
+
+TEST(Diff, RecursionCountsOncePerStackAndTheTableIsStable) {
+  const FlameTree before = Folded("p;r;r;r 10\np;x 10\n");
+  const FlameTree after = Folded("p;r 5\np;x 15\n");
+  const DiffReport report = ComputeDiff(before, after);
+  std::ostringstream text;
+  WriteDiffText(report, "a.db", "b.db", "d.svg", 10, text);
+  ExpectGolden("diff_table.txt", text.str());
+  for (const DiffRow& row : report.rows) {
+    if (row.name == "r") {
+      EXPECT_DOUBLE_EQ(row.total_before, 50);  // not 150
+      EXPECT_DOUBLE_EQ(row.total_after, 25);
+    }
+  }
+}
+
+// ---------------------------------------------------------------- command line
+
+struct RunResult {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+RunResult RunArcprof(std::vector<std::string> args) {
+  CLI::App app("arcprof");
+  ReportCommands commands(app);
+  std::vector<std::string> reversed(args.rbegin(), args.rend());
+  RunResult result;
+  try {
+    app.parse(reversed);
+  } catch (const CLI::ParseError& e) {
+    std::ostringstream out, err;
+    result.exit_code = app.exit(e, out, err);
+    result.err = err.str();
+    return result;
+  }
+  std::ostringstream out, err;
+  result.exit_code = commands.RunIfSelected(out, err).value_or(-100);
+  result.out = out.str();
+  result.err = err.str();
+  return result;
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+class ExportCli : public ::testing::Test {
+ protected:
+  void SetUp() override { ASSERT_TRUE(WriteCapture(capture_, SampleProfile()).ok()); }
+  TempDir dir_;
+  std::string capture_ = dir_.File("arcprof.db");
+};
+
+TEST_F(ExportCli, EveryFormatWritesAPrivateFile) {
+  for (const std::string format : {"svg", "html", "pprof", "speedscope", "xprof", "folded"}) {
+    const std::string path = dir_.File("out." + format);
+    const RunResult r = RunArcprof({"export", "--format", format, "-i", capture_, "-o", path});
+    ASSERT_EQ(r.exit_code, 0) << format << ": " << r.err;
+    struct stat st {};
+    ASSERT_EQ(stat(path.c_str(), &st), 0) << format;
+    EXPECT_EQ(st.st_mode & 0777, 0600u) << format;
+  }
+  EXPECT_EQ(ReadFile(dir_.File("out.svg")).rfind("<?xml", 0), 0u);
+  const std::string html = ReadFile(dir_.File("out.html"));
+  EXPECT_NE(html.find("<svg version"), std::string::npos);
+  EXPECT_NE(html.find("<td>f_heavy</td>"), std::string::npos);                  // xprof list
+  EXPECT_NE(html.find("busy loop_900</td>"), std::string::npos);               // tprof table
+  EXPECT_NE(ReadFile(dir_.File("out.xprof")).find("f_heavy"), std::string::npos);
+}
+
+TEST_F(ExportCli, RootAndMinApplyToEveryFormat) {
+  RunResult r = RunArcprof({"export", "--format", "folded", "-i", capture_, "--root", "main"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "busy_loop;main;[libstripped.so] 25\nbusy_loop;main;f_heavy 750\n"
+                   "busy_loop;main;f_heavy;inline_helper_[i] 60\nbusy_loop;main;f_light 250\n");
+  r = RunArcprof({"export", "--format", "speedscope", "-i", capture_, "--min", "50"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("\"name\":\"[pruned]\""), std::string::npos);
+  r = RunArcprof({"export", "--format", "svg", "-i", capture_, "--icicle", "--comm", "systemd"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("<title>all (15 samples, 100%)</title>"), std::string::npos);
+  EXPECT_NE(r.out.find("Icicle Graph"), std::string::npos);
+}
+
+TEST_F(ExportCli, ErrorsAreOneLineAndLeaveNoFile) {
+  const std::string path = dir_.File("out.svg");
+  RunResult r = RunArcprof({"export", "--format", "svg", "-i", capture_, "--root", "nothing_like_this", "-o", path});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err, "arcprof export: --root 'nothing_like_this' matches no frame; give an exact function name "
+                   "or a regex matching a whole name (list the names with arcprof report --by sym)\n");
+  r = RunArcprof({"export", "--format", "pprof", "-i", capture_, "--pid", "12345", "-o", path});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("no samples match the --pid/--tid/--comm filter"), std::string::npos);
+  r = RunArcprof({"export", "--format", "gif", "-i", capture_});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err, "arcprof export: unknown format 'gif'; use one of folded, html, pprof, speedscope, svg, xprof\n");
+  EXPECT_EQ(dir_.Entries(), std::vector<std::string>{"arcprof.db"});
+}
+
+TEST_F(ExportCli, DiffWritesTheGraphAndPrintsTheTable) {
+  // After: the busy loop spends 1995 more samples in f_light.
+  Profile after = SampleProfile();
+  std::map<std::string, uint32_t> frame_ids;
+  for (uint32_t f = 0; f < after.frames.size(); ++f) frame_ids[after.frames.at(f).symbol] = f;
+  const uint32_t busy = after.ThreadIndex(900, 900);
+  after.trees[busy].AddStack(
+      std::vector<uint32_t>{frame_ids["__libc_start_main"], frame_ids["main"], frame_ids["f_light"]}, 1995);
+  const std::string other = dir_.File("after.db");
+  ASSERT_TRUE(WriteCapture(other, after).ok());
+  const std::string svg = dir_.File("diff.svg");
+  RunResult r = RunArcprof({"diff", capture_, other, "-o", svg, "--format", "json", "--top", "3"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto json = nlohmann::json::parse(r.out);
+  EXPECT_EQ(json["before_samples"], 1995);
+  EXPECT_EQ(json["rows"].size(), 3u);
+  EXPECT_EQ(json["after_samples"], 3990);
+  EXPECT_EQ(json["rows"][0]["name"], "f_light");  // 250/1995 = 12.53% -> 2245/3990 = 56.27%
+  EXPECT_NEAR(json["rows"][0]["self_delta"].get<double>(), 43.73, 0.01);
+  struct stat st {};
+  ASSERT_EQ(stat(svg.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  EXPECT_NE(ReadFile(svg).find("Differential Flame Graph"), std::string::npos);
+
+  r = RunArcprof({"diff", capture_, dir_.File("missing.db"), "-o", dir_.File("x.svg")});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("missing.db: no such capture file"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace arcprof
