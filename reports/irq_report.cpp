@@ -189,12 +189,12 @@ void WriteIrqText(const IrqReport& report, std::ostream& out) {
   for (const IrqCpuRow& r : report.per_cpu) print(r, "");
 
   out << "\nInterrupt sources (all CPUs)\n";
-  std::snprintf(line, sizeof line, "%-8s %-10s %12s %12s %10s\n", "KIND", "SOURCE", "COUNT",
+  std::snprintf(line, sizeof line, "%-8s %-28s %12s %12s %10s\n", "KIND", "SOURCE", "COUNT",
                 "TOTAL_ms", "AVG_us");
   out << line;
   for (const IrqSourceRow& s : report.sources) {
     const double avg_us = s.count ? static_cast<double>(s.ns) / 1e3 / static_cast<double>(s.count) : 0;
-    std::snprintf(line, sizeof line, "%-8s %-10s %12llu %12.3f %10.3f\n", KindName(s.kind),
+    std::snprintf(line, sizeof line, "%-8s %-28s %12llu %12.3f %10.3f\n", KindName(s.kind),
                   s.name.c_str(), static_cast<unsigned long long>(s.count),
                   static_cast<double>(s.ns) / 1e6, avg_us);
     out << line;

@@ -1,0 +1,18 @@
+// Adds a capture with PTT tables to the capture fuzzer's seed corpus, so the
+// fuzzer reaches the ptt_* reader (reports/ptt_store.cpp).
+#include <iostream>
+
+#include "reports/capture_store.h"
+#include "tests/reports/ptt_test_data.h"
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::cerr << "usage: ptt_make_seed_capture OUTPUT.db\n";
+    return 1;
+  }
+  if (auto r = arcprof::WriteCapture(argv[1], arcprof::testing::PttSampleProfile()); !r) {
+    std::cerr << r.error().message << "\n";
+    return 1;
+  }
+  return 0;
+}
