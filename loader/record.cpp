@@ -190,11 +190,6 @@ Result<int> RunRecord(const RecordOptions& opt) {
   RecordContext context{opt, symbolizer, profile, profile.meta.start_monotonic_ns,
                         !command && opt.pids.empty(), opt.pids};
   if (command) context.target_pids.push_back(static_cast<uint32_t>(command->pid()));
-  auto extensions = MakeRecordExtensions(opt);
-  for (auto& ext : extensions) {
-    if (auto ok = ext->Start(context); !ok) return ok.error();
-  }
-
   StopSignals signals;
   if (auto ok = sampler->Attach([&](const void* data, size_t size) {
         processor.Process(data, size);
@@ -202,6 +197,13 @@ Result<int> RunRecord(const RecordOptions& opt) {
       !ok) {
     return ok.error();
   }
+  // Extensions start once sampling works: a failure to attach the sampler
+  // (no PMU for -e cycles, ...) then stays the only message.
+  auto extensions = MakeRecordExtensions(opt);
+  for (auto& ext : extensions) {
+    if (auto ok = ext->Start(context); !ok) return ok.error();
+  }
+
   if (command) {
     if (auto ok = command->Start(); !ok) return ok.error();
   }
@@ -225,9 +227,10 @@ Result<int> RunRecord(const RecordOptions& opt) {
     sideband.ApplyTo(symbolizer);
     now = NowNs(CLOCK_MONOTONIC);
     if (now >= next_drain) {
+      // Samples up to `now` only: their processes' events are all read by then.
       sampler->DrainSideband();
       sideband.ApplyTo(symbolizer);
-      sampler->DrainSamples();
+      sampler->DrainSamples(now);
       for (auto& ext : extensions) ext->Poll(context);
       next_drain = now + drain_ns;
     }

@@ -148,12 +148,29 @@ void Sampler::DrainSideband() {
   if (sideband_) perf_buffer__consume(sideband_.get());
 }
 
-void Sampler::DrainSamples() {
+void Sampler::DrainSamples(uint64_t horizon_ns) {
+  horizon_ns_ = horizon_ns;
+  while (!deferred_.empty()) {
+    const std::vector<uint8_t>& rec = deferred_.front();
+    uint64_t ts;
+    memcpy(&ts, rec.data(), sizeof(ts));
+    if (ts > horizon_ns) return;  // still too new; the ring waits behind it
+    on_sample_(rec.data(), rec.size());
+    deferred_.pop_front();
+  }
   if (ring_) ring_buffer__consume(ring_.get());
 }
 
 int Sampler::OnRingbufRecord(void* ctx, void* data, size_t size) {
   auto* self = static_cast<Sampler*>(ctx);
+  uint64_t ts = 0;
+  if (size >= sizeof(ts)) memcpy(&ts, data, sizeof(ts));
+  if (ts > self->horizon_ns_) {
+    // libbpf has already consumed this record: keep a copy, stop for now.
+    const auto* bytes = static_cast<const uint8_t*>(data);
+    self->deferred_.emplace_back(bytes, bytes + size);
+    return -1;
+  }
   self->on_sample_(data, size);
   return 0;
 }

@@ -6,6 +6,7 @@
 #include <linux/perf_event.h>
 
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <string>
@@ -61,7 +62,9 @@ class Sampler {
   void PollSideband(int timeout_ms);
   // Handles every pending side-band record / sample.
   void DrainSideband();
-  void DrainSamples();
+  // Handles samples taken up to horizon_ns (CLOCK_MONOTONIC). Later ones wait
+  // for the next drain: their process events may not have been read yet.
+  void DrainSamples(uint64_t horizon_ns = UINT64_MAX);
   SamplerCounters ReadCounters() const;
   uint64_t sideband_lost() const { return sideband_lost_; }
 
@@ -90,6 +93,8 @@ class Sampler {
   std::unique_ptr<ring_buffer, RingDeleter> ring_;
   std::unique_ptr<perf_buffer, PerfBufferDeleter> sideband_;
   SampleFn on_sample_;
+  std::deque<std::vector<uint8_t>> deferred_;  // consumed from the ring, past the horizon
+  uint64_t horizon_ns_ = UINT64_MAX;
   SidebandFn on_sideband_;
   uint64_t sideband_lost_ = 0;
 };

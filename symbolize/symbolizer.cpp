@@ -567,7 +567,7 @@ std::optional<MappedFile> Symbolizer::FindMappedFile(uint32_t pid, uint64_t addr
   const ElfFile& file = *impl_->files[m->file_id];
   const uint64_t vaddr = file.OffsetToVaddr(m->pgoff).value_or(m->pgoff);
   return MappedFile{file.fd(), m->module, file.build_id(), m->start, m->end, m->pgoff,
-                    m->start - vaddr};
+                    m->start - vaddr, m->file_id};
 }
 
 std::optional<Symbolizer::AddressSpaceFiles> Symbolizer::MappedFiles(uint32_t pid,
@@ -588,7 +588,7 @@ std::optional<Symbolizer::AddressSpaceFiles> Symbolizer::MappedFiles(uint32_t pi
     const ElfFile& file = *impl_->files[m.file_id];
     const uint64_t vaddr = file.OffsetToVaddr(m.pgoff).value_or(m.pgoff);
     out.files.push_back(MappedFile{file.fd(), m.module, file.build_id(), m.start, m.end, m.pgoff,
-                                   m.start - vaddr});
+                                   m.start - vaddr, m.file_id});
   }
   return out;
 }

@@ -63,6 +63,7 @@ struct MappedFile {
   std::string_view build_id;   // lowercase hex, "" when none
   uint64_t start = 0, end = 0, pgoff = 0;
   uint64_t load_bias = 0;      // runtime address - ELF vaddr for this mapping
+  uint32_t file_id = 0;        // stable identity of the open file (shared across processes)
 };
 
 struct SymbolizerStats {

@@ -1,6 +1,9 @@
 #include "symbolize/unwinder.h"
 
+#include <dwarf.h>
+#include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
+#include <libelf.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -198,8 +201,178 @@ Unwinder::Space* Unwinder::SpaceFor(uint32_t pid, uint64_t t_ns) {
 }
 
 UnwindResult Unwinder::Unwind(const UnwindInput& input, bool fp_fallback, size_t max_frames) {
-  UnwindResult result;
   ++stats_.unwinds;
+  if (auto fast = FastUnwind(input, fp_fallback, max_frames)) {
+    ++stats_.fast_unwinds;
+    return std::move(*fast);
+  }
+  return DwflUnwind(input, fp_fallback, max_frames);
+}
+
+// One Elf and its .eh_frame CFI per file, shared by every process mapping it.
+struct Unwinder::FileCfi {
+  Elf* elf = nullptr;
+  Dwarf_CFI* cfi = nullptr;
+  ~FileCfi() {
+    if (cfi) dwarf_cfi_end(cfi);
+    if (elf) elf_end(elf);
+  }
+};
+
+namespace {
+
+// Reads "register + offset" from a CFA expression (DW_OP_bregN / DW_OP_bregx).
+bool SimpleCfa(const Dwarf_Op* ops, size_t nops, uint8_t* reg, int32_t* off) {
+  if (nops != 1) return false;
+  uint64_t r;
+  int64_t o;
+  if (ops[0].atom >= DW_OP_breg0 && ops[0].atom <= DW_OP_breg31) {
+    r = ops[0].atom - DW_OP_breg0;
+    o = static_cast<int64_t>(ops[0].number);
+  } else if (ops[0].atom == DW_OP_bregx) {
+    r = ops[0].number;
+    o = static_cast<int64_t>(ops[0].number2);
+  } else {
+    return false;
+  }
+  if ((r != 7 && r != 6) || o < INT32_MIN || o > INT32_MAX) return false;
+  *reg = static_cast<uint8_t>(r);
+  *off = static_cast<int32_t>(o);
+  return true;
+}
+
+// "Saved at CFA + off": [DW_OP_call_frame_cfa] or [.., DW_OP_plus_uconst off].
+bool SavedAtCfa(const Dwarf_Op* ops, size_t nops, int32_t* off) {
+  if (nops < 1 || ops[0].atom != DW_OP_call_frame_cfa) return false;
+  if (nops == 1) {
+    *off = 0;
+    return true;
+  }
+  if (nops == 2 && ops[1].atom == DW_OP_plus_uconst) {
+    const auto o = static_cast<int64_t>(ops[1].number);
+    if (o < INT32_MIN || o > INT32_MAX) return false;
+    *off = static_cast<int32_t>(o);
+    return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+Unwinder::Rule Unwinder::RuleAt(uint32_t file_id, int fd, uint64_t vaddr) {
+  const uint64_t key = static_cast<uint64_t>(file_id) << 44 ^ vaddr;
+  auto cached = rules_.find(key);
+  if (cached != rules_.end()) return cached->second;
+  Rule rule;
+  auto& file = cfi_[file_id];
+  if (!file) {
+    file = std::make_unique<FileCfi>();
+    file->elf = elf_begin(fd, ELF_C_READ_MMAP, nullptr);
+    if (file->elf) file->cfi = dwarf_getcfi_elf(file->elf);
+  }
+  Dwarf_Frame* frame = nullptr;
+  if (file->cfi && dwarf_cfi_addrframe(file->cfi, vaddr, &frame) == 0) {
+    ++stats_.rules_computed;
+    rule.kind = Rule::kComplex;
+    bool signal = false;
+    Dwarf_Addr start, end;
+    const int ra_reg = dwarf_frame_info(frame, &start, &end, &signal);
+    Dwarf_Op* ops = nullptr;
+    size_t nops = 0;
+    Dwarf_Op mem[3];
+    if (!signal && ra_reg == 16 && dwarf_frame_cfa(frame, &ops, &nops) == 0 &&
+        SimpleCfa(ops, nops, &rule.cfa_reg, &rule.cfa_off) &&
+        dwarf_frame_register(frame, 16, mem, &ops, &nops) == 0) {
+      if (nops == 0 && ops == mem) {
+        rule.kind = Rule::kOutermost;  // the return address is undefined: _start, clone3
+      } else if (SavedAtCfa(ops, nops, &rule.ra_off) &&
+                 dwarf_frame_register(frame, 6, mem, &ops, &nops) == 0) {
+        if (nops == 0) {
+          rule.kind = ops == nullptr ? Rule::kStep : Rule::kComplex;  // rbp unchanged
+        } else if (SavedAtCfa(ops, nops, &rule.bp_off)) {
+          rule.bp_saved = true;
+          rule.kind = Rule::kStep;
+        }
+      }
+    }
+    free(frame);
+  }
+  rules_.emplace(key, rule);
+  return rule;
+}
+
+std::optional<UnwindResult> Unwinder::FastUnwind(const UnwindInput& input, bool fp_fallback,
+                                                 size_t max_frames) {
+  UnwindResult result;
+  uint64_t pc = input.regs[16], sp = input.regs[7], bp = input.regs[6];
+  const uint64_t stack_lo = input.regs[7];
+  auto read = [&](uint64_t addr, uint64_t* out) -> bool {
+    if (addr < stack_lo || addr - stack_lo + 8 > input.stack_len) return false;
+    memcpy(out, input.stack + (addr - stack_lo), 8);
+    return true;
+  };
+  bool first = true;
+  while (true) {
+    result.pcs.push_back(pc);
+    if (result.pcs.size() >= max_frames) {
+      result.stop = UnwindStop::kMaxDepth;
+      return result;
+    }
+    // Return addresses point after the call: look up the call itself.
+    const uint64_t lookup = first ? pc : pc - 1;
+    first = false;
+    auto file = symbolizer_.FindMappedFile(input.pid, lookup, input.t_ns);
+    Rule rule;
+    if (file) {
+      rule = RuleAt(file->file_id, file->fd, lookup - file->load_bias);
+      if (rule.kind == Rule::kComplex) return std::nullopt;
+    }
+    if (rule.kind == Rule::kOutermost) {
+      result.stop = UnwindStop::kComplete;
+      return result;
+    }
+    uint64_t ra, cfa;
+    if (rule.kind == Rule::kStep) {
+      cfa = (rule.cfa_reg == 7 ? sp : bp) + static_cast<int64_t>(rule.cfa_off);
+      if (!read(cfa + static_cast<int64_t>(rule.ra_off), &ra)) {
+        result.stop = UnwindStop::kStackCopyTooSmall;
+        return result;
+      }
+      if (rule.bp_saved && !read(cfa + static_cast<int64_t>(rule.bp_off), &bp)) {
+        result.stop = UnwindStop::kStackCopyTooSmall;
+        return result;
+      }
+      sp = cfa;
+    } else {
+      // No unwind table here (JIT code, or outside every file): hybrid steps
+      // through the frame pointer, dwarf stops.
+      if (!fp_fallback) {
+        result.stop = file ? UnwindStop::kNoUnwindInfo : UnwindStop::kUnmappedMemory;
+        return result;
+      }
+      uint64_t next_bp;
+      if (bp == 0 || bp < sp || !read(bp + 8, &ra) || !read(bp, &next_bp)) {
+        result.stop = bp == 0 ? UnwindStop::kComplete
+                              : (file ? UnwindStop::kNoUnwindInfo : UnwindStop::kUnmappedMemory);
+        return result;
+      }
+      sp = bp + 16;
+      bp = next_bp;
+    }
+    if (ra == 0) {
+      result.stop = UnwindStop::kComplete;
+      return result;
+    }
+    if (sp <= stack_lo && result.pcs.size() > 1) {
+      result.stop = UnwindStop::kUnmappedMemory;  // not moving up the stack: garbage
+      return result;
+    }
+    pc = ra;
+  }
+}
+
+UnwindResult Unwinder::DwflUnwind(const UnwindInput& input, bool fp_fallback, size_t max_frames) {
+  UnwindResult result;
   Space* space = SpaceFor(input.pid, input.t_ns);
   if (!space) {
     result.pcs.push_back(input.regs[16]);
@@ -235,7 +408,7 @@ UnwindResult Unwinder::Unwind(const UnwindInput& input, bool fp_fallback, size_t
 }
 
 std::optional<uint64_t> Unwinder::LeafCaller(const UnwindInput& input) {
-  UnwindResult r = Unwind(input, /*fp_fallback=*/false, 2);
+  UnwindResult r = Unwind(input, /*fp_fallback=*/false, 3);
   if (r.pcs.size() < 2) return std::nullopt;
   return r.pcs[1];
 }

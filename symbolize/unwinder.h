@@ -46,6 +46,8 @@ struct UnwindResult {
 
 struct UnwinderStats {
   uint64_t unwinds = 0;
+  uint64_t fast_unwinds = 0;    // done with cached CFI rules
+  uint64_t rules_computed = 0;  // CFI rows interpreted by libdw
   uint64_t dwfl_created = 0;
   uint64_t modules_reported = 0;
 };
@@ -68,12 +70,34 @@ class Unwinder {
 
   const UnwinderStats& stats() const { return stats_; }
 
+  // How to step out of the frame at one pc: where the CFA is and where the
+  // caller's return address and rbp are saved (x86-64 CFI as compilers emit
+  // it). kComplex rows (CFA expressions, PLT stubs, signal frames) are left to
+  // the full libdwfl unwinder.
+  struct Rule {
+    enum Kind : uint8_t { kStep, kNoInfo, kOutermost, kComplex };
+    Kind kind = kNoInfo;
+    uint8_t cfa_reg = 7;  // DWARF register: 7 rsp, 6 rbp
+    bool bp_saved = false;
+    int32_t cfa_off = 0;
+    int32_t ra_off = 0;   // return address saved at CFA + ra_off
+    int32_t bp_off = 0;   // caller's rbp saved at CFA + bp_off (when bp_saved)
+  };
+
  private:
   struct Space;
+  struct FileCfi;
   Space* SpaceFor(uint32_t pid, uint64_t t_ns);
+  // The walk with cached rules; nullopt when a frame needs the full unwinder.
+  std::optional<UnwindResult> FastUnwind(const UnwindInput& input, bool fp_fallback,
+                                         size_t max_frames);
+  UnwindResult DwflUnwind(const UnwindInput& input, bool fp_fallback, size_t max_frames);
+  Rule RuleAt(uint32_t file_id, int fd, uint64_t vaddr);
 
   Symbolizer& symbolizer_;
   std::unordered_map<uint32_t, std::unique_ptr<Space>> spaces_;  // by pid
+  std::unordered_map<uint32_t, std::unique_ptr<FileCfi>> cfi_;   // by symbolizer file id
+  std::unordered_map<uint64_t, Rule> rules_;                     // (file id, vaddr)
   UnwinderStats stats_;
 };
 
