@@ -133,6 +133,7 @@ int BPF_PROG(ptt_switch, bool preempt, struct task_struct *prev, struct task_str
 				struct ptt_thread fresh = {};
 				fresh.pid = prev->tgid;
 				fresh.tid = tid;
+				bpf_probe_read_kernel(fresh.comm, sizeof(fresh.comm), prev->comm);
 				bpf_map_update_elem(&threads, &tid, &fresh, BPF_NOEXIST);
 				t = bpf_map_lookup_elem(&threads, &tid);
 			}
@@ -144,7 +145,6 @@ int BPF_PROG(ptt_switch, bool preempt, struct task_struct *prev, struct task_str
 				t->interrupts += c->hardirqs + c->softirqs - c->irqs_at_switch;
 				/* A tid reused by another process after an exit. */
 				t->pid = prev->tgid;
-				bpf_probe_read_kernel(t->comm, sizeof(t->comm), prev->comm);
 				for (int i = 0; i < ARCPROF_PTT_MAX_EVENTS; i++) {
 					if (i < nr_events)
 						t->events[i] += vals[i] - c->events_at_switch[i];
@@ -164,8 +164,20 @@ int BPF_PROG(ptt_switch, bool preempt, struct task_struct *prev, struct task_str
 		c->events_at_switch[i] = vals[i];
 	c->curr_pid = next->tgid;
 	c->curr_tid = next->pid;
-	bpf_probe_read_kernel(c->curr_comm, sizeof(c->curr_comm), next->comm);
 	c->curr_known = 1;
+	return 0;
+}
+
+/* Names change at exec (and prctl, rarely); copying comm at every switch
+ * cost a measurable share of the switch program, so it is copied when a
+ * thread is first seen and again here. */
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(ptt_exec, struct task_struct *task, pid_t old_pid, struct linux_binprm *bprm)
+{
+	__u32 tid = task->pid;
+	struct ptt_thread *t = bpf_map_lookup_elem(&threads, &tid);
+	if (t)
+		bpf_probe_read_kernel(t->comm, sizeof(t->comm), task->comm);
 	return 0;
 }
 

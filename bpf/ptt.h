@@ -53,7 +53,7 @@ struct ptt_cpu {
 	__u32 curr_pid;         /* the task running since last_switch_ns */
 	__u32 curr_tid;
 	__u32 curr_known;       /* 1 after the first switch seen on this CPU */
-	char curr_comm[ARCPROF_PTT_COMM_LEN];
+	char curr_comm[ARCPROF_PTT_COMM_LEN]; /* unused by BPF (cost); the loader reads /proc */
 };
 #define ARCPROF_PTT_CPU_SIZE 184
 

@@ -4,6 +4,7 @@
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
 #include <dirent.h>
+#include <fcntl.h>
 #include <linux/perf_event.h>
 #include <pthread.h>
 #include <sched.h>
@@ -72,6 +73,21 @@ std::string IrqName(uint32_t irq) {
   std::string joined;
   for (const std::string& h : handlers) joined += (joined.empty() ? "" : ",") + h;
   return joined.empty() ? name : name + " (" + joined + ")";
+}
+
+// The thread's name from /proc ("" once it has exited): the BPF side copies
+// names only when it first sees a thread, so a thread still on its first
+// dispatch at the end has none there.
+std::string ProcComm(uint32_t pid, uint32_t tid) {
+  const std::string path = "/proc/" + std::to_string(pid) + "/task/" + std::to_string(tid) + "/comm";
+  ScopedFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (fd.get() < 0) return "";
+  char buffer[ARCPROF_PTT_COMM_LEN + 1] = {};
+  const ssize_t n = read(fd.get(), buffer, ARCPROF_PTT_COMM_LEN);
+  if (n <= 0) return "";
+  std::string name(buffer, static_cast<size_t>(n));
+  if (!name.empty() && name.back() == '\n') name.pop_back();
+  return name;
 }
 
 }  // namespace
@@ -401,6 +417,7 @@ PttData PttRecorder::Finish() {
       PttThread t;
       t.pid = running.pid;
       t.tid = running.tid;
+      t.comm = ProcComm(running.pid, running.tid);
       t.events.assign(events_.size(), 0);
       data.threads.push_back(std::move(t));
     }
