@@ -2,10 +2,20 @@
 
 #include <algorithm>
 #include <cstring>
+#include <ctime>
 
 #include "events.h"
 
 namespace arcprof {
+namespace {
+
+uint64_t MonotonicNs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+}  // namespace
 
 size_t SampleProcessor::FrameKeyHash::operator()(const FrameKey& k) const {
   size_t h = reinterpret_cast<uintptr_t>(k.module);
@@ -48,7 +58,10 @@ void SampleProcessor::UserStack(uint32_t pid, uint32_t tid, uint64_t t_ns, const
     return;
   }
 
+  const uint64_t t0 = MonotonicNs();
   UnwindResult r = unwinder_->Unwind(input, mode_ == CallGraphMode::kHybrid, ARCPROF_MAX_STACK);
+  unwind_ns_ += MonotonicNs() - t0;
+  ++unwound_;
   if (r.stop == UnwindStop::kStackCopyTooSmall && mode_ == CallGraphMode::kHybrid &&
       r.pcs.size() > 1) {
     // The copy ended before the stack did: the frame-pointer walk (taken on
@@ -85,6 +98,12 @@ uint32_t SampleProcessor::InternFrame(const SymbolizedFrame& f) {
 }
 
 bool SampleProcessor::Process(const void* data, size_t size) {
+  const uint64_t start_ns = MonotonicNs();
+  struct Timer {  // charges the whole sample, whatever path returns
+    uint64_t start;
+    uint64_t* total;
+    ~Timer() { *total += MonotonicNs() - start; }
+  } timer{start_ns, &processing_ns_};
   sample_event e;
   if (size < sizeof(e)) {
     ++malformed_;
@@ -178,6 +197,10 @@ void SampleProcessor::Finish() {
   profile_.counters["samples_malformed"] += static_cast<int64_t>(malformed_);
   profile_.counters["truncated_stacks.kernel_stack_error"] += static_cast<int64_t>(truncated_kernel_);
   profile_.counters["truncated_stacks.user_stack_error"] += static_cast<int64_t>(truncated_user_);
+  // Where arcprof's own time goes (docs/performance.md reports these).
+  profile_.counters["processing_ns"] += static_cast<int64_t>(processing_ns_);
+  profile_.counters["unwind_ns"] += static_cast<int64_t>(unwind_ns_);
+  profile_.counters["unwound_samples"] += static_cast<int64_t>(unwound_);
   profile_.counters["leaf_frames_repaired"] += static_cast<int64_t>(leaf_repairs_);
   profile_.counters["stacks_spliced_with_frame_pointers"] += static_cast<int64_t>(spliced_);
   for (size_t s = 0; s < unwind_stops_.size(); ++s) {

@@ -62,6 +62,9 @@ class SampleProcessor {
   std::vector<uint64_t> user_pcs_;
   std::array<uint64_t, 6> unwind_stops_{};  // by UnwindStop
   uint64_t leaf_repairs_ = 0;
+  uint64_t processing_ns_ = 0;  // all of Process()
+  uint64_t unwind_ns_ = 0;      // dwarf/hybrid unwinding only
+  uint64_t unwound_ = 0;
   uint64_t spliced_ = 0;
   std::unordered_map<FrameKey, uint32_t, FrameKeyHash> frame_ids_;
   std::unordered_map<uint32_t, std::string> last_comm_;  // by thread index
