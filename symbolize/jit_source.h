@@ -7,6 +7,9 @@
 #include <memory>
 #include <optional>
 #include <string_view>
+#include <vector>
+
+#include "common/frame.h"
 
 namespace arcprof {
 
@@ -15,6 +18,11 @@ struct ProcessInfo;
 struct JitSymbol {
   std::string_view name;  // must stay valid for the Symbolizer's lifetime
   uint64_t start = 0;     // absolute code address
+  FrameKind kind = FrameKind::kJit;  // kInterpreted for a runtime's interpreter
+  // Methods the JIT inlined into `name` at this address, outermost first
+  // (`name` itself not repeated); nullptr when none. Stays valid for the
+  // Symbolizer's lifetime, like `name`.
+  const std::vector<std::string_view>* inlined = nullptr;
 };
 
 // Symbols of one process's JIT code, versioned by time like the mapping

@@ -382,6 +382,8 @@ struct Symbolizer::Impl {
       frame.symbol = symbol->name;
       frame.address = symbol->start;
       frame.reason = UnknownReason::kNone;
+      frame.kind = symbol->kind;
+      frame.inlined = symbol->inlined;
     }
     return frame;
   }

@@ -26,6 +26,9 @@ struct SymbolizedFrame {
   // the vDSO, the absolute address otherwise. Set for unknown frames too, so a
   // later offline pass can still name them.
   uint64_t offset = 0;
+  // JIT code only: the methods inlined at this address, outermost first
+  // (JitSymbol::inlined); nullptr when none.
+  const std::vector<std::string_view>* inlined = nullptr;
 };
 
 struct MappingEvent {

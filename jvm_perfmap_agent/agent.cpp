@@ -1,0 +1,651 @@
+// arcprof's JVMTI agent: writes every piece of JIT code the JVM installs to a
+// jitdump file (`jit-<pid>.dump`, perf's format, CLOCK_MONOTONIC) and what
+// jitdump cannot carry (inlining chains, unloads, Java thread names, whether
+// -XX:+PreserveFramePointer is on) to the side file `jit-<pid>.arcprof`.
+// Optionally also the plain `perf-<pid>.map`.
+//
+// Rules this file keeps: it runs inside somebody else's JVM, so it never
+// throws (built with -fno-exceptions), never calls exit, never waits for
+// anything but its own short write lock, logs each failure once on stderr and
+// turns it into a return value. Only the Agent_* entry points are exported.
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <jvmti.h>
+#include <jvmticmlr.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "symbolize/jitdump_format.h"
+
+namespace {
+
+namespace jd = arcprof::jitdump;
+
+struct Options {
+  std::string dir = "/tmp";
+  bool perfmap = false;   // also write perf-<pid>.map
+  bool signatures = false;  // append the JVM signature to method names
+  bool quiet = false;     // no notes on stderr (errors are still printed)
+};
+
+struct Agent {
+  jvmtiEnv* jvmti = nullptr;
+  Options options;
+  pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+  int dump_fd = -1;
+  int side_fd = -1;
+  int map_fd = -1;
+  void* marker = nullptr;
+  size_t marker_len = 0;
+  bool active = false;      // files open and events enabled
+  bool closed = false;      // VMDeath seen: no more writes
+  uint64_t next_code_index = 1;
+  std::unordered_map<uint64_t, uint64_t> index_by_addr;  // live code -> its CODE_LOAD index
+  uint32_t pid = 0;
+  uint64_t records = 0;
+  uint64_t write_errors = 0;
+};
+
+Agent g_agent;  // one per loaded copy of the library: JVMTI hands us no other place
+
+void Log(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+void Log(const char* fmt, ...) {
+  char line[512];
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(line, sizeof(line) - 1, fmt, ap);
+  va_end(ap);
+  if (n < 0) return;
+  size_t len = static_cast<size_t>(n) < sizeof(line) - 1 ? static_cast<size_t>(n) : sizeof(line) - 2;
+  line[len++] = '\n';
+  // Straight to fd 2: stdio locks could be held by the thread we interrupted.
+  ssize_t ignored = write(2, "arcprof agent: ", 15);
+  ignored = write(2, line, len);
+  (void)ignored;
+}
+
+uint64_t MonotonicNs() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+uint32_t Tid() { return static_cast<uint32_t>(syscall(SYS_gettid)); }
+
+void Put32(std::string& out, uint32_t v) { out.append(reinterpret_cast<const char*>(&v), 4); }
+void Put64(std::string& out, uint64_t v) { out.append(reinterpret_cast<const char*>(&v), 8); }
+
+// Writes all of iov to fd (append mode); false after logging on failure.
+bool WriteAll(int fd, iovec* iov, int count) {
+  while (count > 0) {
+    ssize_t n = writev(fd, iov, count);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return false;
+    }
+    size_t left = static_cast<size_t>(n);
+    while (count > 0 && left >= iov->iov_len) {
+      left -= iov->iov_len;
+      ++iov;
+      --count;
+    }
+    if (count > 0) {
+      iov->iov_base = static_cast<char*>(iov->iov_base) + left;
+      iov->iov_len -= left;
+    }
+  }
+  return true;
+}
+
+void NoteWriteError(const char* what) {
+  if (g_agent.write_errors++ == 0) Log("cannot write %s: %s (further errors not shown)", what, strerror(errno));
+}
+
+// Creates a file of ours in the JVM's temp directory: never through a
+// symlink, never into an existing file. A leftover of an earlier process with
+// the same pid (containers reuse pid 1) is replaced when it is ours.
+int CreateExclusive(const std::string& path, bool readable) {
+  const int flags = (readable ? O_RDWR : O_WRONLY) | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_APPEND;
+  int fd = open(path.c_str(), flags, 0600);
+  if (fd >= 0 || errno != EEXIST) {
+    if (fd < 0) Log("cannot create %s: %s", path.c_str(), strerror(errno));
+    return fd;
+  }
+  struct stat st {};
+  if (lstat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() &&
+      unlink(path.c_str()) == 0) {
+    fd = open(path.c_str(), flags, 0600);
+  }
+  if (fd < 0) Log("cannot create %s: %s (remove it if it is stale)", path.c_str(), strerror(errno));
+  return fd;
+}
+
+// Whether another copy of this agent already writes our jitdump: its marker
+// mapping is in our address space.
+bool DumpAlreadyMapped(const std::string& path) {
+  FILE* maps = fopen("/proc/self/maps", "re");
+  if (!maps) return false;
+  char line[4096];
+  bool found = false;
+  while (!found && fgets(line, sizeof(line), maps)) {
+    const char* p = strchr(line, '/');
+    if (!p) continue;
+    size_t len = strcspn(p, "\n");
+    found = len == path.size() && memcmp(p, path.data(), len) == 0;
+  }
+  fclose(maps);
+  return found;
+}
+
+// -XX:[+-]PreserveFramePointer from where HotSpot reads flags, in its order:
+// JAVA_TOOL_OPTIONS, then the command line (JDK_JAVA_OPTIONS is merged into
+// it by the launcher but not into /proc/self/cmdline), then _JAVA_OPTIONS.
+// The last one wins; the default is off.
+bool PreserveFramePointerOn() {
+  int state = 0;
+  auto scan = [&](const char* text, size_t len) {
+    static const char kOn[] = "-XX:+PreserveFramePointer";
+    static const char kOff[] = "-XX:-PreserveFramePointer";
+    for (size_t i = 0; i + sizeof(kOn) - 1 <= len; ++i) {
+      if (memcmp(text + i, kOn, sizeof(kOn) - 1) == 0) state = 1;
+      if (memcmp(text + i, kOff, sizeof(kOff) - 1) == 0) state = 0;
+    }
+  };
+  auto scan_env = [&](const char* name) {
+    if (const char* v = getenv(name)) scan(v, strlen(v));
+  };
+  scan_env("JAVA_TOOL_OPTIONS");
+  scan_env("JDK_JAVA_OPTIONS");
+  int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+  if (fd >= 0) {
+    std::string cmdline;
+    char buf[4096];
+    ssize_t n;
+    while ((n = read(fd, buf, sizeof(buf))) > 0 && cmdline.size() < (1u << 20)) cmdline.append(buf, static_cast<size_t>(n));
+    close(fd);
+    scan(cmdline.data(), cmdline.size());
+  }
+  scan_env("_JAVA_OPTIONS");
+  return state == 1;
+}
+
+// ---- records (callers hold g_agent.lock) ----
+
+void WriteRecordHeader(std::string& out, uint32_t id, uint32_t total, uint64_t t_ns) {
+  Put32(out, id);
+  Put32(out, total);
+  Put64(out, t_ns);
+}
+
+void WriteSide(const std::string& record) {
+  if (g_agent.side_fd < 0) return;
+  iovec iov{const_cast<char*>(record.data()), record.size()};
+  if (!WriteAll(g_agent.side_fd, &iov, 1)) NoteWriteError("the side file");
+}
+
+// One CODE_LOAD with the code bytes (perf inject builds an ELF from them).
+// Returns the code index.
+uint64_t WriteCodeLoad(const char* name, uint64_t addr, uint64_t size, uint64_t t_ns) {
+  const uint64_t index = g_agent.next_code_index++;
+  const size_t name_len = strlen(name) + 1;
+  const uint64_t total = jd::kCodeLoadFixedSize + name_len + size;
+  if (total > 0xffffffffull) return index;  // cannot be described in a u32 record
+  std::string fixed;
+  fixed.reserve(jd::kCodeLoadFixedSize);
+  WriteRecordHeader(fixed, jd::kCodeLoad, static_cast<uint32_t>(total), t_ns);
+  Put32(fixed, g_agent.pid);
+  Put32(fixed, Tid());
+  Put64(fixed, addr);
+  Put64(fixed, addr);
+  Put64(fixed, size);
+  Put64(fixed, index);
+  iovec iov[3] = {{fixed.data(), fixed.size()},
+                  {const_cast<char*>(name), name_len},
+                  {reinterpret_cast<void*>(addr), size}};
+  if (!WriteAll(g_agent.dump_fd, iov, size > 0 ? 3 : 2)) NoteWriteError("the jitdump");
+  ++g_agent.records;
+  g_agent.index_by_addr[addr] = index;
+  if (g_agent.map_fd >= 0) {
+    char line[64];
+    int n = snprintf(line, sizeof(line), "%llx %llx ", static_cast<unsigned long long>(addr),
+                     static_cast<unsigned long long>(size));
+    iovec map_iov[3] = {{line, static_cast<size_t>(n)},
+                        {const_cast<char*>(name), name_len - 1},
+                        {const_cast<char*>("\n"), 1}};
+    if (!WriteAll(g_agent.map_fd, map_iov, 3)) NoteWriteError("the perf map");
+  }
+  return index;
+}
+
+class Locked {
+ public:
+  Locked() { pthread_mutex_lock(&g_agent.lock); }
+  ~Locked() { pthread_mutex_unlock(&g_agent.lock); }
+  Locked(const Locked&) = delete;
+  Locked& operator=(const Locked&) = delete;
+};
+
+// ---- names ----
+
+void Deallocate(jvmtiEnv* jvmti, void* p) {
+  if (p) jvmti->Deallocate(static_cast<unsigned char*>(p));
+}
+
+// "com.example.Burn.heavy" (with the signature appended when asked for).
+// Never fails: unnamed pieces become "?".
+std::string MethodName(jvmtiEnv* jvmti, jmethodID method) {
+  std::string out;
+  jclass klass = nullptr;
+  char* class_sig = nullptr;
+  if (jvmti->GetMethodDeclaringClass(method, &klass) == JVMTI_ERROR_NONE &&
+      jvmti->GetClassSignature(klass, &class_sig, nullptr) == JVMTI_ERROR_NONE && class_sig) {
+    const char* s = class_sig;
+    size_t len = strlen(s);
+    if (len >= 2 && s[0] == 'L' && s[len - 1] == ';') {
+      ++s;
+      len -= 2;
+    }
+    for (size_t i = 0; i < len; ++i) out.push_back(s[i] == '/' ? '.' : s[i]);
+  } else {
+    out = "?";
+  }
+  Deallocate(jvmti, class_sig);
+  char* name = nullptr;
+  char* sig = nullptr;
+  if (jvmti->GetMethodName(method, &name, &sig, nullptr) == JVMTI_ERROR_NONE) {
+    out.push_back('.');
+    out.append(name ? name : "?");
+    if (g_agent.options.signatures && sig) out.append(sig);
+  } else {
+    out.append(".?");
+  }
+  Deallocate(jvmti, name);
+  Deallocate(jvmti, sig);
+  return out;
+}
+
+// The INLINE side record for one compiled method, or "" when nothing was inlined.
+std::string InlineRecord(jvmtiEnv* jvmti, uint64_t code_addr, uint64_t code_size, uint64_t index,
+                         const void* compile_info, uint64_t t_ns) {
+  const jvmtiCompiledMethodLoadInlineRecord* inline_info = nullptr;
+  for (auto* h = static_cast<const jvmtiCompiledMethodLoadRecordHeader*>(compile_info); h; h = h->next) {
+    if (h->kind == JVMTI_CMLR_INLINE_INFO) {
+      inline_info = reinterpret_cast<const jvmtiCompiledMethodLoadInlineRecord*>(h);
+      break;
+    }
+  }
+  if (!inline_info || inline_info->numpcs <= 0 || !inline_info->pcinfo) return {};
+  bool any_inlined = false;
+  for (jint i = 0; i < inline_info->numpcs && !any_inlined; ++i) {
+    any_inlined = inline_info->pcinfo[i].numstackframes > 1;
+  }
+  if (!any_inlined) return {};
+
+  std::unordered_map<jmethodID, uint32_t> name_index;
+  std::string names;
+  uint32_t name_count = 0;
+  std::string entries;
+  uint32_t entry_count = 0;
+  std::vector<uint32_t> previous, chain;
+  uint32_t previous_offset = 0;
+  bool pending = false;
+  for (jint i = 0; i < inline_info->numpcs; ++i) {
+    const PCStackInfo& pc = inline_info->pcinfo[i];
+    const uint64_t pc_addr = reinterpret_cast<uint64_t>(pc.pc);
+    if (pc_addr < code_addr || pc_addr - code_addr > code_size || pc.numstackframes <= 0 || !pc.methods) continue;
+    chain.clear();
+    for (jint f = 0; f < pc.numstackframes; ++f) {
+      auto [it, added] = name_index.emplace(pc.methods[f], name_count);
+      if (added) {
+        names += MethodName(jvmti, pc.methods[f]);
+        names.push_back('\0');
+        ++name_count;
+      }
+      chain.push_back(it->second);
+    }
+    const uint32_t offset = static_cast<uint32_t>(pc_addr - code_addr);
+    // Consecutive pcs with the same chain describe one range: keep the last.
+    if (pending && chain != previous) {
+      Put32(entries, previous_offset);
+      Put32(entries, static_cast<uint32_t>(previous.size()));
+      for (uint32_t n : previous) Put32(entries, n);
+      ++entry_count;
+    }
+    previous.swap(chain);
+    previous_offset = offset;
+    pending = true;
+  }
+  if (pending) {
+    Put32(entries, previous_offset);
+    Put32(entries, static_cast<uint32_t>(previous.size()));
+    for (uint32_t n : previous) Put32(entries, n);
+    ++entry_count;
+  }
+  const uint64_t total = jd::kSideInlineFixedSize + names.size() + entries.size();
+  if (total > (64u << 20)) return {};
+  std::string record;
+  record.reserve(total);
+  WriteRecordHeader(record, jd::kSideInline, static_cast<uint32_t>(total), t_ns);
+  Put64(record, code_addr);
+  Put64(record, index);
+  Put32(record, name_count);
+  Put32(record, entry_count);
+  record += names;
+  record += entries;
+  return record;
+}
+
+// ---- JVMTI callbacks ----
+
+void JNICALL OnCompiledMethodLoad(jvmtiEnv* jvmti, jmethodID method, jint code_size, const void* code_addr,
+                                  jint map_length, const jvmtiAddrLocationMap* map, const void* compile_info) {
+  if (!code_addr || code_size < 0) return;
+  const std::string name = MethodName(jvmti, method);
+  const uint64_t addr = reinterpret_cast<uint64_t>(code_addr);
+  // Names are looked up before taking the write lock; the index and the
+  // time are patched in under it.
+  std::string inline_record =
+      compile_info ? InlineRecord(jvmti, addr, static_cast<uint64_t>(code_size), 0, compile_info, 0) : std::string();
+  Locked lock;
+  if (!g_agent.active || g_agent.closed) return;
+  const uint64_t t_ns = MonotonicNs();
+  const uint64_t index = WriteCodeLoad(name.c_str(), addr, static_cast<uint64_t>(code_size), t_ns);
+  if (!inline_record.empty()) {
+    memcpy(inline_record.data() + 8, &t_ns, 8);
+    memcpy(inline_record.data() + 24, &index, 8);
+    WriteSide(inline_record);
+  }
+}
+
+void JNICALL OnCompiledMethodUnload(jvmtiEnv* jvmti, jmethodID method, const void* code_addr) {
+  const uint64_t addr = reinterpret_cast<uint64_t>(code_addr);
+  Locked lock;
+  if (!g_agent.active || g_agent.closed) return;
+  uint64_t index = 0;
+  if (auto it = g_agent.index_by_addr.find(addr); it != g_agent.index_by_addr.end()) {
+    index = it->second;
+    g_agent.index_by_addr.erase(it);
+  }
+  std::string record;
+  WriteRecordHeader(record, jd::kSideUnload, jd::kSideUnloadSize, MonotonicNs());
+  Put64(record, addr);
+  Put64(record, index);
+  WriteSide(record);
+}
+
+void JNICALL OnDynamicCodeGenerated(jvmtiEnv* jvmti, const char* name, const void* address, jint length) {
+  if (!address || length < 0) return;
+  Locked lock;
+  if (!g_agent.active || g_agent.closed) return;
+  WriteCodeLoad(name ? name : "[stub]", reinterpret_cast<uint64_t>(address), static_cast<uint64_t>(length),
+                MonotonicNs());
+}
+
+void WriteThreadName(uint32_t tid, const char* name) {
+  const size_t name_len = strlen(name) + 1;
+  std::string record;
+  WriteRecordHeader(record, jd::kSideThreadName, static_cast<uint32_t>(jd::kSideThreadNameFixedSize + name_len),
+                    MonotonicNs());
+  Put32(record, tid);
+  Put32(record, 0);
+  record.append(name, name_len);
+  WriteSide(record);
+}
+
+void JNICALL OnThreadStart(jvmtiEnv* jvmti, JNIEnv* jni, jthread thread) {
+  jvmtiThreadInfo info{};
+  if (jvmti->GetThreadInfo(thread, &info) != JVMTI_ERROR_NONE) return;
+  const uint32_t tid = Tid();  // ThreadStart runs on the new thread itself
+  {
+    Locked lock;
+    if (g_agent.active && !g_agent.closed && info.name) WriteThreadName(tid, info.name);
+  }
+  Deallocate(jvmti, info.name);
+  if (jni) {
+    if (info.thread_group) jni->DeleteLocalRef(info.thread_group);
+    if (info.context_class_loader) jni->DeleteLocalRef(info.context_class_loader);
+  }
+}
+
+void JNICALL OnThreadEnd(jvmtiEnv* jvmti, JNIEnv* jni, jthread thread) {
+  // The tid may be reused by a native thread: drop the Java name.
+  Locked lock;
+  if (g_agent.active && !g_agent.closed) WriteThreadName(Tid(), "");
+}
+
+void JNICALL OnVMInit(jvmtiEnv* jvmti, JNIEnv* jni, jthread thread) {
+  // Stubs generated before the agent's events were live (started with
+  // -agentpath, the interpreter is generated before VMInit).
+  jvmti->GenerateEvents(JVMTI_EVENT_DYNAMIC_CODE_GENERATED);
+  OnThreadStart(jvmti, jni, thread);
+}
+
+void JNICALL OnVMDeath(jvmtiEnv* jvmti, JNIEnv* jni) {
+  Locked lock;
+  if (!g_agent.active || g_agent.closed) return;
+  std::string record;
+  WriteRecordHeader(record, jd::kCodeClose, jd::kRecordHeaderSize, MonotonicNs());
+  iovec iov{record.data(), record.size()};
+  if (!WriteAll(g_agent.dump_fd, &iov, 1)) NoteWriteError("the jitdump");
+  g_agent.closed = true;
+}
+
+// ---- set-up ----
+
+bool ParseOptions(const char* text, Options* out) {
+  if (!text) return true;
+  std::string all(text);
+  size_t pos = 0;
+  while (pos <= all.size()) {
+    size_t comma = all.find(',', pos);
+    if (comma == std::string::npos) comma = all.size();
+    std::string opt = all.substr(pos, comma - pos);
+    pos = comma + 1;
+    if (opt.empty()) continue;
+    if (opt == "perfmap") out->perfmap = true;
+    else if (opt == "sig") out->signatures = true;
+    else if (opt == "quiet") out->quiet = true;
+    else if (opt.rfind("dir=", 0) == 0 && opt.size() > 4) out->dir = opt.substr(4);
+    else {
+      Log("unknown option '%s' (known: perfmap, sig, quiet, dir=PATH)", opt.c_str());
+      return false;
+    }
+  }
+  return true;
+}
+
+uint32_t ElfMachine() {
+  int fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 62;
+  unsigned char header[20] = {};
+  ssize_t n = read(fd, header, sizeof(header));
+  close(fd);
+  if (n < 20) return 62;
+  uint16_t machine;
+  memcpy(&machine, header + 18, 2);
+  return machine;
+}
+
+bool OpenFiles(bool attached, bool preserve_fp) {
+  const std::string base = g_agent.options.dir + "/jit-" + std::to_string(g_agent.pid);
+  const std::string dump_path = base + ".dump";
+  if (DumpAlreadyMapped(dump_path)) {
+    if (!g_agent.options.quiet) Log("%s is already being written by an agent in this JVM", dump_path.c_str());
+    return false;
+  }
+  g_agent.dump_fd = CreateExclusive(dump_path, /*readable=*/true);
+  if (g_agent.dump_fd < 0) return false;
+  std::string header;
+  Put32(header, jd::kMagic);
+  Put32(header, jd::kVersion);
+  Put32(header, jd::kFileHeaderSize);
+  Put32(header, ElfMachine());
+  Put32(header, 0);
+  Put32(header, g_agent.pid);
+  Put64(header, MonotonicNs());
+  Put64(header, 0);  // flags: CLOCK_MONOTONIC timestamps
+  iovec iov{header.data(), header.size()};
+  if (!WriteAll(g_agent.dump_fd, &iov, 1)) {
+    Log("cannot write %s: %s", dump_path.c_str(), strerror(errno));
+    return false;
+  }
+  // perf learns the jitdump from this executable mapping (formats.md §1.1).
+  const long page = sysconf(_SC_PAGESIZE);
+  g_agent.marker_len = page > 0 ? static_cast<size_t>(page) : 4096;
+  void* marker = mmap(nullptr, g_agent.marker_len, PROT_READ | PROT_EXEC, MAP_PRIVATE, g_agent.dump_fd, 0);
+  if (marker == MAP_FAILED) {
+    Log("cannot map %s executable (%s): perf will not find it; arcprof still will", dump_path.c_str(),
+        strerror(errno));
+  } else {
+    g_agent.marker = marker;
+  }
+  g_agent.side_fd = CreateExclusive(base + ".arcprof", /*readable=*/false);
+  if (g_agent.side_fd >= 0) {
+    std::string side;
+    side.append(jd::kSideMagic, sizeof(jd::kSideMagic));
+    Put32(side, jd::kSideVersion);
+    Put32(side, jd::kSideHeaderSize);
+    const char* vm = "HotSpot";
+    std::string vm_name = vm;
+    char* prop = nullptr;
+    if (g_agent.jvmti->GetSystemProperty("java.vm.version", &prop) == JVMTI_ERROR_NONE && prop) {
+      vm_name += " ";
+      vm_name += prop;
+    }
+    Deallocate(g_agent.jvmti, prop);
+    const uint32_t flags = (preserve_fp ? jd::kVmPreserveFramePointer : 0) | (attached ? jd::kVmAttachedLate : 0);
+    WriteRecordHeader(side, jd::kSideVmInfo, static_cast<uint32_t>(jd::kSideVmInfoFixedSize + vm_name.size() + 1),
+                      MonotonicNs());
+    Put32(side, g_agent.pid);
+    Put32(side, flags);
+    side.append(vm_name.c_str(), vm_name.size() + 1);
+    WriteSide(side);
+  }
+  if (g_agent.options.perfmap) {
+    g_agent.map_fd = CreateExclusive(g_agent.options.dir + "/perf-" + std::to_string(g_agent.pid) + ".map", false);
+  }
+  return true;
+}
+
+void CloseFiles() {
+  if (g_agent.marker) munmap(g_agent.marker, g_agent.marker_len);
+  g_agent.marker = nullptr;
+  for (int* fd : {&g_agent.dump_fd, &g_agent.side_fd, &g_agent.map_fd}) {
+    if (*fd >= 0) close(*fd);
+    *fd = -1;
+  }
+}
+
+jint Start(JavaVM* vm, const char* options, bool attached) {
+  {
+    Locked lock;
+    if (g_agent.active) {
+      if (!g_agent.options.quiet) Log("already active in this JVM; writing jit-%u.dump", g_agent.pid);
+      return JNI_OK;
+    }
+  }
+  Options parsed;
+  if (!ParseOptions(options, &parsed)) return JNI_ERR;
+  jvmtiEnv* jvmti = nullptr;
+  if (vm->GetEnv(reinterpret_cast<void**>(&jvmti), JVMTI_VERSION_1_2) != JNI_OK || !jvmti) {
+    Log("this JVM offers no JVMTI 1.2 environment");
+    return JNI_ERR;
+  }
+  jvmtiCapabilities caps{};
+  caps.can_generate_compiled_method_load_events = 1;
+  if (jvmtiError err = jvmti->AddCapabilities(&caps); err != JVMTI_ERROR_NONE) {
+    Log("the JVM refused the compiled-method capability (JVMTI error %d)", static_cast<int>(err));
+    jvmti->DisposeEnvironment();
+    return JNI_ERR;
+  }
+  const bool preserve_fp = PreserveFramePointerOn();
+  {
+    Locked lock;
+    g_agent.jvmti = jvmti;
+    g_agent.options = parsed;
+    g_agent.pid = static_cast<uint32_t>(getpid());
+    if (!OpenFiles(attached, preserve_fp)) {
+      CloseFiles();
+      jvmti->DisposeEnvironment();
+      g_agent.jvmti = nullptr;
+      return JNI_ERR;
+    }
+    g_agent.active = true;
+  }
+  if (!preserve_fp && !parsed.quiet) {
+    Log("-XX:+PreserveFramePointer is off: profilers' Java stacks end at the first JIT frame; "
+        "start the JVM with -XX:+PreserveFramePointer for complete stacks");
+  }
+  jvmtiEventCallbacks callbacks{};
+  callbacks.CompiledMethodLoad = OnCompiledMethodLoad;
+  callbacks.CompiledMethodUnload = OnCompiledMethodUnload;
+  callbacks.DynamicCodeGenerated = OnDynamicCodeGenerated;
+  callbacks.ThreadStart = OnThreadStart;
+  callbacks.ThreadEnd = OnThreadEnd;
+  callbacks.VMInit = OnVMInit;
+  callbacks.VMDeath = OnVMDeath;
+  jvmtiError err = jvmti->SetEventCallbacks(&callbacks, sizeof(callbacks));
+  const jvmtiEvent events[] = {JVMTI_EVENT_COMPILED_METHOD_LOAD, JVMTI_EVENT_COMPILED_METHOD_UNLOAD,
+                               JVMTI_EVENT_DYNAMIC_CODE_GENERATED, JVMTI_EVENT_THREAD_START,
+                               JVMTI_EVENT_THREAD_END, JVMTI_EVENT_VM_INIT, JVMTI_EVENT_VM_DEATH};
+  for (jvmtiEvent e : events) {
+    if (err != JVMTI_ERROR_NONE) break;
+    if (attached && e == JVMTI_EVENT_VM_INIT) continue;
+    err = jvmti->SetEventNotificationMode(JVMTI_ENABLE, e, nullptr);
+  }
+  if (err == JVMTI_ERROR_NONE && attached) {
+    // What already exists: compiled methods and stubs, stamped now.
+    err = jvmti->GenerateEvents(JVMTI_EVENT_DYNAMIC_CODE_GENERATED);
+    if (err == JVMTI_ERROR_NONE) err = jvmti->GenerateEvents(JVMTI_EVENT_COMPILED_METHOD_LOAD);
+  }
+  if (err != JVMTI_ERROR_NONE) {
+    Log("cannot enable JIT events (JVMTI error %d); no jitdump will be written", static_cast<int>(err));
+    for (jvmtiEvent e : events) jvmti->SetEventNotificationMode(JVMTI_DISABLE, e, nullptr);
+    Locked lock;
+    g_agent.active = false;
+    CloseFiles();
+    return JNI_ERR;
+  }
+  if (!parsed.quiet && attached) {
+    Locked lock;
+    Log("writing %s/jit-%u.dump (%llu code records so far)", parsed.dir.c_str(), g_agent.pid,
+        static_cast<unsigned long long>(g_agent.records));
+  }
+  return JNI_OK;
+}
+
+}  // namespace
+
+extern "C" {
+
+JNIEXPORT jint JNICALL Agent_OnLoad(JavaVM* vm, char* options, void* reserved) {
+  // A failing profiler agent must not keep the JVM from starting.
+  if (Start(vm, options, /*attached=*/false) != JNI_OK) Log("continuing without arcprof's JIT records");
+  return JNI_OK;
+}
+
+JNIEXPORT jint JNICALL Agent_OnAttach(JavaVM* vm, char* options, void* reserved) {
+  return Start(vm, options, /*attached=*/true);
+}
+
+JNIEXPORT void JNICALL Agent_OnUnload(JavaVM* vm) {
+  Locked lock;
+  g_agent.active = false;
+  CloseFiles();
+}
+
+}  // extern "C"

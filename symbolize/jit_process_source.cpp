@@ -1,0 +1,274 @@
+#include "symbolize/jit_process_source.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <spdlog/fmt/fmt.h>
+
+#include "symbolize/jitdump_format.h"
+#include "symbolize/perf_map.h"
+#include "symbolize/proc_parse.h"
+#include "symbolize/symbolizer.h"
+
+namespace arcprof {
+namespace {
+
+constexpr size_t kMaxReadPerPoll = 256u << 20;
+// Looking for files that are not there yet costs a few syscalls: at most
+// this often per process.
+constexpr uint64_t kDiscoverEveryNs = 500'000'000;
+
+std::string ReadSmallFile(const std::string& path) {
+  ScopedFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  std::string out;
+  if (!fd.valid()) return out;
+  char buf[8192];
+  ssize_t n;
+  while ((n = read(fd.get(), buf, sizeof(buf))) > 0 && out.size() < (4u << 20)) out.append(buf, static_cast<size_t>(n));
+  return out;
+}
+
+// "jit-<digits>.dump", perf's rule for a jitdump's name (formats.md §1.1).
+bool IsJitdumpName(std::string_view path) {
+  const size_t slash = path.rfind('/');
+  std::string_view base = slash == std::string_view::npos ? path : path.substr(slash + 1);
+  if (!base.starts_with("jit-") || !base.ends_with(".dump")) return false;
+  std::string_view digits = base.substr(4, base.size() - 9);
+  if (digits.empty()) return false;
+  for (char c : digits) {
+    if (c < '0' || c > '9') return false;
+  }
+  return true;
+}
+
+// Java's interpreter is one code blob; other runtimes have no such name.
+FrameKind KindOf(std::string_view name) {
+  return name == "Interpreter" ? FrameKind::kInterpreted : FrameKind::kJit;
+}
+
+}  // namespace
+
+uint64_t JitMonotonicNowNs() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+JitProcessSource::JitProcessSource(const ProcessInfo& process, JitSourceOptions options)
+    : pid_(process.pid), ns_pid_(process.ns_pid ? process.ns_pid : process.pid), uid_(process.uid),
+      euid_(process.uid), options_(std::move(options)) {
+  root_ = fmt::format("{}/{}/root", options_.proc_root, pid_);
+  // The status file is the authority on the owner and the namespaced pid.
+  auto status = procfs::ParseStatus(ReadSmallFile(fmt::format("{}/{}/status", options_.proc_root, pid_)));
+  if (status.ok()) {
+    uid_ = status->uid;
+    euid_ = status->euid;
+    if (!status->nspid.empty()) ns_pid_ = status->nspid.back();
+  }
+}
+
+JitProcessSource::~JitProcessSource() = default;
+
+std::vector<std::string> JitProcessSource::TakeWarnings() { return std::exchange(warnings_, {}); }
+
+void JitProcessSource::Warn(const std::string& path, std::string message) {
+  if (warned_paths_.insert(path).second) warnings_.push_back(std::move(message));
+}
+
+bool JitProcessSource::OpenTrusted(const std::string& path, Tail* tail) {
+  ScopedFd fd(open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK));
+  if (!fd.valid()) {
+    if (errno == ELOOP) Warn(path, fmt::format("ignoring {}: it is a symbolic link", path));
+    return false;
+  }
+  struct stat st {};
+  if (fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) {
+    Warn(path, fmt::format("ignoring {}: not a regular file", path));
+    return false;
+  }
+  if (!options_.accept_any_owner && st.st_uid != 0 && st.st_uid != uid_ && st.st_uid != euid_) {
+    Warn(path, fmt::format("ignoring {}: owned by uid {}, not by the process's uid {} or root", path, st.st_uid,
+                           uid_));
+    return false;
+  }
+  tail->fd = std::move(fd);
+  tail->path = path;
+  return true;
+}
+
+void JitProcessSource::Discover(uint64_t now_ns) {
+  if (discovered_once_ && now_ns - last_discover_ns_ < kDiscoverEveryNs) return;
+  discovered_once_ = true;
+  last_discover_ns_ = now_ns;
+  if (!dump_.fd.valid()) {
+    // Our agent's place first, then any executable jit-N.dump mapping (perf's
+    // discovery rule: node --perf-prof, wasmtime and others write elsewhere).
+    std::string dump_path = fmt::format("{}/tmp/jit-{}.dump", root_, ns_pid_);
+    bool found = OpenTrusted(dump_path, &dump_);
+    if (!found) {
+      const std::string maps = ReadSmallFile(fmt::format("{}/{}/maps", options_.proc_root, pid_));
+      for (const procfs::MapsEntry& e : procfs::ParseMaps(maps)) {
+        if ((e.prot & procfs::kProtExec) && IsJitdumpName(e.path)) {
+          dump_path = root_ + e.path;
+          found = OpenTrusted(dump_path, &dump_);
+          break;
+        }
+      }
+    }
+    if (found) {
+      const std::string side_path = dump_path.substr(0, dump_path.size() - 5) + ".arcprof";
+      OpenTrusted(side_path, &side_);  // other runtimes write none
+    }
+  }
+  // A jitdump says everything a perf map would, with times: prefer it.
+  if (!dump_.fd.valid() && !map_.fd.valid()) {
+    if (!OpenTrusted(fmt::format("{}/tmp/perf-{}.map", root_, ns_pid_), &map_) && ns_pid_ != pid_) {
+      OpenTrusted(fmt::format("/tmp/perf-{}.map", pid_), &map_);
+    }
+  }
+}
+
+bool JitProcessSource::ReadNew(Tail& tail, std::string* data) {
+  data->clear();
+  struct stat st {};
+  if (fstat(tail.fd.get(), &st) != 0) return false;
+  const uint64_t size = static_cast<uint64_t>(st.st_size);
+  if (size <= tail.offset) return false;
+  const size_t want = static_cast<size_t>(std::min<uint64_t>(size - tail.offset, kMaxReadPerPoll));
+  data->resize(want);
+  size_t got = 0;
+  while (got < want) {
+    ssize_t n = pread(tail.fd.get(), data->data() + got, want - got, static_cast<off_t>(tail.offset + got));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    got += static_cast<size_t>(n);
+  }
+  data->resize(got);
+  return got > 0;
+}
+
+void JitProcessSource::PollDump() {
+  if (!dump_.fd.valid() || dump_.dead) return;
+  std::string data;
+  if (!ReadNew(dump_, &data)) return;
+  std::string_view view = data;
+  if (!dump_.header_done) {
+    if (view.size() < jitdump::kFileHeaderSize) return;  // header still being written
+    auto header = jitdump::ParseFileHeader(view);
+    if (!header.ok()) {
+      warnings_.push_back(fmt::format("ignoring {}: {}", dump_.path, header.error().message));
+      dump_.dead = true;
+      stats_.corrupt = true;
+      return;
+    }
+    dump_.header_done = true;
+    dump_.swapped = header->swapped;
+    dump_.offset = header->header_size;
+    if (view.size() < header->header_size) return;
+    view.remove_prefix(header->header_size);
+  }
+  jitdump::Records records;
+  jitdump::ParseProgress p = jitdump::ParseRecords(view, dump_.swapped, &records);
+  dump_.offset += p.consumed;
+  for (const jitdump::CodeLoad& load : records.loads) {
+    index_.AddCode(load.t_ns, load.addr, load.size, load.name, load.index, KindOf(load.name));
+  }
+  for (const jitdump::CodeMove& move : records.moves) index_.AddMove(move.t_ns, move.new_addr, move.size, move.index);
+  stats_.code_loads += records.loads.size();
+  if (p.corrupt) {
+    warnings_.push_back(fmt::format("{}: {}; records after it are ignored", dump_.path, p.error));
+    dump_.dead = true;
+    stats_.corrupt = true;
+  }
+}
+
+void JitProcessSource::PollSide() {
+  if (!side_.fd.valid() || side_.dead) return;
+  std::string data;
+  if (!ReadNew(side_, &data)) return;
+  std::string_view view = data;
+  if (!side_.header_done) {
+    if (view.size() < jitdump::kSideHeaderSize) return;
+    auto header = jitdump::ParseSideHeader(view);
+    if (!header.ok()) {
+      warnings_.push_back(fmt::format("ignoring {}: {}", side_.path, header.error().message));
+      side_.dead = true;
+      return;
+    }
+    side_.header_done = true;
+    side_.offset = *header;
+    if (view.size() < *header) return;
+    view.remove_prefix(*header);
+  }
+  jitdump::SideRecords records;
+  jitdump::ParseProgress p = jitdump::ParseSideRecords(view, &records);
+  side_.offset += p.consumed;
+  for (const jitdump::VmInfo& vm : records.vm) {
+    vm_flags_ = vm.flags;
+    vm_name_ = vm.vm;
+  }
+  for (const jitdump::ThreadName& t : records.threads) {
+    if (!t.name.empty()) thread_names_.emplace(t.tid, t.name);
+  }
+  stats_.thread_names += records.threads.size();
+  for (const jitdump::InlineInfo& info : records.inlines) {
+    std::vector<JitInlineRange> ranges;
+    ranges.reserve(info.entries.size());
+    for (const jitdump::InlineEntry& e : info.entries) {
+      JitInlineRange r;
+      r.pc_offset = e.pc_offset;
+      // The chain is innermost first and ends with the compiled method itself.
+      for (size_t i = e.chain.size(); i-- > 1;) r.chain.push_back(info.names[e.chain[i - 1]]);
+      ranges.push_back(std::move(r));
+    }
+    index_.AddInline(info.index, std::move(ranges));
+  }
+  stats_.inline_records += records.inlines.size();
+  for (const jitdump::Unload& u : records.unloads) index_.AddUnload(u.t_ns, u.addr, u.index);
+  stats_.unloads += records.unloads.size();
+  if (p.corrupt) {
+    warnings_.push_back(fmt::format("{}: {}; records after it are ignored", side_.path, p.error));
+    side_.dead = true;
+  }
+}
+
+void JitProcessSource::PollMap(uint64_t now_ns) {
+  if (!map_.fd.valid()) return;
+  std::string data;
+  if (!ReadNew(map_, &data)) return;
+  std::vector<perfmap::Entry> entries;
+  perfmap::ParseProgress p = perfmap::ParseLines(data, /*at_end=*/false, &entries);
+  map_.offset += p.consumed;
+  // Lines present at the first read describe code from before it; later
+  // lines win from the time they were read (the format has no times).
+  const uint64_t stamp = map_read_once_ ? now_ns : 0;
+  map_read_once_ = true;
+  for (const perfmap::Entry& e : entries) index_.AddCode(stamp, e.start, e.size, e.name);
+  stats_.perf_map_entries += entries.size();
+  stats_.perf_map_malformed += p.malformed;
+}
+
+void JitProcessSource::Poll(uint64_t now_ns) {
+  last_poll_ns_ = now_ns;
+  Discover(now_ns);
+  // The dump first: side records refer to its code indexes (the index also
+  // copes with the other order).
+  PollDump();
+  PollSide();
+  PollMap(now_ns);
+}
+
+std::optional<JitSymbol> JitProcessSource::Find(uint64_t addr, uint64_t t_ns) {
+  if (auto found = index_.Find(addr, t_ns)) return found;
+  // The record may have been appended after our last read.
+  const uint64_t now = JitMonotonicNowNs();
+  if (now - last_poll_ns_ < options_.reread_on_miss_ns) return std::nullopt;
+  Poll(now);
+  return index_.Find(addr, t_ns);
+}
+
+}  // namespace arcprof

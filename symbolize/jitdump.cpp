@@ -1,0 +1,241 @@
+#include "symbolize/jitdump.h"
+
+#include <cstring>
+
+#include "symbolize/jitdump_format.h"
+
+namespace arcprof::jitdump {
+namespace {
+
+// Caps from formats.md §1.12: a header larger than this or a record larger
+// than 64 MiB is not something a runtime writes.
+constexpr uint32_t kMaxHeaderSize = 4096;
+constexpr uint32_t kMaxRecordSize = 64u << 20;
+
+class Reader {
+ public:
+  Reader(std::string_view data, bool swapped) : data_(data), swapped_(swapped) {}
+  uint32_t U32(size_t off) const {
+    uint32_t v;
+    memcpy(&v, data_.data() + off, 4);
+    return swapped_ ? __builtin_bswap32(v) : v;
+  }
+  uint64_t U64(size_t off) const {
+    uint64_t v;
+    memcpy(&v, data_.data() + off, 8);
+    return swapped_ ? __builtin_bswap64(v) : v;
+  }
+
+ private:
+  std::string_view data_;
+  bool swapped_;
+};
+
+// The NUL-terminated string at [off, end); false when no NUL lies inside.
+bool CString(std::string_view data, size_t off, size_t end, std::string* out, size_t* len_with_nul) {
+  if (off >= end) return false;
+  const void* nul = memchr(data.data() + off, '\0', end - off);
+  if (!nul) return false;
+  const size_t len = static_cast<const char*>(nul) - (data.data() + off);
+  out->assign(data.data() + off, len);
+  *len_with_nul = len + 1;
+  return true;
+}
+
+ParseProgress Corrupt(size_t consumed, std::string message) {
+  ParseProgress p;
+  p.consumed = consumed;
+  p.corrupt = true;
+  p.error = std::move(message);
+  return p;
+}
+
+}  // namespace
+
+Result<FileHeader> ParseFileHeader(std::string_view data) {
+  if (data.size() < kFileHeaderSize) return MakeError("shorter than a jitdump header (40 bytes)");
+  uint32_t magic;
+  memcpy(&magic, data.data(), 4);
+  FileHeader h;
+  if (magic == kMagicSwapped) h.swapped = true;
+  else if (magic != kMagic) return MakeError("not a jitdump file (bad magic)");
+  Reader r(data, h.swapped);
+  const uint32_t version = r.U32(4);
+  if (version > kVersion) return MakeError("jitdump version " + std::to_string(version) + " is newer than 1");
+  h.header_size = r.U32(8);
+  if (h.header_size < kFileHeaderSize || h.header_size > kMaxHeaderSize) {
+    return MakeError("jitdump header size " + std::to_string(h.header_size) + " is out of range");
+  }
+  h.elf_mach = r.U32(12);
+  h.pid = r.U32(20);
+  h.flags = r.U64(32);
+  if (h.flags & ~kFlagArchTimestamp) return MakeError("jitdump has unknown flags set");
+  if (h.flags & kFlagArchTimestamp) {
+    return MakeError("jitdump uses TSC timestamps (JITDUMP_USE_ARCH_TIMESTAMP); unset it for arcprof");
+  }
+  return h;
+}
+
+ParseProgress ParseRecords(std::string_view data, bool swapped, Records* out) {
+  Reader r(data, swapped);
+  size_t off = 0;
+  while (data.size() - off >= kRecordHeaderSize) {
+    const uint32_t id = r.U32(off);
+    const uint32_t total = r.U32(off + 4);
+    const uint64_t t_ns = r.U64(off + 8);
+    if (total < kRecordHeaderSize || total > kMaxRecordSize) {
+      return Corrupt(off, "record size " + std::to_string(total) + " at offset " + std::to_string(off));
+    }
+    if (total > data.size() - off) break;  // still being written
+    const size_t end = off + total;
+    switch (id) {
+      case kCodeLoad: {
+        if (total < kCodeLoadFixedSize) return Corrupt(off, "CODE_LOAD shorter than 56 bytes");
+        CodeLoad load;
+        load.t_ns = t_ns;
+        load.pid = r.U32(off + 16);
+        load.tid = r.U32(off + 20);
+        load.addr = r.U64(off + 32);
+        load.size = r.U64(off + 40);
+        load.index = r.U64(off + 48);
+        size_t name_len = 0;
+        if (!CString(data, off + kCodeLoadFixedSize, end, &load.name, &name_len)) {
+          return Corrupt(off, "CODE_LOAD name is not terminated inside its record");
+        }
+        const uint64_t rest = total - kCodeLoadFixedSize - name_len;
+        // Code bytes are optional (symbol-only writers); padding up to 7 bytes is tolerated.
+        if (rest != 0 && rest != load.size && (rest < load.size || rest - load.size > 7)) {
+          return Corrupt(off, "CODE_LOAD code size does not match its record");
+        }
+        if (load.addr + load.size < load.addr) return Corrupt(off, "CODE_LOAD address range overflows");
+        out->loads.push_back(std::move(load));
+        break;
+      }
+      case kCodeMove: {
+        if (total < kCodeMoveSize) return Corrupt(off, "CODE_MOVE shorter than 64 bytes");
+        CodeMove move;
+        move.t_ns = t_ns;
+        move.old_addr = r.U64(off + 32);
+        move.new_addr = r.U64(off + 40);
+        move.size = r.U64(off + 48);
+        move.index = r.U64(off + 56);
+        if (move.new_addr + move.size < move.new_addr) return Corrupt(off, "CODE_MOVE address range overflows");
+        out->moves.push_back(move);
+        break;
+      }
+      case kCodeClose:
+        out->closed = true;
+        break;
+      default:
+        // DEBUG_INFO and UNWINDING_INFO are not needed to name code; unknown
+        // ids are skipped as perf does.
+        ++out->skipped;
+        break;
+    }
+    off = end;
+  }
+  ParseProgress p;
+  p.consumed = off;
+  return p;
+}
+
+Result<uint32_t> ParseSideHeader(std::string_view data) {
+  if (data.size() < kSideHeaderSize) return MakeError("shorter than an arcprof side-file header (16 bytes)");
+  if (memcmp(data.data(), kSideMagic, sizeof(kSideMagic)) != 0) return MakeError("not an arcprof side file");
+  Reader r(data, false);
+  if (r.U32(8) != kSideVersion) return MakeError("side file version " + std::to_string(r.U32(8)) + " is not 1");
+  const uint32_t size = r.U32(12);
+  if (size < kSideHeaderSize || size > kMaxHeaderSize) return MakeError("side-file header size out of range");
+  return size;
+}
+
+ParseProgress ParseSideRecords(std::string_view data, SideRecords* out) {
+  Reader r(data, false);
+  size_t off = 0;
+  while (data.size() - off >= kRecordHeaderSize) {
+    const uint32_t id = r.U32(off);
+    const uint32_t total = r.U32(off + 4);
+    const uint64_t t_ns = r.U64(off + 8);
+    if (total < kRecordHeaderSize || total > kMaxRecordSize) {
+      return Corrupt(off, "side record size " + std::to_string(total) + " at offset " + std::to_string(off));
+    }
+    if (total > data.size() - off) break;
+    const size_t end = off + total;
+    size_t len = 0;
+    switch (id) {
+      case kSideVmInfo: {
+        if (total < kSideVmInfoFixedSize) return Corrupt(off, "VM_INFO too short");
+        VmInfo vm;
+        vm.t_ns = t_ns;
+        vm.pid = r.U32(off + 16);
+        vm.flags = r.U32(off + 20);
+        if (!CString(data, off + kSideVmInfoFixedSize, end, &vm.vm, &len)) return Corrupt(off, "VM_INFO name unterminated");
+        out->vm.push_back(std::move(vm));
+        break;
+      }
+      case kSideThreadName: {
+        if (total < kSideThreadNameFixedSize) return Corrupt(off, "THREAD_NAME too short");
+        ThreadName t;
+        t.t_ns = t_ns;
+        t.tid = r.U32(off + 16);
+        if (!CString(data, off + kSideThreadNameFixedSize, end, &t.name, &len)) {
+          return Corrupt(off, "THREAD_NAME name unterminated");
+        }
+        out->threads.push_back(std::move(t));
+        break;
+      }
+      case kSideUnload: {
+        if (total < kSideUnloadSize) return Corrupt(off, "UNLOAD too short");
+        out->unloads.push_back(Unload{t_ns, r.U64(off + 16), r.U64(off + 24)});
+        break;
+      }
+      case kSideInline: {
+        if (total < kSideInlineFixedSize) return Corrupt(off, "INLINE too short");
+        InlineInfo info;
+        info.t_ns = t_ns;
+        info.addr = r.U64(off + 16);
+        info.index = r.U64(off + 24);
+        const uint32_t name_count = r.U32(off + 32);
+        const uint32_t pc_count = r.U32(off + 36);
+        size_t pos = off + kSideInlineFixedSize;
+        // Each name needs at least its NUL, each entry 8 bytes: the counts
+        // cannot exceed the record, which bounds every allocation below.
+        if (name_count > total || pc_count > total / 8) return Corrupt(off, "INLINE counts exceed the record");
+        info.names.reserve(name_count);
+        for (uint32_t i = 0; i < name_count; ++i) {
+          std::string name;
+          if (!CString(data, pos, end, &name, &len)) return Corrupt(off, "INLINE name unterminated");
+          info.names.push_back(std::move(name));
+          pos += len;
+        }
+        info.entries.reserve(pc_count);
+        for (uint32_t i = 0; i < pc_count; ++i) {
+          if (end - pos < 8) return Corrupt(off, "INLINE entries overrun the record");
+          InlineEntry e;
+          e.pc_offset = r.U32(pos);
+          const uint32_t depth = r.U32(pos + 4);
+          pos += 8;
+          if (depth == 0 || depth > (end - pos) / 4) return Corrupt(off, "INLINE chain overruns the record");
+          e.chain.reserve(depth);
+          for (uint32_t d = 0; d < depth; ++d, pos += 4) {
+            const uint32_t name = r.U32(pos);
+            if (name >= name_count) return Corrupt(off, "INLINE chain names a missing method");
+            e.chain.push_back(name);
+          }
+          info.entries.push_back(std::move(e));
+        }
+        out->inlines.push_back(std::move(info));
+        break;
+      }
+      default:
+        ++out->skipped;
+        break;
+    }
+    off = end;
+  }
+  ParseProgress p;
+  p.consumed = off;
+  return p;
+}
+
+}  // namespace arcprof::jitdump

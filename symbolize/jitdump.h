@@ -1,0 +1,101 @@
+// Pure parsers of the jitdump file (formats.md §1) and of arcprof's side file
+// (symbolize/jitdump_format.h). They take bytes, never touch the file system,
+// and stop at a truncated tail without calling it corruption: the runtime is
+// still appending. Fuzzed by tests/java/fuzz_jitdump.cpp.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/result.h"
+
+namespace arcprof::jitdump {
+
+struct FileHeader {
+  bool swapped = false;      // written in the other byte order
+  uint32_t header_size = 0;  // records start here
+  uint32_t elf_mach = 0;
+  uint32_t pid = 0;
+  uint64_t flags = 0;
+};
+
+// The 40-byte header; an error for anything that is not a jitdump we can use
+// (ARCH_TIMESTAMP files are refused: their clock is not the samples').
+Result<FileHeader> ParseFileHeader(std::string_view data);
+
+struct CodeLoad {
+  uint64_t t_ns = 0;
+  uint32_t pid = 0, tid = 0;
+  uint64_t addr = 0, size = 0, index = 0;
+  std::string name;
+};
+
+struct CodeMove {
+  uint64_t t_ns = 0;
+  uint64_t old_addr = 0, new_addr = 0, size = 0, index = 0;
+};
+
+struct Records {
+  std::vector<CodeLoad> loads;
+  std::vector<CodeMove> moves;
+  bool closed = false;     // JIT_CODE_CLOSE seen
+  uint64_t skipped = 0;    // unknown or unused record types
+};
+
+struct ParseProgress {
+  size_t consumed = 0;     // bytes of whole records parsed; resume from here
+  bool corrupt = false;    // stop for good (message in error)
+  std::string error;
+};
+
+// Parses the records in `data` (which starts at a record boundary) into *out.
+// Stops at a truncated tail (consumed < data.size(), not corrupt).
+ParseProgress ParseRecords(std::string_view data, bool swapped, Records* out);
+
+// ---- side file ----
+
+struct VmInfo {
+  uint64_t t_ns = 0;
+  uint32_t pid = 0;
+  uint32_t flags = 0;  // kVm* bits
+  std::string vm;
+};
+
+struct ThreadName {
+  uint64_t t_ns = 0;
+  uint32_t tid = 0;
+  std::string name;  // "" at thread end
+};
+
+struct Unload {
+  uint64_t t_ns = 0;
+  uint64_t addr = 0, index = 0;
+};
+
+struct InlineEntry {
+  uint32_t pc_offset = 0;
+  std::vector<uint32_t> chain;  // indexes into InlineInfo::names, innermost first
+};
+
+struct InlineInfo {
+  uint64_t t_ns = 0;
+  uint64_t addr = 0, index = 0;
+  std::vector<std::string> names;
+  std::vector<InlineEntry> entries;
+};
+
+struct SideRecords {
+  std::vector<VmInfo> vm;
+  std::vector<ThreadName> threads;
+  std::vector<Unload> unloads;
+  std::vector<InlineInfo> inlines;
+  uint64_t skipped = 0;
+};
+
+// The 16-byte side-file header; returns the offset records start at.
+Result<uint32_t> ParseSideHeader(std::string_view data);
+ParseProgress ParseSideRecords(std::string_view data, SideRecords* out);
+
+}  // namespace arcprof::jitdump
