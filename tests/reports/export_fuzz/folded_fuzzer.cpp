@@ -1,0 +1,28 @@
+// Folded stacks are outside input (files from other tools): the parser and the
+// SVG writer behind it must never crash, hang or produce a graph whose total
+// differs from the sum of the parsed counts.
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <sstream>
+#include <string_view>
+
+#include "reports/flamegraph.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const std::string_view text(reinterpret_cast<const char*>(data), size);
+  auto tree = arcprof::ParseFoldedStacks(text);
+  if (!tree) return 0;
+  uint64_t self_sum = 0;
+  for (const auto& node : tree->nodes()) self_sum += node.self;
+  if (self_sum != tree->total()) std::abort();
+  std::ostringstream svg;
+  arcprof::FlameGraphOptions options;
+  options.icicle = size % 2 == 1;
+  arcprof::WriteFlameGraphSvg(*tree, options, svg);
+  // A differential rendering of the tree against itself: every delta is 0.
+  arcprof::FlameTree diff = *tree;
+  diff.delta_points.assign(diff.nodes().size(), 0.0);
+  arcprof::WriteFlameGraphSvg(diff, options, svg);
+  return 0;
+}
