@@ -147,12 +147,13 @@ TEST_F(ReportCli, UsageErrorsExitWith1) {
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_EQ(r.err, "arcprof report: --by: unknown level 'function'; use a comma-separated list of "
                    "pid, tid, mod, sym (e.g. pid,tid,mod,sym)\n");
-  r = RunArcprof({"report", "-i", capture_, "--view", "xtree"});
+  r = RunArcprof({"report", "-i", capture_, "--view", "nosuchview"});
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_EQ(r.err, "arcprof report: unknown view 'xtree'; use one of tprof\n");
-  r = RunArcprof({"export", "--format", "svg", "-i", capture_});
+  EXPECT_EQ(r.err.rfind("arcprof report: unknown view 'nosuchview'; use one of ", 0), 0u) << r.err;
+  EXPECT_NE(r.err.find("tprof"), std::string::npos) << r.err;
+  r = RunArcprof({"export", "--format", "gif", "-i", capture_});
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_EQ(r.err, "arcprof export: unknown format 'svg'; use one of folded\n");
+  EXPECT_EQ(r.err, "arcprof export: unknown format 'gif'; use one of folded, html, pprof, speedscope, svg, xprof\n");
   // CLI11 rejects these before a view runs.
   EXPECT_NE(RunArcprof({"report", "--format", "xml"}).exit_code, 0);
   EXPECT_NE(RunArcprof({"report", "--min", "150"}).exit_code, 0);
