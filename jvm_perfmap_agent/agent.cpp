@@ -444,6 +444,63 @@ void JNICALL OnVMDeath(jvmtiEnv* jvmti, JNIEnv* jni) {
   g_agent.closed = true;
 }
 
+// Attached late, the agent saw no ThreadStart for the threads that already
+// run, and JVMTI does not tell a thread's tid. HotSpot gives every thread it
+// starts its Java name (cut to 15 characters) as the kernel's name, so a
+// kernel name that matches exactly one Java name is that thread; the
+// launcher's main thread keeps the name "java" (the leader, tid == pid, is
+// the launcher waiting for it).
+void NameExistingThreads(jvmtiEnv* jvmti, JNIEnv* jni) {
+  jint count = 0;
+  jthread* threads = nullptr;
+  if (jvmti->GetAllThreads(&count, &threads) != JVMTI_ERROR_NONE) return;
+  std::vector<std::string> names;
+  for (jint i = 0; i < count; ++i) {
+    jvmtiThreadInfo info{};
+    if (jvmti->GetThreadInfo(threads[i], &info) == JVMTI_ERROR_NONE && info.name) names.emplace_back(info.name);
+    Deallocate(jvmti, info.name);
+    if (jni) {
+      if (info.thread_group) jni->DeleteLocalRef(info.thread_group);
+      if (info.context_class_loader) jni->DeleteLocalRef(info.context_class_loader);
+      jni->DeleteLocalRef(threads[i]);
+    }
+  }
+  Deallocate(jvmti, threads);
+  DIR* dir = opendir("/proc/self/task");
+  if (!dir) return;
+  std::vector<std::pair<uint32_t, std::string>> tasks;
+  while (dirent* entry = readdir(dir)) {
+    const uint32_t tid = static_cast<uint32_t>(strtoul(entry->d_name, nullptr, 10));
+    if (tid == 0 || tid == g_agent.pid) continue;
+    char path[64], comm[32] = {};
+    snprintf(path, sizeof(path), "/proc/self/task/%u/comm", tid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) continue;
+    ssize_t n = read(fd, comm, sizeof(comm) - 1);
+    close(fd);
+    if (n <= 0) continue;
+    comm[strcspn(comm, "\n")] = '\0';
+    tasks.emplace_back(tid, comm);
+  }
+  closedir(dir);
+  for (const std::string& name : names) {
+    const std::string kernel_name = name == "main" ? "java" : name.substr(0, 15);
+    uint32_t match = 0;
+    int matches = 0;
+    for (const auto& [tid, comm] : tasks) {
+      if (comm == kernel_name) {
+        match = tid;
+        ++matches;
+      }
+    }
+    int same_java_names = 0;
+    for (const std::string& other : names) same_java_names += other.substr(0, 15) == name.substr(0, 15);
+    if (matches != 1 || same_java_names != 1) continue;
+    Locked lock;
+    if (g_agent.active && !g_agent.closed) WriteThreadName(match, name.c_str());
+  }
+}
+
 // ---- set-up ----
 
 bool ParseOptions(const char* text, Options* out) {
@@ -619,6 +676,11 @@ jint Start(JavaVM* vm, const char* options, bool attached) {
     g_agent.active = false;
     CloseFiles();
     return JNI_ERR;
+  }
+  if (attached) {
+    JNIEnv* jni = nullptr;
+    if (vm->GetEnv(reinterpret_cast<void**>(&jni), JNI_VERSION_1_6) != JNI_OK) jni = nullptr;
+    NameExistingThreads(jvmti, jni);
   }
   if (!parsed.quiet && attached) {
     Locked lock;

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <iostream>
 
+#include "loader/java_cli.h"
 #include "loader/record.h"
 #include "reports/report_cli.h"
 
@@ -81,8 +82,14 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::Range(1024, 4194304));
   record->get_option("--ptt")->excludes(record->get_option("--no-ptt"));
+  record->add_flag_callback("--java", [&rec] { rec.java = true; },
+                            "Load the JVMTI agent into running HotSpot JVMs (default; docs/java.md)");
+  record->add_flag_callback("--no-java", [&rec] { rec.java = false; },
+                            "Do not attach to JVMs (jitdumps and perf maps are still read)");
+  record->get_option("--java")->excludes(record->get_option("--no-java"));
 
   arcprof::ReportCommands reports(app);
+  arcprof::JavaCommands java(app);
 
   // -p and a command are mutually exclusive; CLI11 cannot express "option vs
   // positional" on one subcommand via excludes(self), so check after parsing.
@@ -116,5 +123,6 @@ int main(int argc, char** argv) {
     return *result;
   }
   if (auto code = reports.RunIfSelected(std::cout, std::cerr)) return *code;
+  if (auto code = java.RunIfSelected(std::cout, std::cerr)) return *code;
   return 1;
 }

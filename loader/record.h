@@ -17,7 +17,7 @@ struct RecordOptions {
   uint64_t frequency_hz = 999;
   std::string event = "cpu-clock";
   std::string output = "arcprof.db";
-  uint32_t buffer_mb = 16;
+  uint32_t buffer_mb = 32;  // dwarf/hybrid records carry stack copies
   uint32_t drain_interval_ms = 100;
   std::string call_graph = "hybrid";     // fp, dwarf or hybrid
   uint32_t stack_kb = 64;                // user stack copied per sample (dwarf, hybrid)
@@ -29,6 +29,9 @@ struct RecordOptions {
   std::string ptt_events = "instructions,cycles";  // counters read at each switch (at most 4)
   uint32_t ptt_interval_ms = 100;                  // per-CPU accounting rows in the capture
   uint32_t ptt_max_threads = 65536;
+  // Load the JVMTI agent into running HotSpot JVMs (docs/java.md). Unset: on.
+  // Existing jitdumps and perf maps are read either way.
+  std::optional<bool> java;
 };
 
 // Checks that this process may load BPF programs and open perf events, and

@@ -1,5 +1,6 @@
 #include "loader/record.h"
 #include "loader/record_extension.h"
+#include "loader/java_extension.h"
 #include "loader/ptt_extension.h"
 
 namespace arcprof {
@@ -9,6 +10,7 @@ std::vector<std::unique_ptr<RecordExtension>> MakeRecordExtensions(const RecordO
   // One line per extension, e.g.:
   //   if (options.ptt) extensions.push_back(MakePttExtension(options));
   if (PttEnabled(options)) extensions.push_back(MakePttExtension(options));
+  extensions.push_back(MakeJavaExtension(options));
   return extensions;
 }
 

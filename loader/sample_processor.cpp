@@ -97,6 +97,22 @@ uint32_t SampleProcessor::InternFrame(const SymbolizedFrame& f) {
   return id;
 }
 
+uint32_t SampleProcessor::InternInlined(const SymbolizedFrame& f, std::string_view method) {
+  // Bit 15 keeps inlined frames apart from a compiled frame of the same name.
+  const FrameKey key{f.module.data(), method.data(), 0,
+                     static_cast<uint16_t>(0x8000u | static_cast<unsigned>(f.kind) << 8)};
+  auto it = frame_ids_.find(key);
+  if (it != frame_ids_.end()) return it->second;
+  FrameRecord record;
+  record.module = std::string(f.module);
+  record.symbol = std::string(method);
+  record.kind = f.kind;
+  record.inlined = true;
+  const uint32_t id = profile_.frames.Intern(record);
+  frame_ids_.emplace(key, id);
+  return id;
+}
+
 bool SampleProcessor::Process(const void* data, size_t size) {
   const uint64_t start_ns = MonotonicNs();
   struct Timer {  // charges the whole sample, whatever path returns
@@ -140,6 +156,10 @@ bool SampleProcessor::Process(const void* data, size_t size) {
     }
     ++frames_;
     stack_.push_back(InternFrame(f));
+    // JIT code with an inlining chain: each inlined method is a frame of its own.
+    if (f.inlined) {
+      for (std::string_view method : *f.inlined) stack_.push_back(InternInlined(f, method));
+    }
   };
   for (size_t i = user_pcs_.size(); i-- > 0;) {
     uint64_t ip = user_pcs_[i];

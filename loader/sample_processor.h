@@ -39,6 +39,7 @@ class SampleProcessor {
 
  private:
   uint32_t InternFrame(const SymbolizedFrame& frame);
+  uint32_t InternInlined(const SymbolizedFrame& jit_frame, std::string_view method);
   // Fills user_pcs_ (leaf first) from the BPF frame-pointer walk and, when
   // present, the registers and stack copy.
   void UserStack(uint32_t pid, uint32_t tid, uint64_t t_ns, const uint64_t* fp_pcs, size_t fp_len,

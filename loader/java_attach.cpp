@@ -1,0 +1,257 @@
+#include "loader/java_attach.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <spdlog/fmt/fmt.h>
+#include <thread>
+
+#include "common/scoped_fd.h"
+#include "symbolize/proc_parse.h"
+
+namespace arcprof {
+namespace {
+
+std::string ReadText(const std::string& path, size_t cap = 8u << 20) {
+  ScopedFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  std::string out;
+  if (!fd.valid()) return out;
+  char buf[16384];
+  ssize_t n;
+  while ((n = read(fd.get(), buf, sizeof(buf))) > 0 && out.size() < cap) out.append(buf, static_cast<size_t>(n));
+  return out;
+}
+
+uint64_t NowNs() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+// "SigCgt:\t0000000000004a0c" -> whether signal `sig` has a handler.
+bool CatchesSignal(std::string_view status, int sig) {
+  const size_t at = status.find("SigCgt:");
+  if (at == std::string_view::npos) return false;
+  const uint64_t mask = std::strtoull(std::string(status.substr(at + 7, 32)).c_str(), nullptr, 16);
+  return (mask >> (sig - 1)) & 1;
+}
+
+uint32_t StatusField(std::string_view status, std::string_view key, int index) {
+  const size_t at = status.find(key);
+  if (at == std::string_view::npos) return 0;
+  std::string rest(status.substr(at + key.size(), 64));
+  const char* p = rest.c_str();
+  char* end = nullptr;
+  unsigned long v = 0;
+  for (int i = 0; i <= index; ++i) {
+    v = std::strtoul(p, &end, 10);
+    if (end == p) return 0;
+    p = end;
+  }
+  return static_cast<uint32_t>(v);
+}
+
+struct Exchange {
+  // Inputs, prepared before the helper thread starts.
+  uint32_t pid = 0, ns_pid = 0, uid = 0, gid = 0;
+  std::string root;  // /proc/PID/root
+  std::string request;  // the protocol bytes
+  uint64_t deadline_ns = 0;
+  // Outputs.
+  bool ok = false;
+  std::string answer;
+  std::string error;
+};
+
+void Fail(Exchange& x, std::string message) {
+  x.ok = false;
+  x.error = std::move(message);
+}
+
+// Runs on its own thread: the raw syscalls change this thread's credentials
+// only (glibc's setuid would change every thread of the recorder).
+void RunExchange(Exchange& x) {
+  if (syscall(SYS_setgroups, 0, nullptr) != 0 || syscall(SYS_setresgid, x.gid, x.gid, x.gid) != 0 ||
+      syscall(SYS_setresuid, x.uid, x.uid, x.uid) != 0) {
+    return Fail(x, fmt::format("cannot take the JVM's uid {} / gid {}: {}", x.uid, x.gid, std::strerror(errno)));
+  }
+  const std::string socket_path = fmt::format("{}/tmp/.java_pid{}", x.root, x.ns_pid);
+  struct stat st {};
+  std::string trigger;
+  if (stat(socket_path.c_str(), &st) != 0 || !S_ISSOCK(st.st_mode)) {
+    // Ask the JVM to start its attach listener: a trigger file it checks for
+    // when it gets SIGQUIT (in its cwd or /tmp; /tmp is where we can write).
+    trigger = fmt::format("{}/tmp/.attach_pid{}", x.root, x.ns_pid);
+    ScopedFd fd(open(trigger.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+    if (!fd.valid() && errno != EEXIST) {
+      return Fail(x, fmt::format("cannot create {}: {}", trigger, std::strerror(errno)));
+    }
+    if (!fd.valid()) trigger.clear();  // somebody else's attach in progress: do not remove theirs
+    if (kill(static_cast<pid_t>(x.pid), SIGQUIT) != 0) {
+      if (!trigger.empty()) unlink(trigger.c_str());
+      return Fail(x, fmt::format("cannot signal the JVM: {}", std::strerror(errno)));
+    }
+    for (int delay_ms = 5;; delay_ms = std::min(delay_ms * 2, 200)) {
+      if (stat(socket_path.c_str(), &st) == 0 && S_ISSOCK(st.st_mode)) break;
+      if (NowNs() > x.deadline_ns) {
+        if (!trigger.empty()) unlink(trigger.c_str());
+        return Fail(x, "the JVM did not open its attach socket in time (started with "
+                       "-XX:+DisableAttachMechanism, or too busy?)");
+      }
+      usleep(static_cast<useconds_t>(delay_ms) * 1000);
+    }
+    if (!trigger.empty()) unlink(trigger.c_str());
+  }
+  ScopedFd sock(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  if (socket_path.size() >= sizeof(addr.sun_path)) {
+    return Fail(x, "attach socket path too long: " + socket_path);
+  }
+  memcpy(addr.sun_path, socket_path.c_str(), socket_path.size() + 1);
+  if (!sock.valid() || connect(sock.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    return Fail(x, fmt::format("cannot connect to {}: {}", socket_path, std::strerror(errno)));
+  }
+  size_t sent = 0;
+  while (sent < x.request.size()) {
+    ssize_t n = send(sock.get(), x.request.data() + sent, x.request.size() - sent, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return Fail(x, fmt::format("cannot send the attach request: {}", std::strerror(errno)));
+    sent += static_cast<size_t>(n);
+  }
+  // The JVM answers and closes the connection.
+  std::string answer;
+  for (;;) {
+    const uint64_t now = NowNs();
+    if (now > x.deadline_ns) return Fail(x, "the JVM did not answer the attach request in time");
+    pollfd p{sock.get(), POLLIN, 0};
+    const int wait_ms = static_cast<int>(std::min<uint64_t>((x.deadline_ns - now) / 1000000 + 1, 1000));
+    if (poll(&p, 1, wait_ms) <= 0) continue;
+    char buf[4096];
+    ssize_t n = recv(sock.get(), buf, sizeof(buf), 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    answer.append(buf, static_cast<size_t>(n));
+    if (answer.size() > (1u << 20)) break;
+  }
+  x.answer = answer;
+  // "<status>\n<text>": status 0 means the command ran; for `load` the text
+  // is "return code: N" (JDK 9+) or just N (JDK 8), N being Agent_OnAttach's.
+  const size_t nl = answer.find('\n');
+  const std::string status = answer.substr(0, nl);
+  std::string text = nl == std::string::npos ? "" : answer.substr(nl + 1);
+  while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
+  if (status != "0") {
+    return Fail(x, text.empty() ? fmt::format("the JVM refused the attach request (status {})", status)
+                                : fmt::format("the JVM refused: {}", text));
+  }
+  std::string code = text.rfind("return code: ", 0) == 0 ? text.substr(13) : text;
+  if (code.find('\n') != std::string::npos) code = code.substr(0, code.find('\n'));
+  if (!code.empty() && code != "0") {
+    const bool numeric = code.find_first_not_of("-0123456789") == std::string::npos;
+    return Fail(x, numeric ? fmt::format("the agent failed to start in the JVM (Agent_OnAttach returned {}; "
+                                         "see the JVM's stderr)", code)
+                           : fmt::format("the JVM refused: {}", text));
+  }
+  x.ok = true;
+}
+
+}  // namespace
+
+Result<JvmProcess> InspectJvm(uint32_t pid, const std::string& proc_root) {
+  const std::string base = fmt::format("{}/{}", proc_root, pid);
+  const std::string status_text = ReadText(base + "/status");
+  auto status = procfs::ParseStatus(status_text);
+  if (!status.ok()) return MakeError(fmt::format("process {} is not running", pid));
+  JvmProcess jvm;
+  jvm.pid = pid;
+  jvm.ns_pid = status->nspid.empty() ? pid : status->nspid.back();
+  jvm.uid = status->euid;
+  jvm.gid = StatusField(status_text, "Gid:", 1);
+  jvm.catches_sigquit = CatchesSignal(status_text, SIGQUIT);
+  const std::string maps = ReadText(base + "/maps");
+  for (const procfs::MapsEntry& e : procfs::ParseMaps(maps)) {
+    std::string_view path = e.path;
+    const size_t slash = path.rfind('/');
+    std::string_view name = slash == std::string_view::npos ? path : path.substr(slash + 1);
+    if (name == "libjvm.so") jvm.hotspot = true;
+    else if (name.starts_with("libj9vm")) jvm.other_jvm = true;
+    else if (name == "libarcprof_jvmti.so") jvm.agent_loaded = true;
+  }
+  if (!jvm.hotspot && !jvm.other_jvm) return MakeError(fmt::format("process {} is not a JVM (no libjvm.so mapped)", pid));
+  return jvm;
+}
+
+std::vector<uint32_t> FindJvmPids(const std::string& proc_root) {
+  std::vector<uint32_t> out;
+  DIR* dir = opendir(proc_root.c_str());
+  if (!dir) return out;
+  while (dirent* entry = readdir(dir)) {
+    char* end = nullptr;
+    const unsigned long pid = std::strtoul(entry->d_name, &end, 10);
+    if (end == entry->d_name || *end != '\0' || pid == 0) continue;
+    // Kernel threads and most processes are ruled out by their maps quickly.
+    const std::string maps = ReadText(fmt::format("{}/{}/maps", proc_root, pid), 4u << 20);
+    if (maps.find("/libjvm.so\n") != std::string::npos || maps.find("/libj9vm") != std::string::npos) {
+      out.push_back(static_cast<uint32_t>(pid));
+    }
+  }
+  closedir(dir);
+  return out;
+}
+
+std::string DefaultAgentPath() {
+  char exe[PATH_MAX];
+  const ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+  if (n <= 0) return "libarcprof_jvmti.so";
+  std::string path(exe, static_cast<size_t>(n));
+  const size_t slash = path.rfind('/');
+  return path.substr(0, slash + 1) + "libarcprof_jvmti.so";
+}
+
+Result<std::string> AttachAgent(uint32_t pid, const JavaAttachOptions& options) {
+  auto jvm = InspectJvm(pid, options.proc_root);
+  if (!jvm.ok()) return jvm.error();
+  if (!jvm->hotspot) {
+    return MakeError(fmt::format("process {} runs a JVM that is not HotSpot: its attach protocol is not supported", pid));
+  }
+  if (!jvm->catches_sigquit) {
+    // SIGQUIT would kill a JVM that has not installed its handlers yet (or
+    // runs with -Xrs).
+    return MakeError(fmt::format("JVM {} does not handle SIGQUIT yet (still starting, or -Xrs): not attaching", pid));
+  }
+  const std::string agent = options.agent_path.empty() ? DefaultAgentPath() : options.agent_path;
+  if (agent.empty() || agent.front() != '/') return MakeError("the agent path must be absolute: " + agent);
+  if (access(agent.c_str(), R_OK) != 0) {
+    return MakeError(fmt::format("cannot read the agent {}: {}; build it with `make build`", agent, std::strerror(errno)));
+  }
+  Exchange x;
+  x.pid = pid;
+  x.ns_pid = jvm->ns_pid;
+  x.uid = jvm->uid;
+  x.gid = jvm->gid;
+  x.root = fmt::format("{}/{}/root", options.proc_root, pid);
+  // Protocol version 1: "1\0load\0<path>\0true\0<options>\0" (absolute path).
+  for (const std::string& part : {std::string("1"), std::string("load"), agent, std::string("true"), options.agent_options}) {
+    x.request += part;
+    x.request.push_back('\0');
+  }
+  x.deadline_ns = NowNs() + static_cast<uint64_t>(options.timeout_s * 1e9);
+  std::thread helper([&x] { RunExchange(x); });
+  helper.join();
+  if (!x.ok) return MakeError(fmt::format("cannot attach to JVM {}: {}", pid, x.error));
+  return x.answer;
+}
+
+}  // namespace arcprof

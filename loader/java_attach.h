@@ -1,0 +1,49 @@
+// Loading our JVMTI agent into a running HotSpot JVM through its attach
+// protocol, in C++ (no JDK tools needed): the `.attach_pid<nspid>` trigger
+// file, SIGQUIT, then the `.java_pid<nspid>` UNIX socket in the target's
+// /tmp, reached through /proc/PID/root (container-safe). The exchange runs on
+// a helper thread that takes the target's uid/gid (per-thread credentials),
+// so the JVM sees its own user, and everything is bounded by a timeout.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+
+namespace arcprof {
+
+struct JvmProcess {
+  uint32_t pid = 0;
+  uint32_t ns_pid = 0;  // pid inside its namespace: names its /tmp files
+  uint32_t uid = 0, gid = 0;  // effective ids of the JVM
+  bool hotspot = false;       // libjvm.so mapped
+  bool other_jvm = false;     // an OpenJ9 (libj9vm) or other non-HotSpot JVM
+  bool agent_loaded = false;  // libarcprof_jvmti.so mapped
+  bool catches_sigquit = false;  // its signal handlers are installed (safe to signal)
+  std::string version;  // java.vm.version from the side file, "" when unknown
+};
+
+// What /proc says about pid as a JVM; an error when it is not one or is gone.
+Result<JvmProcess> InspectJvm(uint32_t pid, const std::string& proc_root = "/proc");
+
+// Every running process with a JVM (HotSpot or not) mapped.
+std::vector<uint32_t> FindJvmPids(const std::string& proc_root = "/proc");
+
+struct JavaAttachOptions {
+  std::string agent_path;      // absolute; "" = libarcprof_jvmti.so next to this binary
+  std::string agent_options;   // passed to Agent_OnAttach (e.g. "perfmap")
+  double timeout_s = 10;       // for the socket to appear and for the answer
+  std::string proc_root = "/proc";
+};
+
+// Where the agent is installed: next to the running arcprof binary.
+std::string DefaultAgentPath();
+
+// Loads the agent into the JVM. Returns the JVM's answer (e.g. "return code:
+// 0") on success; a one-line reason otherwise (not HotSpot, attach disabled,
+// dynamic agent loading disabled, timeout).
+Result<std::string> AttachAgent(uint32_t pid, const JavaAttachOptions& options);
+
+}  // namespace arcprof

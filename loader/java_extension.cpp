@@ -1,0 +1,227 @@
+#include "loader/java_extension.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <future>
+#include <map>
+#include <set>
+#include <spdlog/spdlog.h>
+#include <string>
+
+#include "loader/java_attach.h"
+#include "loader/record.h"
+#include "reports/profile.h"
+#include "symbolize/jit_process_source.h"
+#include "symbolize/jitdump_format.h"
+#include "symbolize/symbolizer.h"
+
+namespace arcprof {
+namespace {
+
+constexpr uint64_t kScanEveryNs = 1'000'000'000;
+// A process that just exec'd java maps libjvm.so and installs its signal
+// handlers within a fraction of a second; re-check it for this long.
+constexpr uint64_t kStartupGraceNs = 10'000'000'000;
+
+// The Symbolizer owns its sources; the extension tails them too, so both
+// hold the same object.
+class SharedSource : public JitSymbolSource {
+ public:
+  explicit SharedSource(std::shared_ptr<JitProcessSource> source) : source_(std::move(source)) {}
+  std::optional<JitSymbol> Find(uint64_t addr, uint64_t t_ns) override { return source_->Find(addr, t_ns); }
+
+ private:
+  std::shared_ptr<JitProcessSource> source_;
+};
+
+class JavaExtension : public RecordExtension {
+ public:
+  explicit JavaExtension(const RecordOptions& options) : attach_(JavaAttachEnabled(options)), quiet_(options.quiet) {}
+
+  std::string_view name() const override { return "java"; }
+
+  Result<void> Start(RecordContext& context) override {
+    context.symbolizer.SetJitSymbolSourceFactory([this](const ProcessInfo& process) {
+      auto source = std::make_shared<JitProcessSource>(process);
+      source->Poll(JitMonotonicNowNs());
+      sources_[process.pid] = source;  // replaces the one of an earlier image (exec)
+      Report(*source);
+      return std::make_unique<SharedSource>(source);
+    });
+    if (!attach_) return {};
+    // JVMs already running are attached before sampling starts, so that the
+    // replay of their existing code is stamped before the first sample.
+    const uint64_t now = JitMonotonicNowNs();
+    std::vector<std::future<void>> started;
+    for (uint32_t pid : Candidates(context)) {
+      auto jvm = InspectJvm(pid);
+      if (!jvm.ok()) continue;
+      if (jvm->hotspot && !jvm->catches_sigquit) {
+        first_seen_.emplace(pid, now);  // still starting: the drain-tick scan retries it
+        continue;
+      }
+      attempted_.insert(pid);
+      started.push_back(std::async(std::launch::async, [this, pid] { AttachOne(pid); }));
+    }
+    for (auto& f : started) f.wait();
+    last_scan_ns_ = now;
+    FlushMessages();
+    return {};
+  }
+
+  void Poll(RecordContext& context) override {
+    const uint64_t now = JitMonotonicNowNs();
+    for (auto& [pid, source] : sources_) {
+      source->Poll(now);
+      Report(*source);
+    }
+    if (attach_) {
+      for (auto it = pending_.begin(); it != pending_.end();) {
+        if (it->wait_for(std::chrono::seconds(0)) == std::future_status::ready) it = pending_.erase(it);
+        else ++it;
+      }
+      if (now - last_scan_ns_ >= kScanEveryNs) {
+        last_scan_ns_ = now;
+        ScanForNewJvms(context, now);
+      }
+    }
+    FlushMessages();
+  }
+
+  Result<void> Finish(RecordContext& context) override {
+    for (auto& f : pending_) f.wait();
+    pending_.clear();
+    const uint64_t now = JitMonotonicNowNs();
+    JitSourceStats total;
+    int64_t jvms = 0, without_fp = 0;
+    for (auto& [pid, source] : sources_) {
+      source->Poll(now);
+      Report(*source);
+      const JitSourceStats& s = source->stats();
+      total.code_loads += s.code_loads;
+      total.perf_map_entries += s.perf_map_entries;
+      total.unloads += s.unloads;
+      total.inline_records += s.inline_records;
+      if (source->vm_flags()) {
+        ++jvms;
+        if (!(*source->vm_flags() & jitdump::kVmPreserveFramePointer)) ++without_fp;
+      }
+    }
+    FlushMessages();
+    // Java thread names: the agent knows them by the tid the JVM sees, which
+    // is the host tid unless the JVM runs in its own pid namespace.
+    for (ThreadRecord& t : context.profile.threads) {
+      auto it = sources_.find(t.pid);
+      if (it == sources_.end()) continue;
+      const ProcessInfo* info = context.symbolizer.Process(t.pid);
+      if (info && info->ns_pid != 0 && info->ns_pid != t.pid) continue;
+      const auto& names = it->second->thread_names();
+      if (auto name = names.find(t.tid); name != names.end()) t.comm = name->second;
+    }
+    auto& c = context.profile.counters;
+    c["java.jvms_attached"] += attached_;
+    c["java.attach_failed"] += failed_;
+    c["java.jvms_with_agent"] += jvms;
+    c["java.jvms_without_preserve_frame_pointer"] += without_fp;
+    c["jit.code_loads"] += static_cast<int64_t>(total.code_loads);
+    c["jit.code_unloads"] += static_cast<int64_t>(total.unloads);
+    c["jit.inline_records"] += static_cast<int64_t>(total.inline_records);
+    c["jit.perf_map_entries"] += static_cast<int64_t>(total.perf_map_entries);
+    if (without_fp > 0 && !quiet_) {
+      fprintf(stderr,
+              "arcprof: %lld JVM(s) ran without -XX:+PreserveFramePointer: their Java stacks end at the "
+              "first JIT frame\n",
+              static_cast<long long>(without_fp));
+    }
+    return {};
+  }
+
+ private:
+  std::vector<uint32_t> Candidates(const RecordContext& context) const {
+    if (context.system_wide) return FindJvmPids();
+    return context.target_pids;
+  }
+
+  void ScanForNewJvms(RecordContext& context, uint64_t now) {
+    std::vector<uint32_t> pids;
+    if (context.system_wide) {
+      pids = FindJvmPids();
+    } else {
+      // The command and -p processes, and their children the symbolizer saw.
+      pids = context.target_pids;
+      for (auto& [pid, source] : sources_) pids.push_back(pid);
+    }
+    for (uint32_t pid : pids) {
+      if (attempted_.count(pid)) continue;
+      auto jvm = InspectJvm(pid);
+      if (!jvm.ok()) continue;
+      if (jvm->hotspot && !jvm->catches_sigquit) {
+        // Still starting: signalling now would kill it. Try again later.
+        auto [it, added] = first_seen_.emplace(pid, now);
+        if (now - it->second < kStartupGraceNs) continue;
+      }
+      attempted_.insert(pid);
+      pending_.push_back(std::async(std::launch::async, [this, pid] { AttachOne(pid); }));
+    }
+  }
+
+  void AttachOne(uint32_t pid) {
+    JavaAttachOptions options;
+    auto jvm = InspectJvm(pid);
+    std::string message;
+    bool ok = false;
+    if (jvm.ok() && jvm->agent_loaded) {
+      ok = true;
+      message = "JVM " + std::to_string(pid) + " already has the agent";
+    } else {
+      auto result = AttachAgent(pid, options);
+      ok = result.ok();
+      message = ok ? "attached to JVM " + std::to_string(pid) : result.error().message;
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    (ok ? attached_ : failed_) += 1;
+    messages_.push_back(message);
+  }
+
+  void Report(JitProcessSource& source) {
+    for (std::string& w : source.TakeWarnings()) {
+      std::lock_guard<std::mutex> lock(mu_);
+      messages_.push_back(std::move(w));
+    }
+  }
+
+  void FlushMessages() {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const std::string& m : messages_) {
+      if (m.rfind("attached", 0) == 0 || m.find("already has") != std::string::npos) {
+        if (!quiet_) fprintf(stderr, "arcprof: java: %s\n", m.c_str());
+      } else {
+        fprintf(stderr, "arcprof: java: %s\n", m.c_str());
+      }
+    }
+    messages_.clear();
+  }
+
+  bool attach_;
+  bool quiet_;
+  std::map<uint32_t, std::shared_ptr<JitProcessSource>> sources_;
+  std::set<uint32_t> attempted_;
+  std::map<uint32_t, uint64_t> first_seen_;
+  std::vector<std::future<void>> pending_;
+  uint64_t last_scan_ns_ = 0;
+  std::mutex mu_;  // attach threads report through messages_ and the counters
+  int64_t attached_ = 0, failed_ = 0;
+  std::vector<std::string> messages_;
+};
+
+}  // namespace
+
+bool JavaAttachEnabled(const RecordOptions& options) { return options.java.value_or(true); }
+
+std::unique_ptr<RecordExtension> MakeJavaExtension(const RecordOptions& options) {
+  return std::make_unique<JavaExtension>(options);
+}
+
+}  // namespace arcprof
