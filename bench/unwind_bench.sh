@@ -34,10 +34,10 @@ arc_complete() {  # db comm
       if (a ~ re || (a ~ /^\[/ && b ~ re)) c+=n} END {printf "%.1f", t ? 100*c/t : 0}'
 }
 perf_complete() {  # perf.data comm
-  perf script -i "$1" -F comm,sym --comm "$2" 2>/dev/null |
+  perf script -i "$1" -F comm,ip,sym --comm "$2" 2>/dev/null |
     awk -v re="$roots" '
       /^[^ \t]/ {if (have) {t++; if (last ~ re || (last ~ /^\[unknown\]$/ && prev ~ re)) c++} have=1; last=""; prev=""; next}
-      NF {prev=last; last=$NF; sub(/\+0x[0-9a-f]+$/, "", last)}
+      NF {prev=last; last=$2; sub(/\+0x[0-9a-f]+$/, "", last)}
       END {if (have) {t++; if (last ~ re) c++} printf "%.1f", t ? 100*c/t : 0}'
 }
 samples_of() { perf script -i "$1" -F comm 2>/dev/null | grep -c . || true; }

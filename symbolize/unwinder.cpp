@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <unordered_set>
 
 #include "symbolize/symbolizer.h"
@@ -213,6 +214,9 @@ UnwindResult Unwinder::Unwind(const UnwindInput& input, bool fp_fallback, size_t
 struct Unwinder::FileCfi {
   Elf* elf = nullptr;
   Dwarf_CFI* cfi = nullptr;
+  // CFI rows already interpreted, by the start of the pc range they cover
+  // (value: end, rule): a hot function body is one row, whatever pc is hit.
+  std::map<uint64_t, std::pair<uint64_t, Rule>> rows;
   ~FileCfi() {
     if (cfi) dwarf_cfi_end(cfi);
     if (elf) elf_end(elf);
@@ -270,12 +274,17 @@ Unwinder::Rule Unwinder::RuleAt(uint32_t file_id, int fd, uint64_t vaddr) {
     file->elf = elf_begin(fd, ELF_C_READ_MMAP, nullptr);
     if (file->elf) file->cfi = dwarf_getcfi_elf(file->elf);
   }
+  auto row = file->rows.upper_bound(vaddr);
+  if (row != file->rows.begin() && vaddr < (--row)->second.first) {
+    rules_.emplace(key, row->second.second);
+    return row->second.second;
+  }
   Dwarf_Frame* frame = nullptr;
   if (file->cfi && dwarf_cfi_addrframe(file->cfi, vaddr, &frame) == 0) {
     ++stats_.rules_computed;
     rule.kind = Rule::kComplex;
     bool signal = false;
-    Dwarf_Addr start, end;
+    Dwarf_Addr start = vaddr, end = vaddr + 1;
     const int ra_reg = dwarf_frame_info(frame, &start, &end, &signal);
     Dwarf_Op* ops = nullptr;
     size_t nops = 0;
@@ -296,6 +305,7 @@ Unwinder::Rule Unwinder::RuleAt(uint32_t file_id, int fd, uint64_t vaddr) {
       }
     }
     free(frame);
+    if (start <= vaddr && vaddr < end) file->rows.emplace(start, std::make_pair(end, rule));
   }
   rules_.emplace(key, rule);
   return rule;
