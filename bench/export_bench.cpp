@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <random>
 #include <sstream>
 #include <string>
@@ -85,16 +86,30 @@ Profile MakeProfile() {
   return profile;
 }
 
-// The capture on disk, written once per process.
-const std::string& CapturePath() {
-  static const std::string path = [] {
+// The capture on disk, written once per process and removed at exit.
+class BenchCapture {
+ public:
+  BenchCapture() {
     char dir[] = "/tmp/arcprof-export-bench-XXXXXX";
     if (mkdtemp(dir) == nullptr) std::abort();
-    std::string p = std::string(dir) + "/bench.db";
-    if (!WriteCapture(p, MakeProfile()).ok()) std::abort();
-    return p;
-  }();
-  return path;
+    dir_ = dir;
+    path_ = dir_ + "/bench.db";
+    if (!WriteCapture(path_, MakeProfile()).ok()) std::abort();
+  }
+  ~BenchCapture() {
+    std::error_code ignored;
+    std::filesystem::remove_all(dir_, ignored);
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string dir_;
+  std::string path_;
+};
+
+const std::string& CapturePath() {
+  static const BenchCapture capture;
+  return capture.path();
 }
 
 double PeakRssMiB() {
