@@ -278,6 +278,9 @@ TprofReport BuildTprof(const Profile& profile, const TprofOptions& options) {
   if (auto it = profile.counters.find("lost_samples"); it != profile.counters.end()) {
     report.lost_samples = it->second;
   }
+  if (auto it = profile.counters.find("java.jvms_without_preserve_frame_pointer"); it != profile.counters.end()) {
+    report.jvms_without_frame_pointers = it->second;
+  }
   report.levels = options.levels;
   report.min_percent = options.min_percent;
 
@@ -336,6 +339,10 @@ void WriteTprofText(const TprofReport& report, std::ostream& out) {
         << Printf("%.2f%%", Percent(report.selected_samples, report.total_samples)) << ")\n";
   }
   out << "Lost samples:       " << report.lost_samples << '\n';
+  if (report.jvms_without_frame_pointers > 0) {
+    out << "Warning:            " << report.jvms_without_frame_pointers
+        << " JVM(s) ran without -XX:+PreserveFramePointer: their Java stacks end at the first JIT frame\n";
+  }
   out << "Unknown frames:     " << DescribeShare(report.unknown_frames, "frames in sampled stacks") << '\n';
   out << "Unknown leaf ticks: " << DescribeShare(report.unknown_leaf_ticks, "ticks") << '\n';
   out << "Levels:             " << LevelList(report.levels) << '\n';
@@ -362,6 +369,9 @@ void WriteTprofJson(const TprofReport& report, std::ostream& out) {
   header["total_samples"] = report.total_samples;
   header["selected_samples"] = report.selected_samples;
   header["lost_samples"] = report.lost_samples;
+  if (report.jvms_without_frame_pointers > 0) {
+    header["jvms_without_preserve_frame_pointer"] = report.jvms_without_frame_pointers;
+  }
   header["unknown_frames"] = ShareJson(report.unknown_frames);
   header["unknown_leaf_ticks"] = ShareJson(report.unknown_leaf_ticks);
   nlohmann::ordered_json levels = nlohmann::ordered_json::array();

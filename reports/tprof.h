@@ -59,6 +59,7 @@ struct TprofReport {
   uint64_t selected_samples = 0;  // ticks of the threads that passed the filter
   bool filtered = false;
   int64_t lost_samples = 0;
+  int64_t jvms_without_frame_pointers = 0;  // counter java.jvms_without_preserve_frame_pointer
   UnknownShare unknown_frames;      // frames of the selected stacks, each weighted by its ticks
   UnknownShare unknown_leaf_ticks;  // selected ticks whose leaf frame is unknown
   std::vector<TprofLevel> levels;
