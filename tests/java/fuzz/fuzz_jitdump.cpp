@@ -1,0 +1,42 @@
+// libFuzzer target: the jitdump and side-file parsers, as the recorder uses
+// them (header, then records, resuming at `consumed` as when tailing).
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+#include "symbolize/jit_index.h"
+#include "symbolize/jitdump.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  using namespace arcprof;
+  std::string_view in(reinterpret_cast<const char*>(data), size);
+  JitCodeIndex index;
+  if (auto h = jitdump::ParseFileHeader(in); h.ok() && h->header_size <= in.size()) {
+    std::string_view rest = in.substr(h->header_size);
+    // Split in two reads at a point taken from the input: tailing must agree.
+    const size_t cut = rest.empty() ? 0 : static_cast<uint8_t>(rest[0]) % (rest.size() + 1);
+    jitdump::Records records;
+    auto p = jitdump::ParseRecords(rest.substr(0, cut), h->swapped, &records);
+    if (!p.corrupt) jitdump::ParseRecords(rest.substr(p.consumed), h->swapped, &records);
+    for (const auto& l : records.loads) index.AddCode(l.t_ns, l.addr, l.size, l.name, l.index);
+    for (const auto& m : records.moves) index.AddMove(m.t_ns, m.new_addr, m.size, m.index);
+    for (const auto& l : records.loads) index.Find(l.addr, l.t_ns);
+  }
+  if (auto off = jitdump::ParseSideHeader(in); off.ok() && *off <= in.size()) {
+    jitdump::SideRecords side;
+    jitdump::ParseSideRecords(in.substr(*off), &side);
+    for (const auto& u : side.unloads) index.AddUnload(u.t_ns, u.addr, u.index);
+    for (const auto& info : side.inlines) {
+      std::vector<JitInlineRange> ranges;
+      for (const auto& e : info.entries) {
+        JitInlineRange r;
+        r.pc_offset = e.pc_offset;
+        for (uint32_t n : e.chain) r.chain.push_back(info.names[n]);
+        ranges.push_back(std::move(r));
+      }
+      index.AddInline(info.index, std::move(ranges));
+      index.Find(info.addr, info.t_ns);
+    }
+  }
+  return 0;
+}

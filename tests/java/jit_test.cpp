@@ -1,0 +1,374 @@
+// Unit tests of the JIT symbol pieces: the jitdump and perf-map parsers, the
+// time-versioned index, and the per-process source tailing real files in a
+// /proc-shaped directory tree.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "symbolize/jit_index.h"
+#include "symbolize/jit_process_source.h"
+#include "symbolize/jitdump.h"
+#include "symbolize/perf_map.h"
+#include "symbolize/symbolizer.h"
+#include "tests/java/jit_test_util.h"
+
+namespace arcprof::testing {
+namespace {
+
+// ---- jitdump parser ----
+
+TEST(JitdumpParse, HeaderAndLoads) {
+  const std::string file = JitdumpHeader(77) + CodeLoad(100, 0x1000, 0x40, 1, "A.run") +
+                           CodeLoad(90, 0x2000, 0x10, 2, "B.go", /*with_code=*/false) +
+                           CodeMove(120, 0x1000, 0x3000, 0x40, 1);
+  auto h = jitdump::ParseFileHeader(file);
+  ASSERT_TRUE(h.ok()) << h.error().message;
+  EXPECT_EQ(h->pid, 77u);
+  EXPECT_EQ(h->header_size, 40u);
+  EXPECT_FALSE(h->swapped);
+  jitdump::Records r;
+  auto p = jitdump::ParseRecords(std::string_view(file).substr(40), false, &r);
+  EXPECT_FALSE(p.corrupt);
+  EXPECT_EQ(p.consumed, file.size() - 40);
+  ASSERT_EQ(r.loads.size(), 2u);
+  EXPECT_EQ(r.loads[0].name, "A.run");
+  EXPECT_EQ(r.loads[0].addr, 0x1000u);
+  EXPECT_EQ(r.loads[0].size, 0x40u);
+  EXPECT_EQ(r.loads[0].t_ns, 100u);
+  EXPECT_EQ(r.loads[1].name, "B.go");  // symbol only, no code bytes
+  ASSERT_EQ(r.moves.size(), 1u);
+  EXPECT_EQ(r.moves[0].new_addr, 0x3000u);
+  EXPECT_EQ(r.moves[0].index, 1u);
+}
+
+TEST(JitdumpParse, TruncatedTailIsNotCorruption) {
+  const std::string rec = CodeLoad(100, 0x1000, 0x40, 1, "A.run");
+  const std::string two = rec + CodeLoad(101, 0x2000, 0x40, 2, "B.run");
+  for (size_t cut = rec.size(); cut < two.size(); ++cut) {
+    jitdump::Records r;
+    auto p = jitdump::ParseRecords(std::string_view(two).substr(0, cut), false, &r);
+    EXPECT_FALSE(p.corrupt) << cut;
+    EXPECT_EQ(p.consumed, rec.size()) << cut;
+    EXPECT_EQ(r.loads.size(), 1u);
+  }
+}
+
+TEST(JitdumpParse, RejectsBadHeadersAndRecords) {
+  EXPECT_FALSE(jitdump::ParseFileHeader("short").ok());
+  std::string bad = JitdumpHeader(1);
+  bad[0] = 'X';
+  EXPECT_FALSE(jitdump::ParseFileHeader(bad).ok());
+  EXPECT_FALSE(jitdump::ParseFileHeader(JitdumpHeader(1, /*flags=*/4)).ok());
+  auto tsc = jitdump::ParseFileHeader(JitdumpHeader(1, /*flags=*/1));
+  ASSERT_FALSE(tsc.ok());
+  EXPECT_NE(tsc.error().message.find("JITDUMP_USE_ARCH_TIMESTAMP"), std::string::npos);
+
+  std::string tiny = CodeLoad(1, 0x1000, 4, 1, "x");
+  uint32_t size = 8;
+  memcpy(tiny.data() + 4, &size, 4);
+  jitdump::Records r;
+  EXPECT_TRUE(jitdump::ParseRecords(tiny, false, &r).corrupt);
+
+  std::string no_nul = CodeLoad(1, 0x1000, 0, 1, "name");
+  no_nul.pop_back();  // drop the NUL, keep total_size consistent
+  size = static_cast<uint32_t>(no_nul.size());
+  memcpy(no_nul.data() + 4, &size, 4);
+  EXPECT_TRUE(jitdump::ParseRecords(no_nul, false, &r).corrupt);
+
+  std::string wrong_code = CodeLoad(1, 0x1000, 0x40, 1, "n");
+  wrong_code.resize(wrong_code.size() - 20);
+  size = static_cast<uint32_t>(wrong_code.size());
+  memcpy(wrong_code.data() + 4, &size, 4);
+  EXPECT_TRUE(jitdump::ParseRecords(wrong_code, false, &r).corrupt);
+}
+
+TEST(JitdumpParse, SwappedByteOrder) {
+  std::string file = JitdumpHeader(5);
+  uint32_t magic = jitdump::kMagicSwapped;
+  memcpy(file.data(), &magic, 4);
+  // Every other header field byte-swapped as the other-endian writer would.
+  uint32_t v = __builtin_bswap32(1);
+  memcpy(file.data() + 4, &v, 4);
+  v = __builtin_bswap32(40);
+  memcpy(file.data() + 8, &v, 4);
+  v = __builtin_bswap32(5);
+  memcpy(file.data() + 20, &v, 4);
+  uint64_t flags = 0;
+  memcpy(file.data() + 32, &flags, 8);
+  auto h = jitdump::ParseFileHeader(file);
+  ASSERT_TRUE(h.ok()) << h.error().message;
+  EXPECT_TRUE(h->swapped);
+  EXPECT_EQ(h->pid, 5u);
+}
+
+TEST(SideFileParse, AllRecordKinds) {
+  const std::string file = SideHeader() + SideVmInfo(1, 9, jitdump::kVmPreserveFramePointer, "HotSpot 17") +
+                           SideThreadName(2, 10, "main") + SideUnload(3, 0x1000, 4) +
+                           SideInline(4, 0x1000, 4, {"Outer.run", "Mid.call", "Leaf.get"},
+                                      {{0x10, {2, 1, 0}}, {0x20, {0}}});
+  auto off = jitdump::ParseSideHeader(file);
+  ASSERT_TRUE(off.ok());
+  jitdump::SideRecords r;
+  auto p = jitdump::ParseSideRecords(std::string_view(file).substr(*off), &r);
+  EXPECT_FALSE(p.corrupt) << p.error;
+  ASSERT_EQ(r.vm.size(), 1u);
+  EXPECT_EQ(r.vm[0].flags, jitdump::kVmPreserveFramePointer);
+  EXPECT_EQ(r.vm[0].vm, "HotSpot 17");
+  ASSERT_EQ(r.threads.size(), 1u);
+  EXPECT_EQ(r.threads[0].tid, 10u);
+  EXPECT_EQ(r.threads[0].name, "main");
+  ASSERT_EQ(r.unloads.size(), 1u);
+  EXPECT_EQ(r.unloads[0].index, 4u);
+  ASSERT_EQ(r.inlines.size(), 1u);
+  ASSERT_EQ(r.inlines[0].entries.size(), 2u);
+  EXPECT_EQ(r.inlines[0].entries[0].chain, (std::vector<uint32_t>{2, 1, 0}));
+  EXPECT_EQ(r.inlines[0].names[2], "Leaf.get");
+}
+
+TEST(SideFileParse, InlineChainOutOfRangeIsCorrupt) {
+  const std::string rec = SideInline(4, 0x1000, 4, {"A"}, {{0x10, {3}}});
+  jitdump::SideRecords r;
+  EXPECT_TRUE(jitdump::ParseSideRecords(rec, &r).corrupt);
+}
+
+// ---- perf map parser ----
+
+TEST(PerfMapParse, FormatsSeenInTheWild) {
+  const std::string text =
+      "7f3529fcf759 b py::bar:/run/t.py\n"
+      "0x00007f0011223344 0x20 Interpreter\n"  // jcmd Compiler.perfmap
+      "7F00AA 10   LazyCompile:*heavy /x.js:1:2\r\n"
+      "garbage line\n"
+      "1000 10\n"  // no name
+      "2000\t8\tstub<1> TYPE<OWNER>\n"
+      "3000 4 partial";
+  std::vector<perfmap::Entry> e;
+  auto p = perfmap::ParseLines(text, /*at_end=*/false, &e);
+  ASSERT_EQ(e.size(), 4u);
+  EXPECT_EQ(p.malformed, 2u);
+  EXPECT_EQ(p.consumed, text.size() - std::string("3000 4 partial").size());
+  EXPECT_EQ(e[0].start, 0x7f3529fcf759u);
+  EXPECT_EQ(e[0].size, 0xbu);
+  EXPECT_EQ(e[0].name, "py::bar:/run/t.py");
+  EXPECT_EQ(e[1].start, 0x7f0011223344u);
+  EXPECT_EQ(e[1].name, "Interpreter");
+  EXPECT_EQ(e[2].start, 0x7f00aau);
+  EXPECT_EQ(e[2].name, "LazyCompile:*heavy /x.js:1:2");
+  EXPECT_EQ(e[3].name, "stub<1> TYPE<OWNER>");
+  std::vector<perfmap::Entry> rest;
+  perfmap::ParseLines(std::string_view(text).substr(p.consumed), /*at_end=*/true, &rest);
+  ASSERT_EQ(rest.size(), 1u);
+  EXPECT_EQ(rest[0].name, "partial");
+}
+
+TEST(PerfMapParse, RejectsOverflowAndHugeNumbers) {
+  perfmap::Entry e;
+  EXPECT_FALSE(perfmap::ParseLine("ffffffffffffffff 10 wrap", &e));
+  EXPECT_FALSE(perfmap::ParseLine("12345678901234567 1 toolong", &e));
+  EXPECT_TRUE(perfmap::ParseLine("fffffffffffffff0 f edge", &e));
+  EXPECT_FALSE(perfmap::ParseLine("fffffffffffffff0 10 wraps to zero", &e));
+}
+
+// ---- the index ----
+
+TEST(JitIndex, AddressReuseResolvesByTime) {
+  JitCodeIndex index;
+  index.AddCode(100, 0x1000, 0x100, "Old.m", 1);
+  index.AddUnload(200, 0x1000, 1);
+  index.AddCode(250, 0x1040, 0x80, "New.m", 2);
+  EXPECT_EQ(index.Find(0x1050, 150)->name, "Old.m");
+  EXPECT_EQ(index.Find(0x1050, 300)->name, "New.m");
+  EXPECT_EQ(index.Find(0x1050, 150)->name, "Old.m");  // cached answers keep their window
+  EXPECT_EQ(index.Find(0x1050, 249)->name, "New.m");  // between: the next load (a racing sample)
+  EXPECT_EQ(index.Find(0x1010, 300), std::nullopt);   // Old.m is gone, New.m does not cover it
+  EXPECT_EQ(index.Find(0x1050, 50)->name, "Old.m");   // before any load: the earliest later one
+  EXPECT_EQ(index.Find(0x1050, 300)->start, 0x1040u);
+}
+
+TEST(JitIndex, OutOfOrderRecordsGiveTheSameAnswers) {
+  JitCodeIndex in_order, reversed;
+  struct L {
+    uint64_t t, addr, size, index;
+    const char* name;
+  };
+  const std::vector<L> loads = {{10, 0x5000, 0x100, 1, "A"}, {20, 0x5000, 0x100, 2, "B"}, {30, 0x5080, 0x40, 3, "C"}};
+  for (const L& l : loads) in_order.AddCode(l.t, l.addr, l.size, l.name, l.index);
+  for (auto it = loads.rbegin(); it != loads.rend(); ++it) reversed.AddCode(it->t, it->addr, it->size, it->name, it->index);
+  for (uint64_t t : {10, 15, 20, 25, 30, 35}) {
+    for (uint64_t a : {0x5000, 0x5090}) {
+      auto x = in_order.Find(a, t), y = reversed.Find(a, t);
+      ASSERT_EQ(x.has_value(), y.has_value());
+      EXPECT_EQ(x->name, y->name) << t << " " << a;
+    }
+  }
+  EXPECT_EQ(in_order.Find(0x5090, 35)->name, "C");
+  EXPECT_EQ(in_order.Find(0x5090, 25)->name, "B");
+}
+
+TEST(JitIndex, UnloadBeforeLoadAndMoves) {
+  JitCodeIndex index;
+  index.AddUnload(50, 0x1000, 7);  // the side file was read before the dump
+  index.AddCode(10, 0x1000, 0x10, "Gone.m", 7);
+  EXPECT_EQ(index.Find(0x1004, 40)->name, "Gone.m");
+  EXPECT_EQ(index.Find(0x1004, 60), std::nullopt);
+  index.AddCode(100, 0x2000, 0x10, "Moving.m", 8);
+  index.AddMove(200, 0x3000, 0x10, 8);
+  EXPECT_EQ(index.Find(0x3004, 250)->name, "Moving.m");
+  EXPECT_EQ(index.Find(0x3004, 250)->start, 0x3000u);
+}
+
+TEST(JitIndex, InlineChainsByPcRange) {
+  JitCodeIndex index;
+  index.AddInline(3, {{0x20, {"Mid.call", "Leaf.get"}}, {0x40, {}}});  // before its load
+  index.AddCode(1, 0x9000, 0x100, "Outer.run", 3);
+  auto at = [&](uint64_t off) { return index.Find(0x9000 + off, 5); };
+  ASSERT_NE(at(0x10)->inlined, nullptr);
+  EXPECT_EQ(*at(0x10)->inlined, (std::vector<std::string_view>{"Mid.call", "Leaf.get"}));
+  ASSERT_NE(at(0x20)->inlined, nullptr);  // a range ends at its pc, inclusive
+  EXPECT_EQ(at(0x21)->inlined, nullptr);
+  EXPECT_EQ(at(0x80)->inlined, nullptr);
+  EXPECT_EQ(at(0x10)->name, "Outer.run");
+}
+
+TEST(JitIndex, LargeBlobsAndInterpreterKind) {
+  JitCodeIndex index;
+  index.AddCode(1, 0x100000, 0x30000, "Interpreter", 1, FrameKind::kInterpreted);
+  index.AddCode(2, 0x110000, 0x100, "Small.m", 2);
+  EXPECT_EQ(index.Find(0x12f000, 5)->name, "Interpreter");
+  EXPECT_EQ(index.Find(0x12f000, 5)->kind, FrameKind::kInterpreted);
+  EXPECT_EQ(index.Find(0x110010, 5)->name, "Small.m");  // the later load wins inside the big one
+  EXPECT_EQ(index.Find(0x110010, 1)->name, "Interpreter");
+}
+
+// ---- the per-process source over real files ----
+
+class FakeProc {
+ public:
+  FakeProc() {
+    char tmpl[] = "/tmp/arcprof-jit-test-XXXXXX";
+    dir_ = mkdtemp(tmpl);
+    std::filesystem::create_directories(dir_ + "/4242/root/tmp");
+    Write("4242/status", "Name:\tjava\nUid:\t1000\t1000\t1000\t1000\nNSpid:\t4242\t7\n");
+    Write("4242/maps", "");
+  }
+  ~FakeProc() { std::filesystem::remove_all(dir_); }
+  void Write(const std::string& rel, const std::string& data, bool append = false) {
+    std::ofstream out(dir_ + "/" + rel, append ? std::ios::app | std::ios::binary : std::ios::trunc | std::ios::binary);
+    out << data;
+  }
+  std::string path(const std::string& rel) const { return dir_ + "/" + rel; }
+  JitSourceOptions options() const {
+    JitSourceOptions o;
+    o.proc_root = dir_;
+    o.reread_on_miss_ns = 0;
+    return o;
+  }
+  ProcessInfo info() const {
+    ProcessInfo p;
+    p.pid = 4242;
+    p.uid = 1000;
+    return p;
+  }
+
+ private:
+  std::string dir_;
+};
+
+TEST(JitProcessSource, TailsJitdumpAndSideFileByNamespacePid) {
+  FakeProc proc;
+  // The namespaced pid (7) names the files.
+  const std::string dump = "4242/root/tmp/jit-7.dump";
+  const std::string first = JitdumpHeader(7) + CodeLoad(100, 0x1000, 0x40, 1, "A.run");
+  const std::string second = CodeLoad(300, 0x1000, 0x40, 2, "B.run");
+  proc.Write(dump, first + second.substr(0, 30));  // the writer is mid-record
+  proc.Write("4242/root/tmp/jit-7.arcprof", SideHeader() + SideVmInfo(1, 7, 0, "HotSpot 17") +
+                                                 SideThreadName(2, 4243, "worker-1") +
+                                                 SideThreadName(3, 4243, "DestroyJavaVM") +
+                                                 SideUnload(250, 0x1000, 1));
+  if (geteuid() == 0) {
+    ASSERT_EQ(chown(proc.path(dump).c_str(), 1000, 1000), 0);
+    ASSERT_EQ(chown(proc.path("4242/root/tmp/jit-7.arcprof").c_str(), 1000, 1000), 0);
+  }
+  JitProcessSource source(proc.info(), proc.options());
+  source.Poll(1000);
+  EXPECT_TRUE(source.has_jitdump());
+  EXPECT_EQ(source.stats().code_loads, 1u);
+  EXPECT_EQ(source.Find(0x1010, 200)->name, "A.run");
+  EXPECT_EQ(source.Find(0x1010, 260), std::nullopt);  // unloaded, and B.run not read yet...
+  proc.Write(dump, second.substr(30), /*append=*/true);
+  EXPECT_EQ(source.Find(0x1010, 310)->name, "B.run");  // ...a miss re-reads the tail
+  EXPECT_EQ(source.stats().code_loads, 2u);
+  ASSERT_TRUE(source.vm_flags().has_value());
+  EXPECT_EQ(*source.vm_flags(), 0u);
+  EXPECT_EQ(source.thread_names().at(4243), "worker-1");  // the first name wins
+}
+
+TEST(JitProcessSource, PerfMapLinesReadLaterWinFromTheirReadTime) {
+  FakeProc proc;
+  const std::string map = "4242/root/tmp/perf-7.map";
+  proc.Write(map, "1000 100 first\n2000 10 other\n");
+  if (geteuid() == 0) ASSERT_EQ(chown(proc.path(map).c_str(), 1000, 1000), 0);
+  JitProcessSource source(proc.info(), proc.options());
+  source.Poll(5000);
+  EXPECT_TRUE(source.has_perf_map());
+  EXPECT_EQ(source.Find(0x1010, 1)->name, "first");  // first read: valid from the start
+  proc.Write(map, "1000 100 second\n", /*append=*/true);
+  source.Poll(9000);
+  EXPECT_EQ(source.Find(0x1010, 8000)->name, "first");
+  EXPECT_EQ(source.Find(0x1010, 9500)->name, "second");
+  EXPECT_EQ(source.stats().perf_map_entries, 3u);
+}
+
+TEST(JitProcessSource, IgnoresMapOwnedByAnotherUser) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to give a file to another user";
+  FakeProc proc;
+  const std::string map = "4242/root/tmp/perf-7.map";
+  proc.Write(map, "1000 100 planted\n");
+  ASSERT_EQ(chown(proc.path(map).c_str(), 2000, 2000), 0);
+  JitProcessSource source(proc.info(), proc.options());
+  source.Poll(1);
+  EXPECT_FALSE(source.has_perf_map());
+  EXPECT_EQ(source.Find(0x1010, 5), std::nullopt);
+  auto warnings = source.TakeWarnings();
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("owned by uid 2000"), std::string::npos) << warnings[0];
+  source.Poll(1'000'000'000);
+  EXPECT_TRUE(source.TakeWarnings().empty());  // said once
+  // Root-owned maps are trusted.
+  ASSERT_EQ(chown(proc.path(map).c_str(), 0, 0), 0);
+  JitProcessSource trusted(proc.info(), proc.options());
+  trusted.Poll(1);
+  EXPECT_EQ(trusted.Find(0x1010, 5)->name, "planted");
+}
+
+TEST(JitProcessSource, RefusesSymlinkedMap) {
+  FakeProc proc;
+  proc.Write("target.map", "1000 100 planted\n");
+  std::filesystem::create_symlink(proc.path("target.map"), proc.path("4242/root/tmp/perf-7.map"));
+  JitProcessSource source(proc.info(), proc.options());
+  source.Poll(1);
+  EXPECT_FALSE(source.has_perf_map());
+  auto warnings = source.TakeWarnings();
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("symbolic link"), std::string::npos);
+}
+
+TEST(JitProcessSource, CorruptDumpStopsWithOneWarning) {
+  FakeProc proc;
+  std::string bad = CodeLoad(2, 0x2000, 0x10, 2, "B");
+  uint32_t size = 3;
+  memcpy(bad.data() + 4, &size, 4);
+  proc.Write("4242/root/tmp/jit-7.dump", JitdumpHeader(7) + CodeLoad(1, 0x1000, 0x10, 1, "A") + bad);
+  JitProcessSource source(proc.info(), proc.options());
+  source.Poll(1);
+  EXPECT_EQ(source.Find(0x1004, 5)->name, "A");
+  EXPECT_TRUE(source.stats().corrupt);
+  EXPECT_EQ(source.TakeWarnings().size(), 1u);
+}
+
+}  // namespace
+}  // namespace arcprof::testing
