@@ -388,7 +388,8 @@ TEST(JavaRuntimeMisc, AddressReuseAttributesEachPhaseToItsOwnCode) {
       bool overlaps = false;
       // The thread starts a little before its window (class loading) and
       // ends a little after: 50 ms of slack on each side.
-      for (const Live& l : it->second) overlaps = overlaps || (l.from <= until + 50'000'000 && l.until + 50'000'000 >= from);
+      constexpr uint64_t kSlack = 50'000'000;
+      for (const Live& l : it->second) overlaps = overlaps || (l.from <= until + kSlack && l.until >= from - kSlack);
       EXPECT_TRUE(overlaps) << thread.comm << ": " << f.symbol << " at 0x" << std::hex << f.address
                             << " was not live there during the phase";
       ++checked;
