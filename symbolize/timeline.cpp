@@ -50,7 +50,7 @@ void Timeline::Exec(uint32_t pid, uint64_t t_ns) {
     ++creations_;
   }
   slot->exited = false;
-  NewGeneration(*slot, t_ns);
+  NewGeneration(*slot, t_ns).from_exec = true;
 }
 
 void Timeline::Fork(uint32_t parent_pid, uint32_t child_pid, uint64_t t_ns) {
@@ -155,7 +155,7 @@ Timeline::Hit Timeline::Lookup(const TimelineProcess& process, uint64_t addr, ui
   } else if (match.earliest_after) {
     hit.mapping = match.earliest_after;
     hit.valid_until = std::min(hit.valid_until, match.earliest_after->time_ns);
-  } else if (gi > 0 && t_ns - gen.start_ns < kExecGraceNs) {
+  } else if (gi > 0 && gen.from_exec && t_ns - gen.start_ns < kExecGraceNs) {
     const GenerationMatch before = MatchInGeneration(process.generations[gi - 1], addr, gen.start_ns);
     hit.mapping = before.latest_before ? before.latest_before : before.earliest_after;
     hit.valid_from = gen.start_ns;

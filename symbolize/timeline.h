@@ -34,6 +34,7 @@ struct TimelineMapping {
 
 struct AddressSpaceGeneration {
   uint64_t start_ns = 0;
+  bool from_exec = false;  // began with an exec (not a fork or a first sighting)
   std::vector<TimelineMapping> mappings;  // sorted by start address
   uint64_t max_len = 0;                   // longest mapping: bounds the backward scan
 };

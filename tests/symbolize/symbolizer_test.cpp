@@ -471,7 +471,8 @@ TEST(Symbolizer, TimeVersionedMappingsThroughEvents) {
   EXPECT_EQ(symbolizer.Process(kFakePid + 1)->comm, "versions");
 
   symbolizer.OnExec(kFakePid, 500, "next");
-  EXPECT_EQ(symbolizer.ResolveUser(kFakePid, 0x400100, 550).reason, UnknownReason::kUnmapped);
+  EXPECT_EQ(symbolizer.ResolveUser(kFakePid, 0x400100, 500 + 25'000'000).reason,
+            UnknownReason::kUnmapped);
   EXPECT_EQ(symbolizer.ResolveUser(kFakePid, 0x400100, 350).module, FIXTURE_PIE);
   EXPECT_EQ(symbolizer.ResolveUser(kFakePid + 1, 0x400100, 550).module, FIXTURE_PIE);
 }
