@@ -15,6 +15,7 @@ packages=(
   libprotobuf-dev protobuf-compiler
   linux-perf procps psmisc binutils time
   libbpf-tools
+  openjdk-17-jdk-headless nodejs
 )
 
 missing=()
