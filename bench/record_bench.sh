@@ -26,7 +26,7 @@ run_workload() {
 # Median of the arguments.
 median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 
-base=() perf_t=() arc_t=() arc_cpu=()
+base=() perf_t=() arc_t=() arc_cpu=() start_ticks=()
 for r in $(seq "$rounds"); do
   base+=("$(run_workload)")
 
@@ -37,13 +37,14 @@ for r in $(seq "$rounds"); do
 
   "$arcprof" record -q -o "$out/arc.db" > /dev/null 2>&1 &
   apid=$!; sleep 1
-  t0=$(date +%s.%N)
+  # arcprof's own CPU time (utime+stime, clock ticks) while the workload ran;
+  # start-up (kallsyms, the /proc snapshot) is reported separately below.
+  start_ticks+=("$(awk '{print $14+$15}' /proc/$apid/stat)")
+  t0=$(date +%s.%N); ticks0=$(awk '{print $14+$15}' /proc/$apid/stat)
   arc_t+=("$(run_workload)")
-  t1=$(date +%s.%N)
-  # arcprof's own CPU time (utime+stime, clock ticks) while the workload ran.
-  ticks=$(awk '{print $14+$15}' /proc/$apid/stat)
+  t1=$(date +%s.%N); ticks1=$(awk '{print $14+$15}' /proc/$apid/stat)
   kill -INT $apid; wait $apid || true
-  arc_cpu+=("$(awk -v t="$ticks" -v a="$t0" -v b="$t1" -v hz="$(getconf CLK_TCK)" 'BEGIN {printf "%.3f", 100*t/hz/(b-a+1)}')")
+  arc_cpu+=("$(awk -v a0="$ticks0" -v a1="$ticks1" -v s="$t0" -v e="$t1" -v hz="$(getconf CLK_TCK)" 'BEGIN {printf "%.3f", 100*(a1-a0)/hz/(e-s)}')")
 done
 b=$(median "${base[@]}"); p=$(median "${perf_t[@]}"); a=$(median "${arc_t[@]}")
 slow_perf=$(awk -v x="$p" -v y="$b" 'BEGIN {printf "%.2f", 100*(x/y-1)}')
@@ -54,9 +55,10 @@ echo "| run | workload s | slowdown |"
 echo "|---|---|---|"
 echo "| no profiler | $b | - |"
 echo "| perf record -F 999 -a -g | $p | ${slow_perf}% |"
-echo "| arcprof record (system-wide, fp) | $a | ${slow_arc}% |"
+echo "| arcprof record (system-wide, hybrid) | $a | ${slow_arc}% |"
 echo
-echo "arcprof's own CPU while recording (% of one CPU, per round): ${arc_cpu[*]}"
+echo "arcprof's own CPU while the workload ran (% of one CPU, per round): ${arc_cpu[*]}"
+echo "arcprof's start-up CPU (first second: kallsyms, /proc snapshot), clock ticks of $(getconf CLK_TCK) Hz: ${start_ticks[*]}"
 echo
 
 # ~1M samples: both recorders at 9999 Hz on every CPU over the same workload.

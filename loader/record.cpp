@@ -260,6 +260,7 @@ Result<int> RunRecord(const RecordOptions& opt) {
   sampler.reset();  // detach everything before the (slower) capture write
 
   processor.Finish();
+  profile.build_ids = symbolizer.ModuleBuildIds();
   for (auto& ext : extensions) {
     if (auto ok = ext->Finish(context); !ok) return ok.error();
   }

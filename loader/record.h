@@ -17,7 +17,7 @@ struct RecordOptions {
   uint64_t frequency_hz = 999;
   std::string event = "cpu-clock";
   std::string output = "arcprof.db";
-  uint32_t buffer_mb = 32;  // dwarf/hybrid records carry stack copies
+  uint32_t buffer_mb = 64;  // dwarf/hybrid records carry stack copies
   uint32_t drain_interval_ms = 100;
   std::string call_graph = "hybrid";     // fp, dwarf or hybrid
   uint32_t stack_kb = 64;                // user stack copied per sample (dwarf, hybrid)

@@ -227,7 +227,7 @@ Result<void> FillCapture(Writer& w, const Profile& profile) {
     }
   }
 
-  auto module = w.Prepare("INSERT INTO modules (id, path, build_id) VALUES (?, ?, '')");
+  auto module = w.Prepare("INSERT INTO modules (id, path, build_id) VALUES (?, ?, ?)");
   if (!module) return module.error();
   auto frame = w.Prepare(
       "INSERT INTO frames (id, module_id, symbol, address, kind, reason, inlined) "
@@ -239,7 +239,9 @@ Result<void> FillCapture(Writer& w, const Profile& profile) {
     const FrameRecord& f = frames[i];
     auto [it, inserted] = module_ids.try_emplace(f.module, static_cast<int64_t>(module_ids.size()));
     if (inserted) {
-      if (auto r = w.Insert(module->get(), it->second, f.module); !r) return r;
+      auto build_id = profile.build_ids.find(f.module);
+      const std::string id = build_id == profile.build_ids.end() ? "" : build_id->second;
+      if (auto r = w.Insert(module->get(), it->second, f.module, id); !r) return r;
     }
     if (auto r = w.Insert(frame->get(), static_cast<int64_t>(i), it->second, f.symbol,
                           ToSql(f.address), int64_t{static_cast<uint8_t>(f.kind)},
@@ -529,12 +531,14 @@ Result<Profile> Reader::ReadAll() {
 
   // Modules and frames: ids dense from 0, so a vector maps file ids to ours.
   std::vector<std::string> modules;
-  if (auto r = ForEachRow("SELECT id, path FROM modules ORDER BY id",
+  if (auto r = ForEachRow("SELECT id, path, build_id FROM modules ORDER BY id",
                           [&](sqlite3_stmt* s) -> Result<void> {
                             if (sqlite3_column_int64(s, 0) != static_cast<int64_t>(modules.size())) {
                               return Corrupt("module ids are not dense from 0");
                             }
                             modules.push_back(ColumnText(s, 1));
+                            std::string build_id = ColumnText(s, 2);
+                            if (!build_id.empty()) profile.build_ids[modules.back()] = build_id;
                             return {};
                           });
       !r) {

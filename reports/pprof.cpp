@@ -117,8 +117,9 @@ class PprofBuilder {
       it->second.index = static_cast<size_t>(out_.mapping_size() - 1);
       m->set_id(static_cast<uint64_t>(out_.mapping_size()));
       m->set_filename(strings_.Index(ValidUtf8(name)));
-      // The capture records no build-ids yet (docs/capture-format.md): index 0 is "".
-      m->set_build_id(strings_.Index(""));
+      auto build_id = profile_.build_ids.find(name);
+      m->set_build_id(
+          strings_.Index(build_id == profile_.build_ids.end() ? "" : build_id->second));
       // Every location carries its function: pprof must not re-symbolize
       // (native addresses are symbol starts relative to the file).
       m->set_has_functions(true);

@@ -105,6 +105,8 @@ struct Profile {
   std::vector<CallTree> trees;  // parallel to threads
   // Counters such as "lost_samples", "unknown_frames.<reason>", "truncated_stacks.<reason>".
   std::map<std::string, int64_t> counters;
+  // Module -> GNU build-id (lowercase hex) where the file had one.
+  std::map<std::string, std::string> build_ids;
   // Per-thread time and interrupt/idle accounting (record --ptt); see reports/ptt_data.h.
   PttData ptt;
 

@@ -595,6 +595,20 @@ std::optional<Symbolizer::AddressSpaceFiles> Symbolizer::MappedFiles(uint32_t pi
   return out;
 }
 
+std::map<std::string, std::string> Symbolizer::ModuleBuildIds() const {
+  std::map<std::string, std::string> out;
+  impl_->timeline.ForEachProcess([&](const TimelineProcess& process) {
+    for (const AddressSpaceGeneration& gen : process.generations) {
+      for (const TimelineMapping& m : gen.mappings) {
+        if (m.kind != MappingKind::kFile || m.file_id == TimelineMapping::kNoFile) continue;
+        const std::string& id = impl_->files[m.file_id]->build_id();
+        if (!id.empty()) out.emplace(std::string(m.module), id);
+      }
+    }
+  });
+  return out;
+}
+
 void Symbolizer::SetJitSymbolSourceFactory(JitSymbolSourceFactory factory) {
   impl_->jit_factory = std::move(factory);
   for (auto& [pid, record] : impl_->processes) {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -117,6 +118,10 @@ class Symbolizer {
     std::vector<MappedFile> files;
   };
   std::optional<AddressSpaceFiles> MappedFiles(uint32_t pid, uint64_t t_ns);
+
+  // Module name (as frames carry it) -> GNU build-id (hex) of every mapped
+  // file that has one, for captures and pprof mappings.
+  std::map<std::string, std::string> ModuleBuildIds() const;
 
   // Installs the source of JIT symbols for anonymous executable memory.
   void SetJitSymbolSourceFactory(JitSymbolSourceFactory factory);

@@ -85,6 +85,10 @@ class Timeline {
   // while it holds.
   uint64_t creations() const { return creations_; }
   size_t size() const { return processes_.size(); }
+  template <typename Fn>
+  void ForEachProcess(Fn&& fn) const {
+    for (const auto& [pid, process] : processes_) fn(*process);
+  }
 
   // Index of the generation live at t (0 when t precedes them all).
   static size_t LiveGeneration(const TimelineProcess& process, uint64_t t_ns);
