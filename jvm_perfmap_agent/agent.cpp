@@ -618,8 +618,14 @@ jint Start(JavaVM* vm, const char* options, bool attached) {
   Options parsed;
   if (!ParseOptions(options, &parsed)) return JNI_ERR;
   jvmtiEnv* jvmti = nullptr;
-  if (vm->GetEnv(reinterpret_cast<void**>(&jvmti), JVMTI_VERSION_1_2) != JNI_OK || !jvmti) {
-    Log("this JVM offers no JVMTI 1.2 environment");
+  const jint env = vm->GetEnv(reinterpret_cast<void**>(&jvmti), JVMTI_VERSION_1_2);
+  if (env == JNI_EDETACHED && attached) {
+    // Attached while the JVM is still starting (not in its live phase):
+    // arcprof tries again; nothing worth a line on the JVM's stderr.
+    return JNI_EDETACHED;
+  }
+  if (env != JNI_OK || !jvmti) {
+    Log("this JVM offers no JVMTI 1.2 environment (GetEnv: %d)", static_cast<int>(env));
     return JNI_ERR;
   }
   jvmtiCapabilities caps{};

@@ -158,6 +158,7 @@ void RunExchange(Exchange& x) {
   }
   std::string code = text.rfind("return code: ", 0) == 0 ? text.substr(13) : text;
   if (code.find('\n') != std::string::npos) code = code.substr(0, code.find('\n'));
+  if (code == "-2") return Fail(x, std::string(kJvmNotLiveYet) + " (not in its live phase); try again");
   if (!code.empty() && code != "0") {
     const bool numeric = code.find_first_not_of("-0123456789") == std::string::npos;
     return Fail(x, numeric ? fmt::format("the agent failed to start in the JVM (Agent_OnAttach returned {}; "
@@ -193,21 +194,28 @@ Result<JvmProcess> InspectJvm(uint32_t pid, const std::string& proc_root) {
   return jvm;
 }
 
-std::vector<uint32_t> FindJvmPids(const std::string& proc_root) {
+std::vector<uint32_t> ListPids(const std::string& proc_root) {
   std::vector<uint32_t> out;
   DIR* dir = opendir(proc_root.c_str());
   if (!dir) return out;
   while (dirent* entry = readdir(dir)) {
     char* end = nullptr;
     const unsigned long pid = std::strtoul(entry->d_name, &end, 10);
-    if (end == entry->d_name || *end != '\0' || pid == 0) continue;
-    // Kernel threads and most processes are ruled out by their maps quickly.
-    const std::string maps = ReadText(fmt::format("{}/{}/maps", proc_root, pid), 4u << 20);
-    if (maps.find("/libjvm.so\n") != std::string::npos || maps.find("/libj9vm") != std::string::npos) {
-      out.push_back(static_cast<uint32_t>(pid));
-    }
+    if (end != entry->d_name && *end == '\0' && pid != 0) out.push_back(static_cast<uint32_t>(pid));
   }
   closedir(dir);
+  return out;
+}
+
+std::vector<uint32_t> FindJvmPids(const std::string& proc_root) {
+  std::vector<uint32_t> out;
+  for (uint32_t pid : ListPids(proc_root)) {
+    // Kernel threads have empty maps; other processes are ruled out quickly.
+    const std::string maps = ReadText(fmt::format("{}/{}/maps", proc_root, pid), 4u << 20);
+    if (maps.find("/libjvm.so\n") != std::string::npos || maps.find("/libj9vm") != std::string::npos) {
+      out.push_back(pid);
+    }
+  }
   return out;
 }
 

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/result.h"
@@ -31,6 +32,9 @@ Result<JvmProcess> InspectJvm(uint32_t pid, const std::string& proc_root = "/pro
 // Every running process with a JVM (HotSpot or not) mapped.
 std::vector<uint32_t> FindJvmPids(const std::string& proc_root = "/proc");
 
+// Every process id under proc_root.
+std::vector<uint32_t> ListPids(const std::string& proc_root = "/proc");
+
 struct JavaAttachOptions {
   std::string agent_path;      // absolute; "" = libarcprof_jvmti.so next to this binary
   std::string agent_options;   // passed to Agent_OnAttach (e.g. "perfmap")
@@ -45,5 +49,10 @@ std::string DefaultAgentPath();
 // 0") on success; a one-line reason otherwise (not HotSpot, attach disabled,
 // dynamic agent loading disabled, timeout).
 Result<std::string> AttachAgent(uint32_t pid, const JavaAttachOptions& options);
+
+// The agent's answer when the JVM was still starting (Agent_OnAttach
+// returned JNI_EDETACHED): the error message of AttachAgent contains this,
+// and trying again a moment later works.
+inline constexpr std::string_view kJvmNotLiveYet = "the JVM is still starting";
 
 }  // namespace arcprof

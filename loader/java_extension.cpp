@@ -4,11 +4,13 @@
 
 #include <chrono>
 #include <cstdio>
+#include <fstream>
 #include <future>
 #include <map>
 #include <set>
 #include <spdlog/spdlog.h>
 #include <string>
+#include <thread>
 
 #include "loader/java_attach.h"
 #include "loader/record.h"
@@ -20,7 +22,9 @@
 namespace arcprof {
 namespace {
 
-constexpr uint64_t kScanEveryNs = 1'000'000'000;
+// New JVMs are looked for on every drain tick: samples taken before the
+// agent is in (its replay) cannot be named later.
+constexpr uint64_t kScanEveryNs = 100'000'000;
 // A process that just exec'd java maps libjvm.so and installs its signal
 // handlers within a fraction of a second; re-check it for this long.
 constexpr uint64_t kStartupGraceNs = 10'000'000'000;
@@ -35,6 +39,13 @@ class SharedSource : public JitSymbolSource {
  private:
   std::shared_ptr<JitProcessSource> source_;
 };
+
+std::string ReadComm(uint32_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/comm");
+  std::string comm;
+  std::getline(in, comm);
+  return comm;
+}
 
 class JavaExtension : public RecordExtension {
  public:
@@ -66,6 +77,14 @@ class JavaExtension : public RecordExtension {
       started.push_back(std::async(std::launch::async, [this, pid] { AttachOne(pid); }));
     }
     for (auto& f : started) f.wait();
+    if (context.system_wide) {
+      // Everything else running now is not a JVM; only a process that is
+      // still becoming one (named java, libjvm.so not mapped yet) is looked at again.
+      for (uint32_t pid : ListPids()) {
+        if (attempted_.count(pid) || first_seen_.count(pid)) continue;
+        if (ReadComm(pid) != "java") not_jvm_.insert(pid);
+      }
+    }
     last_scan_ns_ = now;
     FlushMessages();
     return {};
@@ -147,7 +166,16 @@ class JavaExtension : public RecordExtension {
   void ScanForNewJvms(RecordContext& context, uint64_t now) {
     std::vector<uint32_t> pids;
     if (context.system_wide) {
-      pids = FindJvmPids();
+      // Only processes not looked at before: reading every process's maps
+      // every second would cost more than the rest of the extension.
+      std::set<uint32_t> alive;
+      for (uint32_t pid : ListPids()) {
+        alive.insert(pid);
+        if (!not_jvm_.count(pid)) pids.push_back(pid);
+      }
+      for (auto it = not_jvm_.begin(); it != not_jvm_.end();) {
+        it = alive.count(*it) ? std::next(it) : not_jvm_.erase(it);
+      }
     } else {
       // The command and -p processes, and their children the symbolizer saw.
       pids = context.target_pids;
@@ -156,7 +184,12 @@ class JavaExtension : public RecordExtension {
     for (uint32_t pid : pids) {
       if (attempted_.count(pid)) continue;
       auto jvm = InspectJvm(pid);
-      if (!jvm.ok()) continue;
+      if (!jvm.ok()) {
+        // A process that just exec'd java maps libjvm.so a moment later.
+        auto [it, added] = first_seen_.emplace(pid, now);
+        if (now - it->second >= kStartupGraceNs) not_jvm_.insert(pid);
+        continue;
+      }
       if (jvm->hotspot && !jvm->catches_sigquit) {
         // Still starting: signalling now would kill it. Try again later.
         auto [it, added] = first_seen_.emplace(pid, now);
@@ -177,6 +210,13 @@ class JavaExtension : public RecordExtension {
       message = "JVM " + std::to_string(pid) + " already has the agent";
     } else {
       auto result = AttachAgent(pid, options);
+      // A JVM caught during start-up says so; it is live within a second.
+      for (int retry = 0; retry < 20 && !result.ok() &&
+                          result.error().message.find(kJvmNotLiveYet) != std::string::npos;
+           ++retry) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        result = AttachAgent(pid, options);
+      }
       ok = result.ok();
       message = ok ? "attached to JVM " + std::to_string(pid) : result.error().message;
     }
@@ -209,6 +249,7 @@ class JavaExtension : public RecordExtension {
   std::map<uint32_t, std::shared_ptr<JitProcessSource>> sources_;
   std::set<uint32_t> attempted_;
   std::map<uint32_t, uint64_t> first_seen_;
+  std::set<uint32_t> not_jvm_;  // looked at for longer than the start-up grace
   std::vector<std::future<void>> pending_;
   uint64_t last_scan_ns_ = 0;
   std::mutex mu_;  // attach threads report through messages_ and the counters

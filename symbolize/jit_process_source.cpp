@@ -101,31 +101,33 @@ bool JitProcessSource::OpenTrusted(const std::string& path, Tail* tail) {
 }
 
 void JitProcessSource::Discover(uint64_t now_ns) {
-  if (discovered_once_ && now_ns - last_discover_ns_ < kDiscoverEveryNs) return;
-  discovered_once_ = true;
-  last_discover_ns_ = now_ns;
-  if (!dump_.fd.valid()) {
-    // Our agent's place first, then any executable jit-N.dump mapping (perf's
-    // discovery rule: node --perf-prof, wasmtime and others write elsewhere).
-    std::string dump_path = fmt::format("{}/tmp/jit-{}.dump", root_, ns_pid_);
-    bool found = OpenTrusted(dump_path, &dump_);
-    if (!found) {
-      const std::string maps = ReadSmallFile(fmt::format("{}/{}/maps", options_.proc_root, pid_));
-      for (const procfs::MapsEntry& e : procfs::ParseMaps(maps)) {
-        if ((e.prot & procfs::kProtExec) && IsJitdumpName(e.path)) {
-          dump_path = root_ + e.path;
-          found = OpenTrusted(dump_path, &dump_);
-          break;
-        }
+  if (dump_.fd.valid()) return;
+  // Our agent's place is tried on every read (one failed open): the sooner
+  // the file is found after an attach, the fewer samples stay unnamed. The
+  // maps scan for other places and the perf map come less often.
+  std::string dump_path = fmt::format("{}/tmp/jit-{}.dump", root_, ns_pid_);
+  bool found = OpenTrusted(dump_path, &dump_);
+  if (!found) {
+    if (discovered_once_ && now_ns - last_discover_ns_ < kDiscoverEveryNs) return;
+    discovered_once_ = true;
+    last_discover_ns_ = now_ns;
+    // Any executable jit-N.dump mapping (perf's discovery rule: node
+    // --perf-prof, wasmtime and others write elsewhere).
+    const std::string maps = ReadSmallFile(fmt::format("{}/{}/maps", options_.proc_root, pid_));
+    for (const procfs::MapsEntry& e : procfs::ParseMaps(maps)) {
+      if ((e.prot & procfs::kProtExec) && IsJitdumpName(e.path)) {
+        dump_path = root_ + e.path;
+        found = OpenTrusted(dump_path, &dump_);
+        break;
       }
     }
-    if (found) {
-      const std::string side_path = dump_path.substr(0, dump_path.size() - 5) + ".arcprof";
-      OpenTrusted(side_path, &side_);  // other runtimes write none
-    }
+  }
+  if (found) {
+    OpenTrusted(dump_path.substr(0, dump_path.size() - 5) + ".arcprof", &side_);  // other runtimes write none
+    return;
   }
   // A jitdump says everything a perf map would, with times: prefer it.
-  if (!dump_.fd.valid() && !map_.fd.valid()) {
+  if (!map_.fd.valid()) {
     if (!OpenTrusted(fmt::format("{}/tmp/perf-{}.map", root_, ns_pid_), &map_) && ns_pid_ != pid_) {
       OpenTrusted(fmt::format("/tmp/perf-{}.map", pid_), &map_);
     }
