@@ -77,9 +77,9 @@ TEST(RecordRuntime, GroundTruthCommandGivesThreeToOne) {
   // Build-ids are kept for every mapped file that has one (cross-checked
   // against the ELF note as readelf prints it).
   auto [code, notes] = RunCapture({"/usr/bin/readelf", "-n", kGroundTruth});
-  const size_t at = notes.find("Build ID: ");
-  ASSERT_NE(at, std::string::npos);
-  const std::string build_id = notes.substr(at + 10, 40);
+  const size_t id_at = notes.find("Build ID: ");
+  ASSERT_NE(id_at, std::string::npos);
+  const std::string build_id = notes.substr(id_at + 10, 40);
   bool found = false;
   for (const auto& [module, id] : p.build_ids) found = found || id == build_id;
   EXPECT_TRUE(found) << "build-id " << build_id << " of ground_truth not in the capture";
