@@ -29,6 +29,7 @@ SampleProcessor::SampleProcessor(Symbolizer& symbolizer, Profile& profile, CallG
     : symbolizer_(symbolizer), profile_(profile), mode_(mode), unwinder_(unwinder) {
   stack_.reserve(2 * ARCPROF_MAX_STACK);
   user_pcs_.reserve(ARCPROF_MAX_STACK);
+  stack_cache_.resize(size_t{1} << 16);
 }
 
 void SampleProcessor::UserStack(uint32_t pid, uint32_t tid, uint64_t t_ns, const uint64_t* fp_pcs,
@@ -146,14 +147,45 @@ bool SampleProcessor::Process(const void* data, size_t size) {
             has_regs ? reinterpret_cast<const uint8_t*>(data) + frames_end : nullptr,
             has_regs ? size - frames_end : 0);
 
+  if (e.kstack_len > 0) ++kernel_samples_;
+  if (e.flags & ARCPROF_SAMPLE_KSTACK_ERR) ++truncated_kernel_;
+  if (e.flags & ARCPROF_SAMPLE_USTACK_ERR) ++truncated_user_;
+
+  uint64_t hash = 0x9e3779b97f4a7c15ull ^ (static_cast<uint64_t>(e.pid) << 32 | e.tid);
+  auto mix = [&hash](uint64_t v) {
+    hash ^= v + 0x9e3779b97f4a7c15ull + (hash << 6) + (hash >> 2);
+  };
+  for (uint64_t pc : user_pcs_) mix(pc);
+  mix(0xfeedull);  // user/kernel boundary
+  for (size_t i = 0; i < e.kstack_len; ++i) mix(ip_at(i));
+  if (hash == 0) hash = 1;
+  char comm[ARCPROF_COMM_LEN + 1] = {};
+  memcpy(comm, e.comm, ARCPROF_COMM_LEN);
+  const uint64_t version = symbolizer_.ProcessVersion(e.pid);
+  StackSlot& slot = stack_cache_[hash & (stack_cache_.size() - 1)];
+  if (slot.hash == hash && slot.version == version && version != 0) {
+    CallTree::Node& leaf = profile_.trees[slot.thread].mutable_nodes()[slot.leaf];
+    ++leaf.n;
+    ++leaf.base;
+    frames_ += slot.frames;
+    ThreadRecord& t = profile_.threads[slot.thread];
+    if (t.comm != comm) t.comm = comm;
+    ++samples_;
+    ++stack_cache_hits_;
+    return true;
+  }
+
   // Root first: the user stack from its outermost frame, then the kernel stack.
   // Frames after the leaf are return addresses: look up ip-1 so that a call at
   // the very end of a function is attributed to that function.
   stack_.clear();
+  bool cacheable = true;
   auto add = [&](const SymbolizedFrame& f) {
     if (f.kind == FrameKind::kUnknown || f.reason != UnknownReason::kNone) {
       ++unknown_frames_[static_cast<size_t>(f.reason)];
+      cacheable = false;
     }
+    if (f.kind == FrameKind::kJit || f.kind == FrameKind::kInterpreted) cacheable = false;
     ++frames_;
     stack_.push_back(InternFrame(f));
     // JIT code with an inlining chain: each inlined method is a frame of its own.
@@ -173,14 +205,16 @@ bool SampleProcessor::Process(const void* data, size_t size) {
     if (i > 0) ip -= 1;
     add(symbolizer_.ResolveKernel(ip));
   }
-  if (e.kstack_len > 0) ++kernel_samples_;
-  if (e.flags & ARCPROF_SAMPLE_KSTACK_ERR) ++truncated_kernel_;
-  if (e.flags & ARCPROF_SAMPLE_USTACK_ERR) ++truncated_user_;
 
   const uint32_t thread = profile_.ThreadIndex(e.pid, e.tid);
-  profile_.trees[thread].AddStack(stack_, 1);
-  char comm[ARCPROF_COMM_LEN + 1] = {};
-  memcpy(comm, e.comm, ARCPROF_COMM_LEN);
+  CallTree& tree = profile_.trees[thread];
+  uint32_t node = 0;
+  for (uint32_t frame : stack_) node = tree.Child(node, frame);
+  ++tree.mutable_nodes()[node].n;
+  ++tree.mutable_nodes()[node].base;
+  if (cacheable && version != 0) {
+    slot = StackSlot{hash, version, thread, node, static_cast<uint32_t>(stack_.size())};
+  }
   ThreadRecord& t = profile_.threads[thread];
   if (t.comm != comm) t.comm = comm;
   ++samples_;
@@ -219,6 +253,7 @@ void SampleProcessor::Finish() {
   profile_.counters["truncated_stacks.user_stack_error"] += static_cast<int64_t>(truncated_user_);
   // Where arcprof's own time goes (docs/performance.md reports these).
   profile_.counters["processing_ns"] += static_cast<int64_t>(processing_ns_);
+  profile_.counters["stack_cache_hits"] += static_cast<int64_t>(stack_cache_hits_);
   profile_.counters["unwind_ns"] += static_cast<int64_t>(unwind_ns_);
   profile_.counters["unwound_samples"] += static_cast<int64_t>(unwound_);
   profile_.counters["leaf_frames_repaired"] += static_cast<int64_t>(leaf_repairs_);

@@ -61,6 +61,19 @@ class SampleProcessor {
   CallGraphMode mode_;
   Unwinder* unwinder_;
   std::vector<uint64_t> user_pcs_;
+  // Stacks seen before, by a hash of (pid, tid, pcs): the leaf node they fold
+  // into. Only stacks whose every frame is named native or kernel code are
+  // kept (JIT code is time-versioned), and only while the process's address
+  // space is unchanged. A CPU-bound thread repeats a handful of stacks.
+  struct StackSlot {
+    uint64_t hash = 0;
+    uint64_t version = 0;  // Symbolizer::ProcessVersion at insertion; 0 = empty
+    uint32_t thread = 0;
+    uint32_t leaf = 0;
+    uint32_t frames = 0;
+  };
+  std::vector<StackSlot> stack_cache_;
+  uint64_t stack_cache_hits_ = 0;
   std::array<uint64_t, 6> unwind_stops_{};  // by UnwindStop
   uint64_t leaf_repairs_ = 0;
   uint64_t processing_ns_ = 0;  // all of Process()

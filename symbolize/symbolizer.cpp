@@ -595,6 +595,11 @@ std::optional<Symbolizer::AddressSpaceFiles> Symbolizer::MappedFiles(uint32_t pi
   return out;
 }
 
+uint64_t Symbolizer::ProcessVersion(uint32_t pid) const {
+  const TimelineProcess* process = impl_->timeline.Find(pid);
+  return process ? process->version + 1 : 0;
+}
+
 std::map<std::string, std::string> Symbolizer::ModuleBuildIds() const {
   std::map<std::string, std::string> out;
   impl_->timeline.ForEachProcess([&](const TimelineProcess& process) {

@@ -119,6 +119,10 @@ class Symbolizer {
   };
   std::optional<AddressSpaceFiles> MappedFiles(uint32_t pid, uint64_t t_ns);
 
+  // Changes whenever anything known about pid's address space changes (exec,
+  // mappings, exit): answers for its native code hold while it does not.
+  uint64_t ProcessVersion(uint32_t pid) const;
+
   // Module name (as frames carry it) -> GNU build-id (hex) of every mapped
   // file that has one, for captures and pprof mappings.
   std::map<std::string, std::string> ModuleBuildIds() const;

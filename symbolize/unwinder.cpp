@@ -265,8 +265,8 @@ bool SavedAtCfa(const Dwarf_Op* ops, size_t nops, int32_t* off) {
 
 Unwinder::Rule Unwinder::RuleAt(uint32_t file_id, int fd, uint64_t vaddr) {
   const uint64_t key = static_cast<uint64_t>(file_id) << 44 ^ vaddr;
-  auto cached = rules_.find(key);
-  if (cached != rules_.end()) return cached->second;
+  RuleSlot& slot = rules_[(key ^ key >> 17) & (rules_.size() - 1)];
+  if (slot.used && slot.key == key) return slot.rule;
   Rule rule;
   auto& file = cfi_[file_id];
   if (!file) {
@@ -276,8 +276,8 @@ Unwinder::Rule Unwinder::RuleAt(uint32_t file_id, int fd, uint64_t vaddr) {
   }
   auto row = file->rows.upper_bound(vaddr);
   if (row != file->rows.begin() && vaddr < (--row)->second.first) {
-    rules_.emplace(key, row->second.second);
-    return row->second.second;
+    slot = RuleSlot{key, true, row->second.second};
+    return slot.rule;
   }
   Dwarf_Frame* frame = nullptr;
   if (file->cfi && dwarf_cfi_addrframe(file->cfi, vaddr, &frame) == 0) {
@@ -307,7 +307,7 @@ Unwinder::Rule Unwinder::RuleAt(uint32_t file_id, int fd, uint64_t vaddr) {
     free(frame);
     if (start <= vaddr && vaddr < end) file->rows.emplace(start, std::make_pair(end, rule));
   }
-  rules_.emplace(key, rule);
+  slot = RuleSlot{key, true, rule};
   return rule;
 }
 

@@ -97,7 +97,14 @@ class Unwinder {
   Symbolizer& symbolizer_;
   std::unordered_map<uint32_t, std::unique_ptr<Space>> spaces_;  // by pid
   std::unordered_map<uint32_t, std::unique_ptr<FileCfi>> cfi_;   // by symbolizer file id
-  std::unordered_map<uint64_t, Rule> rules_;                     // (file id, vaddr)
+  // Direct-mapped cache of rules by (file id, vaddr): the rows behind it are
+  // in FileCfi::rows, so an eviction costs one map lookup, not libdw.
+  struct RuleSlot {
+    uint64_t key = 0;
+    bool used = false;
+    Rule rule;
+  };
+  std::vector<RuleSlot> rules_ = std::vector<RuleSlot>(size_t{1} << 16);
   UnwinderStats stats_;
 };
 
