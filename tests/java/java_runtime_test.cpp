@@ -26,6 +26,9 @@ struct Jdk {
   std::string home;
 };
 
+// Test names show the JDK, not the struct's bytes.
+void PrintTo(const Jdk& jdk, std::ostream* os) { *os << jdk.name; }
+
 std::string JavaBin(const Jdk& jdk) { return jdk.home + "/bin/java"; }
 
 // Temurin 25 is on the machines this project runs on; elsewhere an explicit skip.
