@@ -187,6 +187,36 @@ INSTANTIATE_TEST_SUITE_P(Jdks, JavaRuntime,
 const Jdk kJdk17{"openjdk17", JDK17_HOME};
 const Jdk kTemurin{"temurin25", TEMURIN_HOME};
 
+TEST(JavaRuntimeMisc, InlinedMethodsAreFramesOfTheirOwn) {
+  ARCPROF_REQUIRE_RECORD_CAPABLE();
+  TempDir tmp;
+  const std::string db = tmp.path("inline.db");
+  Subprocess rec({kArcprof, "record", "-q", "-o", db, "--", JavaBin(kJdk17), "-XX:+PreserveFramePointer",
+                  "-agentpath:" + kAgent, "-cp", kClasses, "Inline", "3"});
+  ASSERT_EQ(rec.Wait(), 0) << rec.stderr_text();
+  Profile p = LoadCapture(db);
+  uint64_t total = 0, inlined_leaf = 0;
+  for (size_t t = 0; t < p.threads.size(); ++t) {
+    if (p.threads[t].comm != "main") continue;
+    JitFiles files(static_cast<pid_t>(p.threads[t].pid));
+    const auto& nodes = p.trees[t].nodes();
+    for (size_t n = 1; n < nodes.size(); ++n) {
+      total += nodes[n].base;
+      const FrameRecord& leaf = p.frames.at(nodes[n].frame);
+      if (nodes[n].base == 0 || leaf.symbol != "Inline.step" || !leaf.inlined) continue;
+      // Its parent is the compiled method it was inlined into.
+      const FrameRecord& parent = p.frames.at(nodes[nodes[n].parent].frame);
+      EXPECT_EQ(parent.symbol, "Inline.inner");
+      EXPECT_EQ(leaf.kind, FrameKind::kJit);
+      EXPECT_EQ(leaf.module, "JITCODE");
+      inlined_leaf += nodes[n].base;
+    }
+  }
+  ASSERT_GT(total, 1000u);
+  // The rest: the interpreter and the first compiled versions before C2.
+  EXPECT_GE(static_cast<double>(inlined_leaf) / static_cast<double>(total), 0.6) << inlined_leaf << "/" << total;
+}
+
 TEST(JavaRuntimeMisc, WithoutPreserveFramePointerTheReportWarns) {
   ARCPROF_REQUIRE_RECORD_CAPABLE();
   TempDir tmp;
