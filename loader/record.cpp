@@ -299,15 +299,13 @@ Result<int> RunRecord(const RecordOptions& opt) {
             "unknown\n",
             static_cast<unsigned long long>(sideband_lost));
   }
-  int exit_code = 0;
-  if (command && command->Exited() && WIFEXITED(command->exit_status())) {
-    exit_code = 0;  // the profile is what matters; the command's status is reported below
-    if (WEXITSTATUS(command->exit_status()) != 0 && !opt.quiet) {
-      fprintf(stderr, "arcprof: the command exited with status %d\n",
-              WEXITSTATUS(command->exit_status()));
-    }
+  // The profile is what matters: a command that failed is reported, not passed on.
+  if (command && command->Exited() && WIFEXITED(command->exit_status()) &&
+      WEXITSTATUS(command->exit_status()) != 0 && !opt.quiet) {
+    fprintf(stderr, "arcprof: the command exited with status %d\n",
+            WEXITSTATUS(command->exit_status()));
   }
-  return exit_code;
+  return 0;
 }
 
 }  // namespace arcprof

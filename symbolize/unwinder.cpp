@@ -6,7 +6,6 @@
 #include <libelf.h>
 #include <unistd.h>
 
-#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -167,10 +166,6 @@ Unwinder::Space* Unwinder::SpaceFor(uint32_t pid, uint64_t t_ns) {
     std::string name(f.path);
     Dwfl_Module* mod =
         dwfl_report_elf(slot->dwfl, name.c_str(), name.c_str(), fd, f.load_bias, true);
-    if (getenv("ARCPROF_UNWIND_DEBUG")) {
-      fprintf(stderr, "report %s start=%lx bias=%lx -> %s\n", name.c_str(), (unsigned long)f.start,
-              (unsigned long)f.load_bias, mod ? "ok" : dwfl_errmsg(-1));
-    }
     if (!mod) {
       close(fd);
       // Adding to a live space most likely failed on an old module that
@@ -394,11 +389,6 @@ UnwindResult Unwinder::DwflUnwind(const UnwindInput& input, bool fp_fallback, si
   WalkState walk{&result.pcs, max_frames, fp_fallback, space->dwfl};
   const int rc = dwfl_getthread_frames(space->dwfl, static_cast<pid_t>(input.tid), OnFrame, &walk);
   space->sample.input = nullptr;
-  if (getenv("ARCPROF_UNWIND_DEBUG") && rc != 0) {
-    fprintf(stderr, "unwind pid %u: rc=%d err=%s frames=%zu last=%lx beyond=%d\n", input.pid, rc,
-            dwfl_errmsg(-1), result.pcs.size(), (unsigned long)result.pcs.back(),
-            (int)space->sample.read_beyond_copy);
-  }
   if (result.pcs.empty()) result.pcs.push_back(input.regs[16]);
   if (walk.stopped_no_info) {
     result.stop = UnwindStop::kNoUnwindInfo;
