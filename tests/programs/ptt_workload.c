@@ -1,6 +1,8 @@
 /* PTT test workload: one thread spins, one alternates 10 ms busy / 10 ms
- * asleep, for the seconds given in argv[1] (default 3). Each thread reads its
- * own kernel accounting just before it ends and prints it to stderr:
+ * asleep, for the seconds given in argv[1] (default 3). When both are done they
+ * park (asleep, off CPU) and the main thread reads their kernel accounting, so
+ * that nothing runs on their account between the reading and the end of the
+ * recording's view of them; it prints to stderr:
  *   ptt_workload tid=N name=NAME schedstat_ns=N ctxsw=N
  * schedstat_ns is the first field of /proc/self/task/TID/schedstat (time on
  * CPU), ctxsw = voluntary + nonvoluntary context switches from .../status.
@@ -37,9 +39,8 @@ static void spin_until(double t)
 			x += i;
 }
 
-static void report(const char *name)
+static void report(long tid, const char *name)
 {
-	long tid = syscall(SYS_gettid);
 	char path[128];
 	unsigned long long run_ns = 0, vol = 0, invol = 0;
 	snprintf(path, sizeof(path), "/proc/self/task/%ld/schedstat", tid);
@@ -63,6 +64,25 @@ static void report(const char *name)
 		run_ns, vol + invol);
 }
 
+static pthread_mutex_t park_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t park_cond = PTHREAD_COND_INITIALIZER;
+static int parked, released;
+static long worker_tid[2];
+static const char *worker_name[2];
+
+/* A worker is done: it waits, asleep, until main has read its accounting. */
+static void park(int slot, const char *name)
+{
+	worker_tid[slot] = syscall(SYS_gettid);
+	worker_name[slot] = name;
+	pthread_mutex_lock(&park_lock);
+	parked++;
+	pthread_cond_broadcast(&park_cond);
+	while (!released)
+		pthread_cond_wait(&park_cond, &park_lock);
+	pthread_mutex_unlock(&park_lock);
+}
+
 static void *busy(void *arg)
 {
 	(void)arg;
@@ -76,7 +96,7 @@ static void *busy(void *arg)
 		munmap(pages, bytes);
 	}
 	spin_until(now_s() + seconds);
-	report("ptt_busy");
+	park(0, "ptt_busy");
 	return NULL;
 }
 
@@ -90,7 +110,7 @@ static void *alternate(void *arg)
 		struct timespec nap = {0, 10 * 1000 * 1000};
 		nanosleep(&nap, NULL);
 	}
-	report("ptt_alternate");
+	park(1, "ptt_alternate");
 	return NULL;
 }
 
@@ -101,6 +121,19 @@ int main(int argc, char **argv)
 	pthread_t a, b;
 	pthread_create(&a, NULL, busy, NULL);
 	pthread_create(&b, NULL, alternate, NULL);
+	pthread_mutex_lock(&park_lock);
+	while (parked < 2)
+		pthread_cond_wait(&park_cond, &park_lock);
+	pthread_mutex_unlock(&park_lock);
+	/* Let the last worker reach its futex wait and leave the CPU. */
+	struct timespec settle = {0, 20 * 1000 * 1000};
+	nanosleep(&settle, NULL);
+	for (int i = 0; i < 2; i++)
+		report(worker_tid[i], worker_name[i]);
+	pthread_mutex_lock(&park_lock);
+	released = 1;
+	pthread_cond_broadcast(&park_cond);
+	pthread_mutex_unlock(&park_lock);
 	pthread_join(a, NULL);
 	pthread_join(b, NULL);
 	struct rusage ru;
