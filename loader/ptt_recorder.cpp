@@ -20,6 +20,7 @@
 #include <string_view>
 #include <thread>
 
+#include "loader/percpu_counters.h"
 #include "loader/perf_events.h"
 #include "ptt.skel.h"
 #include "reports/ptt_store.h"
@@ -370,16 +371,7 @@ std::vector<PttIrqVector> PttRecorder::ReadVectors() const {
 
 PttRecorderCounters PttRecorder::ReadCounters() const {
   PttRecorderCounters out;
-  std::vector<uint64_t> values(static_cast<size_t>(possible_cpus_));
-  auto read = [&](uint32_t idx) -> uint64_t {
-    if (bpf_map__lookup_elem(skel_->maps.ptt_counters, &idx, sizeof(idx), values.data(),
-                             values.size() * sizeof(uint64_t), 0) != 0) {
-      return 0;
-    }
-    uint64_t sum = 0;
-    for (uint64_t v : values) sum += v;
-    return sum;
-  };
+  auto read = [&](uint32_t idx) { return SumPerCpuCounter(skel_->maps.ptt_counters, idx); };
   out.switches = read(ARCPROF_PTT_CTR_SWITCHES);
   out.threads_full = read(ARCPROF_PTT_CTR_THREADS_FULL);
   out.dropped_ns = read(ARCPROF_PTT_CTR_DROPPED_NS);

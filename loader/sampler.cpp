@@ -13,6 +13,7 @@
 #include <spdlog/spdlog.h>
 
 #include "events.h"
+#include "loader/percpu_counters.h"
 #include "sample.skel.h"
 
 namespace arcprof {
@@ -189,18 +190,7 @@ enum bpf_perf_event_ret Sampler::OnPerfRecord(void* ctx, int cpu, perf_event_hea
 
 SamplerCounters Sampler::ReadCounters() const {
   SamplerCounters out;
-  const int ncpu = libbpf_num_possible_cpus();
-  if (ncpu <= 0) return out;
-  std::vector<uint64_t> values(static_cast<size_t>(ncpu));
-  auto read = [&](uint32_t idx) -> uint64_t {
-    if (bpf_map__lookup_elem(skel_->maps.counters, &idx, sizeof(idx), values.data(),
-                             values.size() * sizeof(uint64_t), 0) != 0) {
-      return 0;
-    }
-    uint64_t sum = 0;
-    for (uint64_t v : values) sum += v;
-    return sum;
-  };
+  auto read = [&](uint32_t idx) { return SumPerCpuCounter(skel_->maps.counters, idx); };
   out.samples = read(ARCPROF_CTR_SAMPLES);
   out.lost_ringbuf = read(ARCPROF_CTR_LOST_RINGBUF);
   out.kstack_errors = read(ARCPROF_CTR_KSTACK_ERR);
