@@ -3,6 +3,7 @@
 #include <time.h>
 
 #include <cstdio>
+#include <unordered_map>
 
 #include "loader/ptt_recorder.h"
 #include "loader/record.h"
@@ -54,6 +55,17 @@ class PttExtension final : public RecordExtension {
     const PttRecorderCounters counters = recorder_->ReadCounters();
     recorder_.reset();
     Profile& profile = context.profile;
+    // PTT copies a thread's name when it first sees the thread, which can be
+    // before the thread names itself (prctl PR_SET_NAME); the samples carry the
+    // name the thread had when it ran, so they win where there are any.
+    std::unordered_map<uint64_t, const std::string*> sampled_names;
+    for (const ThreadRecord& t : profile.threads) {
+      if (!t.comm.empty()) sampled_names[static_cast<uint64_t>(t.pid) << 32 | t.tid] = &t.comm;
+    }
+    for (PttThread& t : data.threads) {
+      auto it = sampled_names.find(static_cast<uint64_t>(t.pid) << 32 | t.tid);
+      if (it != sampled_names.end()) t.comm = *it->second;
+    }
     profile.ptt = std::move(data);
     profile.counters["ptt_switches"] = static_cast<int64_t>(counters.switches);
     profile.counters["ptt_threads_dropped"] = static_cast<int64_t>(counters.threads_full);
