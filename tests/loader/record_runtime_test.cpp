@@ -204,14 +204,18 @@ TEST(RecordRuntime, ProcessStormIsSymbolized) {
       if (nodes[n].base == 0) continue;
       samples += nodes[n].base;
       // The innermost user frame decides: is the code the process ran named?
-      bool named = false, work = false;
+      // Samples in the exit path after the address space is gone have no
+      // user frames: there the kernel leaf decides.
+      bool named = false, work = false, user_seen = false;
       for (size_t cur = n; cur != 0; cur = nodes[cur].parent) {
         const FrameRecord& f = p.frames.at(nodes[cur].frame);
         if (f.kind == FrameKind::kKernel) continue;
+        user_seen = true;
         named = !f.symbol.empty();
         work = f.symbol == "storm_work";
         break;
       }
+      if (!user_seen) named = !p.frames.at(nodes[n].frame).symbol.empty();
       if (named) symbolized += nodes[n].base;
       if (work) in_work += nodes[n].base;
     }
