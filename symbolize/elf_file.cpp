@@ -46,35 +46,29 @@ std::unique_ptr<ElfFile> ElfFile::FromFd(ScopedFd fd, std::string path) {
     file->dev_ = st.st_dev;
     file->inode_ = st.st_ino;
   }
-  auto elf = file->OpenSelf();
+  file->ReadHeader();
+  return file;
+}
+
+void ElfFile::ReadHeader() {
+  auto elf = OpenSelf();
   if (!elf.ok()) {
-    file->header_error_ = elf.error().message;
-    return file;
+    header_error_ = elf.error().message;
+    return;
   }
   auto header = ReadElfHeaderInfo(elf->get());
   if (header.ok()) {
-    file->header_ = std::move(header).value();
+    header_ = std::move(header).value();
   } else {
-    file->header_error_ = header.error().message;
+    header_error_ = header.error().message;
   }
-  return file;
 }
 
 std::unique_ptr<ElfFile> ElfFile::FromImage(std::vector<char> image, std::string name) {
   std::unique_ptr<ElfFile> file(new ElfFile());
   file->image_ = std::move(image);
   file->path_ = std::move(name);
-  auto elf = file->OpenSelf();
-  if (!elf.ok()) {
-    file->header_error_ = elf.error().message;
-    return file;
-  }
-  auto header = ReadElfHeaderInfo(elf->get());
-  if (header.ok()) {
-    file->header_ = std::move(header).value();
-  } else {
-    file->header_error_ = header.error().message;
-  }
+  file->ReadHeader();
   return file;
 }
 

@@ -65,6 +65,8 @@ class ElfFile {
  private:
   ElfFile() = default;
   Result<ElfPtr> OpenSelf();
+  // Reads type, segments, build-id and debuglink; failures go to header_error_.
+  void ReadHeader();
   bool TryDebugCandidate(const std::string& candidate, bool by_build_id,
                          const DebugSearchOptions& debug);
   void LoadDebugSymbols(const DebugSearchOptions& debug);
