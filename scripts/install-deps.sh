@@ -16,6 +16,9 @@ packages=(
   linux-perf procps psmisc binutils time
   libbpf-tools
   openjdk-17-jdk-headless nodejs
+  chromium golang-go
+  debuginfod libdebuginfod-dev
+  libcap2-bin util-linux systemd
 )
 
 missing=()
