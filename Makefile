@@ -22,8 +22,11 @@ build: deps configure
 	cmake --build $(BUILD)
 
 # The main job: profile the machine while a bundled workload runs, print the
-# report, write a flame graph.
-run: build
+# report, write a flame graph. Builds only what the demo runs (arcprof, the
+# JVMTI agent it loads into JVMs, the bundled workload), not the tests.
+DEMO_TARGETS := arcprof arcprof_jvmti ground_truth_program
+run: deps configure
+	cmake --build $(BUILD) --target $(DEMO_TARGETS)
 	@scripts/run-demo.sh $(BUILD)
 
 test: build
