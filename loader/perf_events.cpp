@@ -121,7 +121,10 @@ perf_event_attr SidebandAttr() {
   attr.comm = 1;
   attr.comm_exec = 1;
   attr.task = 1;
-  attr.build_id = 1;
+  // No attr.build_id: with it the kernel marks MMAP2 records delivered to
+  // other listeners (a concurrent `perf record -a`) as carrying build-ids they
+  // do not hold, and perf cannot read its own file. Build-ids come from the
+  // ELF notes of the files the symbolizer opens anyway.
   attr.use_clockid = 1;
   attr.clockid = CLOCK_MONOTONIC;
   // Process events are rare next to samples: wake the reader for each one so

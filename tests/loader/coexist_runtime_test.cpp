@@ -1,0 +1,65 @@
+// arcprof shares the machine with other profilers: a `perf record -a` running
+// at the same time must stay readable by perf. (Asking the kernel for build-ids
+// in MMAP2 records broke exactly that: the records other listeners received
+// claimed build-ids they did not hold, and perf 6.1 aborted reading them.)
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <thread>
+
+#include "tests/loader/runtime_util.h"
+
+namespace arcprof::testing {
+namespace {
+
+const std::string kArcprof = ARCPROF_BIN;
+const std::string kGroundTruth = std::string(ARCPROF_TEST_PROGRAMS) + "/ground_truth";
+const char* const kPerf = "/usr/bin/perf";
+
+TEST(Coexist, ConcurrentPerfRecordStaysReadable) {
+  ARCPROF_REQUIRE_RECORD_CAPABLE();
+  if (access(kPerf, X_OK) != 0) {
+    if (InCi()) FAIL() << "perf is not installed (CI=true: must not skip)";
+    GTEST_SKIP() << "perf is not installed (Debian package linux-perf)";
+  }
+  TempDir tmp;
+  const std::string perf_data = tmp.path("perf.data");
+  Subprocess perf({kPerf, "record", "-q", "-F", "99", "-g", "-a", "-o", perf_data, "--",
+                   "/bin/sleep", "6"});
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  const std::string db = tmp.path("x.db");
+  Subprocess rec({kArcprof, "record", "-q", "-d", "3", "-o", db});
+  // New processes while both listen: each exec and library mapping is an
+  // MMAP2 record delivered to perf and to arcprof alike.
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  for (int i = 0; i < 5; ++i) {
+    Subprocess child({kGroundTruth, "0.1"});
+    EXPECT_EQ(child.Wait(), 0) << child.stderr_text();
+  }
+  ASSERT_EQ(rec.Wait(), 0) << rec.stderr_text();
+  ASSERT_EQ(perf.Wait(), 0) << perf.stderr_text();
+
+  // perf report must read its own file without aborting (it asserted and
+  // smashed its stack on records claiming absent build-ids).
+  Subprocess report({kPerf, "report", "-i", perf_data, "--stdio", "--no-children", "--sort",
+                     "comm,dso"},
+                    /*capture_stderr=*/true);
+  EXPECT_EQ(report.Wait(), 0) << report.stderr_text();
+  auto [script_code, script] = RunCapture({kPerf, "script", "-i", perf_data, "--show-mmap-events"});
+  EXPECT_EQ(script_code, 0);
+  EXPECT_NE(script.find("ground_truth"), std::string::npos)
+      << "perf saw none of the programs started while both recorded";
+
+  // arcprof keeps build-ids, now read from the mapped files themselves.
+  Profile p = LoadCapture(db);
+  auto [code, notes] = RunCapture({"/usr/bin/readelf", "-n", kGroundTruth});
+  const size_t id_at = notes.find("Build ID: ");
+  ASSERT_NE(id_at, std::string::npos);
+  const std::string build_id = notes.substr(id_at + 10, 40);
+  bool found = false;
+  for (const auto& [module, id] : p.build_ids) found = found || id == build_id;
+  EXPECT_TRUE(found) << "build-id " << build_id << " of ground_truth not in the capture";
+}
+
+}  // namespace
+}  // namespace arcprof::testing
