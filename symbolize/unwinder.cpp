@@ -343,9 +343,16 @@ std::optional<UnwindResult> Unwinder::FastUnwind(const UnwindInput& input, bool 
         result.stop = UnwindStop::kStackCopyTooSmall;
         return result;
       }
-      if (rule.bp_saved && !read(cfa + static_cast<int64_t>(rule.bp_off), &bp)) {
-        result.stop = UnwindStop::kStackCopyTooSmall;
-        return result;
+      if (rule.bp_saved) {
+        // In an epilogue gcc's CFI still says "rbp saved at CFA-16" after
+        // `pop %rbp` (or `leave`): the slot is then below the stack pointer,
+        // the caller's rbp is already back in rbp, and the slot may hold
+        // anything. Only a slot at or above sp is the saved value.
+        const uint64_t slot = cfa + static_cast<int64_t>(rule.bp_off);
+        if (slot >= sp && !read(slot, &bp)) {
+          result.stop = UnwindStop::kStackCopyTooSmall;
+          return result;
+        }
       }
       sp = cfa;
     } else {

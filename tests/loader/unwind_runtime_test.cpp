@@ -96,6 +96,25 @@ bool HasFrameSetup(const std::string& binary, const std::string& function) {
 
 class UnwindModes : public ::testing::TestWithParam<std::string> {};
 
+// gcc's CFI keeps "rbp saved at CFA-N" after an epilogue's `pop %rbp`: that
+// slot is below the stack pointer then and the caller's rbp is already in
+// rbp. Samples in those epilogues (most of f's here) must still reach main.
+TEST_P(UnwindModes, EpilogueAfterPopRbpReachesMain) {
+  ARCPROF_REQUIRE_RECORD_CAPABLE();
+  TempDir tmp;
+  Profile p = RecordCommand(tmp, GetParam(), {kPrograms + "/epilogue", "1000000000"}, "epilogue");
+  uint64_t samples = 0, with_main = 0, in_f = 0;
+  for (const auto& [path, n] : Measure(p, "epilogue").stacks) {
+    samples += n;
+    if (std::find(path.begin(), path.end(), "main") != path.end()) with_main += n;
+    if (!path.empty() && path.back() == "f") in_f += n;
+  }
+  ASSERT_GT(samples, 300u);
+  EXPECT_GT(in_f, samples / 5) << "the leaf f should hold a good part of the samples";
+  EXPECT_GE(static_cast<double>(with_main), 0.99 * static_cast<double>(samples))
+      << with_main << " of " << samples << " samples reach main";
+}
+
 TEST_P(UnwindModes, StockPython3StacksAreComplete) {
   ARCPROF_REQUIRE_RECORD_CAPABLE();
   TempDir tmp;
