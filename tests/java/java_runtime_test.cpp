@@ -399,8 +399,24 @@ TEST(JavaRuntimeMisc, AddressReuseAttributesEachPhaseToItsOwnCode) {
     const std::string own = "Hot" + std::to_string(phase) + ".spin";
     auto in_phase = [&](const ThreadRecord& t) { return static_cast<pid_t>(t.pid) == pid && t.comm == thread; };
     const uint64_t total = AllSamples(p, in_phase);
-    ASSERT_GT(total, 300u) << thread;
-    EXPECT_GE(static_cast<double>(SamplesWith(p, in_phase, own)) / static_cast<double>(total), 0.8) << thread;
+    ASSERT_GT(total, 100u) << thread;  // about 1000 on an idle machine, 230 seen under load
+    // C2 compiles the reflection accessor (and Method.invoke) with HotNN.spin
+    // inlined. HotSpot's own debug info for that code (the PcDescs JVMTI
+    // hands the agent, the same ones AsyncGetCallTrace uses) has no scope for
+    // the instructions of the unrolled loop body, and the next PcDesc after
+    // them carries the accessor's scope: those samples show the accessor as
+    // their leaf. Measured: spin 0.50-0.99 of a phase depending on how soon
+    // C2 gets there (0.78 on an idle machine), spin plus an accessor leaf
+    // 0.96-0.99. The accessor's code is checked below like every JIT frame:
+    // it was live at that address during this phase.
+    uint64_t accessor_leaf = 0;
+    for (const auto& [stack, count] : Stacks(p, in_phase)) {
+      if (std::find(stack.begin(), stack.end(), own) != stack.end()) continue;
+      if (!stack.empty() && stack.back().find("GeneratedMethodAccessor") != std::string::npos) accessor_leaf += count;
+    }
+    const double own_share = static_cast<double>(SamplesWith(p, in_phase, own)) / static_cast<double>(total);
+    EXPECT_GE(own_share, 0.35) << thread;
+    EXPECT_GE(own_share + static_cast<double>(accessor_leaf) / static_cast<double>(total), 0.85) << thread;
     for (int other = 0; other < kPhases; ++other) {
       if (other == phase) continue;
       EXPECT_EQ(SamplesWith(p, in_phase, "Hot" + std::to_string(other) + ".spin"), 0u) << thread;
