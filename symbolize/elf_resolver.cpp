@@ -1,0 +1,32 @@
+#include "symbolize/elf_resolver.h"
+
+namespace arcprof {
+
+SymbolizedFrame ElfResolver::Resolve(ElfFile* file, const TimelineMapping& m, uint64_t addr) {
+  SymbolizedFrame frame;
+  frame.module = m.module;
+  frame.kind = FrameKind::kNative;
+  const uint64_t file_offset = addr - m.start + m.pgoff;
+  frame.offset = file_offset;
+  if (!file) {
+    frame.reason = UnknownReason::kFileUnavailable;
+    return frame;
+  }
+  if (file->LoadSymbols(debug_)) ++files_loaded_;
+  std::optional<uint64_t> vaddr = file->OffsetToVaddr(file_offset);
+  if (!vaddr) {
+    frame.reason = UnknownReason::kNoSymbols;
+    return frame;
+  }
+  frame.offset = *vaddr;
+  ElfFile::Lookup found = file->Find(*vaddr, debug_);
+  if (!found.symbol) {
+    frame.reason = found.reason;
+    return frame;
+  }
+  frame.symbol = found.symbol->name;
+  frame.address = found.symbol->start;
+  return frame;
+}
+
+}  // namespace arcprof

@@ -1,0 +1,31 @@
+// Resolver for native code in mapped ELF files (and the vDSO image): maps the
+// runtime address to the file's virtual address through the mapping and the
+// file's PT_LOAD segments, then looks the function up in the file's symbol
+// tables (.symtab, a separate debug file, .dynsym).
+#pragma once
+
+#include <cstdint>
+
+#include "symbolize/elf_file.h"
+#include "symbolize/symbolizer.h"
+#include "symbolize/timeline.h"
+
+namespace arcprof {
+
+class ElfResolver {
+ public:
+  explicit ElfResolver(DebugSearchOptions debug) : debug_(std::move(debug)) {}
+
+  // The frame for addr in mapping m of file (nullptr: the file could not be
+  // opened, Unknown(kFileUnavailable)).
+  SymbolizedFrame Resolve(ElfFile* file, const TimelineMapping& m, uint64_t addr);
+
+  const DebugSearchOptions& debug() const { return debug_; }
+  uint64_t files_loaded() const { return files_loaded_; }
+
+ private:
+  DebugSearchOptions debug_;
+  uint64_t files_loaded_ = 0;
+};
+
+}  // namespace arcprof

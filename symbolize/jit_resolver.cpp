@@ -1,0 +1,35 @@
+#include "symbolize/jit_resolver.h"
+
+namespace arcprof {
+
+void JitResolver::SetFactory(JitSymbolSourceFactory factory) {
+  factory_ = std::move(factory);
+  sources_.clear();
+}
+
+SymbolizedFrame JitResolver::Resolve(const ProcessInfo& process, uint64_t addr, uint64_t t_ns,
+                                     bool* cacheable) {
+  SymbolizedFrame frame;
+  frame.offset = addr;
+  frame.module = kJitModule;
+  frame.kind = FrameKind::kJit;
+  frame.reason = UnknownReason::kJitNoMap;
+  if (!factory_) return frame;
+  Entry& entry = sources_[process.pid];
+  if (!entry.tried) {
+    entry.tried = true;
+    entry.source = factory_(process);
+  }
+  if (!entry.source) return frame;
+  *cacheable = false;
+  if (std::optional<JitSymbol> symbol = entry.source->Find(addr, t_ns)) {
+    frame.symbol = symbol->name;
+    frame.address = symbol->start;
+    frame.reason = UnknownReason::kNone;
+    frame.kind = symbol->kind;
+    frame.inlined = symbol->inlined;
+  }
+  return frame;
+}
+
+}  // namespace arcprof

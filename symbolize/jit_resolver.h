@@ -1,0 +1,41 @@
+// Resolver for JIT code (anonymous executable memory): one JitSymbolSource per
+// process (perf map, jitdump), made by the factory a runtime extension
+// installs, on the process's first JIT frame. Its answers are versioned by
+// time inside the source and never cached outside it (the source grows).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <unordered_map>
+
+#include "symbolize/jit_source.h"
+#include "symbolize/symbolizer.h"
+
+namespace arcprof {
+
+inline constexpr std::string_view kJitModule = "JITCODE";
+
+class JitResolver {
+ public:
+  // Replaces the factory and drops every source made by the old one.
+  void SetFactory(JitSymbolSourceFactory factory);
+  bool has_factory() const { return static_cast<bool>(factory_); }
+
+  // The frame for addr in process at t_ns: Unknown(kJitNoMap) without a
+  // source. *cacheable is cleared when a source answered (it grows).
+  SymbolizedFrame Resolve(const ProcessInfo& process, uint64_t addr, uint64_t t_ns, bool* cacheable);
+
+  // Drops pid's source (exec replaced the image, or the process is gone).
+  void Forget(uint32_t pid) { sources_.erase(pid); }
+  size_t size() const { return sources_.size(); }
+
+ private:
+  struct Entry {
+    std::unique_ptr<JitSymbolSource> source;
+    bool tried = false;
+  };
+  JitSymbolSourceFactory factory_;
+  std::unordered_map<uint32_t, Entry> sources_;
+};
+
+}  // namespace arcprof

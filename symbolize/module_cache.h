@@ -1,0 +1,72 @@
+// The module cache: every mapped ELF file the symbolizer has opened, shared by
+// all mappings of it in all processes. A mapping finds its file by (device,
+// inode) or build-id without a system call when another mapping of the same
+// file was seen; otherwise the file is opened now, through
+// /proc/PID/map_files (the exact mapped inode, even when deleted or in another
+// mount namespace) or a path that must name the same inode.
+//
+// File ids are never reused: a closed file's id stays dead, so caches keyed by
+// file id (unwind rules, resolved frames) cannot confuse two files.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "symbolize/elf_file.h"
+#include "symbolize/symbolizer.h"
+
+namespace arcprof {
+
+class ModuleCache {
+ public:
+  static constexpr uint32_t kNoFile = 0xffffffffu;
+
+  explicit ModuleCache(std::string proc_root) : proc_root_(std::move(proc_root)) {}
+
+  // The file of mapping m in pid (path without " (deleted)"); kNoFile when it
+  // cannot be opened or the path now names another build.
+  uint32_t FileFor(uint32_t pid, const MappingEvent& m, const std::string& path);
+
+  // The open file with this id; nullptr for kNoFile or a closed file.
+  ElfFile* Get(uint32_t id) const {
+    auto it = files_.find(id);
+    return it == files_.end() ? nullptr : it->second.get();
+  }
+
+  // A module name as frames carry it, stable for the cache's lifetime.
+  std::string_view Intern(std::string_view name) { return *module_names_.emplace(name).first; }
+
+  size_t open_files() const { return files_.size(); }
+
+ private:
+  struct DevInode {
+    uint64_t dev = 0;
+    uint64_t inode = 0;
+    bool operator==(const DevInode&) const = default;
+  };
+  struct DevInodeHash {
+    size_t operator()(const DevInode& k) const {
+      return std::hash<uint64_t>()(k.dev * 0x9e3779b97f4a7c15ULL ^ k.inode);
+    }
+  };
+
+  ScopedFd OpenMappedFile(uint32_t pid, uint64_t start, uint64_t end, const std::string& path,
+                          uint64_t inode) const;
+  uint32_t Register(std::unique_ptr<ElfFile> file, std::optional<DevInode> reported,
+                    const std::string& reported_build_id);
+
+  std::string proc_root_;
+  uint32_t next_id_ = 0;
+  std::unordered_map<uint32_t, std::unique_ptr<ElfFile>> files_;
+  std::unordered_map<DevInode, uint32_t, DevInodeHash> by_inode_;
+  std::unordered_map<std::string, uint32_t> by_build_id_;
+  std::unordered_set<std::string> module_names_;  // node-based: views stay valid
+};
+
+}  // namespace arcprof

@@ -1,0 +1,128 @@
+#include "symbolize/process_registry.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <spdlog/fmt/fmt.h>
+
+#include "common/scoped_fd.h"
+#include "symbolize/proc_parse.h"
+
+namespace arcprof {
+
+Result<std::string> ReadWholeFile(const std::string& path) {
+  ScopedFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) return MakeError(path + ": " + std::strerror(errno));
+  std::string text;
+  char buffer[65536];
+  for (;;) {
+    ssize_t n = read(fd.get(), buffer, sizeof(buffer));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return MakeError(path + ": " + std::strerror(errno));
+    }
+    if (n == 0) break;
+    text.append(buffer, static_cast<size_t>(n));
+  }
+  return text;
+}
+
+ProcessRegistry::Record& ProcessRegistry::Get(uint32_t pid) {
+  Record& record = records_[pid];
+  record.info.pid = pid;
+  return record;
+}
+
+const ProcessRegistry::Record* ProcessRegistry::Find(uint32_t pid) const {
+  auto it = records_.find(pid);
+  return it == records_.end() ? nullptr : &it->second;
+}
+
+std::string ProcessRegistry::ProcPath(uint32_t pid, std::string_view leaf) const {
+  return fmt::format("{}/{}/{}", proc_root_, pid, leaf);
+}
+
+void ProcessRegistry::ReadDetails(uint32_t pid, Record& record) {
+  if (auto raw = ReadWholeFile(ProcPath(pid, "cmdline")); raw.ok()) {
+    std::string cmdline = procfs::ParseCmdline(*raw);
+    if (!cmdline.empty()) record.info.cmdline = std::move(cmdline);
+  }
+  if (auto text = ReadWholeFile(ProcPath(pid, "status")); text.ok()) {
+    if (auto status = procfs::ParseStatus(*text); status.ok()) {
+      record.info.uid = status->uid;
+      if (!status->nspid.empty()) record.info.ns_pid = status->nspid.back();
+    }
+  }
+}
+
+std::optional<std::string> ProcessRegistry::Snapshot(uint32_t pid) {
+  snapshot_attempted_.insert(pid);
+  auto maps = ReadWholeFile(ProcPath(pid, "maps"));
+  if (!maps.ok()) return std::nullopt;  // gone, or not a process
+  Record& record = Get(pid);
+  record.seen = true;
+  if (auto comm = ReadWholeFile(ProcPath(pid, "comm")); comm.ok())
+    record.info.comm = procfs::ParseComm(*comm);
+  ReadDetails(pid, record);
+  if (DIR* dir = opendir(ProcPath(pid, "task").c_str())) {
+    while (dirent* entry = readdir(dir)) {
+      char* end = nullptr;
+      unsigned long tid = std::strtoul(entry->d_name, &end, 10);
+      if (end == entry->d_name || *end != '\0') continue;
+      if (auto comm = ReadWholeFile(ProcPath(pid, fmt::format("task/{}/comm", tid))); comm.ok())
+        record.thread_names[static_cast<uint32_t>(tid)] = procfs::ParseComm(*comm);
+    }
+    closedir(dir);
+  }
+  return std::move(maps).value();
+}
+
+void ProcessRegistry::OnExec(uint32_t pid, std::string_view comm) {
+  snapshot_attempted_.insert(pid);
+  Record& record = Get(pid);
+  record.seen = true;
+  record.info.comm = std::string(comm);
+  record.info.cmdline.clear();
+  ReadDetails(pid, record);
+  record.thread_names.clear();  // exec kills every other thread
+  record.thread_names[pid] = std::string(comm);
+}
+
+void ProcessRegistry::OnComm(uint32_t pid, uint32_t tid, std::string_view comm) {
+  Record& record = Get(pid);
+  record.seen = true;
+  record.thread_names[tid] = std::string(comm);
+  if (tid == pid) record.info.comm = std::string(comm);
+}
+
+void ProcessRegistry::OnFork(uint32_t parent_pid, uint32_t child_pid) {
+  snapshot_attempted_.insert(child_pid);
+  ProcessInfo parent_info = Get(parent_pid).info;
+  Record& child = Get(child_pid);
+  child.seen = true;
+  child.info = parent_info;
+  child.info.pid = child_pid;
+  child.info.ns_pid = 0;
+  ReadDetails(child_pid, child);
+  child.thread_names.clear();
+  child.thread_names[child_pid] = child.info.comm;
+}
+
+std::string_view ProcessRegistry::ThreadName(uint32_t pid, uint32_t tid) const {
+  const Record* record = Find(pid);
+  if (!record) return "";
+  auto thread = record->thread_names.find(tid);
+  if (thread != record->thread_names.end()) return thread->second;
+  return record->info.comm;
+}
+
+void ProcessRegistry::Remove(uint32_t pid) {
+  records_.erase(pid);
+  snapshot_attempted_.erase(pid);
+}
+
+}  // namespace arcprof

@@ -1,0 +1,67 @@
+// The process registry: what the symbolizer knows about each process apart
+// from its address space (that is the Timeline's): command name, command line,
+// owner, pid in its own namespace and thread names. It reads them from /proc
+// while the process lives (a snapshot, or at exec/fork events), and keeps
+// them after the process exits, for samples drained later.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "common/result.h"
+#include "symbolize/symbolizer.h"
+
+namespace arcprof {
+
+class ProcessRegistry {
+ public:
+  struct Record {
+    ProcessInfo info;
+    bool seen = false;  // named by a snapshot or an event (not just referenced)
+    std::unordered_map<uint32_t, std::string> thread_names;
+  };
+
+  explicit ProcessRegistry(std::string proc_root) : proc_root_(std::move(proc_root)) {}
+
+  // The record of pid, created empty when missing.
+  Record& Get(uint32_t pid);
+  const Record* Find(uint32_t pid) const;
+
+  std::string ProcPath(uint32_t pid, std::string_view leaf) const;
+  const std::string& proc_root() const { return proc_root_; }
+
+  // Reads comm, details and thread names of a live process and returns the
+  // text of its maps; nullopt when it is gone (or not a process). Either way
+  // the pid counts as snapshot-attempted.
+  std::optional<std::string> Snapshot(uint32_t pid);
+  bool SnapshotAttempted(uint32_t pid) const { return snapshot_attempted_.count(pid) != 0; }
+  void MarkSnapshotAttempted(uint32_t pid) { snapshot_attempted_.insert(pid); }
+
+  void OnExec(uint32_t pid, std::string_view comm);
+  void OnComm(uint32_t pid, uint32_t tid, std::string_view comm);
+  void OnFork(uint32_t parent_pid, uint32_t child_pid);
+
+  // The thread name last seen for tid (the process comm when none).
+  std::string_view ThreadName(uint32_t pid, uint32_t tid) const;
+
+  // Forgets pid entirely (its process exited long ago).
+  void Remove(uint32_t pid);
+  size_t size() const { return records_.size(); }
+
+ private:
+  // Command line, uid and namespaced pid of a live process.
+  void ReadDetails(uint32_t pid, Record& record);
+
+  std::string proc_root_;
+  std::unordered_map<uint32_t, Record> records_;
+  std::unordered_set<uint32_t> snapshot_attempted_;
+};
+
+// Reads a whole (small, /proc or kallsyms) file.
+Result<std::string> ReadWholeFile(const std::string& path);
+
+}  // namespace arcprof
