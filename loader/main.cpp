@@ -8,6 +8,7 @@
 
 #include "loader/java_cli.h"
 #include "loader/record.h"
+#include "push/push_cli.h"
 #include "reports/report_cli.h"
 
 #ifndef ARCPROF_VERSION
@@ -90,6 +91,7 @@ int main(int argc, char** argv) {
 
   arcprof::ReportCommands reports(app);
   arcprof::JavaCommands java(app);
+  arcprof::push::PushCommands push(app);
 
   // -p and a command are mutually exclusive; CLI11 cannot express "option vs
   // positional" on one subcommand via excludes(self), so check after parsing.
@@ -124,5 +126,6 @@ int main(int argc, char** argv) {
   }
   if (auto code = reports.RunIfSelected(std::cout, std::cerr)) return *code;
   if (auto code = java.RunIfSelected(std::cout, std::cerr)) return *code;
+  if (auto code = push.RunIfSelected(std::cout, std::cerr)) return *code;
   return 1;
 }

@@ -19,6 +19,7 @@ packages=(
   chromium golang-go
   debuginfod libdebuginfod-dev
   libcap2-bin util-linux systemd
+  libcurl4-openssl-dev python3-protobuf
 )
 
 missing=()

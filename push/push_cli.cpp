@@ -1,0 +1,80 @@
+#include "push/push_cli.h"
+
+#include <chrono>
+
+#include "push/capture_windows.h"
+
+namespace arcprof::push {
+
+Result<PushOptions> PushFlags::Resolve() const {
+  PushOptions options;
+  if (url.rfind("http://", 0) != 0 && url.rfind("https://", 0) != 0) {
+    return MakeError("--push: '" + Destination(url.substr(0, 200)) + "' is not an http:// or https:// URL");
+  }
+  options.url = url;
+  if (service_name.empty()) return MakeError("--service-name: empty");
+  options.service_name = service_name;
+  for (const std::string& arg : labels) {
+    auto label = ParseLabel(arg);
+    if (!label) return label.error();
+    options.labels.push_back(*label);
+  }
+  options.tenant = tenant;
+  return options;
+}
+
+void AddPushFlags(CLI::App& command, PushFlags& flags, bool with_url_flag) {
+  if (with_url_flag) {
+    command.add_option("--push", flags.url,
+                       "Send every closed window to this Pyroscope server (http://host:4040); "
+                       "unsent windows stay in the store (docs/continuous.md)");
+  }
+  command.add_option("--service-name", flags.service_name, "Pyroscope service_name of the pushed series")
+      ->capture_default_str();
+  command.add_option("--label", flags.labels, "Extra series label KEY=VALUE (repeatable)");
+  command.add_option("--tenant", flags.tenant, "Pyroscope tenant (X-Scope-OrgID header)");
+}
+
+PushCommands::PushCommands(CLI::App& app) {
+  push_ = app.add_subcommand("push", "Send a capture's or store's unsent windows to a Pyroscope server");
+  push_->add_option("-i,--store", store_, "Capture or store to send from")->capture_default_str();
+  push_->add_option("url", flags_.url, "Pyroscope server, e.g. http://localhost:4040")->required();
+  push_->add_option("--max-time", max_time_s_, "Give up retrying after this many seconds")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 86400.0));
+  AddPushFlags(*push_, flags_, false);
+}
+
+std::optional<int> PushCommands::RunIfSelected(std::ostream& out, std::ostream& err) {
+  if (!push_->parsed()) return std::nullopt;
+  auto options = flags_.Resolve();
+  if (!options) {
+    err << "arcprof: " << options.error().message << "\n";
+    return 1;
+  }
+  auto source = CaptureWindows::Open(store_);
+  if (!source) {
+    err << "arcprof: " << source.error().message << "\n";
+    return source.error().exit_code;
+  }
+  Pusher pusher(*options, **source);
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(static_cast<int64_t>(max_time_s_ * 1000));
+  auto left = pusher.SendAll(deadline);
+  const PushStats stats = pusher.stats();
+  const std::string where = Destination(options->url);
+  if (!left) {
+    err << "arcprof: " << left.error().message << "\n";
+    return left.error().exit_code;
+  }
+  out << "pushed " << stats.windows_sent << " window" << (stats.windows_sent == 1 ? "" : "s") << " ("
+      << stats.bytes_sent << " bytes) to " << where << (stats.using_ingest ? " (/ingest)" : "") << "\n";
+  if (*left > 0 || stats.rejected > 0) {
+    err << "arcprof: " << *left + stats.rejected << " window(s) not sent to " << where << " (last error: "
+        << stats.last_error << "); they stay in " << store_ << " for the next run\n";
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace arcprof::push

@@ -1,0 +1,150 @@
+#include "push/push_request.h"
+
+#include <curl/curl.h>
+
+#include <algorithm>
+#include <cstdio>
+
+#include "proto/profile.pb.h"
+#include "push/v1/push.pb.h"
+#include "reports/pprof.h"
+#include "reports/thread_filter.h"
+
+namespace arcprof::push {
+namespace {
+
+std::string Trim(const std::string& url) {
+  std::string base = url;
+  while (!base.empty() && base.back() == '/') base.pop_back();
+  return base;
+}
+
+std::string UrlEscape(const std::string& text) {
+  char* escaped = curl_easy_escape(nullptr, text.data(), static_cast<int>(text.size()));
+  std::string out = escaped ? escaped : "";
+  curl_free(escaped);
+  return out;
+}
+
+// FNV-1a, 64 bits, from a chosen offset: stable across builds and machines.
+uint64_t Fnv1a(std::string_view text, uint64_t hash) {
+  for (unsigned char c : text) {
+    hash ^= c;
+    hash *= 0x100000001b3ull;
+  }
+  return hash;
+}
+
+}  // namespace
+
+Labels SeriesLabels(const std::string& service_name, const std::string& host, const Labels& extra) {
+  Labels labels = {{"__name__", "process_cpu"}, {"service_name", service_name}, {"host", host}};
+  for (const auto& label : extra) {
+    auto it = std::find_if(labels.begin(), labels.end(), [&](const auto& l) { return l.first == label.first; });
+    if (it != labels.end()) {
+      it->second = label.second;
+    } else {
+      labels.push_back(label);
+    }
+  }
+  return labels;
+}
+
+Result<std::pair<std::string, std::string>> ParseLabel(std::string_view arg) {
+  const size_t eq = arg.find('=');
+  auto fail = [&](const std::string& why) {
+    std::string shown(arg.substr(0, 64));
+    for (char& c : shown) {
+      if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+    }
+    return MakeError("--label '" + shown + "': " + why + " (expected KEY=VALUE)");
+  };
+  if (eq == std::string_view::npos || eq == 0) return fail("no key");
+  const std::string key(arg.substr(0, eq));
+  const std::string value(arg.substr(eq + 1));
+  for (size_t i = 0; i < key.size(); ++i) {
+    const char c = key[i];
+    const bool ok = c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (i > 0 && c >= '0' && c <= '9');
+    if (!ok) return fail("a label name is letters, digits and '_', not starting with a digit");
+  }
+  if (key.rfind("__", 0) == 0) return fail("names starting with '__' are reserved");
+  if (value.empty()) return fail("empty value");
+  if (value.size() > 1024) return fail("value longer than 1024 bytes");
+  return std::pair{key, value};
+}
+
+std::string ProfileUuid(std::string_view stable_window_id) {
+  const uint64_t high = Fnv1a(stable_window_id, 0xcbf29ce484222325ull);
+  const uint64_t low = Fnv1a(stable_window_id, 0x84222325cbf29ce4ull ^ high);
+  // RFC 9562 layout: version 8 (custom), variant 10.
+  const uint64_t h = (high & ~0xf000ull) | 0x8000ull;
+  const uint64_t l = (low & ~(3ull << 62)) | (2ull << 62);
+  char text[37];
+  std::snprintf(text, sizeof text, "%08llx-%04llx-%04llx-%04llx-%012llx",
+                static_cast<unsigned long long>(h >> 32), static_cast<unsigned long long>((h >> 16) & 0xffff),
+                static_cast<unsigned long long>(h & 0xffff), static_cast<unsigned long long>(l >> 48),
+                static_cast<unsigned long long>(l & 0xffffffffffffull));
+  return text;
+}
+
+Result<std::string> WindowPprof(const Profile& window) {
+  perftools::profiles::Profile profile;
+  if (!profile.ParseFromString(EncodePprof(window, ThreadFilter{}))) {
+    return MakeError("push: cannot re-read the window's pprof");
+  }
+  int64_t comm = -1;
+  for (int i = 0; i < profile.string_table_size(); ++i) {
+    if (profile.string_table(i) == "comm") comm = i;
+  }
+  for (auto& sample : *profile.mutable_sample()) {
+    auto* labels = sample.mutable_label();
+    labels->erase(std::remove_if(labels->begin(), labels->end(),
+                                 [&](const perftools::profiles::Label& l) { return l.key() != comm; }),
+                  labels->end());
+  }
+  std::string bytes;
+  profile.SerializeToString(&bytes);
+  return Gzip(bytes);
+}
+
+std::string EncodePushRequest(const Labels& labels, const std::string& gzipped_pprof,
+                              const std::string& profile_uuid) {
+  ::push::v1::PushRequest request;
+  ::push::v1::RawProfileSeries* series = request.add_series();
+  for (const auto& [name, value] : labels) {
+    ::types::v1::LabelPair* pair = series->add_labels();
+    pair->set_name(name);
+    pair->set_value(value);
+  }
+  ::push::v1::RawSample* sample = series->add_samples();
+  sample->set_raw_profile(gzipped_pprof);
+  sample->set_id(profile_uuid);
+  std::string bytes;
+  request.SerializeToString(&bytes);
+  return bytes;
+}
+
+std::string IngestUrl(const std::string& base_url, const Labels& labels, uint64_t from_unix_s,
+                      uint64_t until_unix_s, uint64_t sample_rate_hz) {
+  // Pyroscope's ingest name: SERVICE{key=value,...}; __name__ is implied by
+  // the pprof's sample types.
+  std::string service;
+  std::string rest;
+  for (const auto& [key, value] : labels) {
+    if (key == "__name__") continue;
+    if (key == "service_name") {
+      service = value;
+      continue;
+    }
+    if (!rest.empty()) rest += ',';
+    rest += key + "=" + value;
+  }
+  const std::string name = service + "{" + rest + "}";
+  return Trim(base_url) + "/ingest?name=" + UrlEscape(name) + "&from=" + std::to_string(from_unix_s) +
+         "&until=" + std::to_string(until_unix_s) + "&format=pprof&sampleRate=" +
+         std::to_string(sample_rate_hz) + "&spyName=arcprof";
+}
+
+std::string PushUrl(const std::string& base_url) { return Trim(base_url) + "/push.v1.PusherService/Push"; }
+
+}  // namespace arcprof::push

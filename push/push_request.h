@@ -1,0 +1,53 @@
+// What arcprof sends to a Pyroscope server for one closed window: the request
+// bodies of the push API and of the older /ingest endpoint. Pure functions (no
+// I/O), so they are tested without a server.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "common/result.h"
+#include "reports/profile.h"
+
+namespace arcprof::push {
+
+using Labels = std::vector<std::pair<std::string, std::string>>;
+
+// The series labels of every window: __name__=process_cpu, service_name,
+// host, then the user's --label pairs in order. A user label may replace
+// service_name or host but not __name__. Labels that vary per window (its id,
+// its time) are never series labels: they would make one series per window.
+Labels SeriesLabels(const std::string& service_name, const std::string& host, const Labels& extra);
+
+// Checks one --label argument "key=value": the key is a Prometheus-style label
+// name ([A-Za-z_][A-Za-z0-9_]*, not starting with "__"), the value non-empty
+// and at most 1024 bytes. Returns the pair or a one-line error.
+Result<std::pair<std::string, std::string>> ParseLabel(std::string_view arg);
+
+// The profile id (a UUID string) of a window, derived only from its stable id,
+// so every resend of one window carries the same id.
+std::string ProfileUuid(std::string_view stable_window_id);
+
+// The gzipped pprof of one window as pushed: the pprof export of every thread
+// (reports/pprof.h) with only the process name ("comm") kept as a sample
+// label. Pyroscope turns sample labels into series, so pid, tid and thread
+// names would create a series per thread.
+Result<std::string> WindowPprof(const Profile& window);
+
+// The serialized push.v1.PushRequest: one series (`labels`) holding one sample
+// (`gzipped_pprof`, id `profile_uuid`).
+std::string EncodePushRequest(const Labels& labels, const std::string& gzipped_pprof,
+                              const std::string& profile_uuid);
+
+// The URL of the fallback for servers without the push API:
+// BASE/ingest?name=SERVICE{k=v,...}&from=S&until=S&format=pprof&spyName=arcprof
+// with the window's start and end in Unix seconds; the body is the gzipped pprof.
+std::string IngestUrl(const std::string& base_url, const Labels& labels, uint64_t from_unix_s,
+                      uint64_t until_unix_s, uint64_t sample_rate_hz);
+// BASE/push.v1.PusherService/Push
+std::string PushUrl(const std::string& base_url);
+
+}  // namespace arcprof::push

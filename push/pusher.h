@@ -1,0 +1,109 @@
+// Ships closed windows to a Pyroscope server, on a thread of its own (network
+// I/O never runs on the sampling path).
+//
+// For each window the store lists as unsent (push/window_source.h), oldest
+// first: read it, encode it as gzipped pprof (push/push_request.h), POST a
+// push.v1.PushRequest to BASE/push.v1.PusherService/Push (Connect protocol,
+// Content-Type application/proto). A server without that route (404, 405 or
+// 415) is sent BASE/ingest?format=pprof instead, for the rest of the run.
+//   - 2xx: the window is marked sent in the store, then the next one.
+//   - no response, 408, 429, 5xx, 401, 403: the window stays unsent; the
+//     thread waits (0.5 s, doubling to 5 min; a Retry-After in that range is
+//     honoured) and starts again from the oldest unsent window.
+//   - any other 4xx: the server will never take this window; it is logged,
+//     skipped for the rest of the run and stays unsent in the store.
+// Nothing is dropped: a window leaves the unsent list only after a 2xx.
+// Every send of one window carries the same profile id (ProfileUuid of its
+// stable id) and the same series labels, so a resend after a lost 2xx is one
+// profile to the server (docs/continuous.md).
+//
+// Use from the continuous session: Start() once, WindowClosed() after every
+// window is committed to the store, Stop() at exit.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+
+#include "common/result.h"
+#include "push/http_client.h"
+#include "push/push_request.h"
+#include "push/window_source.h"
+
+namespace arcprof::push {
+
+struct PushOptions {
+  std::string url;                      // the server's base URL, e.g. http://pyroscope:4040
+  std::string service_name = "arcprof";
+  std::string host;                     // default: the window's host (CaptureMeta::host)
+  Labels labels;                        // --label KEY=VALUE, in order
+  std::string tenant;                   // X-Scope-OrgID header when not empty
+  std::chrono::milliseconds initial_backoff{500};
+  std::chrono::milliseconds max_backoff{std::chrono::minutes(5)};
+  std::chrono::milliseconds timeout{std::chrono::seconds(30)};  // per request
+};
+
+struct PushStats {
+  uint64_t windows_sent = 0;
+  uint64_t bytes_sent = 0;       // request bodies of the sends that got a 2xx
+  uint64_t attempts = 0;
+  uint64_t retries = 0;          // attempts that ended in a retryable failure
+  uint64_t rejected = 0;         // windows the server refused for good (4xx)
+  bool using_ingest = false;     // fell back to /ingest
+  std::string last_error;
+};
+
+class Pusher {
+ public:
+  Pusher(PushOptions options, WindowSource& source);
+  ~Pusher();
+  Pusher(const Pusher&) = delete;
+  Pusher& operator=(const Pusher&) = delete;
+
+  // Starts the push thread; it sends what is unsent, then waits for windows.
+  void Start();
+  // A window was committed to the store: wake the thread (a backoff wait in
+  // progress is not cut short).
+  void WindowClosed();
+  // Stops the thread, giving sends up to `grace` to finish what is unsent.
+  // Windows not sent by then stay unsent in the store for the next run.
+  void Stop(std::chrono::milliseconds grace);
+
+  // For `arcprof push`: sends every unsent window on the calling thread,
+  // retrying as above until none is left or `deadline` passes. Returns the
+  // number of windows still unsent.
+  Result<size_t> SendAll(std::chrono::steady_clock::time_point deadline);
+
+  PushStats stats() const;
+
+ private:
+  enum class Outcome { kSent, kRetry, kRejected };
+  Outcome SendOne(const WindowInfo& window, std::chrono::milliseconds& retry_after);
+  // One pass over the unsent windows; returns false when it must back off.
+  bool Pass(size_t& remaining, std::chrono::milliseconds& wait);
+  void Run();
+  // Waits until `until`, a wake-up (when `wakeable`) or stop; true when stopping.
+  bool Wait(std::chrono::steady_clock::time_point until, bool wakeable);
+
+  PushOptions options_;
+  WindowSource& source_;
+  std::string destination_;
+  HttpClient http_;
+  std::set<int64_t> rejected_;
+  std::chrono::milliseconds backoff_{0};
+
+  mutable std::mutex mutex_;
+  std::condition_variable wake_;
+  bool pending_ = false;
+  bool stopping_ = false;
+  std::chrono::steady_clock::time_point stop_deadline_{};
+  PushStats stats_;
+  std::thread thread_;
+};
+
+}  // namespace arcprof::push

@@ -1,0 +1,405 @@
+// Push to Pyroscope (push/): the request encoding checked with the generated
+// protos, and the push thread against a local stand-in server
+// (pyroscope_server.py) that decodes PushRequest with python3-protobuf from
+// the same definitions; the pushed profiles are read by `go tool pprof`.
+// No root needed: windows come from an in-memory store or a capture file.
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <regex>
+#include <set>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "push/capture_windows.h"
+#include "push/push_request.h"
+#include "push/pusher.h"
+#include "push/v1/push.pb.h"
+#include "reports/capture_store.h"
+#include "tests/loader/subprocess.h"
+#include "tests/reports/test_profiles.h"
+
+namespace arcprof::push {
+namespace {
+
+using arcprof::testing::RunCapture;
+using arcprof::testing::SampleProfile;
+using arcprof::testing::Subprocess;
+using arcprof::testing::TempDir;
+using namespace std::chrono_literals;
+
+const std::string kPython = "/usr/bin/python3";
+const std::string kGo = "/usr/bin/go";
+const std::string kServer = ARCPROF_PUSH_SERVER;
+const std::string kDescriptors = ARCPROF_PUSH_DESCRIPTORS;
+const std::string kArcprof = ARCPROF_BIN;
+
+bool InCi() {
+  const char* ci = getenv("CI");
+  return ci && std::string(ci) == "true";
+}
+
+#define REQUIRE_TOOLS()                                                                          \
+  do {                                                                                           \
+    std::string why;                                                                             \
+    if (RunCapture({kPython, "-c", "import google.protobuf"}).first != 0) {                      \
+      why = "python3-protobuf is missing (scripts/install-deps.sh)";                            \
+    } else if (access(kGo.c_str(), X_OK) != 0) {                                                 \
+      why = "go is missing (golang-go; scripts/install-deps.sh)";                               \
+    }                                                                                            \
+    if (!why.empty()) {                                                                          \
+      if (InCi()) FAIL() << why << " (CI=true: must not skip)";                                 \
+      GTEST_SKIP() << why;                                                                       \
+    }                                                                                            \
+  } while (0)
+
+// A free TCP port on 127.0.0.1 (bound, read back, released).
+int FreePort() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+  socklen_t len = sizeof addr;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  close(fd);
+  return ntohs(addr.sin_port);
+}
+
+// The stand-in server, running until destroyed.
+class Server {
+ public:
+  Server(const std::string& dir, int port, const std::vector<std::string>& extra = {}) : dir_(dir) {
+    std::vector<std::string> argv = {kPython,  kServer, "--port", std::to_string(port), "--descriptors",
+                                     kDescriptors, "--out", dir};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    process_ = std::make_unique<Subprocess>(argv);
+    for (int i = 0; i < 200 && access((dir + "/port").c_str(), R_OK) != 0; ++i) std::this_thread::sleep_for(25ms);
+    std::ifstream in(dir + "/port");
+    in >> port_;
+  }
+  ~Server() {
+    process_->Signal(SIGTERM);
+    process_->Wait();
+  }
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+  int port() const { return port_; }
+  std::vector<nlohmann::json> Requests() const {
+    std::vector<nlohmann::json> out;
+    std::ifstream in(dir_ + "/requests.jsonl");
+    std::string line;
+    while (std::getline(in, line)) {
+      if (!line.empty()) out.push_back(nlohmann::json::parse(line));
+    }
+    return out;
+  }
+  std::string stderr_text() { return process_->stderr_text(); }
+
+ private:
+  std::string dir_;
+  int port_ = 0;
+  std::unique_ptr<Subprocess> process_;
+};
+
+// An in-memory store: windows are added by the test while the push thread
+// reads them.
+class MemoryStore : public WindowSource {
+ public:
+  void Add(Profile window) {
+    std::lock_guard lock(mutex_);
+    const int64_t id = static_cast<int64_t>(windows_.size()) + 1;
+    WindowInfo info;
+    info.id = id;
+    info.stable_id = "0123456789abcdef0123456789abcdef/" + std::to_string(id);
+    info.start_unix_ns = window.meta.start_unix_ns;
+    info.end_unix_ns = window.meta.start_unix_ns + (window.meta.end_monotonic_ns - window.meta.start_monotonic_ns);
+    windows_.emplace_back(info, std::move(window));
+  }
+  Result<std::vector<WindowInfo>> Unsent(const std::string& destination) override {
+    std::lock_guard lock(mutex_);
+    std::vector<WindowInfo> out;
+    for (const auto& [info, profile] : windows_) {
+      if (!sent_.count(info.id)) out.push_back(info);
+    }
+    return out;
+  }
+  Result<Profile> Read(const WindowInfo& window) override {
+    std::lock_guard lock(mutex_);
+    return windows_.at(static_cast<size_t>(window.id - 1)).second;
+  }
+  Result<void> MarkSent(const WindowInfo& window, const std::string& destination) override {
+    std::lock_guard lock(mutex_);
+    ++sent_[window.id];
+    return {};
+  }
+  std::map<int64_t, int> sent() {
+    std::lock_guard lock(mutex_);
+    return sent_;
+  }
+  std::string stable_id(int64_t id) {
+    std::lock_guard lock(mutex_);
+    return windows_.at(static_cast<size_t>(id - 1)).first.stable_id;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::vector<std::pair<WindowInfo, Profile>> windows_;
+  std::map<int64_t, int> sent_;
+};
+
+// Window `i` (from 0) of a 10 s-window run: the sample profile, later in time.
+Profile Window(int i) {
+  Profile p = SampleProfile();
+  p.meta.start_unix_ns += static_cast<uint64_t>(i) * 10'000'000'000ull;
+  p.meta.start_monotonic_ns += static_cast<uint64_t>(i) * 10'000'000'000ull;
+  p.meta.end_monotonic_ns += static_cast<uint64_t>(i) * 10'000'000'000ull;
+  return p;
+}
+
+// `go tool pprof -top` of a pushed profile: total samples.
+uint64_t GoPprofTotal(const std::string& tmp, const std::string& file, std::string* top) {
+  auto [code, text] = RunCapture({"/usr/bin/env", "HOME=" + tmp, "GOCACHE=" + tmp + "/gocache",
+                                  "GOPATH=" + tmp + "/gopath", "GOTOOLCHAIN=local", "GOFLAGS=", kGo, "tool",
+                                  "pprof", "-top", "-nodecount=5", "-sample_index=samples", file});
+  *top = text;
+  std::smatch m;
+  if (code != 0 || !std::regex_search(text, m, std::regex(R"(Total samples = (\d+))"))) return 0;
+  return std::stoull(m[1]);
+}
+
+template <typename Pred>
+bool WaitFor(Pred done, std::chrono::seconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (done()) return true;
+    std::this_thread::sleep_for(20ms);
+  }
+  return done();
+}
+
+TEST(PushRequest, LabelsAndIds) {
+  const Labels labels = SeriesLabels("svc", "h1", {{"env", "prod"}, {"host", "override"}});
+  ASSERT_EQ(labels.size(), 4u);
+  EXPECT_EQ(labels[0], (std::pair<std::string, std::string>{"__name__", "process_cpu"}));
+  EXPECT_EQ(labels[1].second, "svc");
+  EXPECT_EQ(labels[2].second, "override");
+  EXPECT_EQ(labels[3], (std::pair<std::string, std::string>{"env", "prod"}));
+
+  EXPECT_TRUE(ParseLabel("env=prod").ok());
+  EXPECT_FALSE(ParseLabel("env").ok());
+  EXPECT_FALSE(ParseLabel("=x").ok());
+  EXPECT_FALSE(ParseLabel("1x=y").ok());
+  EXPECT_FALSE(ParseLabel("__name__=y").ok());
+  EXPECT_FALSE(ParseLabel("a-b=y").ok());
+  EXPECT_FALSE(ParseLabel("k=").ok());
+
+  const std::string a = ProfileUuid("cafe/1");
+  EXPECT_EQ(a, ProfileUuid("cafe/1"));  // a resend carries the same id
+  EXPECT_NE(a, ProfileUuid("cafe/2"));
+  EXPECT_TRUE(std::regex_match(a, std::regex("[0-9a-f]{8}-[0-9a-f]{4}-8[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")))
+      << a;
+
+  EXPECT_EQ(Destination("https://user:secret@example.com:4040/"), "https://example.com:4040");
+  EXPECT_EQ(PushUrl("http://h:4040/"), "http://h:4040/push.v1.PusherService/Push");
+  const std::string ingest = IngestUrl("http://h:4040", labels, 100, 110, 49);
+  EXPECT_NE(ingest.find("/ingest?name=svc%7Bhost%3Doverride%2Cenv%3Dprod%7D&from=100&until=110&format=pprof"),
+            std::string::npos)
+      << ingest;
+}
+
+TEST(PushRequest, RoundTripsThroughTheProtos) {
+  auto pprof = WindowPprof(SampleProfile());
+  ASSERT_TRUE(pprof.ok());
+  const std::string body = EncodePushRequest(SeriesLabels("svc", "h1", {}), *pprof, ProfileUuid("x/1"));
+  ::push::v1::PushRequest request;
+  ASSERT_TRUE(request.ParseFromString(body));
+  ASSERT_EQ(request.series_size(), 1);
+  ASSERT_EQ(request.series(0).labels_size(), 3);
+  EXPECT_EQ(request.series(0).labels(0).name(), "__name__");
+  ASSERT_EQ(request.series(0).samples_size(), 1);
+  EXPECT_EQ(request.series(0).samples(0).id(), ProfileUuid("x/1"));
+  EXPECT_EQ(request.series(0).samples(0).raw_profile(), *pprof);
+  EXPECT_EQ(static_cast<unsigned char>((*pprof)[0]), 0x1f);  // gzip
+}
+
+// The server is down while two windows close, then comes up: every window
+// arrives exactly once, each with its own stable profile id.
+TEST(Pusher, ServerDownForTwoWindowsThenUp) {
+  REQUIRE_TOOLS();
+  TempDir tmp;
+  const int port = FreePort();
+  MemoryStore store;
+  PushOptions options;
+  options.url = "http://127.0.0.1:" + std::to_string(port);
+  options.service_name = "arcprof-test";
+  options.labels = {{"env", "ci"}};
+  options.tenant = "team-a";
+  Pusher pusher(options, store);
+  pusher.Start();
+  store.Add(Window(0));
+  pusher.WindowClosed();
+  std::this_thread::sleep_for(600ms);
+  store.Add(Window(1));
+  pusher.WindowClosed();
+  ASSERT_TRUE(WaitFor([&] { return pusher.stats().retries >= 2; }, 10s));
+  EXPECT_TRUE(store.sent().empty());
+
+  Server server(tmp.path(), port);
+  ASSERT_EQ(server.port(), port) << server.stderr_text();
+  store.Add(Window(2));
+  pusher.WindowClosed();
+  // Backoff doubles from 0.5 s: the next attempt is at most a few seconds away.
+  ASSERT_TRUE(WaitFor([&] { return store.sent().size() == 3; }, 30s)) << pusher.stats().last_error;
+  pusher.Stop(1s);
+  for (const auto& [id, times] : store.sent()) EXPECT_EQ(times, 1) << "window " << id;
+
+  std::map<std::string, int> ids;
+  std::vector<std::string> files;
+  for (const auto& request : server.Requests()) {
+    EXPECT_EQ(request["path"], "/push.v1.PusherService/Push");
+    EXPECT_EQ(request["content_type"], "application/proto");
+    EXPECT_EQ(request["tenant"], "team-a");
+    for (const auto& series : request["series"]) {
+      EXPECT_EQ(series["labels"]["__name__"], "process_cpu");
+      EXPECT_EQ(series["labels"]["service_name"], "arcprof-test");
+      EXPECT_EQ(series["labels"]["host"], "testhost");
+      EXPECT_EQ(series["labels"]["env"], "ci");
+      for (const auto& sample : series["samples"]) {
+        ++ids[sample["id"].get<std::string>()];
+        files.push_back(sample["file"].get<std::string>());
+      }
+    }
+  }
+  ASSERT_EQ(ids.size(), 3u);
+  for (int64_t w = 1; w <= 3; ++w) EXPECT_EQ(ids[ProfileUuid(store.stable_id(w))], 1) << "window " << w;
+  for (const std::string& file : files) {
+    std::string top;
+    EXPECT_EQ(GoPprofTotal(tmp.path(), file, &top), SampleProfile().total_samples()) << top;
+  }
+  const PushStats stats = pusher.stats();
+  EXPECT_EQ(stats.windows_sent, 3u);
+  EXPECT_GT(stats.bytes_sent, 0u);
+}
+
+// 429 and 503 are retried (with a Retry-After-free backoff) and the window
+// arrives once.
+TEST(Pusher, RetriesTooManyRequestsAndUnavailable) {
+  REQUIRE_TOOLS();
+  TempDir tmp;
+  Server server(tmp.path(), 0, {"--status", "429,503"});
+  MemoryStore store;
+  store.Add(Window(0));
+  PushOptions options;
+  options.url = server.url();
+  options.initial_backoff = 100ms;
+  Pusher pusher(options, store);
+  auto left = pusher.SendAll(std::chrono::steady_clock::now() + 20s);
+  ASSERT_TRUE(left.ok());
+  EXPECT_EQ(*left, 0u);
+  EXPECT_EQ(pusher.stats().retries, 2u);
+  const auto requests = server.Requests();
+  ASSERT_EQ(requests.size(), 3u);
+  EXPECT_EQ(requests[0]["status"], 429);
+  EXPECT_EQ(requests[1]["status"], 503);
+  EXPECT_EQ(requests[2]["status"], 200);
+  EXPECT_EQ(store.sent().at(1), 1);
+}
+
+// A 400 is not retried: the window is skipped for this run, kept unsent.
+TEST(Pusher, BadRequestIsNotRetried) {
+  REQUIRE_TOOLS();
+  TempDir tmp;
+  Server server(tmp.path(), 0, {"--status", "400"});
+  MemoryStore store;
+  store.Add(Window(0));
+  store.Add(Window(1));
+  PushOptions options;
+  options.url = server.url();
+  Pusher pusher(options, store);
+  auto left = pusher.SendAll(std::chrono::steady_clock::now() + 20s);
+  ASSERT_TRUE(left.ok());
+  EXPECT_EQ(pusher.stats().rejected, 1u);
+  EXPECT_EQ(server.Requests().size(), 2u);
+  EXPECT_EQ(store.sent().count(1), 0u);
+  EXPECT_EQ(store.sent().at(2), 1);
+}
+
+// A server without the push API gets the profile on /ingest?format=pprof.
+TEST(Pusher, FallsBackToIngest) {
+  REQUIRE_TOOLS();
+  TempDir tmp;
+  Server server(tmp.path(), 0, {"--no-push-api"});
+  MemoryStore store;
+  store.Add(Window(0));
+  store.Add(Window(1));
+  PushOptions options;
+  options.url = server.url();
+  options.service_name = "svc";
+  Pusher pusher(options, store);
+  auto left = pusher.SendAll(std::chrono::steady_clock::now() + 20s);
+  ASSERT_TRUE(left.ok());
+  EXPECT_EQ(*left, 0u);
+  EXPECT_TRUE(pusher.stats().using_ingest);
+  const auto requests = server.Requests();
+  ASSERT_EQ(requests.size(), 3u);  // one 404 on the push route, then two ingests
+  EXPECT_EQ(requests[0]["status"], 404);
+  for (size_t i = 1; i < 3; ++i) {
+    EXPECT_EQ(requests[i]["path"], "/ingest");
+    EXPECT_EQ(requests[i]["query"]["format"], "pprof");
+    EXPECT_EQ(requests[i]["query"]["name"], "svc{host=testhost}");
+    std::string top;
+    EXPECT_EQ(GoPprofTotal(tmp.path(), requests[i]["file"], &top), SampleProfile().total_samples()) << top;
+  }
+  EXPECT_EQ(requests[1]["query"]["from"], "1700000000");
+  EXPECT_EQ(requests[1]["query"]["until"], "1700000010");
+}
+
+// `arcprof push` sends a capture's window once; a second run sends nothing.
+TEST(PushCli, SendsACaptureOnce) {
+  REQUIRE_TOOLS();
+  TempDir tmp;
+  const std::string db = tmp.File("cap.db");
+  ASSERT_TRUE(WriteCapture(db, SampleProfile()).ok());
+  Server server(tmp.path(), 0, {"--status", "503"});
+  auto [code, out] = RunCapture({kArcprof, "push", "-i", db, server.url(), "--label", "env=ci"});
+  EXPECT_EQ(code, 0) << out;
+  EXPECT_NE(out.find("pushed 1 window"), std::string::npos) << out;
+  auto [code2, out2] = RunCapture({kArcprof, "push", "-i", db, server.url()});
+  EXPECT_EQ(code2, 0) << out2;
+  EXPECT_NE(out2.find("pushed 0 windows"), std::string::npos) << out2;
+  const auto requests = server.Requests();
+  ASSERT_EQ(requests.size(), 2u);  // the scripted 503, then the one push
+  EXPECT_EQ(requests[1]["series"][0]["labels"]["env"], "ci");
+  // The capture still reads as before.
+  EXPECT_TRUE(ReadCapture(db).ok());
+
+  auto [bad, unused] = RunCapture({kArcprof, "push", "-i", db, server.url(), "--label", "no_equals"});
+  EXPECT_EQ(bad, 1);
+  auto [down, unused2] = RunCapture({kArcprof, "push", "-i", tmp.File("missing.db"), server.url()});
+  EXPECT_EQ(down, kCaptureErrorExitCode);
+}
+
+// Server never up: `arcprof push --max-time` gives up, exit 1, window unsent.
+TEST(PushCli, KeepsTheWindowWhenTheServerIsDown) {
+  TempDir tmp;
+  const std::string db = tmp.File("cap.db");
+  ASSERT_TRUE(WriteCapture(db, SampleProfile()).ok());
+  const std::string url = "http://127.0.0.1:" + std::to_string(FreePort());
+  auto [code, out] = RunCapture({kArcprof, "push", "-i", db, url, "--max-time", "1"});
+  EXPECT_EQ(code, 1) << out;
+  auto source = CaptureWindows::Open(db);
+  ASSERT_TRUE(source.ok());
+  auto unsent = (*source)->Unsent(Destination(url));
+  ASSERT_TRUE(unsent.ok());
+  EXPECT_EQ(unsent->size(), 1u);
+}
+
+}  // namespace
+}  // namespace arcprof::push
