@@ -1,6 +1,9 @@
 #include "loader/java_extension.h"
 
+#include <signal.h>
 #include <unistd.h>
+
+#include <cerrno>
 
 #include <chrono>
 #include <cstdio>
@@ -57,7 +60,7 @@ class JavaExtension : public RecordExtension {
     context.symbolizer.SetJitSymbolSourceFactory([this](const ProcessInfo& process) {
       auto source = std::make_shared<JitProcessSource>(process);
       source->Poll(JitMonotonicNowNs());
-      sources_[process.pid] = source;  // replaces the one of an earlier image (exec)
+      sources_[process.pid] = Source{source};  // replaces the one of an earlier image (exec)
       Report(*source);
       return std::make_unique<SharedSource>(source);
     });
@@ -92,9 +95,9 @@ class JavaExtension : public RecordExtension {
 
   void Poll(RecordContext& context) override {
     const uint64_t now = JitMonotonicNowNs();
-    for (auto& [pid, source] : sources_) {
-      source->Poll(now);
-      Report(*source);
+    for (auto& [pid, entry] : sources_) {
+      entry.source->Poll(now);
+      Report(*entry.source);
     }
     if (attach_) {
       for (auto it = pending_.begin(); it != pending_.end();) {
@@ -109,51 +112,66 @@ class JavaExtension : public RecordExtension {
     FlushMessages();
   }
 
-  Result<void> Finish(RecordContext& context) override {
-    for (auto& f : pending_) f.wait();
-    pending_.clear();
+  Result<void> CloseWindow(RecordContext& context, Profile& window, bool last) override {
+    if (last) {
+      for (auto& f : pending_) f.wait();
+      pending_.clear();
+    }
     const uint64_t now = JitMonotonicNowNs();
-    JitSourceStats total;
+    JitSourceStats delta;
     int64_t jvms = 0, without_fp = 0;
-    for (auto& [pid, source] : sources_) {
-      source->Poll(now);
-      Report(*source);
-      const JitSourceStats& s = source->stats();
-      total.code_loads += s.code_loads;
-      total.perf_map_entries += s.perf_map_entries;
-      total.unloads += s.unloads;
-      total.inline_records += s.inline_records;
-      if (source->vm_flags()) {
+    for (auto& [pid, entry] : sources_) {
+      JitProcessSource& source = *entry.source;
+      source.Poll(now);
+      Report(source);
+      const JitSourceStats& s = source.stats();
+      delta.code_loads += s.code_loads - entry.reported.code_loads;
+      delta.perf_map_entries += s.perf_map_entries - entry.reported.perf_map_entries;
+      delta.unloads += s.unloads - entry.reported.unloads;
+      delta.inline_records += s.inline_records - entry.reported.inline_records;
+      entry.reported = s;
+      // A JVM counts in the first window that knows its flags, so windows sum.
+      if (source.vm_flags() && !entry.counted) {
+        entry.counted = true;
         ++jvms;
-        if (!(*source->vm_flags() & jitdump::kVmPreserveFramePointer)) ++without_fp;
+        if (!(*source.vm_flags() & jitdump::kVmPreserveFramePointer)) ++without_fp;
       }
     }
     FlushMessages();
     // Java thread names: the agent knows them by the tid the JVM sees, which
     // is the host tid unless the JVM runs in its own pid namespace.
-    for (ThreadRecord& t : context.profile.threads) {
+    for (ThreadRecord& t : window.threads) {
       auto it = sources_.find(t.pid);
       if (it == sources_.end()) continue;
       const ProcessInfo* info = context.symbolizer.Process(t.pid);
       if (info && info->ns_pid != 0 && info->ns_pid != t.pid) continue;
-      const auto& names = it->second->thread_names();
+      const auto& names = it->second.source->thread_names();
       if (auto name = names.find(t.tid); name != names.end()) t.comm = name->second;
     }
-    auto& c = context.profile.counters;
-    c["java.jvms_attached"] += attached_;
-    c["java.attach_failed"] += failed_;
+    int64_t attached, failed;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      attached = attached_ - reported_attached_;
+      failed = failed_ - reported_failed_;
+      reported_attached_ = attached_;
+      reported_failed_ = failed_;
+    }
+    auto& c = window.counters;
+    c["java.jvms_attached"] += attached;
+    c["java.attach_failed"] += failed;
     c["java.jvms_with_agent"] += jvms;
     c["java.jvms_without_preserve_frame_pointer"] += without_fp;
-    c["jit.code_loads"] += static_cast<int64_t>(total.code_loads);
-    c["jit.code_unloads"] += static_cast<int64_t>(total.unloads);
-    c["jit.inline_records"] += static_cast<int64_t>(total.inline_records);
-    c["jit.perf_map_entries"] += static_cast<int64_t>(total.perf_map_entries);
+    c["jit.code_loads"] += static_cast<int64_t>(delta.code_loads);
+    c["jit.code_unloads"] += static_cast<int64_t>(delta.unloads);
+    c["jit.inline_records"] += static_cast<int64_t>(delta.inline_records);
+    c["jit.perf_map_entries"] += static_cast<int64_t>(delta.perf_map_entries);
     if (without_fp > 0 && !quiet_) {
       fprintf(stderr,
               "arcprof: %lld JVM(s) ran without -XX:+PreserveFramePointer: their Java stacks end at the "
               "first JIT frame\n",
               static_cast<long long>(without_fp));
     }
+    if (!last) ForgetExitedProcesses();
     return {};
   }
 
@@ -179,7 +197,7 @@ class JavaExtension : public RecordExtension {
     } else {
       // The command and -p processes, and their children the symbolizer saw.
       pids = context.target_pids;
-      for (auto& [pid, source] : sources_) pids.push_back(pid);
+      for (auto& [pid, entry] : sources_) pids.push_back(pid);
     }
     for (uint32_t pid : pids) {
       if (attempted_.count(pid)) continue;
@@ -197,6 +215,19 @@ class JavaExtension : public RecordExtension {
       }
       attempted_.insert(pid);
       pending_.push_back(std::async(std::launch::async, [this, pid] { AttachOne(pid); }));
+    }
+  }
+
+  // Between windows (a continuous session runs for days): processes that
+  // exited are forgotten, so a later process with the same pid is a new
+  // candidate (a restarted JVM is attached again). The symbolizer keeps its
+  // own reference to a source for samples still to come.
+  void ForgetExitedProcesses() {
+    auto gone = [](uint32_t pid) { return kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH; };
+    for (auto it = sources_.begin(); it != sources_.end();) it = gone(it->first) ? sources_.erase(it) : std::next(it);
+    for (auto it = attempted_.begin(); it != attempted_.end();) it = gone(*it) ? attempted_.erase(it) : std::next(it);
+    for (auto it = first_seen_.begin(); it != first_seen_.end();) {
+      it = gone(it->first) ? first_seen_.erase(it) : std::next(it);
     }
   }
 
@@ -246,7 +277,12 @@ class JavaExtension : public RecordExtension {
 
   bool attach_;
   bool quiet_;
-  std::map<uint32_t, std::shared_ptr<JitProcessSource>> sources_;
+  struct Source {
+    std::shared_ptr<JitProcessSource> source;
+    JitSourceStats reported;  // stats at the previous window
+    bool counted = false;     // counted in java.jvms_with_agent
+  };
+  std::map<uint32_t, Source> sources_;
   std::set<uint32_t> attempted_;
   std::map<uint32_t, uint64_t> first_seen_;
   std::set<uint32_t> not_jvm_;  // looked at for longer than the start-up grace
@@ -254,6 +290,7 @@ class JavaExtension : public RecordExtension {
   uint64_t last_scan_ns_ = 0;
   std::mutex mu_;  // attach threads report through messages_ and the counters
   int64_t attached_ = 0, failed_ = 0;
+  int64_t reported_attached_ = 0, reported_failed_ = 0;
   std::vector<std::string> messages_;
 };
 

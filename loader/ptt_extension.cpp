@@ -50,11 +50,21 @@ class PttExtension final : public RecordExtension {
     last_snapshot_ns_ = now;
   }
 
-  Result<void> Finish(RecordContext& context) override {
-    PttData data = recorder_->Finish();
-    const PttRecorderCounters counters = recorder_->ReadCounters();
-    recorder_.reset();
-    Profile& profile = context.profile;
+  Result<void> CloseWindow(RecordContext&, Profile& profile, bool last) override {
+    if (!recorder_) return {};
+    PttData data = last ? recorder_->Finish() : recorder_->TakeWindow();
+    const PttRecorderCounters total = recorder_->ReadCounters();
+    if (last) recorder_.reset();
+    // The BPF counters count from the start; a window stores its share.
+    PttRecorderCounters counters = total;
+    counters.switches -= reported_.switches;
+    counters.threads_full -= reported_.threads_full;
+    counters.dropped_ns -= reported_.dropped_ns;
+    counters.event_read_errors -= reported_.event_read_errors;
+    counters.unbalanced_irqs -= reported_.unbalanced_irqs;
+    counters.open_hardirqs_at_switch -= reported_.open_hardirqs_at_switch;
+    counters.open_softirqs_at_switch -= reported_.open_softirqs_at_switch;
+    reported_ = total;
     // PTT copies a thread's name when it first sees the thread, which can be
     // before the thread names itself (prctl PR_SET_NAME); the samples carry the
     // name the thread had when it ran, so they win where there are any.
@@ -90,6 +100,7 @@ class PttExtension final : public RecordExtension {
   std::unique_ptr<PttRecorder> recorder_;
   uint64_t interval_ns_ = 100000000ull;
   uint64_t last_snapshot_ns_ = 0;
+  PttRecorderCounters reported_;  // totals at the previous window
 };
 
 }  // namespace

@@ -16,6 +16,7 @@
 #include <cerrno>
 #include <cstring>
 #include <map>
+#include <tuple>
 #include <set>
 #include <string_view>
 #include <thread>
@@ -385,6 +386,10 @@ PttRecorderCounters PttRecorder::ReadCounters() const {
 PttData PttRecorder::Finish() {
   // Detach first: the state is then final, and the open segments run up to `end`.
   links_.clear();
+  return TakeWindow();
+}
+
+PttData PttRecorder::TakeWindow() {
   const uint64_t end = MonotonicNs();
   const std::vector<ptt_cpu> states = ReadCpuStates();
 
@@ -427,12 +432,63 @@ PttData PttRecorder::Finish() {
     }
   }
   last_snapshot_ns_ = end;
-  data.intervals = intervals_;
+  data.intervals = std::move(intervals_);
+  intervals_.clear();
   data.irq_vectors = ReadVectors();
+  SinceLastWindow(data);
   std::sort(data.threads.begin(), data.threads.end(), [](const PttThread& a, const PttThread& b) {
     return std::pair(a.pid, a.tid) < std::pair(b.pid, b.tid);
   });
   return data;
+}
+
+void PttRecorder::SinceLastWindow(PttData& data) {
+  // The map and the vector slots count from the start; a window holds the
+  // difference to what the previous window read. A value below the previous
+  // one is a new thread with a reused tid (or a recycled map slot): all new.
+  std::map<std::pair<uint32_t, uint32_t>, PttThread> cumulative;
+  std::vector<PttThread> threads;
+  for (PttThread& t : data.threads) {
+    const auto key = std::pair(t.pid, t.tid);
+    PttThread delta = t;
+    auto it = window_threads_.find(key);
+    if (it != window_threads_.end()) {
+      const PttThread& b = it->second;
+      bool grew = t.cpu_ns >= b.cpu_ns && t.hardirq_ns >= b.hardirq_ns &&
+                  t.softirq_ns >= b.softirq_ns && t.dispatches >= b.dispatches &&
+                  t.interrupts >= b.interrupts && t.events.size() == b.events.size();
+      for (size_t e = 0; grew && e < t.events.size(); ++e) grew = t.events[e] >= b.events[e];
+      if (grew) {
+        delta.cpu_ns -= b.cpu_ns;
+        delta.hardirq_ns -= b.hardirq_ns;
+        delta.softirq_ns -= b.softirq_ns;
+        delta.dispatches -= b.dispatches;
+        delta.interrupts -= b.interrupts;
+        for (size_t e = 0; e < t.events.size(); ++e) delta.events[e] -= b.events[e];
+      }
+    }
+    cumulative.emplace(key, std::move(t));
+    if (delta.cpu_ns || delta.hardirq_ns || delta.softirq_ns || delta.dispatches || delta.interrupts) {
+      threads.push_back(std::move(delta));
+    }
+  }
+  data.threads = std::move(threads);
+  window_threads_ = std::move(cumulative);
+
+  std::map<std::tuple<uint32_t, uint8_t, uint32_t>, std::pair<uint64_t, uint64_t>> vectors;
+  std::vector<PttIrqVector> rows;
+  for (PttIrqVector& v : data.irq_vectors) {
+    const auto key = std::tuple(v.cpu, static_cast<uint8_t>(v.kind), v.vector);
+    vectors[key] = {v.count, v.ns};
+    auto it = window_vectors_.find(key);
+    if (it != window_vectors_.end() && v.count >= it->second.first && v.ns >= it->second.second) {
+      v.count -= it->second.first;
+      v.ns -= it->second.second;
+    }
+    if (v.count > 0) rows.push_back(std::move(v));
+  }
+  data.irq_vectors = std::move(rows);
+  window_vectors_ = std::move(vectors);
 }
 
 }  // namespace arcprof

@@ -6,7 +6,9 @@
 #include <bpf/libbpf.h>
 
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <tuple>
 #include <string>
 #include <vector>
 
@@ -49,7 +51,11 @@ class PttRecorder {
   // Reads the per-CPU state and appends one interval row per CPU covering the
   // time since the previous snapshot.
   void Snapshot();
-  // Detaches, takes the last snapshot and returns everything recorded.
+  // Takes a snapshot and returns what happened since the previous window (or
+  // the start): per-thread time and counter deltas, the interval rows, and
+  // interrupt vector deltas. Windows add up to the whole recording.
+  PttData TakeWindow();
+  // Detaches, then returns the last window (TakeWindow).
   PttData Finish();
   PttRecorderCounters ReadCounters() const;
   // The events as recorded: unavailable ones keep their name and the reason.
@@ -71,6 +77,7 @@ class PttRecorder {
   int EventFd(int slot, int cpu) const;  // the counting event of a BPF slot on a CPU
   std::vector<PttThread> ReadThreads() const;
   std::vector<PttIrqVector> ReadVectors() const;
+  void SinceLastWindow(PttData& data);
 
   std::unique_ptr<::ptt, SkeletonDeleter> skel_;
   std::vector<std::unique_ptr<bpf_link, LinkDeleter>> links_;
@@ -82,6 +89,9 @@ class PttRecorder {
   std::vector<PttCpuTotals> last_totals_;     // per possible CPU
   uint64_t last_snapshot_ns_ = 0;
   std::vector<PttCpuInterval> intervals_;
+  // What the previous window read, cumulative, for the next window's deltas.
+  std::map<std::pair<uint32_t, uint32_t>, PttThread> window_threads_;
+  std::map<std::tuple<uint32_t, uint8_t, uint32_t>, std::pair<uint64_t, uint64_t>> window_vectors_;
 };
 
 }  // namespace arcprof

@@ -20,7 +20,6 @@ struct Profile;
 struct RecordContext {
   const RecordOptions& options;
   Symbolizer& symbolizer;
-  Profile& profile;
   uint64_t start_monotonic_ns = 0;
   bool system_wide = true;  // false with -p or a command
   std::vector<uint32_t> target_pids;  // -p pids, or the launched command's pid
@@ -35,9 +34,11 @@ class RecordExtension {
   virtual Result<void> Start(RecordContext& context) = 0;
   // On every drain tick (every --drain interval, 100 ms by default).
   virtual void Poll(RecordContext& context) {}
-  // After sampling stopped and every sample was processed, before the capture
-  // is written: detach, then store results in context.profile.
-  virtual Result<void> Finish(RecordContext& context) = 0;
+  // When a window closes, after its samples were processed into `window`:
+  // add this extension's rows and counters for the time since the previous
+  // window (a report over several windows sums them). `last`: sampling has
+  // stopped; detach first, this is the final call.
+  virtual Result<void> CloseWindow(RecordContext& context, Profile& window, bool last) = 0;
 };
 
 // The extensions enabled by these options, in start order.

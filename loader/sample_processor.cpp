@@ -24,28 +24,25 @@ size_t SampleProcessor::FrameKeyHash::operator()(const FrameKey& k) const {
   return h * 0x9e3779b97f4a7c15ull ^ k.kind_reason;
 }
 
-SampleProcessor::SampleProcessor(Symbolizer& symbolizer, Profile& profile, CallGraphMode mode,
-                                 Unwinder* unwinder)
-    : symbolizer_(symbolizer), profile_(profile), mode_(mode), unwinder_(unwinder) {
+SampleProcessor::SampleProcessor(Symbolizer& symbolizer, CallGraphMode mode, Unwinder* unwinder)
+    : symbolizer_(symbolizer), mode_(mode), unwinder_(unwinder) {
   stack_.reserve(2 * ARCPROF_MAX_STACK);
   user_pcs_.reserve(ARCPROF_MAX_STACK);
   stack_cache_.resize(size_t{1} << 16);
 }
 
-void SampleProcessor::UserStack(uint32_t pid, uint32_t tid, uint64_t t_ns, const uint64_t* fp_pcs,
-                                size_t fp_len, const uint8_t* regs_block, size_t regs_block_len) {
-  user_pcs_.assign(fp_pcs, fp_pcs + fp_len);
-  if (!unwinder_ || !regs_block || regs_block_len < sizeof(user_regs_block)) return;
-  user_regs_block regs;
-  memcpy(&regs, regs_block, sizeof(regs));
-  if (sizeof(regs) + regs.stack_len > regs_block_len) return;
+void SampleProcessor::UserStack(const StackSample& sample) {
+  const uint64_t* fp_pcs = sample.user_pcs.data();
+  const size_t fp_len = sample.user_pcs.size();
+  user_pcs_.assign(sample.user_pcs.begin(), sample.user_pcs.end());
+  if (!unwinder_ || !sample.has_regs()) return;
   UnwindInput input;
-  input.pid = pid;
-  input.tid = tid;
-  input.t_ns = t_ns;
-  input.regs = reinterpret_cast<const uint64_t*>(regs.regs);
-  input.stack = regs_block + sizeof(regs);
-  input.stack_len = regs.stack_len;
+  input.pid = sample.pid;
+  input.tid = sample.tid;
+  input.t_ns = sample.timestamp_ns;
+  input.regs = sample.user_regs.data();
+  input.stack = sample.user_stack.data();
+  input.stack_len = sample.user_stack.size();
 
   if (mode_ == CallGraphMode::kFramePointer) {
     // A leaf that has not pushed its frame yet makes the frame-pointer walk
@@ -93,7 +90,7 @@ uint32_t SampleProcessor::InternFrame(const SymbolizedFrame& f) {
   record.address = f.address;
   record.kind = f.kind;
   record.reason = f.reason;
-  const uint32_t id = profile_.frames.Intern(record);
+  const uint32_t id = window_.frames.Intern(record);
   frame_ids_.emplace(key, id);
   return id;
 }
@@ -109,45 +106,33 @@ uint32_t SampleProcessor::InternInlined(const SymbolizedFrame& f, std::string_vi
   record.symbol = std::string(method);
   record.kind = f.kind;
   record.inlined = true;
-  const uint32_t id = profile_.frames.Intern(record);
+  const uint32_t id = window_.frames.Intern(record);
   frame_ids_.emplace(key, id);
   return id;
 }
 
 bool SampleProcessor::Process(const void* data, size_t size) {
+  auto sample = DecodeStackSample(data, size);
+  if (!sample) {
+    ++malformed_;
+    return false;
+  }
+  Process(*sample);
+  return true;
+}
+
+void SampleProcessor::Process(const StackSample& e) {
   const uint64_t start_ns = MonotonicNs();
   struct Timer {  // charges the whole sample, whatever path returns
     uint64_t start;
     uint64_t* total;
     ~Timer() { *total += MonotonicNs() - start; }
   } timer{start_ns, &processing_ns_};
-  sample_event e;
-  if (size < sizeof(e)) {
-    ++malformed_;
-    return false;
-  }
-  memcpy(&e, data, sizeof(e));
-  const size_t nframes = static_cast<size_t>(e.kstack_len) + e.ustack_len;
-  if (e.kstack_len > ARCPROF_MAX_STACK || e.ustack_len > ARCPROF_MAX_STACK ||
-      sizeof(e) + nframes * sizeof(uint64_t) > size) {
-    ++malformed_;
-    return false;
-  }
-  const auto* ips = reinterpret_cast<const uint8_t*>(data) + sizeof(e);
-  auto ip_at = [&](size_t i) {
-    uint64_t v;
-    memcpy(&v, ips + i * sizeof(uint64_t), sizeof(v));
-    return v;
-  };
-  uint64_t fp_user[ARCPROF_MAX_STACK];
-  for (size_t i = 0; i < e.ustack_len; ++i) fp_user[i] = ip_at(e.kstack_len + i);
-  const size_t frames_end = sizeof(e) + nframes * sizeof(uint64_t);
-  const bool has_regs = (e.flags & ARCPROF_SAMPLE_HAS_REGS) && e.pid != 0;
-  UserStack(e.pid, e.tid, e.timestamp_ns, fp_user, e.ustack_len,
-            has_regs ? reinterpret_cast<const uint8_t*>(data) + frames_end : nullptr,
-            has_regs ? size - frames_end : 0);
+  UserStack(e);
+  const size_t kstack_len = e.kernel_pcs.size();
+  auto ip_at = [&](size_t i) { return e.kernel_pcs[i]; };
 
-  if (e.kstack_len > 0) ++kernel_samples_;
+  if (kstack_len > 0) ++kernel_samples_;
   if (e.flags & ARCPROF_SAMPLE_KSTACK_ERR) ++truncated_kernel_;
   if (e.flags & ARCPROF_SAMPLE_USTACK_ERR) ++truncated_user_;
 
@@ -157,22 +142,21 @@ bool SampleProcessor::Process(const void* data, size_t size) {
   };
   for (uint64_t pc : user_pcs_) mix(pc);
   mix(0xfeedull);  // user/kernel boundary
-  for (size_t i = 0; i < e.kstack_len; ++i) mix(ip_at(i));
+  for (size_t i = 0; i < kstack_len; ++i) mix(ip_at(i));
   if (hash == 0) hash = 1;
-  char comm[ARCPROF_COMM_LEN + 1] = {};
-  memcpy(comm, e.comm, ARCPROF_COMM_LEN);
+  const std::string_view comm = e.comm;
   const uint64_t version = symbolizer_.ProcessVersion(e.pid);
   StackSlot& slot = stack_cache_[hash & (stack_cache_.size() - 1)];
-  if (slot.hash == hash && slot.version == version && version != 0) {
-    CallTree::Node& leaf = profile_.trees[slot.thread].mutable_nodes()[slot.leaf];
+  if (slot.hash == hash && slot.version == version && version != 0 && slot.epoch == epoch_) {
+    CallTree::Node& leaf = window_.trees[slot.thread].mutable_nodes()[slot.leaf];
     ++leaf.n;
     ++leaf.base;
     frames_ += slot.frames;
-    ThreadRecord& t = profile_.threads[slot.thread];
+    ThreadRecord& t = window_.threads[slot.thread];
     if (t.comm != comm) t.comm = comm;
     ++samples_;
     ++stack_cache_hits_;
-    return true;
+    return;
   }
 
   // Root first: the user stack from its outermost frame, then the kernel stack.
@@ -199,30 +183,29 @@ bool SampleProcessor::Process(const void* data, size_t size) {
     if (i > 0) ip -= 1;
     add(symbolizer_.ResolveUser(e.pid, ip, e.timestamp_ns));
   }
-  for (size_t i = e.kstack_len; i-- > 0;) {
+  for (size_t i = kstack_len; i-- > 0;) {
     uint64_t ip = ip_at(i);
     if (ip == 0) continue;
     if (i > 0) ip -= 1;
     add(symbolizer_.ResolveKernel(ip));
   }
 
-  const uint32_t thread = profile_.ThreadIndex(e.pid, e.tid);
-  CallTree& tree = profile_.trees[thread];
+  const uint32_t thread = window_.ThreadIndex(e.pid, e.tid);
+  CallTree& tree = window_.trees[thread];
   uint32_t node = 0;
   for (uint32_t frame : stack_) node = tree.Child(node, frame);
   ++tree.mutable_nodes()[node].n;
   ++tree.mutable_nodes()[node].base;
   if (cacheable && version != 0) {
-    slot = StackSlot{hash, version, thread, node, static_cast<uint32_t>(stack_.size())};
+    slot = StackSlot{hash, version, epoch_, thread, node, static_cast<uint32_t>(stack_.size())};
   }
-  ThreadRecord& t = profile_.threads[thread];
+  ThreadRecord& t = window_.threads[thread];
   if (t.comm != comm) t.comm = comm;
   ++samples_;
-  return true;
 }
 
-void SampleProcessor::Finish() {
-  for (ThreadRecord& t : profile_.threads) {
+Profile SampleProcessor::TakeWindow() {
+  for (ThreadRecord& t : window_.threads) {
     if (t.pid == 0) {
       t.comm = "swapper";
       t.process_comm = "swapper";
@@ -237,39 +220,51 @@ void SampleProcessor::Finish() {
   }
   // Threads whose leader never ran: borrow the process name from a sibling.
   std::unordered_map<uint32_t, std::string> leader_comm;
-  for (const ThreadRecord& t : profile_.threads) {
+  for (const ThreadRecord& t : window_.threads) {
     if (!t.process_comm.empty()) leader_comm.emplace(t.pid, t.process_comm);
   }
-  for (ThreadRecord& t : profile_.threads) {
+  for (ThreadRecord& t : window_.threads) {
     if (t.process_comm.empty()) {
       auto it = leader_comm.find(t.pid);
       t.process_comm = it != leader_comm.end() ? it->second : t.comm;
     }
   }
-  profile_.counters["samples_total"] += static_cast<int64_t>(samples_);
-  profile_.counters["frames_total"] += static_cast<int64_t>(frames_);
-  profile_.counters["samples_malformed"] += static_cast<int64_t>(malformed_);
-  profile_.counters["truncated_stacks.kernel_stack_error"] += static_cast<int64_t>(truncated_kernel_);
-  profile_.counters["truncated_stacks.user_stack_error"] += static_cast<int64_t>(truncated_user_);
+  window_.counters["samples_total"] += static_cast<int64_t>(samples_);
+  window_.counters["frames_total"] += static_cast<int64_t>(frames_);
+  window_.counters["samples_malformed"] += static_cast<int64_t>(malformed_);
+  window_.counters["truncated_stacks.kernel_stack_error"] += static_cast<int64_t>(truncated_kernel_);
+  window_.counters["truncated_stacks.user_stack_error"] += static_cast<int64_t>(truncated_user_);
   // Where arcprof's own time goes (docs/performance.md reports these).
-  profile_.counters["processing_ns"] += static_cast<int64_t>(processing_ns_);
-  profile_.counters["stack_cache_hits"] += static_cast<int64_t>(stack_cache_hits_);
-  profile_.counters["unwind_ns"] += static_cast<int64_t>(unwind_ns_);
-  profile_.counters["unwound_samples"] += static_cast<int64_t>(unwound_);
-  profile_.counters["leaf_frames_repaired"] += static_cast<int64_t>(leaf_repairs_);
-  profile_.counters["stacks_spliced_with_frame_pointers"] += static_cast<int64_t>(spliced_);
+  window_.counters["processing_ns"] += static_cast<int64_t>(processing_ns_);
+  window_.counters["stack_cache_hits"] += static_cast<int64_t>(stack_cache_hits_);
+  window_.counters["unwind_ns"] += static_cast<int64_t>(unwind_ns_);
+  window_.counters["unwound_samples"] += static_cast<int64_t>(unwound_);
+  window_.counters["leaf_frames_repaired"] += static_cast<int64_t>(leaf_repairs_);
+  window_.counters["stacks_spliced_with_frame_pointers"] += static_cast<int64_t>(spliced_);
   for (size_t s = 0; s < unwind_stops_.size(); ++s) {
     if (unwind_stops_[s] == 0) continue;
     const auto stop = static_cast<UnwindStop>(s);
     const std::string prefix = stop == UnwindStop::kComplete ? "unwound_stacks." : "truncated_stacks.";
-    profile_.counters[prefix + UnwindStopName(stop)] += static_cast<int64_t>(unwind_stops_[s]);
+    window_.counters[prefix + UnwindStopName(stop)] += static_cast<int64_t>(unwind_stops_[s]);
   }
   for (int r = 1; r < kUnknownReasonCount; ++r) {
     if (unknown_frames_[static_cast<size_t>(r)] == 0) continue;
-    profile_.counters["unknown_frames." +
+    window_.counters["unknown_frames." +
                       std::string(UnknownReasonName(static_cast<UnknownReason>(r)))] +=
         static_cast<int64_t>(unknown_frames_[static_cast<size_t>(r)]);
   }
+  Profile out = std::move(window_);
+  window_ = Profile();
+  // Every cached index points into the window just handed over.
+  frame_ids_.clear();
+  ++epoch_;
+  total_samples_ += samples_;
+  total_malformed_ += malformed_;
+  samples_ = frames_ = malformed_ = kernel_samples_ = truncated_kernel_ = truncated_user_ = 0;
+  stack_cache_hits_ = leaf_repairs_ = processing_ns_ = unwind_ns_ = unwound_ = spliced_ = 0;
+  unwind_stops_.fill(0);
+  unknown_frames_.fill(0);
+  return out;
 }
 
 }  // namespace arcprof

@@ -1,6 +1,14 @@
-// Turns raw samples into symbolized stacks folded into the profile's per-thread
-// call trees. Symbols are resolved as samples are drained, so the capture holds
-// names even for processes that exited long before the recording ended.
+// Turns stack samples into symbolized stacks folded into per-thread call trees
+// of the window in progress. Symbols are resolved as samples are drained, so a
+// window holds names even for processes that exited long before it closed.
+//
+// Windows: TakeWindow() hands over the window's profile (frames, threads,
+// trees, counters since the previous window) and starts an empty one. What
+// outlives windows are the symbolizer's caches (mappings, symbol tables, CFI
+// rules) and the unwinder's; they hold addresses and names, never an index
+// into a window. The processor's own caches (frame interning, stack cache)
+// map to indices of the open window and are invalidated by TakeWindow(), so a
+// closed window's frames are not kept once no window references them.
 #pragma once
 
 #include <array>
@@ -10,6 +18,7 @@
 #include <vector>
 
 #include "common/frame.h"
+#include "loader/stack_sample.h"
 #include "reports/profile.h"
 #include "symbolize/symbolizer.h"
 #include "symbolize/unwinder.h"
@@ -22,28 +31,33 @@ class SampleProcessor {
  public:
   // With an unwinder, user stacks are unwound from the copied stack (dwarf,
   // hybrid) or repaired at the leaf (fp); without one, frame pointers only.
-  SampleProcessor(Symbolizer& symbolizer, Profile& profile,
-                  CallGraphMode mode = CallGraphMode::kFramePointer,
+  SampleProcessor(Symbolizer& symbolizer, CallGraphMode mode = CallGraphMode::kFramePointer,
                   Unwinder* unwinder = nullptr);
 
-  // One ring buffer record: a sample_event header followed by its frames.
-  // Returns false for a malformed record (counted, not fatal).
+  // One ring buffer record (DecodeStackSample). Returns false for a malformed
+  // record (counted, not fatal).
   bool Process(const void* data, size_t size);
+  // One decoded sample, folded into the open window.
+  void Process(const StackSample& sample);
 
-  // Fills thread names and command lines from what the symbolizer knows and
-  // stores the counters (samples, unknown frames by reason) in the profile.
-  void Finish();
+  // Closes the open window: fills thread names and command lines from what
+  // the symbolizer knows, stores the counters since the previous window
+  // (samples, unknown frames by reason, ...) and returns the window's profile.
+  // Its meta is left for the caller. The next sample opens a new window.
+  Profile TakeWindow();
+  // The open window (thread table and trees so far).
+  const Profile& window() const { return window_; }
 
-  uint64_t samples() const { return samples_; }
-  uint64_t malformed() const { return malformed_; }
+  // Totals over every window of the session.
+  uint64_t samples() const { return total_samples_ + samples_; }
+  uint64_t malformed() const { return total_malformed_ + malformed_; }
 
  private:
   uint32_t InternFrame(const SymbolizedFrame& frame);
   uint32_t InternInlined(const SymbolizedFrame& jit_frame, std::string_view method);
   // Fills user_pcs_ (leaf first) from the BPF frame-pointer walk and, when
   // present, the registers and stack copy.
-  void UserStack(uint32_t pid, uint32_t tid, uint64_t t_ns, const uint64_t* fp_pcs, size_t fp_len,
-                 const uint8_t* regs_block, size_t regs_block_len);
+  void UserStack(const StackSample& sample);
 
   struct FrameKey {
     const char* module;
@@ -57,7 +71,8 @@ class SampleProcessor {
   };
 
   Symbolizer& symbolizer_;
-  Profile& profile_;
+  Profile window_;
+  uint64_t epoch_ = 1;  // window number: cache entries of other windows are stale
   CallGraphMode mode_;
   Unwinder* unwinder_;
   std::vector<uint64_t> user_pcs_;
@@ -68,6 +83,7 @@ class SampleProcessor {
   struct StackSlot {
     uint64_t hash = 0;
     uint64_t version = 0;  // Symbolizer::ProcessVersion at insertion; 0 = empty
+    uint64_t epoch = 0;    // the window whose tree `leaf` indexes
     uint32_t thread = 0;
     uint32_t leaf = 0;
     uint32_t frames = 0;
@@ -81,7 +97,6 @@ class SampleProcessor {
   uint64_t unwound_ = 0;
   uint64_t spliced_ = 0;
   std::unordered_map<FrameKey, uint32_t, FrameKeyHash> frame_ids_;
-  std::unordered_map<uint32_t, std::string> last_comm_;  // by thread index
   std::vector<uint32_t> stack_;
   std::array<uint64_t, kUnknownReasonCount> unknown_frames_{};
   uint64_t samples_ = 0;
@@ -90,6 +105,8 @@ class SampleProcessor {
   uint64_t kernel_samples_ = 0;
   uint64_t truncated_kernel_ = 0;
   uint64_t truncated_user_ = 0;
+  uint64_t total_samples_ = 0;
+  uint64_t total_malformed_ = 0;
 };
 
 }  // namespace arcprof

@@ -1,0 +1,336 @@
+#include "loader/recording_session.h"
+
+#include <signal.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <ctime>
+#include <vector>
+
+#include "events.h"
+#include "loader/launcher.h"
+#include "loader/perf_events.h"
+#include "loader/record_extension.h"
+#include "loader/sample_processor.h"
+#include "loader/sampler.h"
+#include "loader/sideband.h"
+#include "symbolize/symbolizer.h"
+#include "symbolize/unwinder.h"
+
+#ifndef ARCPROF_VERSION
+#define ARCPROF_VERSION "0.0.0"
+#endif
+
+namespace arcprof {
+namespace {
+
+std::atomic<int> g_stop_signal{0};
+std::atomic<bool> g_hangup{false};
+
+void OnStopSignal(int sig) { g_stop_signal.store(sig); }
+void OnHangup(int) { g_hangup.store(true); }
+
+struct sigaction g_old_int {}, g_old_term {}, g_old_hup {};
+
+bool ProcessAlive(uint32_t pid) {
+  return kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM;
+}
+
+constexpr uint64_t kLivenessCheckNs = 200'000'000;
+
+}  // namespace
+
+StopSignals::StopSignals(bool hangup_reopens_log) {
+  g_stop_signal.store(0);
+  g_hangup.store(false);
+  struct sigaction sa {};
+  sa.sa_handler = OnStopSignal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, &g_old_int);
+  sigaction(SIGTERM, &sa, &g_old_term);
+  if (hangup_reopens_log) sa.sa_handler = OnHangup;
+  sigaction(SIGHUP, &sa, &g_old_hup);
+}
+
+StopSignals::~StopSignals() {
+  sigaction(SIGINT, &g_old_int, nullptr);
+  sigaction(SIGTERM, &g_old_term, nullptr);
+  sigaction(SIGHUP, &g_old_hup, nullptr);
+}
+
+int StopSignals::stop_signal() { return g_stop_signal.load(); }
+bool StopSignals::TakeHangup() { return g_hangup.exchange(false); }
+
+std::string DescribeTarget(const RecordOptions& o) {
+  if (!o.command.empty()) {
+    std::string s = "command";
+    for (const std::string& a : o.command) s += " " + a;
+    return s;
+  }
+  if (!o.pids.empty()) {
+    std::string s = "pids";
+    for (size_t i = 0; i < o.pids.size(); ++i) s += (i ? "," : " ") + std::to_string(o.pids[i]);
+    return s;
+  }
+  return "system";
+}
+
+uint64_t RecordingSession::MonotonicNs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+uint64_t RecordingSession::RealtimeNs() {
+  timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+struct RecordingSession::State {
+  explicit State(const RecordOptions& o) : options(o) {}
+  RecordOptions options;
+  EventSpec event;
+  CallGraphMode mode = CallGraphMode::kHybrid;
+  std::optional<LaunchedCommand> command;
+  std::unique_ptr<Sampler> sampler;  // reset first in ~State: its callbacks use the rest
+  Symbolizer symbolizer;
+  std::unique_ptr<Unwinder> unwinder;
+  std::unique_ptr<SampleProcessor> processor;
+  SidebandQueue sideband;
+  std::unique_ptr<RecordContext> context;
+  std::vector<std::unique_ptr<RecordExtension>> extensions;
+  CaptureMeta meta;  // fields shared by every window
+  uint64_t start_monotonic_ns = 0;
+  uint64_t start_unix_ns = 0;
+  uint64_t window_start_ns = 0;
+  uint64_t next_drain = 0;
+  uint64_t next_liveness = 0;
+  uint64_t drain_ns = 100'000'000;
+  SamplerCounters reported;  // sampler counters at the previous window
+  SamplerCounters final_counters;
+  uint64_t reported_sideband_lost = 0;
+  uint64_t final_sideband_lost = 0;
+  bool stopped = false;
+
+  ~State() {
+    // Detach before anything the callbacks use goes away. A command that never
+    // started is killed by its destructor.
+    sampler.reset();
+    extensions.clear();
+  }
+
+  void Drain(uint64_t horizon) {
+    sampler->DrainSideband();
+    sideband.ApplyTo(symbolizer);
+    sampler->DrainSamples(horizon);
+  }
+};
+
+RecordingSession::RecordingSession(std::unique_ptr<State> state) : s_(std::move(state)) {}
+RecordingSession::~RecordingSession() = default;
+
+LaunchedCommand* RecordingSession::command() { return s_->command ? &*s_->command : nullptr; }
+uint64_t RecordingSession::samples() const { return s_->processor->samples(); }
+uint64_t RecordingSession::start_monotonic_ns() const { return s_->start_monotonic_ns; }
+uint64_t RecordingSession::lost_samples() const {
+  return s_->sampler ? s_->sampler->ReadCounters().lost_ringbuf : s_->final_counters.lost_ringbuf;
+}
+uint64_t RecordingSession::lost_sideband_records() const {
+  return s_->sampler ? s_->sampler->sideband_lost() : s_->final_sideband_lost;
+}
+
+Result<std::unique_ptr<RecordingSession>> RecordingSession::Start(const RecordOptions& opt) {
+  if (auto ok = CheckRecordPreconditions(); !ok) return ok.error();
+  auto event = ParseEvent(opt.event);
+  if (!event) return event.error();
+  if (opt.frequency_hz == 0) return MakeError("-F must be at least 1 Hz");
+  auto state = std::make_unique<State>(opt);
+  State& s = *state;
+  s.event = *event;
+  uint32_t unwind_mode;
+  if (opt.call_graph == "fp") {
+    s.mode = CallGraphMode::kFramePointer;
+    unwind_mode = ARCPROF_UNWIND_FP;
+  } else if (opt.call_graph == "dwarf") {
+    s.mode = CallGraphMode::kDwarf;
+    unwind_mode = ARCPROF_UNWIND_DWARF;
+  } else if (opt.call_graph == "hybrid") {
+    s.mode = CallGraphMode::kHybrid;
+    unwind_mode = ARCPROF_UNWIND_HYBRID;
+  } else {
+    return MakeError("--call-graph must be fp, dwarf or hybrid, not '" + opt.call_graph + "'");
+  }
+  if (opt.stack_kb == 0 || opt.stack_kb * 1024ull > ARCPROF_MAX_STACK_COPY) {
+    return MakeError("--stack-kb must be between 1 and " +
+                     std::to_string(ARCPROF_MAX_STACK_COPY / 1024));
+  }
+  for (uint32_t pid : opt.pids) {
+    if (!ProcessAlive(pid)) return MakeError("no such process: " + std::to_string(pid));
+  }
+
+  if (!opt.command.empty()) {
+    auto launched = LaunchedCommand::Fork(opt.command);
+    if (!launched) return launched.error();
+    s.command.emplace(std::move(*launched));
+  }
+
+  SamplerOptions sopt;
+  sopt.event = s.event;
+  sopt.frequency_hz = opt.frequency_hz;
+  sopt.buffer_mb = opt.buffer_mb;
+  sopt.filter_pids = s.command.has_value() || !opt.pids.empty();
+  sopt.self_pid = static_cast<uint32_t>(getpid());
+  sopt.unwind_mode = unwind_mode;
+  sopt.stack_copy_bytes = opt.stack_kb * 1024;
+  auto loaded = Sampler::Load(sopt);
+  if (!loaded) return loaded.error();
+  s.sampler = std::move(*loaded);
+  for (uint32_t pid : opt.pids) {
+    if (auto ok = s.sampler->AddTargetPid(pid); !ok) return ok.error();
+  }
+  if (s.command) {
+    if (auto ok = s.sampler->AddTargetPid(static_cast<uint32_t>(s.command->pid())); !ok) {
+      return ok.error();
+    }
+  }
+
+  s.unwinder = std::make_unique<Unwinder>(s.symbolizer);
+  s.processor = std::make_unique<SampleProcessor>(s.symbolizer, s.mode, s.unwinder.get());
+  if (auto ok = s.sampler->OpenSideband([&s](const perf_event_header* h) {
+        if (auto ev = DecodeSidebandRecord(h, h->size)) s.sideband.Push(std::move(*ev));
+      });
+      !ok) {
+    return ok.error();
+  }
+
+  s.start_unix_ns = RealtimeNs();
+  s.start_monotonic_ns = MonotonicNs();
+  s.window_start_ns = s.start_monotonic_ns;
+  // Side-band events are already flowing: the snapshot covers what ran before.
+  if (s.command) {
+    // The command has not exec'd yet; its exec and mmaps arrive as events.
+  } else if (!opt.pids.empty()) {
+    for (uint32_t pid : opt.pids) s.symbolizer.SnapshotProcess(pid, s.start_monotonic_ns);
+  } else {
+    s.symbolizer.SnapshotAllProcesses(s.start_monotonic_ns);
+  }
+
+  s.context.reset(new RecordContext{s.options, s.symbolizer, s.start_monotonic_ns,
+                                    !s.command && opt.pids.empty(), opt.pids});
+  if (s.command) s.context->target_pids.push_back(static_cast<uint32_t>(s.command->pid()));
+  if (auto ok = s.sampler->Attach([&s](const void* data, size_t size) {
+        s.processor->Process(data, size);
+      });
+      !ok) {
+    return ok.error();
+  }
+  // Extensions start once sampling works: a failure to attach the sampler
+  // (no PMU for -e cycles, ...) then stays the only message.
+  s.extensions = MakeRecordExtensions(s.options);
+  for (auto& ext : s.extensions) {
+    if (auto ok = ext->Start(*s.context); !ok) return ok.error();
+  }
+  if (s.command) {
+    if (auto ok = s.command->Start(); !ok) return ok.error();
+  }
+
+  utsname uts{};
+  uname(&uts);
+  s.meta.host = uts.nodename;
+  s.meta.kernel = uts.release;
+  s.meta.event = s.event.name;
+  s.meta.frequency_hz = opt.frequency_hz;
+  s.meta.command_line = opt.command_line;
+  s.meta.target = DescribeTarget(opt);
+  s.meta.call_graph = opt.call_graph;
+  s.meta.arcprof_version = ARCPROF_VERSION;
+
+  const uint64_t now = MonotonicNs();
+  s.drain_ns = static_cast<uint64_t>(opt.drain_interval_ms) * 1000000ull;
+  s.next_drain = now + s.drain_ns;
+  s.next_liveness = now + kLivenessCheckNs;
+  return std::unique_ptr<RecordingSession>(new RecordingSession(std::move(state)));
+}
+
+std::optional<std::string> RecordingSession::Tick(uint64_t wake_ns) {
+  State& s = *s_;
+  uint64_t now = MonotonicNs();
+  const uint64_t wake = std::min(s.next_drain, wake_ns);
+  const int timeout_ms = wake > now ? static_cast<int>((wake - now + 999999) / 1000000) : 0;
+  s.sampler->PollSideband(timeout_ms);
+  s.sideband.ApplyTo(s.symbolizer);
+  now = MonotonicNs();
+  if (now >= s.next_drain) {
+    // Samples up to `now` only: their processes' events are all read by then.
+    s.Drain(now);
+    for (auto& ext : s.extensions) ext->Poll(*s.context);
+    s.next_drain = now + s.drain_ns;
+  }
+  if (s.command && s.command->Exited()) return std::string();
+  if (!s.options.pids.empty() && now >= s.next_liveness) {
+    s.next_liveness = now + kLivenessCheckNs;
+    bool any = false;
+    for (uint32_t pid : s.options.pids) any = any || ProcessAlive(pid);
+    if (!any) return std::string("all target processes exited");
+  }
+  return std::nullopt;
+}
+
+Result<Profile> RecordingSession::CloseWindow() { return Close(false); }
+
+Result<Profile> RecordingSession::Stop() { return Close(true); }
+
+Result<Profile> RecordingSession::Close(bool last) {
+  State& s = *s_;
+  if (s.stopped) return MakeError("the recording session has stopped");
+  const uint64_t end = MonotonicNs();
+  SamplerCounters counters;
+  uint64_t sideband_lost;
+  if (last) {
+    s.Drain(UINT64_MAX);
+    counters = s.sampler->ReadCounters();
+    sideband_lost = s.sampler->sideband_lost();
+    s.sampler.reset();  // detach everything before the (slower) window close
+    s.stopped = true;
+    s.final_counters = counters;
+    s.final_sideband_lost = sideband_lost;
+  } else {
+    s.Drain(end);
+    counters = s.sampler->ReadCounters();
+    sideband_lost = s.sampler->sideband_lost();
+  }
+
+  Profile window = s.processor->TakeWindow();
+  window.meta = s.meta;
+  window.meta.start_monotonic_ns = s.window_start_ns;
+  window.meta.end_monotonic_ns = end;
+  window.meta.start_unix_ns = s.start_unix_ns + (s.window_start_ns - s.start_monotonic_ns);
+  s.window_start_ns = end;
+  // Build ids of the modules this window's frames name.
+  const std::map<std::string, std::string> build_ids = s.symbolizer.ModuleBuildIds();
+  for (const FrameRecord& f : window.frames.all()) {
+    if (window.build_ids.count(f.module)) continue;
+    if (auto it = build_ids.find(f.module); it != build_ids.end()) window.build_ids.emplace(*it);
+  }
+  for (auto& ext : s.extensions) {
+    if (auto ok = ext->CloseWindow(*s.context, window, last); !ok) return ok.error();
+  }
+  auto delta = [](uint64_t now_value, uint64_t& reported) {
+    const uint64_t d = now_value >= reported ? now_value - reported : now_value;
+    reported = now_value;
+    return static_cast<int64_t>(d);
+  };
+  window.counters["lost_samples"] = delta(counters.lost_ringbuf, s.reported.lost_ringbuf);
+  window.counters["sideband_lost_records"] = delta(sideband_lost, s.reported_sideband_lost);
+  window.counters["bpf_samples"] = delta(counters.samples, s.reported.samples);
+  window.counters["followed_forks"] = delta(counters.followed_forks, s.reported.followed_forks);
+  window.counters["stack_copy_faults"] = delta(counters.stack_faults, s.reported.stack_faults);
+  if (last) s.extensions.clear();
+  return window;
+}
+
+}  // namespace arcprof

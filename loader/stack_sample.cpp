@@ -1,0 +1,43 @@
+#include "loader/stack_sample.h"
+
+#include <cstring>
+
+#include "events.h"
+
+namespace arcprof {
+
+std::optional<StackSample> DecodeStackSample(const void* data, size_t size) {
+  sample_event e;
+  if (data == nullptr || size < sizeof(e)) return std::nullopt;
+  if (reinterpret_cast<uintptr_t>(data) % alignof(uint64_t) != 0) return std::nullopt;
+  memcpy(&e, data, sizeof(e));
+  if (e.kstack_len > ARCPROF_MAX_STACK || e.ustack_len > ARCPROF_MAX_STACK) return std::nullopt;
+  const size_t nframes = static_cast<size_t>(e.kstack_len) + e.ustack_len;
+  const size_t frames_end = sizeof(e) + nframes * sizeof(uint64_t);
+  if (frames_end > size) return std::nullopt;
+
+  const auto* bytes = static_cast<const uint8_t*>(data);
+  const auto* pcs = reinterpret_cast<const uint64_t*>(bytes + sizeof(e));
+  StackSample s;
+  s.timestamp_ns = e.timestamp_ns;
+  s.pid = e.pid;
+  s.tid = e.tid;
+  s.cpu = e.cpu;
+  s.flags = e.flags;
+  s.comm = std::string_view(reinterpret_cast<const char*>(bytes) + offsetof(sample_event, comm),
+                            strnlen(e.comm, ARCPROF_COMM_LEN));
+  s.kernel_pcs = {pcs, e.kstack_len};
+  s.user_pcs = {pcs + e.kstack_len, e.ustack_len};
+  // The idle task has no user stack; a register block there is ignored.
+  if ((e.flags & ARCPROF_SAMPLE_HAS_REGS) && e.pid != 0) {
+    if (size - frames_end < sizeof(user_regs_block)) return std::nullopt;
+    user_regs_block regs;
+    memcpy(&regs, bytes + frames_end, sizeof(regs));
+    if (regs.stack_len > size - frames_end - sizeof(regs)) return std::nullopt;
+    s.user_regs = {reinterpret_cast<const uint64_t*>(bytes + frames_end), ARCPROF_USER_REGS};
+    s.user_stack = {bytes + frames_end + sizeof(regs), regs.stack_len};
+  }
+  return s;
+}
+
+}  // namespace arcprof

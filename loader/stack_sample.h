@@ -1,0 +1,38 @@
+// The one decoder of the sampler's ring-buffer record (bpf/events.h
+// sample_event): everything after it works on a plain StackSample, so the
+// sample processor can be fed synthetic samples in tests without BPF.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string_view>
+
+namespace arcprof {
+
+struct StackSample {
+  uint64_t timestamp_ns = 0;  // CLOCK_MONOTONIC
+  uint32_t pid = 0;           // thread group id; 0 for the idle task
+  uint32_t tid = 0;
+  uint32_t cpu = 0;
+  uint16_t flags = 0;         // ARCPROF_SAMPLE_* bits
+  std::string_view comm;      // thread name, at most 16 bytes, no NUL
+  // Leaf first. The user stack here is the BPF frame-pointer walk.
+  std::span<const uint64_t> kernel_pcs;
+  std::span<const uint64_t> user_pcs;
+  // With ARCPROF_SAMPLE_HAS_REGS (dwarf/hybrid): the user registers in the
+  // order of user_regs_block.regs and the copied stack from rsp upwards.
+  std::span<const uint64_t> user_regs;
+  std::span<const uint8_t> user_stack;
+
+  bool has_regs() const { return !user_regs.empty(); }
+};
+
+// Decodes one record of `size` bytes. The spans point into `data` (which must
+// be 8-byte aligned, as ring-buffer records are) and are valid while it is.
+// Returns nothing for a malformed record: shorter than its header says, more
+// frames than the BPF program can write, or a register block that does not fit.
+std::optional<StackSample> DecodeStackSample(const void* data, size_t size);
+
+}  // namespace arcprof
