@@ -8,7 +8,7 @@
 
 #include <cstdlib>
 #include <cstring>
-#include <map>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "symbolize/symbolizer.h"
@@ -209,9 +209,14 @@ UnwindResult Unwinder::Unwind(const UnwindInput& input, bool fp_fallback, size_t
 struct Unwinder::FileCfi {
   Elf* elf = nullptr;
   Dwarf_CFI* cfi = nullptr;
-  // CFI rows already interpreted, by the start of the pc range they cover
-  // (value: end, rule): a hot function body is one row, whatever pc is hit.
-  std::map<uint64_t, std::pair<uint64_t, Rule>> rows;
+  // CFI rules already interpreted, by the exact pc. Not by the row range that
+  // dwarf_frame_info reports: around DW_CFA_remember_state/restore_state
+  // (gcc's epilogues in functions with several exits) elfutils 0.188 reports
+  // ranges that span rows with other rules, e.g. [pop %rbp, jmp, ..., the
+  // restored body) as one. Caching a rule over such a range unwound about 1%
+  // of samples of sqlite3, python3 and cc1plus with a wrong CFA right above
+  // the leaf (the garbage "return address" then counted as unmapped memory).
+  std::unordered_map<uint64_t, Rule> rows;
   ~FileCfi() {
     if (cfi) dwarf_cfi_end(cfi);
     if (elf) elf_end(elf);
@@ -269,9 +274,8 @@ Unwinder::Rule Unwinder::RuleAt(uint32_t file_id, int fd, uint64_t vaddr) {
     file->elf = elf_begin(fd, ELF_C_READ_MMAP, nullptr);
     if (file->elf) file->cfi = dwarf_getcfi_elf(file->elf);
   }
-  auto row = file->rows.upper_bound(vaddr);
-  if (row != file->rows.begin() && vaddr < (--row)->second.first) {
-    slot = RuleSlot{key, true, row->second.second};
+  if (auto row = file->rows.find(vaddr); row != file->rows.end()) {
+    slot = RuleSlot{key, true, row->second};
     return slot.rule;
   }
   Dwarf_Frame* frame = nullptr;
@@ -300,7 +304,7 @@ Unwinder::Rule Unwinder::RuleAt(uint32_t file_id, int fd, uint64_t vaddr) {
       }
     }
     free(frame);
-    if (start <= vaddr && vaddr < end) file->rows.emplace(start, std::make_pair(end, rule));
+    file->rows.emplace(vaddr, rule);
   }
   slot = RuleSlot{key, true, rule};
   return rule;
