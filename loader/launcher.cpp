@@ -43,6 +43,7 @@ Result<LaunchedCommand> LaunchedCommand::Fork(const std::vector<std::string>& ar
   for (const std::string& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
   cargv.push_back(nullptr);
 
+  const pid_t parent = getpid();
   const pid_t pid = fork();
   if (pid < 0) return MakeError(std::string("fork: ") + strerror(errno));
   if (pid == 0) {
@@ -56,8 +57,11 @@ Result<LaunchedCommand> LaunchedCommand::Fork(const std::vector<std::string>& ar
       n = read(gate[0], &c, 1);
     } while (n < 0 && errno == EINTR);
     if (n != 1) _exit(127);  // arcprof gave up: never run the command
-    prctl(PR_SET_PDEATHSIG, 0);
     int e = DropToInvokingUser();
+    // Changing credentials clears the death signal: set it again, then make
+    // sure arcprof did not die before it took effect.
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(127);
     if (e == 0) {
       execvp(cargv[0], cargv.data());
       e = errno;
@@ -90,7 +94,24 @@ LaunchedCommand& LaunchedCommand::operator=(LaunchedCommand&& other) noexcept {
 }
 
 LaunchedCommand::~LaunchedCommand() {
-  if (pid_ > 0 && !started_ && !reaped_) Abort();
+  if (pid_ <= 0 || reaped_) return;
+  if (!started_) {
+    Abort();
+  } else {
+    Kill();
+  }
+}
+
+void LaunchedCommand::Signal(int sig) {
+  if (pid_ > 0 && !reaped_) kill(pid_, sig);
+}
+
+void LaunchedCommand::Kill() {
+  if (pid_ <= 0 || reaped_) return;
+  kill(pid_, SIGKILL);
+  while (waitpid(pid_, &status_, 0) < 0 && errno == EINTR) {
+  }
+  reaped_ = true;
 }
 
 Result<void> LaunchedCommand::Start() {

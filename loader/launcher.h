@@ -16,7 +16,8 @@ namespace arcprof {
 class LaunchedCommand {
  public:
   // Forks a child that waits at the gate. Under sudo the command runs as the
-  // invoking user (SUDO_UID/SUDO_GID), not as root.
+  // invoking user (SUDO_UID/SUDO_GID), not as root. The child gets SIGKILL
+  // when arcprof dies, even by SIGKILL (PR_SET_PDEATHSIG, kept across exec).
   static Result<LaunchedCommand> Fork(const std::vector<std::string>& argv);
   LaunchedCommand(LaunchedCommand&& other) noexcept { *this = std::move(other); }
   LaunchedCommand& operator=(LaunchedCommand&& other) noexcept;
@@ -30,6 +31,11 @@ class LaunchedCommand {
   int exit_status() const { return status_; }
   // Kills a child that never started (used when setup fails).
   void Abort();
+  // Sends `sig` to a running child.
+  void Signal(int sig);
+  // Kills (SIGKILL) and reaps a running child. The destructor does this too:
+  // the command never outlives arcprof.
+  void Kill();
 
  private:
   LaunchedCommand() = default;

@@ -3,7 +3,9 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 
 #include "loader/java_cli.h"
@@ -26,6 +28,44 @@ std::string JoinArgs(int argc, char** argv) {
   return s;
 }
 
+// -d: finite seconds from 0 to a year (nan, inf, negative and overflowing
+// values are refused with the range, not a 309-digit maximum).
+CLI::Validator DurationValidator() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        constexpr double kMax = 366.0 * 24 * 3600;
+        char* end = nullptr;
+        const double v = std::strtod(text.c_str(), &end);
+        if (end == text.c_str() || *end != 0 || !std::isfinite(v) || v < 0 || v > kMax) {
+          return "seconds from 0 to " + std::to_string(static_cast<long long>(kMax)) +
+                 " (a year), not '" + text + "'";
+        }
+        return "";
+      },
+      "SECONDS");
+}
+
+// --call-graph fp|dwarf|hybrid, or dwarf,BYTES / hybrid,BYTES with 1 to 131072 bytes.
+CLI::Validator CallGraphValidator() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        const auto comma = text.find(',');
+        const std::string mode = text.substr(0, comma);
+        if (mode != "fp" && mode != "dwarf" && mode != "hybrid") {
+          return "fp, dwarf or hybrid (dwarf,BYTES and hybrid,BYTES as in perf), not '" + text + "'";
+        }
+        if (comma == std::string::npos) return "";
+        const std::string size = text.substr(comma + 1);
+        char* end = nullptr;
+        const unsigned long long bytes = std::strtoull(size.c_str(), &end, 10);
+        if (mode == "fp" || size.empty() || *end != 0 || bytes == 0 || bytes > 131072) {
+          return "a stack size from 1 to 131072 bytes after 'dwarf,' or 'hybrid,', not '" + text + "'";
+        }
+        return "";
+      },
+      "MODE[,BYTES]");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -40,7 +80,7 @@ int main(int argc, char** argv) {
   CLI::App* record = app.add_subcommand("record", "Sample CPUs and write a capture");
   record->add_option("-d,--duration", rec.duration_s,
                      "Seconds to record (default: until Ctrl-C or the command exits)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(DurationValidator());
   record->add_option("-p,--pid", rec.pids, "Only these processes and their children (PID,...)")
       ->delimiter(',');
   record->add_option("-F,--freq", rec.frequency_hz, "Samples per second per CPU")
@@ -53,17 +93,26 @@ int main(int argc, char** argv) {
   record->add_option("-o,--output", rec.output, "Capture file")->capture_default_str();
   record->add_option("--buffer-mb", rec.buffer_mb, "Sample ring buffer size in MiB")
       ->capture_default_str()
-      ->check(CLI::Range(1, 4096));
+      ->check(CLI::Range(1, 2048));
   record->add_option("--call-graph", rec.call_graph,
                      "Stack unwinding: fp (frame pointers), dwarf (unwind tables over a stack "
-                     "copy) or hybrid (unwind tables, frame pointers where there are none)")
+                     "copy) or hybrid (unwind tables, frame pointers where there are none); "
+                     "dwarf,BYTES or hybrid,BYTES also sets --stack-kb (as in perf)")
       ->capture_default_str()
-      ->check(CLI::IsMember({"fp", "dwarf", "hybrid"}));
+      ->check(CallGraphValidator());
   record->add_option("--stack-kb", rec.stack_kb,
                      "User stack copied per sample for dwarf/hybrid unwinding, in KiB")
       ->capture_default_str()
       ->check(CLI::Range(1, 128));
   record->add_flag("-q,--quiet", rec.quiet, "Print only errors and warnings");
+  // perf's habits: -a and -g describe what arcprof does anyway; -c samples by count.
+  bool all_cpus = false, call_graphs = false;
+  record->add_flag("-a,--all-cpus", all_cpus,
+                   "Whole machine (what record does without -p or a command; as in perf)");
+  record->add_flag("-g", call_graphs, "Record call graphs (always on; as in perf)");
+  record->add_option("-c,--count", rec.sample_period,
+                     "Sample every N events instead of -F (cpu-clock/task-clock: every N ns)")
+      ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 62));
   record->add_option("command", rec.command, "Command to launch and profile (after --)");
 
   record->add_flag_callback("--ptt", [&rec] { rec.ptt = true; },
@@ -96,6 +145,9 @@ int main(int argc, char** argv) {
   // -p and a command are mutually exclusive; CLI11 cannot express "option vs
   // positional" on one subcommand via excludes(self), so check after parsing.
   record->get_option("--pid")->excludes(record->get_option("command"));
+  record->get_option("--all-cpus")->excludes(record->get_option("--pid"));
+  record->get_option("--all-cpus")->excludes(record->get_option("command"));
+  record->get_option("--count")->excludes(record->get_option("--freq"));
 
   try {
     app.parse(argc, argv);
@@ -117,6 +169,12 @@ int main(int argc, char** argv) {
 
   if (record->parsed()) {
     rec.command_line = JoinArgs(argc, argv);
+    // --call-graph dwarf,8192 (perf's form): the size is the stack copy.
+    if (const auto comma = rec.call_graph.find(','); comma != std::string::npos) {
+      const uint64_t bytes = std::stoull(rec.call_graph.substr(comma + 1));
+      rec.stack_kb = static_cast<uint32_t>((bytes + 1023) / 1024);
+      rec.call_graph.resize(comma);
+    }
     auto result = arcprof::RunRecord(rec);
     if (!result) {
       fprintf(stderr, "arcprof: %s\n", result.error().message.c_str());

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <fstream>
@@ -78,13 +79,26 @@ Result<std::vector<int>> OnlineCpus() {
   return cpus;
 }
 
-Result<ScopedFd> OpenSamplingEvent(const EventSpec& event, uint64_t frequency_hz, int cpu) {
+uint64_t MaxSampleRate() {
+  const std::string text = ReadFirstLine("/proc/sys/kernel/perf_event_max_sample_rate");
+  char* end = nullptr;
+  const unsigned long long v = strtoull(text.c_str(), &end, 10);
+  return end != text.c_str() ? static_cast<uint64_t>(v) : 0;
+}
+
+Result<ScopedFd> OpenSamplingEvent(const EventSpec& event, uint64_t frequency_hz, int cpu,
+                                   uint64_t period) {
   perf_event_attr attr{};
   attr.size = sizeof(attr);
   attr.type = event.type;
   attr.config = event.config;
-  attr.freq = 1;
-  attr.sample_freq = frequency_hz;
+  if (period > 0) {
+    attr.freq = 0;
+    attr.sample_period = period;
+  } else {
+    attr.freq = 1;
+    attr.sample_freq = frequency_hz;
+  }
   int fd = PerfEventOpen(&attr, -1, cpu);
   if (fd >= 0) return ScopedFd(fd);
   const int err = errno;
@@ -99,7 +113,7 @@ Result<ScopedFd> OpenSamplingEvent(const EventSpec& event, uint64_t frequency_hz
                      " (kernel.perf_event_paranoid=" + paranoid +
                      "); run as root or with CAP_PERFMON");
   }
-  if (err == EINVAL && frequency_hz > 1000) {
+  if (err == EINVAL && period == 0 && frequency_hz > 1000) {
     std::string max_rate = ReadFirstLine("/proc/sys/kernel/perf_event_max_sample_rate");
     return MakeError("perf_event_open failed for -F " + std::to_string(frequency_hz) +
                      ": above kernel.perf_event_max_sample_rate=" + max_rate +

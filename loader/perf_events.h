@@ -28,9 +28,14 @@ Result<EventSpec> ParseEvent(const std::string& name);
 // Online CPUs from /sys/devices/system/cpu/online.
 Result<std::vector<int>> OnlineCpus();
 
-// perf_event_open for sampling at `frequency_hz` on `cpu` (all processes).
-// Errors explain the cause: no PMU for hardware events, paranoid level, ...
-Result<ScopedFd> OpenSamplingEvent(const EventSpec& event, uint64_t frequency_hz, int cpu);
+// perf_event_open for sampling at `frequency_hz` on `cpu` (all processes), or
+// every `period` events when period is not 0 (perf's -c). Errors explain the
+// cause: no PMU for hardware events, paranoid level, ...
+Result<ScopedFd> OpenSamplingEvent(const EventSpec& event, uint64_t frequency_hz, int cpu,
+                                   uint64_t period = 0);
+
+// kernel.perf_event_max_sample_rate, or 0 when it cannot be read.
+uint64_t MaxSampleRate();
 
 // The attr of the side-band event: a dummy software event that carries mmap2
 // (with build-ids), comm (with exec), fork and exit records, stamped with

@@ -1,6 +1,8 @@
 #include "loader/record.h"
 
 #include <linux/capability.h>
+#include <signal.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -8,11 +10,14 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "loader/launcher.h"
 #include "loader/recording_session.h"
+#include "reports/atomic_file.h"
 #include "reports/capture_store.h"
 #include "reports/profile.h"
 
@@ -24,6 +29,74 @@ bool HasEffectiveCap(int cap) {
   __user_cap_data_struct data[2] = {};
   if (syscall(SYS_capget, &header, data) != 0) return false;
   return (data[cap / 32].effective >> (cap % 32)) & 1u;
+}
+
+// After a stop signal, the command gets this long to exit before SIGKILL.
+constexpr uint64_t kCommandGraceNs = 2'000'000'000;
+
+// Whether PID is a kernel thread (PF_KTHREAD in the flags of /proc/PID/stat).
+bool IsKernelThread(uint32_t pid) {
+  FILE* f = fopen(("/proc/" + std::to_string(pid) + "/stat").c_str(), "re");
+  if (!f) return false;
+  char buf[1024];
+  const size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+  fclose(f);
+  buf[n] = 0;
+  const char* close = strrchr(buf, ')');
+  if (!close) return false;
+  // Fields after the command name: state ppid pgrp session tty_nr tpgid flags.
+  unsigned long flags = 0;
+  char state;
+  int ppid, pgrp, session, tty, tpgid;
+  if (sscanf(close + 1, " %c %d %d %d %d %d %lu", &state, &ppid, &pgrp, &session, &tty, &tpgid,
+             &flags) != 7) {
+    return false;
+  }
+  constexpr unsigned long kPfKthread = 0x00200000;
+  return (flags & kPfKthread) != 0;
+}
+
+// Checks before sampling starts that the capture can be created where -o
+// says: the folder exists and is writable, and the name is a new one, a
+// regular file or a symbolic link (replaced, never followed), never a
+// directory, device, FIFO or socket. A temporary file is created and removed.
+Result<void> CheckOutput(const std::string& path) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode)) {
+    const char* what = S_ISDIR(st.st_mode)    ? "a directory"
+                       : S_ISCHR(st.st_mode)  ? "a character device"
+                       : S_ISBLK(st.st_mode)  ? "a block device"
+                       : S_ISFIFO(st.st_mode) ? "a FIFO"
+                       : S_ISSOCK(st.st_mode) ? "a socket"
+                                              : "not a regular file";
+    return MakeError("-o " + path + ": is " + what +
+                     "; a capture is written to a regular file: pass a file name");
+  }
+  auto probe = AtomicFile::Create(path);
+  if (!probe) return MakeError("-o " + probe.error().message);
+  return {};  // the probe's temporary file is removed here
+}
+
+// Writes the capture; when that fails (a full disk, a folder removed while
+// recording) writes it to the first of a few other folders that takes it, so
+// that a recording is never thrown away, and says where.
+Result<void> WriteCaptureOrRescue(const std::string& path, const Profile& profile) {
+  auto written = WriteCapture(path, profile);
+  if (written) return written;
+  std::vector<std::string> dirs;
+  if (const char* tmpdir = getenv("TMPDIR"); tmpdir && *tmpdir == '/') dirs.push_back(tmpdir);
+  for (const char* d : {"/var/tmp", "/dev/shm", "/tmp"}) dirs.push_back(d);
+  const std::string name = "arcprof-rescued-" + std::to_string(getpid()) + "-" +
+                           std::to_string(static_cast<long long>(time(nullptr))) + ".db";
+  for (const std::string& dir : dirs) {
+    const std::string rescue = dir + "/" + name;
+    if (WriteCapture(rescue, profile)) {
+      return MakeError(written.error().message + "\narcprof: the recording is kept in " + rescue +
+                           " (move it where you want it)",
+                       written.error().exit_code);
+    }
+  }
+  return written;
 }
 
 }  // namespace
@@ -47,24 +120,62 @@ Result<void> CheckRecordPreconditions() {
 
 Result<int> RunRecord(const RecordOptions& opt) {
   StopSignals signals;  // before the command starts: Ctrl-C stops the recording, not arcprof
+  // Before sampling: a recording must never be thrown away for a bad -o.
+  if (auto ok = CheckRecordPreconditions(); !ok) return ok.error();
+  if (auto ok = CheckOutput(opt.output); !ok) return ok.error();
   auto started = RecordingSession::Start(opt);
   if (!started) return started.error();
   RecordingSession& session = **started;
   if (!opt.quiet) {
-    fprintf(stderr, "arcprof: recording %s at %llu Hz (Ctrl-C to stop)\n",
-            DescribeTarget(opt).c_str(), static_cast<unsigned long long>(opt.frequency_hz));
+    if (opt.sample_period > 0) {
+      fprintf(stderr, "arcprof: recording %s, one sample every %llu %s events (Ctrl-C to stop)\n",
+              DescribeTarget(opt).c_str(), static_cast<unsigned long long>(opt.sample_period),
+              opt.event.c_str());
+    } else {
+      fprintf(stderr, "arcprof: recording %s at %llu Hz (Ctrl-C to stop)\n",
+              DescribeTarget(opt).c_str(), static_cast<unsigned long long>(session.frequency_hz()));
+    }
+    for (uint32_t pid : opt.pids) {
+      if (IsKernelThread(pid)) {
+        fprintf(stderr,
+                "arcprof: pid %u is a kernel thread: it has kernel stacks only, and samples "
+                "only while it runs\n",
+                pid);
+      }
+    }
   }
   const uint64_t start = RecordingSession::MonotonicNs();
   const uint64_t deadline =
       opt.duration_s > 0 ? start + static_cast<uint64_t>(opt.duration_s * 1e9) : UINT64_MAX;
+  LaunchedCommand* command = session.command();
+  // After a stop signal, a command gets kCommandGraceNs to exit before SIGKILL.
+  uint64_t kill_deadline = UINT64_MAX;
+  int handled_signals = 0;
   std::string stop_reason;
   while (true) {
-    std::optional<std::string> ended = session.Tick(deadline);
-    if (int sig = StopSignals::stop_signal()) {
+    std::optional<std::string> ended = session.Tick(std::min(deadline, kill_deadline));
+    const uint64_t now = RecordingSession::MonotonicNs();
+    if (const int count = StopSignals::stop_count(); count != handled_signals) {
+      const int sig = StopSignals::stop_signal();
       stop_reason = std::string("stopped by ") + strsignal(sig);
+      if (!command || command->Exited()) break;
+      if (handled_signals > 0) {
+        command->Kill();  // a second signal: no more waiting
+        break;
+      }
+      handled_signals = count;
+      // The terminal signals the command itself (same process group); a kill
+      // from another process reaches only arcprof: pass it on. Either way the
+      // command gets a moment to exit, then it is killed.
+      if (StopSignals::stop_from_process()) command->Signal(sig);
+      kill_deadline = now + kCommandGraceNs;
+    }
+    if (now >= kill_deadline) {
+      command->Kill();
       break;
     }
     if (ended) {
+      if (!stop_reason.empty()) break;  // the command exited after a stop signal
       stop_reason = *ended;
       break;
     }
@@ -75,7 +186,7 @@ Result<int> RunRecord(const RecordOptions& opt) {
   auto profile = session.Stop();
   if (!profile) return profile.error();
   profile->meta.start_monotonic_ns = session.start_monotonic_ns();
-  if (auto ok = WriteCapture(opt.output, *profile); !ok) return ok.error();
+  if (auto ok = WriteCaptureOrRescue(opt.output, *profile); !ok) return ok.error();
 
   const uint64_t lost = session.lost_samples();
   const uint64_t sideband_lost = session.lost_sideband_records();
@@ -91,6 +202,16 @@ Result<int> RunRecord(const RecordOptions& opt) {
     fprintf(stderr, "arcprof: lost %llu samples (ring buffer full): raise --buffer-mb\n",
             static_cast<unsigned long long>(lost));
   }
+  if (const uint64_t unprocessed = session.unprocessed_samples(); unprocessed > 0) {
+    fprintf(stderr,
+            "arcprof: %llu samples left unprocessed at exit (the final drain was cut short)\n",
+            static_cast<unsigned long long>(unprocessed));
+  }
+  if (!opt.pids.empty() && session.samples() == 0) {
+    fprintf(stderr,
+            "arcprof: no samples of the target processes: they did not run on a CPU while "
+            "recording\n");
+  }
   if (sideband_lost > 0) {
     fprintf(stderr,
             "arcprof: lost %llu process events (side-band buffer full): some frames may be "
@@ -98,7 +219,6 @@ Result<int> RunRecord(const RecordOptions& opt) {
             static_cast<unsigned long long>(sideband_lost));
   }
   // The profile is what matters: a command that failed is reported, not passed on.
-  LaunchedCommand* command = session.command();
   if (command && command->Exited() && WIFEXITED(command->exit_status()) &&
       WEXITSTATUS(command->exit_status()) != 0 && !opt.quiet) {
     fprintf(stderr, "arcprof: the command exited with status %d\n",

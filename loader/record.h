@@ -15,6 +15,7 @@ struct RecordOptions {
   std::vector<uint32_t> pids;             // -p: only these processes (and their children)
   std::vector<std::string> command;       // -- CMD ARGS
   uint64_t frequency_hz = 999;
+  uint64_t sample_period = 0;             // -c: one sample every N events instead of -F
   std::string event = "cpu-clock";
   std::string output = "arcprof.db";
   uint32_t buffer_mb = 64;  // dwarf/hybrid records carry stack copies

@@ -4,8 +4,12 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <iterator>
 #include <cstring>
 #include <ctime>
 #include <vector>
@@ -28,12 +32,25 @@ namespace arcprof {
 namespace {
 
 std::atomic<int> g_stop_signal{0};
+std::atomic<int> g_stop_count{0};
+std::atomic<bool> g_stop_from_process{false};
 std::atomic<bool> g_hangup{false};
 
-void OnStopSignal(int sig) { g_stop_signal.store(sig); }
+void OnStopSignal(int sig, siginfo_t* info, void*) {
+  g_stop_signal.store(sig);
+  g_stop_from_process.store(info == nullptr || info->si_code != SI_KERNEL);
+  g_stop_count.fetch_add(1);
+}
 void OnHangup(int) { g_hangup.store(true); }
 
-struct sigaction g_old_int {}, g_old_term {}, g_old_hup {};
+// Signals whose default action would kill arcprof and lose the recording.
+constexpr int kStopSignals[] = {SIGINT, SIGTERM, SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM};
+struct sigaction g_old[std::size(kStopSignals)] {}, g_old_hup {}, g_old_pipe {};
+
+// How long the final drain may take once sampling has stopped.
+constexpr uint64_t kFinalDrainNs = 5'000'000'000;
+// The longest recording (-d) accepted.
+constexpr double kMaxDurationS = 366.0 * 24 * 3600;
 
 bool ProcessAlive(uint32_t pid) {
   return kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM;
@@ -45,23 +62,35 @@ constexpr uint64_t kLivenessCheckNs = 200'000'000;
 
 StopSignals::StopSignals(bool hangup_reopens_log) {
   g_stop_signal.store(0);
+  g_stop_count.store(0);
   g_hangup.store(false);
   struct sigaction sa {};
-  sa.sa_handler = OnStopSignal;
+  sa.sa_sigaction = OnStopSignal;
+  sa.sa_flags = SA_SIGINFO;
   sigemptyset(&sa.sa_mask);
-  sigaction(SIGINT, &sa, &g_old_int);
-  sigaction(SIGTERM, &sa, &g_old_term);
-  if (hangup_reopens_log) sa.sa_handler = OnHangup;
-  sigaction(SIGHUP, &sa, &g_old_hup);
+  for (size_t i = 0; i < std::size(kStopSignals); ++i) sigaction(kStopSignals[i], &sa, &g_old[i]);
+  if (hangup_reopens_log) {
+    struct sigaction hup {};
+    hup.sa_handler = OnHangup;
+    sigemptyset(&hup.sa_mask);
+    sigaction(SIGHUP, &hup, &g_old_hup);
+  } else {
+    sigaction(SIGHUP, &sa, &g_old_hup);
+  }
+  struct sigaction ignore {};
+  ignore.sa_handler = SIG_IGN;
+  sigaction(SIGPIPE, &ignore, &g_old_pipe);
 }
 
 StopSignals::~StopSignals() {
-  sigaction(SIGINT, &g_old_int, nullptr);
-  sigaction(SIGTERM, &g_old_term, nullptr);
+  for (size_t i = 0; i < std::size(kStopSignals); ++i) sigaction(kStopSignals[i], &g_old[i], nullptr);
   sigaction(SIGHUP, &g_old_hup, nullptr);
+  sigaction(SIGPIPE, &g_old_pipe, nullptr);
 }
 
 int StopSignals::stop_signal() { return g_stop_signal.load(); }
+int StopSignals::stop_count() { return g_stop_count.load(); }
+bool StopSignals::stop_from_process() { return g_stop_from_process.load(); }
 bool StopSignals::TakeHangup() { return g_hangup.exchange(false); }
 
 std::string DescribeTarget(const RecordOptions& o) {
@@ -110,8 +139,10 @@ struct RecordingSession::State {
   uint64_t next_drain = 0;
   uint64_t next_liveness = 0;
   uint64_t drain_ns = 100'000'000;
+  uint64_t frequency_hz = 0;  // -F after the kernel's limit
   SamplerCounters reported;  // sampler counters at the previous window
   SamplerCounters final_counters;
+  uint64_t unprocessed = 0;  // left in the ring when the final drain ran out of time
   uint64_t reported_sideband_lost = 0;
   uint64_t final_sideband_lost = 0;
   bool stopped = false;
@@ -123,10 +154,27 @@ struct RecordingSession::State {
     extensions.clear();
   }
 
-  void Drain(uint64_t horizon) {
+  // Bounded: at a sample rate above what we process, the ring fills and the
+  // kernel counts lost samples, but the caller (and its signal checks) goes on.
+  void Drain(uint64_t horizon, uint64_t budget_end) {
     sampler->DrainSideband();
     sideband.ApplyTo(symbolizer);
-    sampler->DrainSamples(horizon);
+    sampler->DrainSamples(horizon, budget_end);
+  }
+
+  // After Detach(): what was sampled, within kFinalDrainNs and until another
+  // stop signal; the rest is counted and dropped.
+  void FinalDrain() {
+    const int signals = StopSignals::stop_count();
+    sampler->DrainSideband();
+    sideband.ApplyTo(symbolizer);
+    const uint64_t end = MonotonicNs() + kFinalDrainNs;
+    while (!sampler->DrainSamples(UINT64_MAX, std::min(end, MonotonicNs() + drain_ns))) {
+      if (MonotonicNs() >= end || StopSignals::stop_count() != signals) {
+        unprocessed += sampler->DiscardSamples();
+        break;
+      }
+    }
   }
 };
 
@@ -139,6 +187,8 @@ uint64_t RecordingSession::start_monotonic_ns() const { return s_->start_monoton
 uint64_t RecordingSession::lost_samples() const {
   return s_->sampler ? s_->sampler->ReadCounters().lost_ringbuf : s_->final_counters.lost_ringbuf;
 }
+uint64_t RecordingSession::frequency_hz() const { return s_->frequency_hz; }
+uint64_t RecordingSession::unprocessed_samples() const { return s_->unprocessed; }
 uint64_t RecordingSession::lost_sideband_records() const {
   return s_->sampler ? s_->sampler->sideband_lost() : s_->final_sideband_lost;
 }
@@ -148,8 +198,27 @@ Result<std::unique_ptr<RecordingSession>> RecordingSession::Start(const RecordOp
   auto event = ParseEvent(opt.event);
   if (!event) return event.error();
   if (opt.frequency_hz == 0) return MakeError("-F must be at least 1 Hz");
+  if (!std::isfinite(opt.duration_s) || opt.duration_s < 0 || opt.duration_s > kMaxDurationS) {
+    return MakeError("-d must be a number of seconds from 0 to " +
+                     std::to_string(static_cast<long long>(kMaxDurationS)));
+  }
   auto state = std::make_unique<State>(opt);
   State& s = *state;
+  uint64_t frequency_hz = opt.frequency_hz;
+  if (opt.sample_period == 0) {
+    // The kernel refuses rates above this sysctl (and lowers it by itself when
+    // sampling interrupts take too long): sample at the highest it allows.
+    const uint64_t max_rate = MaxSampleRate();
+    if (max_rate > 0 && frequency_hz > max_rate) {
+      fprintf(stderr,
+              "arcprof: -F %llu is above kernel.perf_event_max_sample_rate (%llu): sampling at "
+              "%llu Hz\n",
+              static_cast<unsigned long long>(frequency_hz),
+              static_cast<unsigned long long>(max_rate), static_cast<unsigned long long>(max_rate));
+      frequency_hz = max_rate;
+    }
+  }
+  s.frequency_hz = frequency_hz;
   s.event = *event;
   uint32_t unwind_mode;
   if (opt.call_graph == "fp") {
@@ -169,6 +238,10 @@ Result<std::unique_ptr<RecordingSession>> RecordingSession::Start(const RecordOp
                      std::to_string(ARCPROF_MAX_STACK_COPY / 1024));
   }
   for (uint32_t pid : opt.pids) {
+    if (pid == 0) {
+      return MakeError("-p 0: pid 0 is the kernel's idle task, not a process; record without -p "
+                       "to profile the whole machine");
+    }
     if (!ProcessAlive(pid)) return MakeError("no such process: " + std::to_string(pid));
   }
 
@@ -180,7 +253,8 @@ Result<std::unique_ptr<RecordingSession>> RecordingSession::Start(const RecordOp
 
   SamplerOptions sopt;
   sopt.event = s.event;
-  sopt.frequency_hz = opt.frequency_hz;
+  sopt.frequency_hz = frequency_hz;
+  sopt.period = opt.sample_period;
   sopt.buffer_mb = opt.buffer_mb;
   sopt.filter_pids = s.command.has_value() || !opt.pids.empty();
   sopt.self_pid = static_cast<uint32_t>(getpid());
@@ -243,7 +317,12 @@ Result<std::unique_ptr<RecordingSession>> RecordingSession::Start(const RecordOp
   s.meta.host = uts.nodename;
   s.meta.kernel = uts.release;
   s.meta.event = s.event.name;
-  s.meta.frequency_hz = opt.frequency_hz;
+  // With -c the rate is known only for time-based events (periods in ns).
+  s.meta.frequency_hz =
+      opt.sample_period == 0 ? frequency_hz
+      : (s.event.name == "cpu-clock" || s.event.name == "task-clock")
+          ? std::max<uint64_t>(1, 1000000000ull / opt.sample_period)
+          : 0;
   s.meta.command_line = opt.command_line;
   s.meta.target = DescribeTarget(opt);
   s.meta.call_graph = opt.call_graph;
@@ -266,9 +345,9 @@ std::optional<std::string> RecordingSession::Tick(uint64_t wake_ns) {
   now = MonotonicNs();
   if (now >= s.next_drain) {
     // Samples up to `now` only: their processes' events are all read by then.
-    s.Drain(now);
+    s.Drain(now, now + 2 * s.drain_ns);
     for (auto& ext : s.extensions) ext->Poll(*s.context);
-    s.next_drain = now + s.drain_ns;
+    s.next_drain = MonotonicNs() + s.drain_ns;
   }
   if (s.command && s.command->Exited()) return std::string();
   if (!s.options.pids.empty() && now >= s.next_liveness) {
@@ -291,7 +370,9 @@ Result<Profile> RecordingSession::Close(bool last) {
   SamplerCounters counters;
   uint64_t sideband_lost;
   if (last) {
-    s.Drain(UINT64_MAX);
+    // Stop sampling first, so that the last drain has an end.
+    s.sampler->Detach();
+    s.FinalDrain();
     counters = s.sampler->ReadCounters();
     sideband_lost = s.sampler->sideband_lost();
     s.sampler.reset();  // detach everything before the (slower) window close
@@ -299,7 +380,7 @@ Result<Profile> RecordingSession::Close(bool last) {
     s.final_counters = counters;
     s.final_sideband_lost = sideband_lost;
   } else {
-    s.Drain(end);
+    s.Drain(end, end + kFinalDrainNs);
     counters = s.sampler->ReadCounters();
     sideband_lost = s.sampler->sideband_lost();
   }
@@ -329,6 +410,9 @@ Result<Profile> RecordingSession::Close(bool last) {
   window.counters["bpf_samples"] = delta(counters.samples, s.reported.samples);
   window.counters["followed_forks"] = delta(counters.followed_forks, s.reported.followed_forks);
   window.counters["stack_copy_faults"] = delta(counters.stack_faults, s.reported.stack_faults);
+  if (last && s.unprocessed > 0) {
+    window.counters["unprocessed_samples"] = static_cast<int64_t>(s.unprocessed);
+  }
   if (last) s.extensions.clear();
   return window;
 }

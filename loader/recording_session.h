@@ -29,9 +29,11 @@ namespace arcprof {
 
 class LaunchedCommand;
 
-// SIGINT and SIGTERM (and SIGHUP unless it is asked for separately) set a
-// flag instead of killing the process; without SA_RESTART, so a blocking poll
-// returns at once. Restores the previous handlers on destruction.
+// SIGINT, SIGTERM, SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM (and SIGHUP unless it
+// is asked for separately) set a flag instead of killing the process, so the
+// recording is still written; without SA_RESTART, so a blocking poll returns
+// at once. SIGPIPE is ignored (a closed stderr must not lose a recording).
+// Restores the previous handlers on destruction.
 class StopSignals {
  public:
   explicit StopSignals(bool hangup_reopens_log = false);
@@ -40,6 +42,11 @@ class StopSignals {
   StopSignals& operator=(const StopSignals&) = delete;
   // The signal that asked to stop, 0 when none.
   static int stop_signal();
+  // How many stop signals arrived (a second one cuts waits short).
+  static int stop_count();
+  // Whether the last stop signal was sent by a process (kill, systemd) rather
+  // than the terminal, which signals the whole foreground process group.
+  static bool stop_from_process();
   // True once per SIGHUP received (with hangup_reopens_log).
   static bool TakeHangup();
 };
@@ -70,6 +77,10 @@ class RecordingSession {
   // Counters of the whole session so far (for the final message).
   uint64_t lost_samples() const;
   uint64_t lost_sideband_records() const;
+  // The sampling rate in use (-F, lowered to the kernel's limit).
+  uint64_t frequency_hz() const;
+  // Samples dropped because the final drain ran out of time.
+  uint64_t unprocessed_samples() const;
 
   static uint64_t MonotonicNs();
   static uint64_t RealtimeNs();

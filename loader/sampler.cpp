@@ -9,6 +9,7 @@
 #include <cstdarg>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 
 #include <spdlog/spdlog.h>
 
@@ -23,8 +24,10 @@ void Sampler::LinkDeleter::operator()(bpf_link* l) const { bpf_link__destroy(l);
 void Sampler::RingDeleter::operator()(ring_buffer* r) const { ring_buffer__free(r); }
 void Sampler::PerfBufferDeleter::operator()(perf_buffer* p) const { perf_buffer__free(p); }
 
-Sampler::~Sampler() {
-  // Detach before the buffers go away: links first, then the event fds.
+Sampler::~Sampler() { Detach(); }
+
+void Sampler::Detach() {
+  // Links first, then the event fds; the buffers go away with the object.
   links_.clear();
   event_fds_.clear();
 }
@@ -69,9 +72,16 @@ Result<std::unique_ptr<Sampler>> Sampler::Load(const SamplerOptions& options) {
   }
 
   if (int err = sample__load(s->skel_.get()); err != 0) {
+    if (err == -ENOMEM || err == -E2BIG) {
+      return MakeError("cannot allocate the " + std::to_string(options.buffer_mb) +
+                       " MiB sample ring buffer: " + std::string(strerror(-err)) +
+                       "; use a smaller --buffer-mb");
+    }
     return MakeError("cannot load the BPF programs into the kernel: " +
                      std::string(strerror(-err)) +
-                     " (needs root or CAP_BPF+CAP_PERFMON, and a kernel with BTF)");
+                     (err == -EPERM || err == -EACCES
+                          ? " (needs root or CAP_BPF+CAP_PERFMON, and a kernel with BTF)"
+                          : ""));
   }
   return s;
 }
@@ -124,7 +134,7 @@ Result<void> Sampler::Attach(SampleFn on_sample) {
   auto cpus = OnlineCpus();
   if (!cpus) return cpus.error();
   for (int cpu : *cpus) {
-    auto fd = OpenSamplingEvent(options_.event, options_.frequency_hz, cpu);
+    auto fd = OpenSamplingEvent(options_.event, options_.frequency_hz, cpu, options_.period);
     if (!fd) return fd.error();
     bpf_link* link = bpf_program__attach_perf_event(skel_->progs.on_sample, fd->get());
     if (!link) {
@@ -149,21 +159,47 @@ void Sampler::DrainSideband() {
   if (sideband_) perf_buffer__consume(sideband_.get());
 }
 
-void Sampler::DrainSamples(uint64_t horizon_ns) {
+namespace {
+uint64_t MonotonicNs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+// Records handled between two looks at the clock.
+constexpr uint32_t kRecordsPerClockCheck = 64;
+}  // namespace
+
+bool Sampler::DrainSamples(uint64_t horizon_ns, uint64_t budget_end_ns) {
   horizon_ns_ = horizon_ns;
+  budget_end_ns_ = budget_end_ns;
+  out_of_budget_ = false;
   while (!deferred_.empty()) {
     const std::vector<uint8_t>& rec = deferred_.front();
     uint64_t ts;
     memcpy(&ts, rec.data(), sizeof(ts));
-    if (ts > horizon_ns) return;  // still too new; the ring waits behind it
+    if (ts > horizon_ns) return true;  // still too new; the ring waits behind it
     on_sample_(rec.data(), rec.size());
     deferred_.pop_front();
   }
   if (ring_) ring_buffer__consume(ring_.get());
+  return !out_of_budget_;
+}
+
+uint64_t Sampler::DiscardSamples() {
+  discarding_ = true;
+  discarded_ = deferred_.size();
+  deferred_.clear();
+  if (ring_) ring_buffer__consume(ring_.get());
+  discarding_ = false;
+  return discarded_;
 }
 
 int Sampler::OnRingbufRecord(void* ctx, void* data, size_t size) {
   auto* self = static_cast<Sampler*>(ctx);
+  if (self->discarding_) {
+    ++self->discarded_;
+    return 0;
+  }
   uint64_t ts = 0;
   if (size >= sizeof(ts)) memcpy(&ts, data, sizeof(ts));
   if (ts > self->horizon_ns_) {
@@ -173,6 +209,13 @@ int Sampler::OnRingbufRecord(void* ctx, void* data, size_t size) {
     return -1;
   }
   self->on_sample_(data, size);
+  if (self->budget_end_ns_ != UINT64_MAX && ++self->since_clock_check_ >= kRecordsPerClockCheck) {
+    self->since_clock_check_ = 0;
+    if (MonotonicNs() >= self->budget_end_ns_) {
+      self->out_of_budget_ = true;
+      return -1;  // this record is handled; the rest waits in the ring
+    }
+  }
   return 0;
 }
 

@@ -25,6 +25,7 @@ namespace arcprof {
 struct SamplerOptions {
   EventSpec event;
   uint64_t frequency_hz = 999;
+  uint64_t period = 0;  // sample every `period` events instead (perf's -c)
   uint32_t buffer_mb = 16;
   bool filter_pids = false;  // only processes in the target set (and their children)
   uint32_t self_pid = 0;
@@ -64,7 +65,17 @@ class Sampler {
   void DrainSideband();
   // Handles samples taken up to horizon_ns (CLOCK_MONOTONIC). Later ones wait
   // for the next drain: their process events may not have been read yet.
-  void DrainSamples(uint64_t horizon_ns = UINT64_MAX);
+  // Stops once CLOCK_MONOTONIC passes budget_end_ns, leaving the rest in the
+  // ring, so that a sample rate above what we can process never holds the
+  // caller (and its signal checks) in here. Returns false when it stopped
+  // for the budget with samples still pending.
+  bool DrainSamples(uint64_t horizon_ns = UINT64_MAX, uint64_t budget_end_ns = UINT64_MAX);
+  // Counts and drops what is left in the sample ring (after Detach(), when
+  // the final drain ran out of time). Returns how many records it dropped.
+  uint64_t DiscardSamples();
+  // Stops sampling: closes the sampling events and their links. The rings
+  // stay readable, so what was sampled before can still be drained.
+  void Detach();
   SamplerCounters ReadCounters() const;
   uint64_t sideband_lost() const { return sideband_lost_; }
 
@@ -95,6 +106,11 @@ class Sampler {
   SampleFn on_sample_;
   std::deque<std::vector<uint8_t>> deferred_;  // consumed from the ring, past the horizon
   uint64_t horizon_ns_ = UINT64_MAX;
+  uint64_t budget_end_ns_ = UINT64_MAX;
+  uint32_t since_clock_check_ = 0;
+  bool out_of_budget_ = false;
+  bool discarding_ = false;
+  uint64_t discarded_ = 0;
   SidebandFn on_sideband_;
   uint64_t sideband_lost_ = 0;
 };
