@@ -83,10 +83,12 @@ bool ElfFile::LoadSymbols(const DebugSearchOptions& debug) {
   if (!is_elf()) return true;
   auto elf = OpenSelf();
   if (!elf.ok()) return true;
-  if (header_.has_symtab) full_ = SymbolTable::Load(elf->get(), SymbolTable::Section::kSymtab);
+  if (header_.has_symtab)
+    full_ = SymbolTable::Load(elf->get(), SymbolTable::Section::kSymtab, elf->get());
   if (full_.empty()) {
     LoadDebugSymbols(debug);
-    if (full_.empty()) dynsym_ = SymbolTable::Load(elf->get(), SymbolTable::Section::kDynsym);
+    if (full_.empty())
+      dynsym_ = SymbolTable::Load(elf->get(), SymbolTable::Section::kDynsym, elf->get());
   }
   return true;
 }
@@ -108,7 +110,10 @@ bool ElfFile::TryDebugCandidate(const std::string& candidate, bool by_build_id,
     auto crc = FileCrc32(fd.get());
     if (!crc.ok() || *crc != header_.debuglink_crc) return false;
   }
-  SymbolTable table = SymbolTable::Load(elf->get(), SymbolTable::Section::kSymtab);
+  // PLT stubs come from the binary: a debug file's .rela.plt has no contents.
+  auto self = OpenSelf();
+  SymbolTable table = SymbolTable::Load(elf->get(), SymbolTable::Section::kSymtab,
+                                        self.ok() ? self->get() : nullptr);
   if (table.empty()) return false;
   full_ = std::move(table);
   debug_fd_ = std::move(fd);

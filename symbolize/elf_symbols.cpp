@@ -79,6 +79,69 @@ bool Better(const Candidate& a, const Candidate& b) {
   return std::strcmp(a.name, b.name) < 0;
 }
 
+// The name a symbol is shown by: without its symbol version
+// ("__libc_start_main@@GLIBC_2.34" -> "__libc_start_main"). Mangled C++
+// names never contain '@'.
+size_t DisplayLength(const char* name, size_t len) {
+  const void* at = std::memchr(name, '@', len);
+  return at && at != name ? static_cast<size_t>(static_cast<const char*>(at) - name) : len;
+}
+
+// "name@plt" for each PLT stub, as perf and elfutils name them: the i-th
+// R_X86_64_JUMP_SLOT relocation of .rela.plt is the i-th entry of .plt.sec
+// (IBT binaries) or of .plt after its 16-byte header. x86-64 only.
+void AddPltCandidates(Elf* elf, std::vector<Candidate>* out, std::deque<std::string>* names) {
+  GElf_Ehdr ehdr;
+  if (!gelf_getehdr(elf, &ehdr) || ehdr.e_machine != EM_X86_64) return;
+  size_t shstrndx = 0;
+  if (elf_getshdrstrndx(elf, &shstrndx) != 0) return;
+  Elf_Scn* rela_plt = nullptr;
+  GElf_Shdr rela_shdr{}, plt_shdr{}, plt_sec_shdr{};
+  bool have_plt = false, have_plt_sec = false;
+  for (Elf_Scn* scn = nullptr; (scn = elf_nextscn(elf, scn)) != nullptr;) {
+    GElf_Shdr shdr;
+    if (!gelf_getshdr(scn, &shdr)) return;
+    const char* name = elf_strptr(elf, shstrndx, shdr.sh_name);
+    if (!name) continue;
+    if (shdr.sh_type == SHT_RELA && std::strcmp(name, ".rela.plt") == 0) {
+      rela_plt = scn;
+      rela_shdr = shdr;
+    } else if (shdr.sh_type == SHT_PROGBITS && std::strcmp(name, ".plt") == 0) {
+      plt_shdr = shdr;
+      have_plt = true;
+    } else if (shdr.sh_type == SHT_PROGBITS && std::strcmp(name, ".plt.sec") == 0) {
+      plt_sec_shdr = shdr;
+      have_plt_sec = true;
+    }
+  }
+  if (!rela_plt || !(have_plt || have_plt_sec)) return;
+  constexpr uint64_t kEntry = 16;
+  const uint64_t base = have_plt_sec ? plt_sec_shdr.sh_addr : plt_shdr.sh_addr + kEntry;
+  const uint64_t limit =
+      have_plt_sec ? plt_sec_shdr.sh_addr + plt_sec_shdr.sh_size : plt_shdr.sh_addr + plt_shdr.sh_size;
+  Elf_Scn* symtab = elf_getscn(elf, rela_shdr.sh_link);
+  GElf_Shdr sym_shdr;
+  if (!symtab || !gelf_getshdr(symtab, &sym_shdr)) return;
+  Elf_Data* rela = elf_getdata(rela_plt, nullptr);
+  Elf_Data* syms = elf_getdata(symtab, nullptr);
+  if (!rela || !syms || rela_shdr.sh_entsize == 0) return;
+  const size_t count = rela_shdr.sh_size / rela_shdr.sh_entsize;
+  for (size_t i = 0; i < count; ++i) {
+    const uint64_t start = base + i * kEntry;
+    if (start + kEntry > limit) break;
+    GElf_Rela r;
+    if (!gelf_getrela(rela, static_cast<int>(i), &r)) break;
+    if (GELF_R_TYPE(r.r_info) != R_X86_64_JUMP_SLOT) continue;
+    GElf_Sym sym;
+    if (!gelf_getsym(syms, static_cast<int>(GELF_R_SYM(r.r_info)), &sym)) continue;
+    const char* name = elf_strptr(elf, sym_shdr.sh_link, sym.st_name);
+    if (!name || !*name) continue;
+    const std::string& full =
+        names->emplace_back(std::string(name, DisplayLength(name, std::strlen(name))) + "@plt");
+    out->push_back({start, kEntry, 0, full.c_str(), full.size(), STB_LOCAL});
+  }
+}
+
 }  // namespace
 
 Result<ElfPtr> OpenElfFd(int fd) {
@@ -155,7 +218,7 @@ std::optional<uint64_t> FileOffsetToVaddr(const std::vector<LoadSegment>& loads,
   return std::nullopt;
 }
 
-SymbolTable SymbolTable::Load(Elf* elf, Section section) {
+SymbolTable SymbolTable::Load(Elf* elf, Section section, Elf* plt_source) {
   SymbolTable table;
   const uint32_t wanted = section == Section::kSymtab ? SHT_SYMTAB : SHT_DYNSYM;
   const size_t sym_size = gelf_fsize(elf, ELF_T_SYM, 1, EV_CURRENT);
@@ -191,14 +254,22 @@ SymbolTable SymbolTable::Load(Elf* elf, Section section) {
       if (sym.st_shndx == SHN_UNDEF || sym.st_value == 0) continue;
       const char* name = elf_strptr(elf, shdr.sh_link, sym.st_name);
       if (!name || !*name) continue;
-      const size_t len = std::strlen(name);
+      const size_t len = DisplayLength(name, std::strlen(name));
       const uint64_t sec_end = sym.st_shndx < SHN_LORESERVE ? section_end(sym.st_shndx) : 0;
       candidates.push_back({sym.st_value, sym.st_size, sec_end, name, len,
                             static_cast<uint8_t>(GELF_ST_BIND(sym.st_info))});
       names_bytes += len + 1;
     }
   }
+  // Stubs complete a table; alone they are not one (a debug file without
+  // .symtab must still count as empty).
   if (candidates.empty()) return table;
+  std::deque<std::string> plt_names;  // owns the synthesized names until they are copied
+  if (plt_source) {
+    const size_t before = candidates.size();
+    AddPltCandidates(plt_source, &candidates, &plt_names);
+    for (size_t i = before; i < candidates.size(); ++i) names_bytes += candidates[i].name_len + 1;
+  }
 
   std::sort(candidates.begin(), candidates.end(), [](const Candidate& a, const Candidate& b) {
     if (a.start != b.start) return a.start < b.start;
@@ -216,7 +287,8 @@ SymbolTable SymbolTable::Load(Elf* elf, Section section) {
   table.symbols_.reserve(kept.size());
   for (size_t i = 0; i < kept.size(); ++i) {
     const Candidate& c = *kept[i];
-    std::memcpy(cursor, c.name, c.name_len + 1);
+    std::memcpy(cursor, c.name, c.name_len);
+    cursor[c.name_len] = '\0';
     ElfSymbol s;
     s.start = c.start;
     s.name = std::string_view(cursor, c.name_len);

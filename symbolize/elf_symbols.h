@@ -70,7 +70,10 @@ struct ElfSymbol {
 class SymbolTable {
  public:
   enum class Section { kSymtab, kDynsym };
-  static SymbolTable Load(Elf* elf, Section section);
+  // Names are shown without symbol versions. With plt_source (the binary
+  // itself, whose .rela.plt a separate debug file lacks), PLT stubs are added
+  // as "name@plt".
+  static SymbolTable Load(Elf* elf, Section section, Elf* plt_source = nullptr);
 
   // The symbol covering vaddr, with its name demangled, or nullptr.
   const ElfSymbol* Find(uint64_t vaddr);
