@@ -79,7 +79,12 @@ void SampleProcessor::UserStack(const StackSample& sample) {
 }
 
 uint32_t SampleProcessor::InternFrame(const SymbolizedFrame& f) {
-  const FrameKey key{f.module.data(), f.symbol.data(), f.address,
+  // An unnamed instruction in a known file keeps where it is (the ELF vaddr):
+  // reports show [libfoo.so+0x1a2b] and a later symbol source (a debug file,
+  // debuginfod) can still name it from the capture.
+  const bool keep_offset = f.symbol.empty() && f.kind == FrameKind::kNative && !f.module.empty();
+  const uint64_t address = keep_offset ? f.offset : f.address;
+  const FrameKey key{f.module.data(), f.symbol.data(), address,
                      static_cast<uint16_t>(static_cast<unsigned>(f.kind) << 8 |
                                            static_cast<unsigned>(f.reason))};
   auto it = frame_ids_.find(key);
@@ -87,7 +92,7 @@ uint32_t SampleProcessor::InternFrame(const SymbolizedFrame& f) {
   FrameRecord record;
   record.module = std::string(f.module);
   record.symbol = std::string(f.symbol);
-  record.address = f.address;
+  record.address = address;
   record.kind = f.kind;
   record.reason = f.reason;
   const uint32_t id = window_.frames.Intern(record);
