@@ -1,6 +1,9 @@
 #include "reports/folded.h"
 
+#include <algorithm>
 #include <ostream>
+#include <string_view>
+#include <unordered_map>
 #include <vector>
 
 namespace arcprof {
@@ -71,34 +74,126 @@ std::string FoldedProcessName(const ThreadRecord& thread) {
   return name;
 }
 
-std::map<std::string, uint64_t> FoldStacks(const Profile& profile, const ThreadFilter& filter) {
-  std::map<std::string, uint64_t> stacks;
-  std::vector<std::string> names(profile.frames.size());  // folded names, computed once
-  std::vector<uint32_t> path;
-  for (size_t t = 0; t < profile.threads.size() && t < profile.trees.size(); ++t) {
-    const ThreadRecord& thread = profile.threads[t];
-    if (!filter.Matches(thread)) continue;
-    const std::string process = FoldedProcessName(thread);
-    const auto& nodes = profile.trees[t].nodes();
-    for (size_t i = 0; i < nodes.size(); ++i) {
-      if (nodes[i].base == 0) continue;
-      path.clear();
-      for (size_t n = i; n != 0; n = nodes[n].parent) path.push_back(nodes[n].frame);
-      std::string line = process;
-      for (auto it = path.rbegin(); it != path.rend(); ++it) {
-        std::string& name = names[*it];
-        if (name.empty()) name = FoldedFrameName(profile.frames.at(*it));
-        line += ';';
-        line += name;
+namespace {
+
+// Every selected thread's tree merged into one tree per process, keyed by
+// folded names, then walked depth first with one growing line: the work is
+// the size of the output, never a walk to the root per stack, and nothing
+// holds all lines at once.
+class FoldedTree {
+ public:
+  FoldedTree(const Profile& profile, const ThreadFilter& filter) {
+    std::vector<int32_t> name_of_frame(profile.frames.size(), -1);
+    for (size_t t = 0; t < profile.threads.size() && t < profile.trees.size(); ++t) {
+      const ThreadRecord& thread = profile.threads[t];
+      if (!filter.Matches(thread)) continue;
+      const uint32_t process_name = Intern(FoldedProcessName(thread));
+      uint32_t& root = process_roots_[names_[process_name]];
+      if (root == 0) root = NewNode(process_name);
+      const auto& nodes = profile.trees[t].nodes();
+      mapped_.assign(nodes.size(), root);
+      depth_.assign(nodes.size(), 0);
+      for (size_t i = 1; i < nodes.size(); ++i) {
+        const uint32_t parent = nodes[i].parent;
+        depth_[i] = depth_[parent] + 1;
+        if (depth_[i] <= kMaxFoldedDepth) {
+          int32_t& name = name_of_frame[nodes[i].frame];
+          if (name < 0) name = static_cast<int32_t>(Intern(FoldedFrameName(profile.frames.at(nodes[i].frame))));
+          mapped_[i] = Child(mapped_[parent], static_cast<uint32_t>(name));
+        } else if (depth_[i] == kMaxFoldedDepth + 1) {
+          mapped_[i] = Child(mapped_[parent], Intern("[deeper frames cut]"));
+        } else {
+          mapped_[i] = mapped_[parent];  // everything deeper counts on the cut marker
+        }
+        tree_[mapped_[i]].count += nodes[i].base;
       }
-      stacks[line] += nodes[i].base;
     }
   }
+
+  // Calls emit(line, count) for every stack with samples, sorted by line text
+  // within a process (children in name order), processes in name order.
+  template <typename Emit>
+  void Walk(Emit&& emit) {
+    std::string line;
+    for (const auto& [process, root] : process_roots_) {
+      struct Frame {
+        uint32_t node;
+        size_t line_length;
+        std::vector<uint32_t> children;  // sorted by name
+        size_t next = 0;
+      };
+      std::vector<Frame> stack;
+      line = process;
+      stack.push_back({root, line.size(), SortedChildren(root)});
+      while (!stack.empty()) {
+        Frame& top = stack.back();
+        if (top.next == top.children.size()) {
+          stack.pop_back();
+          continue;
+        }
+        const uint32_t child = top.children[top.next++];
+        line.resize(top.line_length);
+        line += ';';
+        line += names_[tree_[child].name];
+        if (tree_[child].count > 0) emit(std::string_view(line), tree_[child].count);
+        stack.push_back({child, line.size(), SortedChildren(child)});
+      }
+    }
+  }
+
+ private:
+  struct Node {
+    uint32_t name = 0;
+    uint64_t count = 0;
+    std::map<uint32_t, uint32_t> children;  // name id -> node
+  };
+
+  uint32_t Intern(const std::string& name) {
+    auto [it, added] = name_ids_.try_emplace(name, static_cast<uint32_t>(names_.size()));
+    if (added) names_.push_back(name);
+    return it->second;
+  }
+  uint32_t NewNode(uint32_t name) {
+    tree_.push_back(Node{name, 0, {}});
+    return static_cast<uint32_t>(tree_.size() - 1);
+  }
+  uint32_t Child(uint32_t parent, uint32_t name) {
+    auto it = tree_[parent].children.find(name);
+    if (it != tree_[parent].children.end()) return it->second;
+    const uint32_t child = NewNode(name);
+    tree_[parent].children.emplace(name, child);
+    return child;
+  }
+  std::vector<uint32_t> SortedChildren(uint32_t node) const {
+    std::vector<uint32_t> out;
+    for (const auto& [name, child] : tree_[node].children) out.push_back(child);
+    std::sort(out.begin(), out.end(),
+              [&](uint32_t a, uint32_t b) { return names_[tree_[a].name] < names_[tree_[b].name]; });
+    return out;
+  }
+
+  std::vector<Node> tree_{Node{}};  // node 0 is unused: 0 means "no root yet"
+  std::vector<std::string> names_;
+  std::unordered_map<std::string, uint32_t> name_ids_;
+  std::map<std::string, uint32_t> process_roots_;
+  std::vector<uint32_t> mapped_;
+  std::vector<uint32_t> depth_;
+};
+
+}  // namespace
+
+std::map<std::string, uint64_t> FoldStacks(const Profile& profile, const ThreadFilter& filter) {
+  std::map<std::string, uint64_t> stacks;
+  FoldedTree(profile, filter).Walk([&](std::string_view line, uint64_t count) {
+    stacks[std::string(line)] += count;
+  });
   return stacks;
 }
 
 void WriteFolded(const Profile& profile, const ThreadFilter& filter, std::ostream& out) {
-  for (const auto& [stack, count] : FoldStacks(profile, filter)) out << stack << ' ' << count << '\n';
+  FoldedTree(profile, filter).Walk([&](std::string_view line, uint64_t count) {
+    out << line << ' ' << count << '\n';
+  });
 }
 
 }  // namespace arcprof

@@ -19,8 +19,14 @@ namespace arcprof {
 std::string FoldedFrameName(const FrameRecord& frame);
 // The first element of every line: the process name, spaces -> '_'.
 std::string FoldedProcessName(const ThreadRecord& thread);
+// Stacks deeper than this many frames below the process are cut: the frames
+// past it fold into one "[deeper frames cut]" element. Keeps the output (whose
+// size grows with depth times stacks) bounded for hostile captures.
+inline constexpr uint32_t kMaxFoldedDepth = 1024;
+
 // Unique stacks of the selected threads (threads of one process with the same
-// stack merge) and their counts, in the capture's unit; sorted by stack text.
+// stack merge) and their counts, in the capture's unit; processes in name
+// order, stacks of a process depth first with callees in name order.
 std::map<std::string, uint64_t> FoldStacks(const Profile& profile, const ThreadFilter& filter);
 void WriteFolded(const Profile& profile, const ThreadFilter& filter, std::ostream& out);
 

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <sstream>
 
 #include "tests/reports/golden.h"
@@ -80,6 +81,40 @@ TEST(Folded, ThreadsOfOneProcessWithTheSameStackMerge) {
   profile.trees[other].AddStack(stack, 9);
   const auto stacks = FoldStacks(profile, ThreadFilter{});
   EXPECT_EQ(stacks.at("java;__libc_start_main;JavaThread::run();Lcom/acme/App:.run()V_[j]"), 509u);
+}
+
+// A hostile capture: one 20,000-deep chain with a sample at every depth. The
+// folded text of it is quadratic in the depth (each line repeats its callers);
+// cut at kMaxFoldedDepth it stays small, and no sample is lost.
+TEST(Folded, DeepStacksAreCutAndStayBounded) {
+  Profile profile;
+  const uint32_t thread = profile.ThreadIndex(1, 1);
+  profile.threads[thread].process_comm = "deep";
+  constexpr uint32_t kDepth = 20000;
+  std::vector<uint32_t> stack;
+  for (uint32_t d = 0; d < kDepth; ++d) {
+    stack.push_back(profile.frames.Intern(Named("/bin/deep", "f" + std::to_string(d % 7), FrameKind::kNative)));
+    profile.trees[thread].AddStack(stack, 1);
+  }
+  std::ostringstream out;
+  WriteFolded(profile, ThreadFilter{}, out);
+  const std::string text = out.str();
+  // About 1024 lines of up to ~3 KB, not 20,000 lines of up to 60 KB (0.6 GB).
+  EXPECT_LT(text.size(), 8u << 20);
+  uint64_t total = 0, cut = 0, deepest = 0;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    const auto space = line.rfind(' ');
+    const uint64_t count = std::stoull(line.substr(space + 1));
+    total += count;
+    const uint64_t depth = static_cast<uint64_t>(std::count(line.begin(), line.end(), ';'));
+    deepest = std::max(deepest, depth);
+    if (line.find(";[deeper frames cut] ") != std::string::npos) cut += count;
+  }
+  EXPECT_EQ(total, kDepth);
+  EXPECT_EQ(cut, kDepth - kMaxFoldedDepth);
+  EXPECT_EQ(deepest, kMaxFoldedDepth + 1);
 }
 
 TEST(Folded, Golden) {
