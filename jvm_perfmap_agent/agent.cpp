@@ -56,6 +56,7 @@ struct Agent {
   uint64_t next_code_index = 1;
   std::unordered_map<uint64_t, uint64_t> index_by_addr;  // live code -> its CODE_LOAD index
   uint32_t pid = 0;
+  std::string dir;  // where the files are (options.dir, or a private folder in it)
   uint64_t records = 0;
   uint64_t write_errors = 0;
 };
@@ -117,9 +118,12 @@ void NoteWriteError(const char* what) {
 
 // Creates a file of ours in the JVM's temp directory: never through a
 // symlink, never into an existing file. A leftover of an earlier process with
-// the same pid (containers reuse pid 1) is replaced when it is ours.
-int CreateExclusive(const std::string& path, bool readable) {
+// the same pid (containers reuse pid 1) is replaced when it is ours. *taken
+// is set when the name is held by something that is not ours (another user
+// can plant it in /tmp): the caller then writes somewhere private instead.
+int CreateExclusive(const std::string& path, bool readable, bool* taken = nullptr) {
   const int flags = (readable ? O_RDWR : O_WRONLY) | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_APPEND;
+  if (taken) *taken = false;
   int fd = open(path.c_str(), flags, 0600);
   if (fd >= 0 || errno != EEXIST) {
     if (fd < 0) Log("cannot create %s: %s", path.c_str(), strerror(errno));
@@ -130,22 +134,31 @@ int CreateExclusive(const std::string& path, bool readable) {
       unlink(path.c_str()) == 0) {
     fd = open(path.c_str(), flags, 0600);
   }
+  if (fd < 0 && errno == EEXIST && taken) {
+    *taken = true;
+    return -1;
+  }
   if (fd < 0) Log("cannot create %s: %s (remove it if it is stale)", path.c_str(), strerror(errno));
   return fd;
 }
 
-// Whether another copy of this agent already writes our jitdump: its marker
-// mapping is in our address space.
-bool DumpAlreadyMapped(const std::string& path) {
+// Whether another copy of this agent already writes our jitdump: an
+// executable mapping named jit-<pid>.dump is in our address space (in /tmp
+// or in a private folder).
+bool DumpAlreadyMapped(uint32_t pid) {
   FILE* maps = fopen("/proc/self/maps", "re");
   if (!maps) return false;
+  char name[64];
+  snprintf(name, sizeof(name), "/jit-%u.dump", pid);
+  const size_t name_len = strlen(name);
   char line[4096];
   bool found = false;
   while (!found && fgets(line, sizeof(line), maps)) {
+    const char* perms = strchr(line, ' ');
     const char* p = strchr(line, '/');
-    if (!p) continue;
+    if (!p || !perms || perms[3] != 'x') continue;
     size_t len = strcspn(p, "\n");
-    found = len == path.size() && memcmp(p, path.data(), len) == 0;
+    found = len >= name_len && memcmp(p + len - name_len, name, name_len) == 0;
   }
   fclose(maps);
   return found;
@@ -537,15 +550,46 @@ uint32_t ElfMachine() {
   return machine;
 }
 
-bool OpenFiles(bool attached, bool preserve_fp) {
-  const std::string base = g_agent.options.dir + "/jit-" + std::to_string(g_agent.pid);
-  const std::string dump_path = base + ".dump";
-  if (DumpAlreadyMapped(dump_path)) {
-    if (!g_agent.options.quiet) Log("%s is already being written by an agent in this JVM", dump_path.c_str());
+// Creates jit-<pid>.dump and jit-<pid>.arcprof in dir; false when a name
+// there is taken by a file that is not ours (*taken) or on another error.
+bool CreateBoth(const std::string& dir, bool* taken) {
+  const std::string base = dir + "/jit-" + std::to_string(g_agent.pid);
+  g_agent.dump_fd = CreateExclusive(base + ".dump", /*readable=*/true, taken);
+  if (g_agent.dump_fd < 0) return false;
+  g_agent.side_fd = CreateExclusive(base + ".arcprof", /*readable=*/false, taken);
+  if (g_agent.side_fd < 0 && *taken) {
+    close(g_agent.dump_fd);
+    g_agent.dump_fd = -1;
+    unlink((base + ".dump").c_str());
     return false;
   }
-  g_agent.dump_fd = CreateExclusive(dump_path, /*readable=*/true);
-  if (g_agent.dump_fd < 0) return false;
+  return true;  // without a side file the jitdump still names code
+}
+
+bool OpenFiles(bool attached, bool preserve_fp) {
+  if (DumpAlreadyMapped(g_agent.pid)) {
+    if (!g_agent.options.quiet) Log("jit-%u.dump is already being written by an agent in this JVM", g_agent.pid);
+    return false;
+  }
+  std::string dir = g_agent.options.dir;
+  bool taken = false;
+  if (!CreateBoth(dir, &taken)) {
+    if (!taken) return false;
+    // Somebody else's file holds our name (any user can create one in
+    // /tmp): write into a folder of our own with an unguessable name.
+    // Profilers find the jitdump by its executable mapping.
+    std::string private_dir = dir + "/.arcprof-jit-" + std::to_string(g_agent.pid) + "-XXXXXX";
+    if (!mkdtemp(private_dir.data())) {
+      Log("cannot create a folder in %s: %s", dir.c_str(), strerror(errno));
+      return false;
+    }
+    Log("%s/jit-%u.dump (or .arcprof) exists and is not ours: writing to %s instead", dir.c_str(), g_agent.pid,
+        private_dir.c_str());
+    dir = private_dir;
+    if (!CreateBoth(dir, &taken)) return false;
+  }
+  g_agent.dir = dir;
+  const std::string dump_path = dir + "/jit-" + std::to_string(g_agent.pid) + ".dump";
   std::string header;
   Put32(header, jd::kMagic);
   Put32(header, jd::kVersion);
@@ -570,7 +614,6 @@ bool OpenFiles(bool attached, bool preserve_fp) {
   } else {
     g_agent.marker = marker;
   }
-  g_agent.side_fd = CreateExclusive(base + ".arcprof", /*readable=*/false);
   if (g_agent.side_fd >= 0) {
     std::string side;
     side.append(jd::kSideMagic, sizeof(jd::kSideMagic));
@@ -690,7 +733,7 @@ jint Start(JavaVM* vm, const char* options, bool attached) {
   }
   if (!parsed.quiet && attached) {
     Locked lock;
-    Log("writing %s/jit-%u.dump (%llu code records so far)", parsed.dir.c_str(), g_agent.pid,
+    Log("writing %s/jit-%u.dump (%llu code records so far)", g_agent.dir.c_str(), g_agent.pid,
         static_cast<unsigned long long>(g_agent.records));
   }
   return JNI_OK;

@@ -62,6 +62,10 @@ uint32_t StatusField(std::string_view status, std::string_view key, int index) {
   return static_cast<uint32_t>(v);
 }
 
+// One JVM mapping counts only when executable: a profiler (another arcprof)
+// maps libjvm.so and our agent read-only to read their symbols.
+bool MapsExecutable(const procfs::MapsEntry& e) { return (e.prot & procfs::kProtExec) != 0; }
+
 struct Exchange {
   // Inputs, prepared before the helper thread starts.
   uint32_t pid = 0, ns_pid = 0, uid = 0, gid = 0;
@@ -89,7 +93,13 @@ void RunExchange(Exchange& x) {
   const std::string socket_path = fmt::format("{}/tmp/.java_pid{}", x.root, x.ns_pid);
   struct stat st {};
   std::string trigger;
-  if (stat(socket_path.c_str(), &st) != 0 || !S_ISSOCK(st.st_mode)) {
+  // Anybody can create a socket by that name in /tmp before the JVM does:
+  // only one owned by the JVM's user is its attach listener.
+  auto owned_by_jvm = [&x](const struct stat& s) { return s.st_uid == x.uid; };
+  if (lstat(socket_path.c_str(), &st) == 0 && !S_ISSOCK(st.st_mode)) {
+    return Fail(x, fmt::format("{} is not a socket: not attaching", socket_path));
+  }
+  if (lstat(socket_path.c_str(), &st) != 0) {
     // Ask the JVM to start its attach listener: a trigger file it checks for
     // when it gets SIGQUIT (in its cwd or /tmp; /tmp is where we can write).
     trigger = fmt::format("{}/tmp/.attach_pid{}", x.root, x.ns_pid);
@@ -103,7 +113,7 @@ void RunExchange(Exchange& x) {
       return Fail(x, fmt::format("cannot signal the JVM: {}", std::strerror(errno)));
     }
     for (int delay_ms = 5;; delay_ms = std::min(delay_ms * 2, 200)) {
-      if (stat(socket_path.c_str(), &st) == 0 && S_ISSOCK(st.st_mode)) break;
+      if (lstat(socket_path.c_str(), &st) == 0 && S_ISSOCK(st.st_mode)) break;
       if (NowNs() > x.deadline_ns) {
         if (!trigger.empty()) unlink(trigger.c_str());
         return Fail(x, "the JVM did not open its attach socket in time (started with "
@@ -112,6 +122,10 @@ void RunExchange(Exchange& x) {
       usleep(static_cast<useconds_t>(delay_ms) * 1000);
     }
     if (!trigger.empty()) unlink(trigger.c_str());
+  }
+  if (!owned_by_jvm(st)) {
+    return Fail(x, fmt::format("{} is owned by uid {}, not by the JVM's uid {}: not trusting it", socket_path,
+                               st.st_uid, x.uid));
   }
   ScopedFd sock(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
   sockaddr_un addr{};
@@ -122,6 +136,17 @@ void RunExchange(Exchange& x) {
   memcpy(addr.sun_path, socket_path.c_str(), socket_path.size() + 1);
   if (!sock.valid() || connect(sock.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
     return Fail(x, fmt::format("cannot connect to {}: {}", socket_path, std::strerror(errno)));
+  }
+  // The listener must be the JVM itself (the kernel gives its pid as seen
+  // from our namespace).
+  ucred peer{};
+  socklen_t peer_len = sizeof(peer);
+  if (getsockopt(sock.get(), SOL_SOCKET, SO_PEERCRED, &peer, &peer_len) != 0) {
+    return Fail(x, fmt::format("cannot check who listens on {}: {}", socket_path, std::strerror(errno)));
+  }
+  if (peer.uid != x.uid || static_cast<uint32_t>(peer.pid) != x.pid) {
+    return Fail(x, fmt::format("{} is served by pid {} uid {}, not by the JVM (pid {} uid {}): not trusting it",
+                               socket_path, peer.pid, peer.uid, x.pid, x.uid));
   }
   size_t sent = 0;
   while (sent < x.request.size()) {
@@ -143,9 +168,10 @@ void RunExchange(Exchange& x) {
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
     answer.append(buf, static_cast<size_t>(n));
-    if (answer.size() > (1u << 20)) break;
+    if (answer.size() >= kMaxAttachReply) break;  // a JVM's answer to `load` is a few bytes
   }
-  x.answer = answer;
+  if (answer.size() > kMaxAttachReply) answer.resize(kMaxAttachReply);
+  x.answer = SanitizeAttachText(answer);
   // "<status>\n<text>": status 0 means the command ran; for `load` the text
   // is "return code: N" (JDK 9+) or just N (JDK 8), N being Agent_OnAttach's.
   const size_t nl = answer.find('\n');
@@ -153,8 +179,9 @@ void RunExchange(Exchange& x) {
   std::string text = nl == std::string::npos ? "" : answer.substr(nl + 1);
   while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
   if (status != "0") {
-    return Fail(x, text.empty() ? fmt::format("the JVM refused the attach request (status {})", status)
-                                : fmt::format("the JVM refused: {}", text));
+    return Fail(x, text.empty() ? fmt::format("the JVM refused the attach request (status {})",
+                                              SanitizeAttachText(status))
+                                : fmt::format("the JVM refused: {}", SanitizeAttachText(text)));
   }
   std::string code = text.rfind("return code: ", 0) == 0 ? text.substr(13) : text;
   if (code.find('\n') != std::string::npos) code = code.substr(0, code.find('\n'));
@@ -162,13 +189,69 @@ void RunExchange(Exchange& x) {
   if (!code.empty() && code != "0") {
     const bool numeric = code.find_first_not_of("-0123456789") == std::string::npos;
     return Fail(x, numeric ? fmt::format("the agent failed to start in the JVM (Agent_OnAttach returned {}; "
-                                         "see the JVM's stderr)", code)
-                           : fmt::format("the JVM refused: {}", text));
+                                         "see the JVM's stderr)", SanitizeAttachText(code))
+                           : fmt::format("the JVM refused: {}", SanitizeAttachText(text)));
   }
   x.ok = true;
 }
 
 }  // namespace
+
+std::string SanitizeAttachText(std::string_view text, size_t max_chars) {
+  std::string out;
+  bool cut = false;
+  for (unsigned char c : text) {
+    if (out.size() >= max_chars) {
+      cut = true;
+      break;
+    }
+    if (c == '\n' || c == '\r' || c == '\t') {
+      out += ' ';
+    } else if (c < 0x20 || c >= 0x7f || c == '\\') {
+      out += fmt::format("\\x{:02x}", c);
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  if (cut) out += "...";
+  return out;
+}
+
+Result<void> CheckAgentFile(const std::string& path) {
+  if (path.empty() || path.front() != '/') return MakeError("the agent path must be absolute: " + path);
+  // Every component from / down, as the JVM will resolve it: a file anybody
+  // but root could replace would run as the JVM's user.
+  char real[PATH_MAX];
+  if (!realpath(path.c_str(), real)) {
+    return MakeError(fmt::format("cannot read the agent {}: {}; build it with `make build`", path,
+                                 std::strerror(errno)));
+  }
+  std::string resolved(real);
+  std::string at = resolved;
+  bool file = true;
+  while (true) {
+    struct stat st {};
+    if (lstat(at.c_str(), &st) != 0) {
+      return MakeError(fmt::format("cannot check the agent path {}: {}", at, std::strerror(errno)));
+    }
+    if (file && !S_ISREG(st.st_mode)) return MakeError(fmt::format("the agent {} is not a regular file", resolved));
+    if (st.st_uid != 0) {
+      return MakeError(fmt::format("not loading the agent {}: {} is owned by uid {}, not root", resolved, at,
+                                   st.st_uid));
+    }
+    // A sticky folder (like /tmp) lets nobody else replace root's entry.
+    const bool sticky_dir = !file && (st.st_mode & S_ISVTX);
+    if ((st.st_mode & (S_IWGRP | S_IWOTH)) && !sticky_dir) {
+      return MakeError(fmt::format("not loading the agent {}: {} is writable by {}", resolved, at,
+                                   (st.st_mode & S_IWOTH) ? "everyone" : "its group"));
+    }
+    if (at == "/") break;
+    const size_t slash = at.rfind('/');
+    at = slash == 0 ? "/" : at.substr(0, slash);
+    file = false;
+  }
+  return {};
+}
 
 Result<JvmProcess> InspectJvm(uint32_t pid, const std::string& proc_root) {
   const std::string base = fmt::format("{}/{}", proc_root, pid);
@@ -186,6 +269,7 @@ Result<JvmProcess> InspectJvm(uint32_t pid, const std::string& proc_root) {
     std::string_view path = e.path;
     const size_t slash = path.rfind('/');
     std::string_view name = slash == std::string_view::npos ? path : path.substr(slash + 1);
+    if (!MapsExecutable(e)) continue;
     if (name == "libjvm.so") jvm.hotspot = true;
     else if (name.starts_with("libj9vm")) jvm.other_jvm = true;
     else if (name == "libarcprof_jvmti.so") jvm.agent_loaded = true;
@@ -212,8 +296,12 @@ std::vector<uint32_t> FindJvmPids(const std::string& proc_root) {
   for (uint32_t pid : ListPids(proc_root)) {
     // Kernel threads have empty maps; other processes are ruled out quickly.
     const std::string maps = ReadText(fmt::format("{}/{}/maps", proc_root, pid), 4u << 20);
-    if (maps.find("/libjvm.so\n") != std::string::npos || maps.find("/libj9vm") != std::string::npos) {
-      out.push_back(pid);
+    if (maps.find("/libjvm.so\n") == std::string::npos && maps.find("/libj9vm") == std::string::npos) continue;
+    for (const procfs::MapsEntry& e : procfs::ParseMaps(maps)) {
+      if (MapsExecutable(e) && (e.path.ends_with("/libjvm.so") || e.path.find("/libj9vm") != std::string::npos)) {
+        out.push_back(pid);
+        break;
+      }
     }
   }
   return out;
@@ -240,10 +328,7 @@ Result<std::string> AttachAgent(uint32_t pid, const JavaAttachOptions& options) 
     return MakeError(fmt::format("JVM {} does not handle SIGQUIT yet (still starting, or -Xrs): not attaching", pid));
   }
   const std::string agent = options.agent_path.empty() ? DefaultAgentPath() : options.agent_path;
-  if (agent.empty() || agent.front() != '/') return MakeError("the agent path must be absolute: " + agent);
-  if (access(agent.c_str(), R_OK) != 0) {
-    return MakeError(fmt::format("cannot read the agent {}: {}; build it with `make build`", agent, std::strerror(errno)));
-  }
+  if (auto ok = CheckAgentFile(agent); !ok) return ok.error();
   Exchange x;
   x.pid = pid;
   x.ns_pid = jvm->ns_pid;

@@ -50,6 +50,21 @@ std::string DefaultAgentPath();
 // dynamic agent loading disabled, timeout).
 Result<std::string> AttachAgent(uint32_t pid, const JavaAttachOptions& options);
 
+// The most of a JVM's attach answer that is read; the answer to `load` is a
+// few bytes ("0\nreturn code: 0\n").
+inline constexpr size_t kMaxAttachReply = 4096;
+
+// Outside text (an attach answer) made safe for one terminal line: control
+// characters, backslashes and non-ASCII bytes as \xNN, newlines as spaces,
+// cut at max_chars with "...".
+std::string SanitizeAttachText(std::string_view text, size_t max_chars = 200);
+
+// The agent file may be loaded into a JVM (which runs it with the JVM's
+// rights): the file and every folder above it (symlinks resolved) owned by
+// root and not writable by group or others (a sticky folder such as /tmp is
+// fine). A one-line reason otherwise.
+Result<void> CheckAgentFile(const std::string& path);
+
 // The agent's answer when the JVM was still starting (Agent_OnAttach
 // returned JNI_EDETACHED): the error message of AttachAgent contains this,
 // and trying again a moment later works.

@@ -48,8 +48,13 @@ std::optional<int> JavaCommands::RunIfSelected(std::ostream& out, std::ostream& 
   out << fmt::format("pid {} (pid {} in its namespace), uid {}: {}\n", jvm->pid, jvm->ns_pid, jvm->uid,
                      jvm->hotspot ? "HotSpot JVM" : "JVM (not HotSpot: attach is not supported)");
   struct stat st {};
-  const bool socket = stat(fmt::format("/proc/{}/root/tmp/.java_pid{}", jvm->pid, jvm->ns_pid).c_str(), &st) == 0;
-  out << fmt::format("attach listener: {}; SIGQUIT handled: {}\n", socket ? "running" : "not started",
+  const bool socket =
+      lstat(fmt::format("/proc/{}/root/tmp/.java_pid{}", jvm->pid, jvm->ns_pid).c_str(), &st) == 0 && S_ISSOCK(st.st_mode);
+  const bool socket_ours = socket && st.st_uid == jvm->uid;
+  out << fmt::format("attach listener: {}; SIGQUIT handled: {}\n",
+                     !socket ? "not started"
+                             : socket_ours ? "running"
+                                           : fmt::format("not started (its socket name is taken by uid {})", st.st_uid),
                      jvm->catches_sigquit ? "yes" : "no");
   out << fmt::format("agent: {}\n", jvm->agent_loaded ? "loaded" : "not loaded");
   ProcessInfo info;

@@ -11,6 +11,7 @@
 #include <future>
 #include <map>
 #include <set>
+#include <spdlog/fmt/fmt.h>
 #include <spdlog/spdlog.h>
 #include <string>
 #include <thread>
@@ -256,10 +257,12 @@ class JavaExtension : public RecordExtension {
     messages_.push_back(message);
   }
 
+  // A JIT source's warnings are about whatever runtime wrote the files (a
+  // perf map may come from python or node): they say "jit", not "java".
   void Report(JitProcessSource& source) {
     for (std::string& w : source.TakeWarnings()) {
       std::lock_guard<std::mutex> lock(mu_);
-      messages_.push_back(std::move(w));
+      jit_messages_.push_back(fmt::format("pid {}: {}", source.pid(), w));
     }
   }
 
@@ -272,7 +275,11 @@ class JavaExtension : public RecordExtension {
         fprintf(stderr, "arcprof: java: %s\n", m.c_str());
       }
     }
+    for (const std::string& m : jit_messages_) {
+      fprintf(stderr, "arcprof: jit: %s\n", SanitizeAttachText(m, 1000).c_str());  // paths come from /proc/PID/maps
+    }
     messages_.clear();
+    jit_messages_.clear();
   }
 
   bool attach_;
@@ -292,6 +299,7 @@ class JavaExtension : public RecordExtension {
   int64_t attached_ = 0, failed_ = 0;
   int64_t reported_attached_ = 0, reported_failed_ = 0;
   std::vector<std::string> messages_;
+  std::vector<std::string> jit_messages_;
 };
 
 }  // namespace
