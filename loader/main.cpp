@@ -3,15 +3,22 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <memory>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
+#include <optional>
 
+#include "loader/continuous.h"
 #include "loader/java_cli.h"
 #include "loader/record.h"
 #include "push/push_cli.h"
+#include "push/store_windows.h"
 #include "reports/report_cli.h"
+#include "reports/store_info.h"
+#include "reports/window_store.h"
 
 #ifndef ARCPROF_VERSION
 #define ARCPROF_VERSION "0.0.0"
@@ -138,6 +145,52 @@ int main(int argc, char** argv) {
                             "Do not attach to JVMs (jitdumps and perf maps are still read)");
   record->get_option("--java")->excludes(record->get_option("--no-java"));
 
+  // `continuous`: the sampling options of record, a store instead of -o.
+  arcprof::ContinuousOptions cont;
+  cont.record.frequency_hz = 49;
+  cont.record.quiet = true;
+  std::string window = "60s", retain = "7d", max_size = "2GB";
+  CLI::App* continuous = app.add_subcommand(
+      "continuous", "Whole-machine capture for days: one window per --window into a store");
+  continuous->add_option("--store", cont.store_dir, "Store directory (created mode 0700)")->required();
+  continuous->add_option("--window", window, "Window length (s, m, h)")->capture_default_str();
+  continuous->add_option("--retain", retain, "Remove windows older than this (0: never)")
+      ->capture_default_str();
+  continuous->add_option("--max-size", max_size, "Remove the oldest windows above this size (0: no limit)")
+      ->capture_default_str();
+  continuous->add_option("--log", cont.log_path, "Append messages to FILE; SIGHUP reopens it");
+  continuous->add_option("-p,--pid", cont.record.pids, "Only these processes and their children (PID,...)")
+      ->delimiter(',');
+  continuous->add_option("-F,--freq", cont.record.frequency_hz, "Samples per second per CPU")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 100000));
+  continuous->add_option("-e,--event", cont.record.event, "Sampling event (as for record)")
+      ->capture_default_str();
+  continuous->add_option("--call-graph", cont.record.call_graph, "fp, dwarf or hybrid (as for record)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"fp", "dwarf", "hybrid"}));
+  continuous->add_option("--stack-kb", cont.record.stack_kb, "User stack copied per sample, in KiB")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 128));
+  continuous->add_option("--buffer-mb", cont.record.buffer_mb, "Sample ring buffer size in MiB")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 4096));
+  continuous->add_flag_callback("--no-ptt", [&cont] { cont.record.ptt = false; }, "No per-thread time");
+  continuous->add_flag_callback("--no-java", [&cont] { cont.record.java = false; }, "Do not attach to JVMs");
+  arcprof::push::PushFlags push_flags;
+  arcprof::push::AddPushFlags(*continuous, push_flags, true);
+  continuous->add_flag_callback("--verbose-java", [&cont] { cont.record.quiet = false; },
+                                "Log every JVM attach");
+
+  std::string store_dir, store_format = "text";
+  CLI::App* store = app.add_subcommand("store", "Inspect a continuous store");
+  store->require_subcommand(1);
+  CLI::App* store_info = store->add_subcommand("info", "Windows, size, retention and unsent windows");
+  store_info->add_option("--store", store_dir, "Store directory")->required();
+  store_info->add_option("--format", store_format, "text or json")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"text", "json"}));
+
   arcprof::ReportCommands reports(app);
   arcprof::JavaCommands java(app);
   arcprof::push::PushCommands push(app);
@@ -181,6 +234,60 @@ int main(int argc, char** argv) {
       return result.error().exit_code;
     }
     return *result;
+  }
+  if (continuous->parsed()) {
+    cont.record.command_line = JoinArgs(argc, argv);
+    auto parse = [](const std::string& text, const char* option, auto parser) -> std::optional<uint64_t> {
+      if (text == "0") return 0;
+      auto v = parser(text);
+      if (!v) fprintf(stderr, "arcprof: %s: '%s' is not valid (see arcprof continuous --help)\n", option, text.c_str());
+      return v;
+    };
+    auto w = parse(window, "--window", arcprof::ParseDurationNs);
+    auto r = parse(retain, "--retain", arcprof::ParseDurationNs);
+    auto m = parse(max_size, "--max-size", arcprof::ParseSize);
+    if (!w || !r || !m) return 1;
+    cont.window_ns = *w;
+    cont.retain_ns = *r;
+    cont.max_bytes = *m;
+    // --push: a sender thread reads the store and marks windows sent.
+    std::unique_ptr<arcprof::push::StoreWindows> push_source;
+    std::unique_ptr<arcprof::push::Pusher> pusher;
+    if (!push_flags.url.empty()) {
+      auto push_options = push_flags.Resolve();
+      if (!push_options) {
+        fprintf(stderr, "arcprof: %s\n", push_options.error().message.c_str());
+        return 1;
+      }
+      cont.on_start = [&, options = *push_options](const std::string& dir) -> arcprof::Result<void> {
+        auto source = arcprof::push::StoreWindows::Open(dir);
+        if (!source) return source.error();
+        push_source = std::move(*source);
+        pusher = std::make_unique<arcprof::push::Pusher>(options, *push_source);
+        pusher->Start();
+        return {};
+      };
+      cont.on_window_written = [&] {
+        if (pusher) pusher->WindowClosed();
+      };
+      cont.on_stop = [&] {
+        if (pusher) pusher->Stop(std::chrono::seconds(5));
+      };
+    }
+    auto result = arcprof::RunContinuous(cont);
+    if (!result) {
+      fprintf(stderr, "arcprof: %s\n", result.error().message.c_str());
+      return result.error().exit_code;
+    }
+    return *result;
+  }
+  if (store_info->parsed()) {
+    auto opened = arcprof::WindowStore::OpenForReading(store_dir);
+    if (!opened) {
+      fprintf(stderr, "arcprof: %s\n", opened.error().message.c_str());
+      return opened.error().exit_code;
+    }
+    return arcprof::PrintStoreInfo(*opened, store_format, std::cout, std::cerr);
   }
   if (auto code = reports.RunIfSelected(std::cout, std::cerr)) return *code;
   if (auto code = java.RunIfSelected(std::cout, std::cerr)) return *code;

@@ -3,6 +3,7 @@
 #include <chrono>
 
 #include "push/capture_windows.h"
+#include "push/store_windows.h"
 
 namespace arcprof::push {
 
@@ -52,7 +53,17 @@ std::optional<int> PushCommands::RunIfSelected(std::ostream& out, std::ostream& 
     err << "arcprof: " << options.error().message << "\n";
     return 1;
   }
-  auto source = CaptureWindows::Open(store_);
+  // A directory is a continuous store, a file a capture.
+  Result<std::unique_ptr<WindowSource>> source = MakeError("");
+  if (IsStoreDirectory(store_)) {
+    auto opened = StoreWindows::Open(store_);
+    source = opened ? Result<std::unique_ptr<WindowSource>>(std::move(*opened))
+                    : Result<std::unique_ptr<WindowSource>>(opened.error());
+  } else {
+    auto opened = CaptureWindows::Open(store_);
+    source = opened ? Result<std::unique_ptr<WindowSource>>(std::move(*opened))
+                    : Result<std::unique_ptr<WindowSource>>(opened.error());
+  }
   if (!source) {
     err << "arcprof: " << source.error().message << "\n";
     return source.error().exit_code;

@@ -1,0 +1,208 @@
+#include "loader/continuous.h"
+
+#include <fcntl.h>
+#include <linux/capability.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <optional>
+
+#include "loader/java_extension.h"
+#include "loader/recording_session.h"
+#include "reports/profile_merge.h"
+#include "reports/window_store.h"
+
+namespace arcprof {
+namespace {
+
+bool HasEffectiveCap(int cap) {
+  __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+  __user_cap_data_struct data[2] = {};
+  if (syscall(SYS_capget, &header, data) != 0) return false;
+  return (data[cap / 32].effective >> (cap % 32)) & 1u;
+}
+
+// Points stderr at the log file (appending); on SIGHUP the file is reopened,
+// so logrotate can move it away.
+Result<void> OpenLog(const std::string& path) {
+  if (path.empty()) return {};
+  const int fd = open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0640);
+  if (fd < 0) return MakeError(path + ": cannot open the log: " + std::strerror(errno));
+  fflush(stderr);
+  dup2(fd, STDERR_FILENO);
+  close(fd);
+  return {};
+}
+
+// The monotonic time of the next window boundary: windows end on multiples of
+// the window length in Unix time (every minute on the minute), so windows of
+// several machines line up.
+uint64_t NextBoundary(uint64_t now_mono, uint64_t now_unix, uint64_t window_ns) {
+  const uint64_t into = now_unix % window_ns;
+  uint64_t wait = window_ns - into;
+  if (wait < window_ns / 10) wait += window_ns;  // no sliver windows at the start
+  return now_mono + wait;
+}
+
+}  // namespace
+
+Result<void> CheckContinuousCapabilities(bool java_attach) {
+  if (geteuid() == 0) return {};
+  struct Needed {
+    int cap;
+    const char* name;
+    const char* why;
+  };
+  const Needed needed[] = {
+      {39, "CAP_BPF", "to load the sampling programs"},
+      {38, "CAP_PERFMON", "to open perf events on every CPU"},
+      {19, "CAP_SYS_PTRACE", "to read other processes' memory maps and attach to JVMs"},
+      {24, "CAP_SYS_RESOURCE", "to lock the ring buffers in memory"},
+  };
+  for (const Needed& n : needed) {
+    if (n.cap == 19 && !java_attach) continue;
+    if (!HasEffectiveCap(n.cap)) {
+      return MakeError(std::string("arcprof continuous needs ") + n.name + " " + n.why +
+                       " (run it as root, or with the capabilities of packaging/arcprof.service)");
+    }
+  }
+  return {};
+}
+
+Result<int> RunContinuous(const ContinuousOptions& opt) {
+  if (opt.window_ns < 1000000000ull) return MakeError("--window must be at least 1s");
+  if (auto ok = OpenLog(opt.log_path); !ok) return ok.error();
+  if (auto ok = CheckContinuousCapabilities(JavaAttachEnabled(opt.record)); !ok) return ok.error();
+  // The store is checked before sampling starts.
+  auto opened = WindowStore::OpenForWriting(opt.store_dir);
+  if (!opened) return opened.error();
+  WindowStore& store = *opened;
+
+  RecordOptions record = opt.record;
+  if (!record.ptt.has_value() && record.pids.empty()) record.ptt = true;
+  StopSignals signals(/*hangup_reopens_log=*/true);
+  auto started = RecordingSession::Start(record);
+  if (!started) return started.error();
+  RecordingSession& session = **started;
+
+  StoreConfig config;
+  {
+    char host[256] = {};
+    gethostname(host, sizeof(host) - 1);
+    config.host = host;
+  }
+  config.window_s = opt.window_ns / 1000000000ull;
+  config.retain_s = opt.retain_ns / 1000000000ull;
+  config.max_bytes = opt.max_bytes;
+  if (auto ok = store.WriteConfig(config); !ok) {
+    fprintf(stderr, "arcprof: %s: %s\n", store.dir().c_str(), ok.error().message.c_str());
+  }
+  fprintf(stderr, "arcprof: continuous capture of %s at %llu Hz, %llu s windows -> %s\n",
+          DescribeTarget(record).c_str(), static_cast<unsigned long long>(record.frequency_hz),
+          static_cast<unsigned long long>(opt.window_ns / 1000000000ull), store.dir().c_str());
+
+  if (opt.on_start) {
+    if (auto ok = opt.on_start(store.dir()); !ok) return ok.error();
+  }
+  struct StopHook {
+    const std::function<void()>& hook;
+    ~StopHook() {
+      if (hook) hook();
+    }
+  } stop_hook{opt.on_stop};
+
+  std::optional<Profile> pending;  // closed but not written yet (disk full, ...)
+  uint64_t last_error_report = 0;
+  uint64_t next_retry = UINT64_MAX;
+  uint64_t windows_written = 0;
+  constexpr uint64_t kErrorEveryNs = 60ull * 1000000000ull;
+
+  auto flush = [&]() -> bool {
+    if (!pending) return true;
+    auto id = store.Append(*pending);
+    const uint64_t now = RecordingSession::MonotonicNs();
+    if (!id) {
+      // One line a minute, not one a retry; the window stays in memory and
+      // the next closed window is added to it until a write succeeds.
+      if (last_error_report == 0 || now - last_error_report >= kErrorEveryNs) {
+        last_error_report = now;
+        fprintf(stderr,
+                "arcprof: cannot write window (%s); keeping it in memory and retrying every "
+                "%llu s\n",
+                id.error().message.c_str(), static_cast<unsigned long long>(opt.retry_ns / 1000000000ull));
+      }
+      next_retry = now + opt.retry_ns;
+      return false;
+    }
+    if (last_error_report != 0) {
+      fprintf(stderr, "arcprof: window %s written; the store is writable again\n", id->c_str());
+      last_error_report = 0;
+    }
+    pending.reset();
+    next_retry = UINT64_MAX;
+    ++windows_written;
+    if (opt.on_window_written) opt.on_window_written();
+    const RetentionResult r =
+        store.ApplyRetention(opt.retain_ns / 1000000000ull, opt.max_bytes, RecordingSession::RealtimeNs());
+    if (r.removed_unsent > 0) {
+      fprintf(stderr, "arcprof: retention removed %zu window(s) that were never sent\n", r.removed_unsent);
+    }
+    return true;
+  };
+  auto enqueue = [&](Profile&& window) {
+    if (pending) {
+      MergeProfile(*pending, window);
+    } else {
+      pending = std::move(window);
+    }
+  };
+
+  uint64_t next_close = NextBoundary(RecordingSession::MonotonicNs(), RecordingSession::RealtimeNs(),
+                                     opt.window_ns);
+  std::string stop_reason;
+  while (true) {
+    std::optional<std::string> ended = session.Tick(std::min(next_close, next_retry));
+    if (int sig = StopSignals::stop_signal()) {
+      stop_reason = std::string("stopped by ") + strsignal(sig);
+      break;
+    }
+    if (StopSignals::TakeHangup()) {
+      if (auto ok = OpenLog(opt.log_path); !ok) {
+        fprintf(stderr, "arcprof: %s\n", ok.error().message.c_str());
+      }
+    }
+    if (ended) {
+      stop_reason = ended->empty() ? "the command exited" : *ended;
+      break;
+    }
+    const uint64_t now = RecordingSession::MonotonicNs();
+    if (now >= next_close) {
+      // The next boundary from the clocks read together, before the close.
+      next_close = NextBoundary(now, RecordingSession::RealtimeNs(), opt.window_ns);
+      auto window = session.CloseWindow();
+      if (!window) return window.error();
+      enqueue(std::move(*window));
+      flush();
+    } else if (now >= next_retry) {
+      flush();
+    }
+  }
+
+  auto last = session.Stop();
+  if (!last) return last.error();
+  enqueue(std::move(*last));
+  if (!flush()) {
+    fprintf(stderr, "arcprof: the last window could not be written and is lost\n");
+    return 1;
+  }
+  fprintf(stderr, "arcprof: %llu windows, %llu samples -> %s (%s)\n",
+          static_cast<unsigned long long>(windows_written),
+          static_cast<unsigned long long>(session.samples()), store.dir().c_str(),
+          stop_reason.c_str());
+  return 0;
+}
+
+}  // namespace arcprof

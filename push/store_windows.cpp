@@ -1,0 +1,37 @@
+#include "push/store_windows.h"
+
+#include <sys/stat.h>
+
+namespace arcprof::push {
+
+bool IsStoreDirectory(const std::string& path) {
+  struct stat st {};
+  return stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+Result<std::unique_ptr<StoreWindows>> StoreWindows::Open(const std::string& dir) {
+  auto store = WindowStore::OpenForReading(dir);
+  if (!store) return store.error();
+  return std::unique_ptr<StoreWindows>(new StoreWindows(std::move(*store)));
+}
+
+Result<std::vector<WindowInfo>> StoreWindows::Unsent(const std::string& destination) {
+  std::vector<WindowInfo> out;
+  for (const StoredWindow& w : store_.Unsent(destination)) {
+    WindowInfo info;
+    info.id = static_cast<int64_t>(w.start_unix_ns / 1000000ull);
+    info.stable_id = w.id;
+    info.start_unix_ns = w.start_unix_ns;
+    info.end_unix_ns = w.end_unix_ns;
+    out.push_back(std::move(info));
+  }
+  return out;
+}
+
+Result<Profile> StoreWindows::Read(const WindowInfo& window) { return store_.Read(window.stable_id); }
+
+Result<void> StoreWindows::MarkSent(const WindowInfo& window, const std::string& destination) {
+  return store_.MarkSent(window.stable_id, destination);
+}
+
+}  // namespace arcprof::push

@@ -1,0 +1,35 @@
+// The windows of a continuous store directory (reports/window_store.h) as a
+// push source. Sent marks are the store's DIR/<id>.sent files; the stable id
+// of a window is its store id ("<start_ms>-<end_ms>-<session>", unique across
+// restarts and, with the random session tag, across machines).
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "common/result.h"
+#include "push/window_source.h"
+#include "reports/window_store.h"
+
+namespace arcprof::push {
+
+class StoreWindows : public WindowSource {
+ public:
+  // Reads the store at `dir` (no writer lock: continuous holds it and may
+  // append and apply retention while windows are sent).
+  static Result<std::unique_ptr<StoreWindows>> Open(const std::string& dir);
+
+  Result<std::vector<WindowInfo>> Unsent(const std::string& destination) override;
+  Result<Profile> Read(const WindowInfo& window) override;
+  Result<void> MarkSent(const WindowInfo& window, const std::string& destination) override;
+
+ private:
+  explicit StoreWindows(WindowStore store) : store_(std::move(store)) {}
+  WindowStore store_;
+};
+
+// True when `path` is a directory (a continuous store) rather than a capture file.
+bool IsStoreDirectory(const std::string& path);
+
+}  // namespace arcprof::push

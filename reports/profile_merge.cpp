@@ -1,0 +1,106 @@
+#include "reports/profile_merge.h"
+
+#include <algorithm>
+#include <map>
+#include <tuple>
+#include <vector>
+
+namespace arcprof {
+
+uint64_t EndUnixNs(const CaptureMeta& meta) {
+  const uint64_t duration = meta.end_monotonic_ns >= meta.start_monotonic_ns
+                                ? meta.end_monotonic_ns - meta.start_monotonic_ns
+                                : 0;
+  return meta.start_unix_ns + duration;
+}
+
+namespace {
+
+void MergePtt(PttData& into, const PttData& from) {
+  if (!from.recorded) return;
+  if (!into.recorded) {
+    into = from;
+    return;
+  }
+  if (into.events.empty()) into.events = from.events;
+  std::map<std::pair<uint32_t, uint32_t>, size_t> threads;
+  for (size_t i = 0; i < into.threads.size(); ++i) {
+    threads[{into.threads[i].pid, into.threads[i].tid}] = i;
+  }
+  for (const PttThread& t : from.threads) {
+    auto [it, added] = threads.try_emplace({t.pid, t.tid}, into.threads.size());
+    if (added) {
+      into.threads.push_back(t);
+      continue;
+    }
+    PttThread& d = into.threads[it->second];
+    d.cpu_ns += t.cpu_ns;
+    d.hardirq_ns += t.hardirq_ns;
+    d.softirq_ns += t.softirq_ns;
+    d.dispatches += t.dispatches;
+    d.interrupts += t.interrupts;
+    if (!t.comm.empty()) d.comm = t.comm;
+    if (d.events.size() < t.events.size()) d.events.resize(t.events.size());
+    for (size_t e = 0; e < t.events.size(); ++e) d.events[e] += t.events[e];
+  }
+  into.intervals.insert(into.intervals.end(), from.intervals.begin(), from.intervals.end());
+  std::map<std::tuple<uint32_t, uint8_t, uint32_t>, size_t> vectors;
+  for (size_t i = 0; i < into.irq_vectors.size(); ++i) {
+    const PttIrqVector& v = into.irq_vectors[i];
+    vectors[{v.cpu, static_cast<uint8_t>(v.kind), v.vector}] = i;
+  }
+  for (const PttIrqVector& v : from.irq_vectors) {
+    auto [it, added] =
+        vectors.try_emplace({v.cpu, static_cast<uint8_t>(v.kind), v.vector}, into.irq_vectors.size());
+    if (added) {
+      into.irq_vectors.push_back(v);
+      continue;
+    }
+    into.irq_vectors[it->second].count += v.count;
+    into.irq_vectors[it->second].ns += v.ns;
+  }
+}
+
+}  // namespace
+
+void MergeProfile(Profile& into, const Profile& from) {
+  const bool empty = into.threads.empty() && into.frames.size() == 0 && into.meta.start_unix_ns == 0;
+  if (empty) {
+    into.meta = from.meta;
+  } else if (from.meta.start_unix_ns != 0) {
+    const uint64_t start = std::min(into.meta.start_unix_ns, from.meta.start_unix_ns);
+    const uint64_t end = std::max(EndUnixNs(into.meta), EndUnixNs(from.meta));
+    into.meta.start_unix_ns = start;
+    into.meta.end_monotonic_ns = into.meta.start_monotonic_ns + (end - start);
+  }
+  std::vector<uint32_t> frames(from.frames.size());
+  for (size_t i = 0; i < frames.size(); ++i) {
+    frames[i] = into.frames.Intern(from.frames.at(static_cast<uint32_t>(i)));
+  }
+  std::vector<uint32_t> nodes;
+  for (size_t t = 0; t < from.threads.size() && t < from.trees.size(); ++t) {
+    const ThreadRecord& thread = from.threads[t];
+    const uint32_t index = into.ThreadIndex(thread.pid, thread.tid);
+    ThreadRecord& dest = into.threads[index];
+    if (!thread.comm.empty()) dest.comm = thread.comm;
+    if (!thread.process_comm.empty()) dest.process_comm = thread.process_comm;
+    if (!thread.cmdline.empty()) dest.cmdline = thread.cmdline;
+    CallTree& tree = into.trees[index];
+    const auto& src = from.trees[t].nodes();
+    nodes.assign(src.size(), 0);
+    for (size_t i = 0; i < src.size(); ++i) {
+      // Parents precede their children (CallTree::Child appends).
+      const uint32_t target =
+          i == 0 ? 0 : tree.Child(nodes[src[i].parent], frames[src[i].frame]);
+      nodes[i] = target;
+      CallTree::Node& d = tree.mutable_nodes()[target];
+      d.n += src[i].n;
+      d.base += src[i].base;
+    }
+  }
+  for (const auto& [name, value] : from.counters) into.counters[name] += value;
+  for (const auto& [module, id] : from.build_ids) into.build_ids.emplace(module, id);
+  MergePtt(into.ptt, from.ptt);
+}
+
+}  // namespace arcprof
