@@ -24,7 +24,7 @@ SymbolizedFrame ElfResolver::Resolve(ElfFile* file, const TimelineMapping& m, ui
     frame.reason = found.reason;
     return frame;
   }
-  frame.symbol = found.symbol->name;
+  frame.symbol = names_.Intern(found.symbol->name);
   frame.address = found.symbol->start;
   return frame;
 }

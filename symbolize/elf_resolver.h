@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "symbolize/elf_file.h"
+#include "symbolize/name_pool.h"
 #include "symbolize/symbolizer.h"
 #include "symbolize/timeline.h"
 
@@ -14,7 +15,7 @@ namespace arcprof {
 
 class ElfResolver {
  public:
-  explicit ElfResolver(DebugSearchOptions debug) : debug_(std::move(debug)) {}
+  ElfResolver(DebugSearchOptions debug, NamePool& names) : debug_(std::move(debug)), names_(names) {}
 
   // The frame for addr in mapping m of file (nullptr: the file could not be
   // opened, Unknown(kFileUnavailable)).
@@ -25,6 +26,7 @@ class ElfResolver {
 
  private:
   DebugSearchOptions debug_;
+  NamePool& names_;  // symbol names outlive the file they came from
   uint64_t files_loaded_ = 0;
 };
 

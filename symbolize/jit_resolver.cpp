@@ -23,11 +23,11 @@ SymbolizedFrame JitResolver::Resolve(const ProcessInfo& process, uint64_t addr, 
   if (!entry.source) return frame;
   *cacheable = false;
   if (std::optional<JitSymbol> symbol = entry.source->Find(addr, t_ns)) {
-    frame.symbol = symbol->name;
+    frame.symbol = names_.Intern(symbol->name);
     frame.address = symbol->start;
     frame.reason = UnknownReason::kNone;
     frame.kind = symbol->kind;
-    frame.inlined = symbol->inlined;
+    frame.inlined = symbol->inlined ? names_.InternList(*symbol->inlined) : nullptr;
   }
   return frame;
 }

@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include "symbolize/jit_source.h"
+#include "symbolize/name_pool.h"
 #include "symbolize/symbolizer.h"
 
 namespace arcprof {
@@ -17,6 +18,8 @@ inline constexpr std::string_view kJitModule = "JITCODE";
 
 class JitResolver {
  public:
+  explicit JitResolver(NamePool& names) : names_(names) {}
+
   // Replaces the factory and drops every source made by the old one.
   void SetFactory(JitSymbolSourceFactory factory);
   bool has_factory() const { return static_cast<bool>(factory_); }
@@ -34,6 +37,7 @@ class JitResolver {
     std::unique_ptr<JitSymbolSource> source;
     bool tried = false;
   };
+  NamePool& names_;  // names outlive the sources (dropped after their process)
   JitSymbolSourceFactory factory_;
   std::unordered_map<uint32_t, Entry> sources_;
 };

@@ -1,6 +1,9 @@
 #include "symbolize/module_cache.h"
 
 #include <fcntl.h>
+
+#include <cerrno>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 
@@ -9,17 +12,32 @@
 
 namespace arcprof {
 
+void ModuleCache::NoteOpenError(const std::string& path) {
+  if ((errno != EMFILE && errno != ENFILE) || hit_file_limit_) return;
+  hit_file_limit_ = true;
+  struct rlimit limit {};
+  getrlimit(RLIMIT_NOFILE, &limit);
+  spdlog::warn(
+      "open file limit reached ({} open, limit {}) opening {}: frames in files not opened yet "
+      "will be unknown; raise the limit (ulimit -n)",
+      files_.size(), static_cast<unsigned long long>(limit.rlim_cur), path);
+}
+
 ScopedFd ModuleCache::OpenMappedFile(uint32_t pid, uint64_t start, uint64_t end,
-                                     const std::string& path, uint64_t inode) const {
+                                     const std::string& path, uint64_t inode) {
   // map_files names the exact mapped inode, even if deleted or in another
   // mount namespace; the path fallbacks may name a different file by now,
   // so they must match the inode the kernel reported.
   ScopedFd fd(open(fmt::format("{}/{}/map_files/{:x}-{:x}", proc_root_, pid, start, end).c_str(),
                    O_RDONLY | O_CLOEXEC));
   if (fd.valid()) return fd;
+  NoteOpenError(path);
   for (const std::string& candidate : {fmt::format("{}/{}/root{}", proc_root_, pid, path), path}) {
     ScopedFd other(open(candidate.c_str(), O_RDONLY | O_CLOEXEC));
-    if (!other.valid()) continue;
+    if (!other.valid()) {
+      NoteOpenError(path);
+      continue;
+    }
     struct stat st;
     if (fstat(other.get(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
     if (inode != 0 && st.st_ino != inode) continue;
@@ -78,6 +96,15 @@ uint32_t ModuleCache::FileFor(uint32_t pid, const MappingEvent& m, const std::st
     return kNoFile;
   }
   return Register(std::move(file), reported, m.build_id);
+}
+
+size_t ModuleCache::CloseAllBut(const std::unordered_set<uint32_t>& live) {
+  const size_t before = files_.size();
+  std::erase_if(files_, [&](const auto& entry) { return !live.count(entry.first); });
+  if (files_.size() == before) return 0;
+  std::erase_if(by_inode_, [&](const auto& entry) { return !files_.count(entry.second); });
+  std::erase_if(by_build_id_, [&](const auto& entry) { return !files_.count(entry.second); });
+  return before - files_.size();
 }
 
 }  // namespace arcprof

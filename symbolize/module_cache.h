@@ -44,6 +44,14 @@ class ModuleCache {
 
   size_t open_files() const { return files_.size(); }
 
+  // Closes every open file whose id is not in `live` (no process that is
+  // still remembered maps it); returns how many were closed.
+  size_t CloseAllBut(const std::unordered_set<uint32_t>& live);
+
+  // True once opening a file failed for the open file limit (EMFILE/ENFILE);
+  // the first time is logged as a warning.
+  bool hit_file_limit() const { return hit_file_limit_; }
+
  private:
   struct DevInode {
     uint64_t dev = 0;
@@ -57,7 +65,8 @@ class ModuleCache {
   };
 
   ScopedFd OpenMappedFile(uint32_t pid, uint64_t start, uint64_t end, const std::string& path,
-                          uint64_t inode) const;
+                          uint64_t inode);
+  void NoteOpenError(const std::string& path);
   uint32_t Register(std::unique_ptr<ElfFile> file, std::optional<DevInode> reported,
                     const std::string& reported_build_id);
 
@@ -67,6 +76,7 @@ class ModuleCache {
   std::unordered_map<DevInode, uint32_t, DevInodeHash> by_inode_;
   std::unordered_map<std::string, uint32_t> by_build_id_;
   std::unordered_set<std::string> module_names_;  // node-based: views stay valid
+  bool hit_file_limit_ = false;
 };
 
 }  // namespace arcprof

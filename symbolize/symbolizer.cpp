@@ -1,6 +1,7 @@
 #include "symbolize/symbolizer.h"
 
 #include <dirent.h>
+#include <sys/stat.h>
 #include <sys/mman.h>
 
 #include <cerrno>
@@ -11,6 +12,7 @@
 #include "symbolize/jit_resolver.h"
 #include "symbolize/kernel_resolver.h"
 #include "symbolize/module_cache.h"
+#include "symbolize/name_pool.h"
 #include "symbolize/proc_parse.h"
 #include "symbolize/process_registry.h"
 #include "symbolize/timeline.h"
@@ -73,12 +75,14 @@ struct Symbolizer::Impl {
       : options(std::move(opts)),
         registry(options.proc_root),
         modules(options.proc_root),
-        elf(DebugOptions(options)),
+        elf(DebugOptions(options), names),
         kernel(options.kallsyms_path),
+        jit(names),
         user_cache(size_t{1} << kUserCacheBits) {}
 
   SymbolizerOptions options;
   SymbolizerStats stats;
+  NamePool names;  // before the resolvers that hand them out
   ProcessRegistry registry;
   Timeline timeline;
   ModuleCache modules;
@@ -87,6 +91,59 @@ struct Symbolizer::Impl {
   KernelResolver kernel;
   JitResolver jit;
   std::vector<UserCacheEntry> user_cache;
+  std::map<std::string, std::string> build_ids;  // module -> build-id, kept after files close
+  uint64_t next_forget_ns = 0;
+  uint64_t next_liveness_ns = 0;
+  uint64_t forget_epoch = 0;
+
+  // Every second of event time: forget processes that exited long enough ago.
+  void MaybeForget(uint64_t t_ns) {
+    if (t_ns < next_forget_ns) return;
+    next_forget_ns = t_ns + 1'000'000'000;
+    Forget(t_ns);
+  }
+
+  void Forget(uint64_t t_ns) {
+    std::vector<uint32_t> gone;
+    // An exit whose event was lost (side-band overflow) is found by looking
+    // at /proc now and then.
+    if (next_liveness_ns == 0) next_liveness_ns = t_ns + 30'000'000'000;
+    const bool check_alive = t_ns >= next_liveness_ns;
+    if (check_alive) next_liveness_ns = t_ns + 30'000'000'000;
+    timeline.ForEachProcess([&](const TimelineProcess& p) {
+      if (p.exited) {
+        if (p.exit_ns + options.exited_retention_ns <= t_ns) gone.push_back(p.pid);
+      } else if (check_alive) {
+        struct stat st;
+        if (stat(registry.ProcPath(p.pid, "").c_str(), &st) != 0 && errno == ENOENT)
+          gone.push_back(p.pid);  // gone without an exit event: forget it the next time round
+      }
+    });
+    size_t forgotten = 0;
+    for (uint32_t pid : gone) {
+      TimelineProcess* p = timeline.Find(pid);
+      if (!p->exited) {
+        timeline.Exit(pid, t_ns);
+        continue;
+      }
+      timeline.Remove(pid);
+      registry.Remove(pid);
+      jit.Forget(pid);
+      ++forgotten;
+    }
+    if (forgotten == 0) return;
+    stats.processes_forgotten += forgotten;
+    std::unordered_set<uint32_t> live;
+    timeline.ForEachProcess([&](const TimelineProcess& p) {
+      for (const AddressSpaceGeneration& gen : p.generations)
+        for (const TimelineMapping& m : gen.mappings)
+          if (m.kind == MappingKind::kFile) live.insert(m.file_id);
+    });
+    stats.files_closed += modules.CloseAllBut(live);
+    // Cached answers point at removed processes.
+    for (auto& slot : user_cache) slot.valid_until = 0;
+    ++forget_epoch;
+  }
 
   void AddMapping(uint32_t pid, uint64_t t_ns, const MappingEvent& m, bool dedupe) {
     // perf reports only executable mappings unless asked for data ones; prot 0
@@ -103,6 +160,8 @@ struct Symbolizer::Impl {
       case MappingKind::kFile:
         mapping.module = modules.Intern(path);
         mapping.file_id = modules.FileFor(pid, m, path);
+        if (const ElfFile* file = modules.Get(mapping.file_id); file && !file->build_id().empty())
+          build_ids.emplace(std::string(mapping.module), file->build_id());
         break;
       case MappingKind::kVdso:
         mapping.module = kVdsoModule;
@@ -194,11 +253,13 @@ void Symbolizer::SnapshotAllProcesses(uint64_t t_ns) {
 void Symbolizer::SnapshotProcess(uint32_t pid, uint64_t t_ns) { impl_->Snapshot(pid, t_ns); }
 
 void Symbolizer::OnMmap(uint32_t pid, uint64_t t_ns, const MappingEvent& mapping) {
+  impl_->MaybeForget(t_ns);
   impl_->EnsureKnown(pid, t_ns);
   impl_->AddMapping(pid, t_ns, mapping, /*dedupe=*/false);
 }
 
 void Symbolizer::OnExec(uint32_t pid, uint64_t t_ns, std::string_view comm) {
+  impl_->MaybeForget(t_ns);
   impl_->timeline.Exec(pid, t_ns);
   impl_->registry.OnExec(pid, comm);
   impl_->jit.Forget(pid);
@@ -210,6 +271,7 @@ void Symbolizer::OnComm(uint32_t pid, uint32_t tid, uint64_t, std::string_view c
 
 void Symbolizer::OnFork(uint32_t parent_pid, uint32_t child_pid, uint64_t t_ns) {
   if (parent_pid == child_pid) return;  // a new thread, not a new address space
+  impl_->MaybeForget(t_ns);
   impl_->EnsureKnown(parent_pid, t_ns);
   impl_->registry.MarkSnapshotAttempted(child_pid);
   impl_->timeline.Fork(parent_pid, child_pid, t_ns);
@@ -217,7 +279,18 @@ void Symbolizer::OnFork(uint32_t parent_pid, uint32_t child_pid, uint64_t t_ns) 
   impl_->jit.Forget(child_pid);
 }
 
-void Symbolizer::OnExit(uint32_t pid, uint64_t t_ns) { impl_->timeline.Exit(pid, t_ns); }
+void Symbolizer::OnExit(uint32_t pid, uint64_t t_ns) {
+  impl_->MaybeForget(t_ns);
+  impl_->timeline.Exit(pid, t_ns);
+}
+
+void Symbolizer::ForgetExited(uint64_t t_ns) { impl_->Forget(t_ns); }
+
+uint64_t Symbolizer::forget_epoch() const { return impl_->forget_epoch; }
+
+bool Symbolizer::KnowsProcess(uint32_t pid) const { return impl_->timeline.Find(pid) != nullptr; }
+
+bool Symbolizer::FileOpen(uint32_t file_id) const { return impl_->modules.Get(file_id) != nullptr; }
 
 const ProcessInfo* Symbolizer::Process(uint32_t pid) const {
   const ProcessRegistry::Record* record = impl_->registry.Find(pid);
@@ -302,19 +375,7 @@ uint64_t Symbolizer::ProcessVersion(uint32_t pid) const {
   return process ? process->version + 1 : 0;
 }
 
-std::map<std::string, std::string> Symbolizer::ModuleBuildIds() const {
-  std::map<std::string, std::string> out;
-  impl_->timeline.ForEachProcess([&](const TimelineProcess& process) {
-    for (const AddressSpaceGeneration& gen : process.generations) {
-      for (const TimelineMapping& m : gen.mappings) {
-        if (m.kind != MappingKind::kFile) continue;
-        const ElfFile* file = impl_->modules.Get(m.file_id);
-        if (file && !file->build_id().empty()) out.emplace(std::string(m.module), file->build_id());
-      }
-    }
-  });
-  return out;
-}
+std::map<std::string, std::string> Symbolizer::ModuleBuildIds() const { return impl_->build_ids; }
 
 void Symbolizer::SetJitSymbolSourceFactory(JitSymbolSourceFactory factory) {
   impl_->jit.SetFactory(std::move(factory));
@@ -324,6 +385,8 @@ void Symbolizer::SetJitSymbolSourceFactory(JitSymbolSourceFactory factory) {
 
 const SymbolizerStats& Symbolizer::stats() const {
   impl_->stats.elf_files_loaded = impl_->elf.files_loaded();
+  impl_->stats.open_files = impl_->modules.open_files();
+  impl_->stats.processes = impl_->timeline.size();
   return impl_->stats;
 }
 

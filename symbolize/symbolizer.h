@@ -58,11 +58,15 @@ struct SymbolizerOptions {
   std::vector<std::string> debug_dirs = {"/usr/lib/debug"};
   // Check a .gnu_debuglink file's CRC when build-ids cannot be compared.
   bool verify_debuglink_crc = true;
+  // What is known about a process (mappings, names, JIT source) is dropped
+  // this long after it exited, in the time of the events; files no
+  // remembered process maps are closed then. Samples are drained long before.
+  uint64_t exited_retention_ns = 10'000'000'000;
 };
 
 // A mapped file as the symbolizer holds it open, for a DWARF unwinder.
 struct MappedFile {
-  int fd = -1;                 // owned by the Symbolizer, valid for its lifetime
+  int fd = -1;                 // owned by the Symbolizer; open while FileOpen(file_id)
   std::string_view path;       // as the kernel named it
   std::string_view build_id;   // lowercase hex, "" when none
   uint64_t start = 0, end = 0, pgoff = 0;
@@ -74,6 +78,10 @@ struct SymbolizerStats {
   uint64_t elf_files_loaded = 0;
   uint64_t lookups = 0;
   uint64_t cache_hits = 0;
+  uint64_t processes_forgotten = 0;  // dropped after exit + retention
+  uint64_t files_closed = 0;
+  uint64_t open_files = 0;           // now
+  uint64_t processes = 0;            // remembered now
 };
 
 class Symbolizer {
@@ -96,7 +104,19 @@ class Symbolizer {
   void OnFork(uint32_t parent_pid, uint32_t child_pid, uint64_t t_ns);
   void OnExit(uint32_t pid, uint64_t t_ns);
 
-  // The process as last known (comm, command line, uid); nullptr when never seen.
+  // Drops what is known about processes that exited more than
+  // exited_retention_ns before t_ns, and closes the files only they mapped.
+  // The event handlers call it as event time passes (at most once a
+  // second); a long-lived session may call it too.
+  void ForgetExited(uint64_t t_ns);
+  // Changes whenever ForgetExited dropped something: caches keyed by pid or
+  // file id (the unwinder's) check KnowsProcess / FileOpen then.
+  uint64_t forget_epoch() const;
+  bool KnowsProcess(uint32_t pid) const;
+  bool FileOpen(uint32_t file_id) const;
+
+  // The process as last known (comm, command line, uid); nullptr when never
+  // seen or forgotten.
   const ProcessInfo* Process(uint32_t pid) const;
   // The thread name last seen for tid (falls back to the process comm).
   std::string_view ThreadName(uint32_t pid, uint32_t tid) const;
@@ -124,7 +144,8 @@ class Symbolizer {
   uint64_t ProcessVersion(uint32_t pid) const;
 
   // Module name (as frames carry it) -> GNU build-id (hex) of every mapped
-  // file that has one, for captures and pprof mappings.
+  // file that has one (forgotten processes' files included), for captures
+  // and pprof mappings.
   std::map<std::string, std::string> ModuleBuildIds() const;
 
   // Installs the source of JIT symbols for anonymous executable memory.

@@ -20,6 +20,7 @@ TimelineProcess& Timeline::GetOrCreate(uint32_t pid) {
     slot = std::make_unique<TimelineProcess>();
     slot->pid = pid;
     slot->generations.emplace_back();  // start_ns 0: existed before anything we saw
+    slot->version = ++version_clock_;
     ++creations_;
   }
   return *slot;
@@ -38,7 +39,7 @@ AddressSpaceGeneration& Timeline::NewGeneration(TimelineProcess& process, uint64
                              [](uint64_t t, const AddressSpaceGeneration& g) { return t < g.start_ns; });
   it = gens.emplace(it);
   it->start_ns = t_ns;
-  ++process.version;
+  process.version = ++version_clock_;
   return *it;
 }
 
@@ -94,7 +95,7 @@ void Timeline::AddMapping(uint32_t pid, uint64_t t_ns, TimelineMapping mapping, 
   // Insert after equal starts so the vector stays sorted and stable.
   while (pos != gen.mappings.end() && pos->start == mapping.start) ++pos;
   gen.mappings.insert(pos, mapping);
-  ++process.version;
+  process.version = ++version_clock_;
 }
 
 void Timeline::Exit(uint32_t pid, uint64_t t_ns) {
@@ -102,7 +103,7 @@ void Timeline::Exit(uint32_t pid, uint64_t t_ns) {
   if (!process) return;
   process->exited = true;
   process->exit_ns = t_ns;
-  ++process->version;
+  process->version = ++version_clock_;
 }
 
 namespace {

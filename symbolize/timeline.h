@@ -42,7 +42,9 @@ struct AddressSpaceGeneration {
 struct TimelineProcess {
   uint32_t pid = 0;
   std::vector<AddressSpaceGeneration> generations;  // sorted by start_ns
-  // Bumped by every change; lookups cached against a version stay valid while it holds.
+  // Changed by every change, from a clock shared by all processes (so a pid
+  // reused after Remove never repeats an old version); lookups cached
+  // against a version stay valid while it holds.
   uint64_t version = 0;
   bool exited = false;
   uint64_t exit_ns = 0;
@@ -75,6 +77,8 @@ class Timeline {
   void AddMapping(uint32_t pid, uint64_t t_ns, TimelineMapping mapping, bool dedupe);
   // Marks the exit; the data stays for samples drained later.
   void Exit(uint32_t pid, uint64_t t_ns);
+  // Forgets pid (its process exited long ago). Pointers to it die.
+  void Remove(uint32_t pid) { processes_.erase(pid); }
 
   // The generation live at t (the first one when t precedes them all), then the
   // most recently added mapping covering addr with time <= t, falling back to
@@ -99,6 +103,7 @@ class Timeline {
   // unique_ptr: cached lookups hold TimelineProcess pointers.
   std::unordered_map<uint32_t, std::unique_ptr<TimelineProcess>> processes_;
   uint64_t next_seq_ = 1;
+  uint64_t version_clock_ = 0;
   uint64_t creations_ = 0;
 };
 

@@ -130,6 +130,7 @@ struct Unwinder::Space {
   std::unordered_set<uint64_t> reported;  // mapping starts
   SampleState sample;
   bool attached = false;
+  uint64_t last_used = 0;
 
   ~Space() {
     if (dwfl) dwfl_end(dwfl);
@@ -139,10 +140,25 @@ struct Unwinder::Space {
 Unwinder::Unwinder(Symbolizer& symbolizer) : symbolizer_(symbolizer) {}
 Unwinder::~Unwinder() = default;
 
+void Unwinder::Prune() {
+  if (symbolizer_.forget_epoch() == forget_epoch_) return;
+  forget_epoch_ = symbolizer_.forget_epoch();
+  std::erase_if(spaces_, [&](const auto& e) { return !symbolizer_.KnowsProcess(e.first); });
+  // Rules cached by file id need no pruning: ids of closed files never come back.
+  std::erase_if(cfi_, [&](const auto& e) { return !symbolizer_.FileOpen(e.first); });
+}
+
 Unwinder::Space* Unwinder::SpaceFor(uint32_t pid, uint64_t t_ns) {
   auto files = symbolizer_.MappedFiles(pid, t_ns);
   if (!files || files->files.empty()) return nullptr;
+  if (spaces_.size() >= kMaxSpaces && !spaces_.count(pid)) {
+    auto lru = spaces_.begin();
+    for (auto it = spaces_.begin(); it != spaces_.end(); ++it)
+      if (it->second->last_used < lru->second->last_used) lru = it;
+    spaces_.erase(lru);
+  }
   auto& slot = spaces_[pid];
+  if (slot) slot->last_used = ++space_clock_;
   if (slot && slot->key == files->key) return slot.get();
   // A changed key means new mappings (report them) or an exec (start over:
   // the old modules may overlap the new ones).
@@ -153,6 +169,7 @@ Unwinder::Space* Unwinder::SpaceFor(uint32_t pid, uint64_t t_ns) {
     dwfl_report_begin_add(slot->dwfl);
   } else {
     slot = std::make_unique<Space>();
+    slot->last_used = ++space_clock_;
     slot->dwfl = dwfl_begin(&kDwflCallbacks);
     if (!slot->dwfl) return nullptr;
     dwfl_report_begin(slot->dwfl);
@@ -198,6 +215,7 @@ Unwinder::Space* Unwinder::SpaceFor(uint32_t pid, uint64_t t_ns) {
 
 UnwindResult Unwinder::Unwind(const UnwindInput& input, bool fp_fallback, size_t max_frames) {
   ++stats_.unwinds;
+  Prune();
   if (auto fast = FastUnwind(input, fp_fallback, max_frames)) {
     ++stats_.fast_unwinds;
     return std::move(*fast);
@@ -271,7 +289,9 @@ Unwinder::Rule Unwinder::RuleAt(uint32_t file_id, int fd, uint64_t vaddr) {
   auto& file = cfi_[file_id];
   if (!file) {
     file = std::make_unique<FileCfi>();
-    file->elf = elf_begin(fd, ELF_C_READ_MMAP, nullptr);
+    // ELF_C_READ: libelf reads the sections asked for (.eh_frame and its
+    // header) into memory instead of mapping the whole file.
+    file->elf = elf_begin(fd, ELF_C_READ, nullptr);
     if (file->elf) file->cfi = dwarf_getcfi_elf(file->elf);
   }
   if (auto row = file->rows.find(vaddr); row != file->rows.end()) {

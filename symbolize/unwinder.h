@@ -94,7 +94,15 @@ class Unwinder {
   UnwindResult DwflUnwind(const UnwindInput& input, bool fp_fallback, size_t max_frames);
   Rule RuleAt(uint32_t file_id, int fd, uint64_t vaddr);
 
+  // Drops spaces and CFI of processes and files the symbolizer forgot.
+  void Prune();
+
   Symbolizer& symbolizer_;
+  uint64_t forget_epoch_ = 0;
+  // At most kMaxSpaces libdwfl address spaces (each maps every module it
+  // reports); the least recently used one goes first.
+  static constexpr size_t kMaxSpaces = 8;
+  uint64_t space_clock_ = 0;
   std::unordered_map<uint32_t, std::unique_ptr<Space>> spaces_;  // by pid
   std::unordered_map<uint32_t, std::unique_ptr<FileCfi>> cfi_;   // by symbolizer file id
   // Direct-mapped cache of rules by (file id, vaddr): the rows behind it are

@@ -1,0 +1,46 @@
+// Interned names whose views stay valid for the pool's lifetime. The symbol
+// sources (ELF files, JIT sources) may be dropped when their processes are
+// long gone; the names they gave out live on here, because frames are
+// compared by the address of their name (SampleProcessor interns them so).
+// Only names that some answer carried are kept: the pool grows with the
+// distinct functions sampled, not with the size of the symbol tables.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+namespace arcprof {
+
+class NamePool {
+ public:
+  std::string_view Intern(std::string_view name) {
+    if (name.empty()) return {};
+    return *names_.emplace(name).first;
+  }
+
+  // A list of names (a JIT inlining chain), interned as a whole.
+  const std::vector<std::string_view>* InternList(const std::vector<std::string_view>& list) {
+    std::string key;
+    for (std::string_view name : list) {
+      key.append(name);
+      key.push_back('\0');
+    }
+    auto [it, added] = lists_.try_emplace(std::move(key));
+    if (added) {
+      it->second.reserve(list.size());
+      for (std::string_view name : list) it->second.push_back(Intern(name));
+    }
+    return &it->second;
+  }
+
+  size_t size() const { return names_.size(); }
+
+ private:
+  std::unordered_set<std::string> names_;  // node-based: views stay valid
+  std::unordered_map<std::string, std::vector<std::string_view>> lists_;
+};
+
+}  // namespace arcprof
