@@ -1,6 +1,7 @@
 #include "loader/recording_session.h"
 
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
@@ -13,6 +14,8 @@
 #include <cstring>
 #include <ctime>
 #include <vector>
+
+#include <spdlog/spdlog.h>
 
 #include "events.h"
 #include "loader/launcher.h"
@@ -193,8 +196,35 @@ uint64_t RecordingSession::lost_sideband_records() const {
   return s_->sampler ? s_->sampler->sideband_lost() : s_->final_sideband_lost;
 }
 
+// The symbolizer holds one descriptor per mapped file (device, inode) that a
+// remembered process maps: a busy machine needs more than the usual 1024.
+// Root may raise the hard limit too; a limit that stays low is said once.
+static void RaiseOpenFileLimit() {
+  constexpr rlim_t kWanted = 65536;
+  rlimit limit{};
+  if (getrlimit(RLIMIT_NOFILE, &limit) != 0) return;
+  if (limit.rlim_cur >= kWanted) return;
+  rlimit raised = limit;
+  raised.rlim_cur = kWanted;
+  if (raised.rlim_max < kWanted) raised.rlim_max = kWanted;
+  if (setrlimit(RLIMIT_NOFILE, &raised) != 0) {
+    raised.rlim_max = limit.rlim_max;
+    raised.rlim_cur = limit.rlim_max;
+    if (setrlimit(RLIMIT_NOFILE, &raised) != 0) raised = limit;
+  }
+  spdlog::debug("open file limit {} -> {}", static_cast<unsigned long long>(limit.rlim_cur),
+                static_cast<unsigned long long>(raised.rlim_cur));
+  if (raised.rlim_cur < 4096) {
+    fprintf(stderr,
+            "arcprof: the open file limit is %llu and cannot be raised: on a busy machine the files "
+            "of some processes will not be opened and their frames stay unknown\n",
+            static_cast<unsigned long long>(raised.rlim_cur));
+  }
+}
+
 Result<std::unique_ptr<RecordingSession>> RecordingSession::Start(const RecordOptions& opt) {
   if (auto ok = CheckRecordPreconditions(); !ok) return ok.error();
+  RaiseOpenFileLimit();
   auto event = ParseEvent(opt.event);
   if (!event) return event.error();
   if (opt.frequency_hz == 0) return MakeError("-F must be at least 1 Hz");

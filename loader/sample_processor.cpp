@@ -158,7 +158,7 @@ void SampleProcessor::Process(const StackSample& e) {
     ++leaf.base;
     frames_ += slot.frames;
     ThreadRecord& t = window_.threads[slot.thread];
-    if (t.comm != comm) t.comm = comm;
+    if (t.comm != comm) Rename(t, comm);
     ++samples_;
     ++stack_cache_hits_;
     return;
@@ -205,8 +205,19 @@ void SampleProcessor::Process(const StackSample& e) {
     slot = StackSlot{hash, version, epoch_, thread, node, static_cast<uint32_t>(stack_.size())};
   }
   ThreadRecord& t = window_.threads[thread];
-  if (t.comm != comm) t.comm = comm;
+  if (t.comm != comm) Rename(t, comm);
   ++samples_;
+}
+
+// A thread's first sample, or a new name (exec): the process's command line
+// and name are taken now, while the symbolizer still knows the process (it
+// forgets processes some time after they exit).
+void SampleProcessor::Rename(ThreadRecord& t, std::string_view comm) {
+  t.comm = comm;
+  if (const ProcessInfo* p = symbolizer_.Process(t.pid)) {
+    t.cmdline = p->cmdline;
+    t.process_comm = p->comm;
+  }
 }
 
 Profile SampleProcessor::TakeWindow() {

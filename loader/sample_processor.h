@@ -58,6 +58,7 @@ class SampleProcessor {
   // Fills user_pcs_ (leaf first) from the BPF frame-pointer walk and, when
   // present, the registers and stack copy.
   void UserStack(const StackSample& sample);
+  void Rename(ThreadRecord& t, std::string_view comm);
 
   struct FrameKey {
     const char* module;
