@@ -5,6 +5,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <spdlog/fmt/fmt.h>
@@ -18,6 +20,8 @@ namespace arcprof {
 namespace {
 
 constexpr size_t kMaxReadPerPoll = 256u << 20;
+// Perf-map entries held by all sources of this process (JitSourceOptions caps).
+std::atomic<uint64_t> g_perf_map_entries{0};
 // Looking for files that are not there yet costs a few syscalls: at most
 // this often per process.
 constexpr uint64_t kDiscoverEveryNs = 500'000'000;
@@ -71,7 +75,9 @@ JitProcessSource::JitProcessSource(const ProcessInfo& process, JitSourceOptions 
   }
 }
 
-JitProcessSource::~JitProcessSource() = default;
+JitProcessSource::~JitProcessSource() {
+  g_perf_map_entries.fetch_sub(stats_.perf_map_entries, std::memory_order_relaxed);
+}
 
 std::vector<std::string> JitProcessSource::TakeWarnings() { return std::exchange(warnings_, {}); }
 
@@ -134,13 +140,13 @@ void JitProcessSource::Discover(uint64_t now_ns) {
   }
 }
 
-bool JitProcessSource::ReadNew(Tail& tail, std::string* data) {
+bool JitProcessSource::ReadNew(Tail& tail, std::string* data, size_t max_bytes) {
   data->clear();
   struct stat st {};
   if (fstat(tail.fd.get(), &st) != 0) return false;
   const uint64_t size = static_cast<uint64_t>(st.st_size);
   if (size <= tail.offset) return false;
-  const size_t want = static_cast<size_t>(std::min<uint64_t>(size - tail.offset, kMaxReadPerPoll));
+  const size_t want = static_cast<size_t>(std::min<uint64_t>(size - tail.offset, max_bytes));
   data->resize(want);
   size_t got = 0;
   while (got < want) {
@@ -156,7 +162,7 @@ bool JitProcessSource::ReadNew(Tail& tail, std::string* data) {
 void JitProcessSource::PollDump() {
   if (!dump_.fd.valid() || dump_.dead) return;
   std::string data;
-  if (!ReadNew(dump_, &data)) return;
+  if (!ReadNew(dump_, &data, kMaxReadPerPoll)) return;
   std::string_view view = data;
   if (!dump_.header_done) {
     if (view.size() < jitdump::kFileHeaderSize) return;  // header still being written
@@ -191,7 +197,7 @@ void JitProcessSource::PollDump() {
 void JitProcessSource::PollSide() {
   if (!side_.fd.valid() || side_.dead) return;
   std::string data;
-  if (!ReadNew(side_, &data)) return;
+  if (!ReadNew(side_, &data, kMaxReadPerPoll)) return;
   std::string_view view = data;
   if (!side_.header_done) {
     if (view.size() < jitdump::kSideHeaderSize) return;
@@ -239,12 +245,40 @@ void JitProcessSource::PollSide() {
 }
 
 void JitProcessSource::PollMap(uint64_t now_ns) {
-  if (!map_.fd.valid()) return;
+  if (!map_.fd.valid() || map_.dead) return;
+  const uint64_t total = g_perf_map_entries.load(std::memory_order_relaxed);
+  const char* cap = nullptr;
+  if (map_.offset >= options_.perf_map_max_bytes) cap = "bytes";
+  else if (stats_.perf_map_entries >= options_.perf_map_max_entries) cap = "entries";
+  else if (total >= options_.perf_map_max_entries_total) cap = "entries of all processes' perf maps";
   std::string data;
-  if (!ReadNew(map_, &data)) return;
+  if (!cap) {
+    const size_t want = static_cast<size_t>(
+        std::min<uint64_t>(options_.perf_map_bytes_per_read, options_.perf_map_max_bytes - map_.offset));
+    if (!ReadNew(map_, &data, want)) return;
+  }
   std::vector<perfmap::Entry> entries;
-  perfmap::ParseProgress p = perfmap::ParseLines(data, /*at_end=*/false, &entries);
+  perfmap::ParseProgress p;
+  if (!cap) {
+    p = perfmap::ParseLines(data, /*at_end=*/false, &entries);
+    if (p.consumed == 0 && data.size() >= options_.perf_map_bytes_per_read) cap = "line length";
+  }
+  const uint64_t room = std::min(options_.perf_map_max_entries - std::min(options_.perf_map_max_entries, stats_.perf_map_entries),
+                                 options_.perf_map_max_entries_total - std::min(options_.perf_map_max_entries_total, total));
+  if (entries.size() > room) {
+    entries.resize(room);
+    cap = "entries";
+  }
+  if (cap) {
+    map_.dead = true;
+    stats_.perf_map_capped = true;
+    Warn(map_.path, fmt::format("{}: stopped reading after {} bytes and {} entries (cap on {}); later JIT "
+                                "frames of pid {} stay unknown",
+                                map_.path, map_.offset + (entries.empty() ? 0 : p.consumed),
+                                stats_.perf_map_entries + entries.size(), cap, pid_));
+  }
   map_.offset += p.consumed;
+  g_perf_map_entries.fetch_add(entries.size(), std::memory_order_relaxed);
   // Lines present at the first read describe code from before it; later
   // lines win from the time they were read (the format has no times).
   const uint64_t stamp = map_read_once_ ? now_ns : 0;

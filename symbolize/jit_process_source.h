@@ -29,12 +29,24 @@ struct JitSourceOptions {
   bool accept_any_owner = false;  // trust files whatever their owner (--force)
   // A miss in Find() re-reads the files when the last read is older than this.
   uint64_t reread_on_miss_ns = 20'000'000;
+  // Perf maps are written by the process, so by anyone: a user's map of
+  // hundreds of MB must not cost root's whole-machine recording seconds and
+  // GBs. Each read parses at most perf_map_bytes_per_read (so one drain tick
+  // stays short), and a process's map is read up to perf_map_max_bytes and
+  // perf_map_max_entries; all processes' maps together hold at most
+  // perf_map_max_entries_total entries. Past a cap, one warning and the
+  // rest of that map is ignored (its later JIT frames stay unknown).
+  size_t perf_map_bytes_per_read = 2u << 20;
+  uint64_t perf_map_max_bytes = 32ull << 20;
+  uint64_t perf_map_max_entries = 200'000;
+  uint64_t perf_map_max_entries_total = 1'000'000;
 };
 
 struct JitSourceStats {
   uint64_t code_loads = 0;
   uint64_t perf_map_entries = 0;
   uint64_t perf_map_malformed = 0;
+  bool perf_map_capped = false;  // a cap stopped reading the perf map
   uint64_t unloads = 0;
   uint64_t inline_records = 0;
   uint64_t thread_names = 0;
@@ -81,7 +93,7 @@ class JitProcessSource : public JitSymbolSource {
   void Warn(const std::string& path, std::string message);  // once per path
   bool OpenTrusted(const std::string& path, Tail* tail);
   // Appends [offset, EOF) of the file to *data (at most a cap per call).
-  bool ReadNew(Tail& tail, std::string* data);
+  bool ReadNew(Tail& tail, std::string* data, size_t max_bytes);
   void PollDump();
   void PollSide();
   void PollMap(uint64_t now_ns);

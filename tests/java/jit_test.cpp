@@ -370,5 +370,62 @@ TEST(JitProcessSource, CorruptDumpStopsWithOneWarning) {
   EXPECT_EQ(source.TakeWarnings().size(), 1u);
 }
 
+// Issue: a user's own 457 MB perf map (12 M entries) cost root's whole-machine
+// recording 43 s and 2.9 GB. Reading is now bounded per read and per map.
+TEST(JitProcessSource, HostileBigPerfMapIsReadInBoundedStepsAndCapped) {
+  FakeProc proc;
+  const std::string map = "4242/root/tmp/perf-7.map";
+  {
+    // 3 M lines, 72 MiB: over the per-map byte and entry caps.
+    std::ofstream out(proc.path(map), std::ios::binary);
+    std::string chunk;
+    char line[64];
+    for (uint64_t i = 0; i < 3'000'000; ++i) {
+      const int n = snprintf(line, sizeof(line), "%llx 10 hostile_symbol_%07llu\n",
+                             static_cast<unsigned long long>(0x10000000 + i * 16),
+                             static_cast<unsigned long long>(i));
+      chunk.append(line, static_cast<size_t>(n));
+      if (chunk.size() > (1u << 20)) {
+        out << chunk;
+        chunk.clear();
+      }
+    }
+    out << chunk;
+  }
+  if (geteuid() == 0) ASSERT_EQ(chown(proc.path(map).c_str(), 1000, 1000), 0);
+  const JitSourceOptions options = proc.options();
+  JitProcessSource source(proc.info(), options);
+  source.Poll(1000);
+  // One read parses at most perf_map_bytes_per_read: about 80,000 lines here.
+  const uint64_t first = source.stats().perf_map_entries;
+  EXPECT_GT(first, 10'000u);
+  EXPECT_LE(first * 24, options.perf_map_bytes_per_read);
+  EXPECT_EQ(source.Find(0x10000000, 2000)->name, "hostile_symbol_0000000");
+  for (int i = 0; i < 1000 && !source.stats().perf_map_capped; ++i) source.Poll(3000 + i);
+  EXPECT_TRUE(source.stats().perf_map_capped);
+  EXPECT_EQ(source.stats().perf_map_entries, options.perf_map_max_entries);
+  const std::vector<std::string> warnings = source.TakeWarnings();
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("stopped reading"), std::string::npos) << warnings[0];
+  // Further reads cost nothing and add nothing.
+  source.Poll(1'000'000);
+  EXPECT_EQ(source.stats().perf_map_entries, options.perf_map_max_entries);
+  EXPECT_TRUE(source.TakeWarnings().empty());
+}
+
+TEST(JitProcessSource, PerfMapLineLongerThanOneReadStopsTheMap) {
+  FakeProc proc;
+  const std::string map = "4242/root/tmp/perf-7.map";
+  proc.Write(map, "1000 10 ok\n2000 10 " + std::string(300'000, 'x'));
+  if (geteuid() == 0) ASSERT_EQ(chown(proc.path(map).c_str(), 1000, 1000), 0);
+  JitSourceOptions options = proc.options();
+  options.perf_map_bytes_per_read = 100'000;
+  JitProcessSource source(proc.info(), options);
+  for (int i = 0; i < 10; ++i) source.Poll(1000 + i);
+  EXPECT_EQ(source.Find(0x1000, 2000)->name, "ok");
+  EXPECT_TRUE(source.stats().perf_map_capped);
+  EXPECT_EQ(source.stats().perf_map_entries, 1u);
+}
+
 }  // namespace
 }  // namespace arcprof::testing
