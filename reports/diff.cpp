@@ -1,5 +1,7 @@
 #include "reports/diff.h"
 
+#include "reports/profile_source.h"
+
 #include <algorithm>
 #include <cmath>
 #include <ostream>
@@ -147,8 +149,14 @@ void WriteDiffJson(const DiffReport& report, const std::string& before_name, con
 DiffCommand::DiffCommand(CLI::App& app) {
   command_ = app.add_subcommand(
       "diff", "Compare two captures: a differential flame graph and the functions whose share changed most");
-  command_->add_option("before", before_, "The earlier (baseline) capture")->required();
-  command_->add_option("after", after_, "The later capture")->required();
+  command_->add_option("before", before_,
+                       "The earlier (baseline) capture; with --store a range SINCE..UNTIL (2h..1h)")
+      ->required();
+  command_->add_option("after", after_, "The later capture; with --store a range (30m.. = until now)")
+      ->required();
+  command_->add_option("--store", store_dir_,
+                       "Compare two time ranges of this continuous store: BEFORE and AFTER are "
+                       "SINCE..UNTIL, each time as for --since (30m, @UNIX, 2026-11-26T05:00Z)");
   command_->add_option("-o,--output", output_,
                        "Differential flame graph (SVG, written atomically, mode 0600)")
       ->capture_default_str();
@@ -175,7 +183,18 @@ std::optional<int> DiffCommand::RunIfSelected(std::ostream& out, std::ostream& e
   if (!command_->parsed()) return std::nullopt;
   std::vector<FlameTree> trees;
   for (const std::string& path : {before_, after_}) {
-    auto profile = ReadCapture(path);
+    StoreRange range;
+    if (!store_dir_.empty()) {
+      const size_t dots = path.find("..");
+      if (dots == std::string::npos) {
+        err << "arcprof diff: with --store, '" << path << "' must be a range SINCE..UNTIL (e.g. 2h..1h, 30m..)\n";
+        return 1;
+      }
+      range.store_dir = store_dir_;
+      range.since = path.substr(0, dots);
+      range.until = path.substr(dots + 2);
+    }
+    auto profile = LoadProfile(path, range, err);
     if (!profile) {
       err << "arcprof diff: " << profile.error().message << '\n';
       return profile.error().exit_code;

@@ -46,6 +46,7 @@ void WriteDiffJson(const DiffReport& report, const std::string& before_name, con
 
 // The `diff` subcommand:
 //   arcprof diff BEFORE.db AFTER.db [-o arcprof-diff.svg] [--top 20] [--format text|json]
+//   arcprof diff --store DIR 2h..1h 30m.. [...]   (two time ranges of a continuous store)
 //                [--pid ..] [--tid ..] [--comm ..] [--root NAME] [--min PCT] [--icicle]
 class DiffCommand {
  public:
@@ -61,6 +62,7 @@ class DiffCommand {
   CLI::App* command_ = nullptr;
   std::string before_;
   std::string after_;
+  std::string store_dir_;  // --store: before_ and after_ are ranges of it
   std::string output_ = "arcprof-diff.svg";
   size_t top_ = 20;
   std::string format_ = "text";

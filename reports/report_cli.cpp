@@ -1,5 +1,8 @@
 #include "reports/report_cli.h"
 
+#include "reports/profile_source.h"
+#include "reports/timeline.h"
+
 #include <cmath>
 #include <map>
 #include <sstream>
@@ -182,6 +185,7 @@ ReportCommands::ReportCommands(CLI::App& app)
   report_->add_option("--format", report_request_.format, "Output format")
       ->check(CLI::IsMember({"text", "json"}))
       ->capture_default_str();
+  AddStoreRangeOptions(report_, report_range_);
 
   export_ = app.add_subcommand("export", "Convert a capture to another format (docs/exports.md)");
   export_->add_option("--format", export_format_,
@@ -197,6 +201,8 @@ ReportCommands::ReportCommands(CLI::App& app)
                       "Fold frames below this percentage of the samples into [pruned]")
       ->check(CLI::Range(0.0, 100.0));
   export_->add_flag("--icicle", export_options_.icicle, "Flame graphs: draw top-down");
+  export_->add_flag("--by-tid", export_timeline_by_tid_, "timeline-svg: one line per thread");
+  AddStoreRangeOptions(export_, export_range_);
 }
 
 void ReportCommands::AddView(const std::string& name, ReportView view) {
@@ -229,13 +235,30 @@ std::optional<int> ReportCommands::RunIfSelected(std::ostream& out, std::ostream
 }
 
 int ReportCommands::RunReport(std::ostream& out, std::ostream& err) {
+  if (report_request_.view == "timeline") {
+    // Per window, not the sum: windows are read one at a time.
+    TimelineBuilder builder(report_request_.by == "tid", 8, report_request_.filter);
+    auto read = ForEachWindow(report_request_.capture_path, report_range_, err,
+                              [&](const Profile& window) { builder.Add(window); });
+    if (!read) {
+      err << "arcprof report: " << read.error().message << '\n';
+      return read.error().exit_code;
+    }
+    const Timeline timeline = builder.Build();
+    if (report_request_.format == "json") {
+      WriteTimelineJson(timeline, out);
+    } else {
+      WriteTimelineText(timeline, out);
+    }
+    return out ? 0 : 1;
+  }
   auto view = views_.find(report_request_.view);
   if (view == views_.end()) {
     err << "arcprof report: unknown view '" << report_request_.view << "'; use one of "
-        << Names(views_) << '\n';
+        << Names(views_) << ", timeline" << '\n';
     return 1;
   }
-  auto profile = ReadCapture(report_request_.capture_path);
+  auto profile = LoadProfile(report_request_.capture_path, report_range_, err);
   if (!profile) {
     err << "arcprof report: " << profile.error().message << '\n';
     return profile.error().exit_code;
@@ -244,13 +267,39 @@ int ReportCommands::RunReport(std::ostream& out, std::ostream& err) {
 }
 
 int ReportCommands::RunExport(std::ostream& out, std::ostream& err) {
+  if (export_format_ == "timeline-svg") {
+    TimelineBuilder builder(export_timeline_by_tid_, 10, export_options_.filter);
+    auto read = ForEachWindow(export_input_, export_range_, err,
+                              [&](const Profile& window) { builder.Add(window); });
+    if (!read) {
+      err << "arcprof export: " << read.error().message << '\n';
+      return read.error().exit_code;
+    }
+    const std::string title = "CPU per " + std::string(export_timeline_by_tid_ ? "thread" : "process") +
+                              " (% of one CPU) - " +
+                              (export_range_.selected() ? export_range_.store_dir : export_input_);
+    std::ostringstream rendered;
+    WriteTimelineSvg(builder.Build(), title, rendered);
+    if (export_output_.empty()) {
+      out << rendered.str();
+      return out ? 0 : 1;
+    }
+    auto file = AtomicFile::Create(export_output_);
+    Result<void> written = file ? file->Write(rendered.str()) : Result<void>(file.error());
+    if (written) written = file->Commit();
+    if (!written) {
+      err << "arcprof export: " << written.error().message << '\n';
+      return 1;
+    }
+    return 0;
+  }
   auto exporter = exporters_.find(export_format_);
   if (exporter == exporters_.end()) {
     err << "arcprof export: unknown format '" << export_format_ << "'; use one of "
-        << Names(exporters_) << '\n';
+        << Names(exporters_) << ", timeline-svg" << '\n';
     return 1;
   }
-  auto profile = ReadCapture(export_input_);
+  auto profile = LoadProfile(export_input_, export_range_, err);
   if (!profile) {
     err << "arcprof export: " << profile.error().message << '\n';
     return profile.error().exit_code;

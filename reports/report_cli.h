@@ -21,6 +21,7 @@
 #include "reports/diff.h"
 #include "reports/export_options.h"
 #include "reports/profile.h"
+#include "reports/profile_source.h"
 #include "reports/thread_filter.h"
 
 namespace arcprof {
@@ -87,6 +88,9 @@ class ReportCommands {
   std::map<std::string, ReportView> views_;
   std::map<std::string, ExportWriter> exporters_;
   ReportRequest report_request_;
+  StoreRange report_range_;
+  StoreRange export_range_;
+  bool export_timeline_by_tid_ = false;
   std::string export_input_;
   std::string export_output_;
   std::string export_format_;

@@ -382,7 +382,7 @@ Result<uint64_t> ParseTimePoint(const std::string& text, uint64_t now) {
   auto bad = [&] {
     return MakeError("'" + text +
                      "' is not a time: use a duration ago (30m, 2h, 7d), @UNIX_SECONDS or "
-                     "YYYY-MM-DDTHH:MM[:SS][Z|+HH:MM]");
+                     "[YYYY-MM-DDT]HH:MM[:SS][Z|+HH:MM]");
   };
   if (text == "now") return now;
   if (auto ago = ParseDurationNs(text)) return *ago > now ? 0 : now - *ago;
@@ -392,6 +392,19 @@ Result<uint64_t> ParseTimePoint(const std::string& text, uint64_t now) {
     return secs * 1000000000ull;
   }
   tm t{};
+  // HH:MM[:SS]: today, local time.
+  if (text.size() >= 5 && text[2] == ':' && text.find('-') == std::string::npos) {
+    const time_t now_s = static_cast<time_t>(now / 1000000000ull);
+    localtime_r(&now_s, &t);
+    const char* end = strptime(text.c_str(), "%H:%M", &t);
+    if (end && *end == ':') end = strptime(end, ":%S", &t);
+    else t.tm_sec = 0;
+    if (!end || *end != '\0') return bad();
+    t.tm_isdst = -1;
+    const time_t secs = mktime(&t);
+    if (secs < 0) return bad();
+    return static_cast<uint64_t>(secs) * 1000000000ull;
+  }
   const char* rest = strptime(text.c_str(), "%Y-%m-%dT%H:%M", &t);
   if (!rest) rest = strptime(text.c_str(), "%Y-%m-%d %H:%M", &t);
   if (!rest) {

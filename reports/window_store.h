@@ -107,7 +107,8 @@ std::optional<uint64_t> ParseDurationNs(const std::string& text);
 std::optional<uint64_t> ParseSize(const std::string& text);
 // A point in time for --since/--until: a duration ago ("30m"), "now", Unix
 // seconds ("@1764133200"), or an ISO date-time in UTC or with an offset
-// ("2026-11-26T05:10:00Z", "2026-11-26 05:10", "2026-11-26T05:10:00+01:00");
+// ("2026-11-26T05:10:00Z", "2026-11-26 05:10", "2026-11-26T05:10:00+01:00", or
+// "05:10[:00]" today);
 // without a zone it is local time.
 Result<uint64_t> ParseTimePoint(const std::string& text, uint64_t now_unix_ns);
 

@@ -522,7 +522,7 @@ TEST_F(ExportCli, ErrorsAreOneLineAndLeaveNoFile) {
   EXPECT_NE(r.err.find("no samples match the --pid/--tid/--comm filter"), std::string::npos);
   r = RunArcprof({"export", "--format", "gif", "-i", capture_});
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_EQ(r.err, "arcprof export: unknown format 'gif'; use one of folded, html, pprof, speedscope, svg, xprof\n");
+  EXPECT_EQ(r.err, "arcprof export: unknown format 'gif'; use one of folded, html, pprof, speedscope, svg, xprof, timeline-svg\n");
   EXPECT_EQ(dir_.Entries(), std::vector<std::string>{"arcprof.db"});
 }
 

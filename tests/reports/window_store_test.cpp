@@ -1,0 +1,240 @@
+// The continuous store without sampling: windows, ids, ranges that sum,
+// retention, sent marks, corrupt windows and time parsing.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fstream>
+
+#include "reports/capture_store.h"
+#include "reports/profile_merge.h"
+#include "reports/window_store.h"
+#include "test_profiles.h"
+
+namespace arcprof {
+namespace {
+
+using testing::SampleProfile;
+using testing::TempDir;
+
+constexpr uint64_t kSec = 1000000000ull;
+constexpr uint64_t kBase = 1764000000ull * kSec;  // 2025-11-24
+
+// The sample profile as a window [start, start + 60 s), its counts times `scale`.
+Profile Window(uint64_t start_unix_ns, uint64_t scale = 1) {
+  Profile p = SampleProfile();
+  for (CallTree& t : p.trees) {
+    for (CallTree::Node& n : t.mutable_nodes()) {
+      n.n *= scale;
+      n.base *= scale;
+    }
+  }
+  p.meta.start_unix_ns = start_unix_ns;
+  p.meta.start_monotonic_ns = 5 * kSec;
+  p.meta.end_monotonic_ns = 65 * kSec;
+  p.counters["samples_total"] = static_cast<int64_t>(p.total_samples());
+  return p;
+}
+
+TEST(WindowStore, AppendsWindowsWithStableSortableIds) {
+  TempDir dir;
+  auto store = WindowStore::OpenForWriting(dir.File("store"));
+  ASSERT_TRUE(store) << store.error().message;
+  auto a = store->Append(Window(kBase + 60 * kSec));
+  auto b = store->Append(Window(kBase));
+  ASSERT_TRUE(a && b);
+  auto parsed = ParseWindowId(*a);
+  ASSERT_TRUE(parsed);
+  EXPECT_EQ(parsed->start_unix_ns, kBase + 60 * kSec);
+  EXPECT_EQ(parsed->end_unix_ns, kBase + 120 * kSec);
+  const auto windows = store->List();
+  ASSERT_EQ(windows.size(), 2u);
+  EXPECT_EQ(windows[0].id, *b);  // oldest first
+  EXPECT_EQ(windows[1].id, *a);
+  EXPECT_GT(windows[0].bytes, 0u);
+  // Each window is a capture of its own.
+  auto read = store->Read(*a);
+  ASSERT_TRUE(read) << read.error().message;
+  EXPECT_EQ(read->total_samples(), SampleProfile().total_samples());
+  struct stat st {};
+  ASSERT_EQ(stat(dir.File("store").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0700u);
+}
+
+TEST(WindowStore, RangeIsTheSumOfItsWindows) {
+  TempDir dir;
+  auto store = WindowStore::OpenForWriting(dir.path());
+  ASSERT_TRUE(store);
+  for (uint64_t i = 0; i < 5; ++i) ASSERT_TRUE(store->Append(Window(kBase + i * 60 * kSec, i + 1)));
+  std::vector<std::string> warnings;
+  auto all = store->ReadRange(0, UINT64_MAX, &warnings);
+  ASSERT_TRUE(all) << all.error().message;
+  const uint64_t one = SampleProfile().total_samples();
+  EXPECT_EQ(all->total_samples(), one * (1 + 2 + 3 + 4 + 5));
+  EXPECT_EQ(all->counters.at("samples_total"), static_cast<int64_t>(one * 15));
+  EXPECT_TRUE(warnings.empty());
+  // Node by node: the merged tree of a thread equals scale x the original.
+  const Profile base = SampleProfile();
+  for (size_t t = 0; t < base.threads.size(); ++t) {
+    const uint32_t m = all->ThreadIndex(base.threads[t].pid, base.threads[t].tid);
+    EXPECT_EQ(all->trees[m].total_base(), base.trees[t].total_base() * 15);
+  }
+  EXPECT_EQ(all->meta.start_unix_ns, kBase);
+  EXPECT_EQ(EndUnixNs(all->meta), kBase + 5 * 60 * kSec);
+  // Windows 2..3 only ([kBase+120 s, kBase+180 s) overlaps windows 2 and 3 by their ends).
+  auto part = store->ReadRange(kBase + 121 * kSec, kBase + 179 * kSec, nullptr);
+  ASSERT_TRUE(part);
+  EXPECT_EQ(part->total_samples(), one * 3);
+  // Nothing in range: one clear error.
+  auto none = store->ReadRange(kBase + 3600 * kSec, UINT64_MAX, nullptr);
+  ASSERT_FALSE(none);
+  EXPECT_NE(none.error().message.find("no window in the time range"), std::string::npos);
+}
+
+TEST(WindowStore, CorruptWindowIsSkippedWithAWarning) {
+  TempDir dir;
+  auto store = WindowStore::OpenForWriting(dir.path());
+  ASSERT_TRUE(store);
+  std::vector<std::string> ids;
+  for (uint64_t i = 0; i < 3; ++i) ids.push_back(store->Append(Window(kBase + i * 60 * kSec)).value());
+  {
+    std::ofstream out(dir.File(ids[1] + ".db"), std::ios::binary | std::ios::trunc);
+    out << "SQLite format 3" << std::string(100, '\x7f');
+  }
+  std::vector<std::string> warnings;
+  auto all = store->ReadRange(0, UINT64_MAX, &warnings);
+  ASSERT_TRUE(all) << all.error().message;
+  EXPECT_EQ(all->total_samples(), SampleProfile().total_samples() * 2);
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find(ids[1]), std::string::npos);
+  EXPECT_EQ(warnings[0].find('\n'), std::string::npos);
+}
+
+TEST(WindowStore, RetentionRemovesOldestByAgeThenBySize) {
+  TempDir dir;
+  auto store = WindowStore::OpenForWriting(dir.path());
+  ASSERT_TRUE(store);
+  for (uint64_t i = 0; i < 6; ++i) ASSERT_TRUE(store->Append(Window(kBase + i * 3600 * kSec)));
+  ASSERT_TRUE(store->MarkSent(store->List()[0].id, "http://a"));
+  // now = the last window's end; keep 2.5 h: windows ending before now-2.5h go.
+  const uint64_t now = kBase + 5 * 3600 * kSec + 60 * kSec;
+  RetentionResult r = store->ApplyRetention(9000, 0, now);
+  EXPECT_EQ(r.removed, 3u);
+  EXPECT_EQ(r.removed_unsent, 2u);
+  EXPECT_EQ(store->List().size(), 3u);
+  EXPECT_EQ(store->List()[0].start_unix_ns, kBase + 3 * 3600 * kSec);
+  for (const std::string& e : dir.Entries()) EXPECT_EQ(e.find(".sent"), std::string::npos) << e;
+  // By size: one window's worth keeps the newest only, never none.
+  const uint64_t one = store->List()[0].bytes;
+  r = store->ApplyRetention(0, one + one / 2, now);
+  EXPECT_EQ(r.removed, 2u);
+  ASSERT_EQ(store->List().size(), 1u);
+  EXPECT_EQ(store->List()[0].start_unix_ns, kBase + 5 * 3600 * kSec);
+  r = store->ApplyRetention(0, 1, now);
+  EXPECT_EQ(r.removed, 0u);
+  EXPECT_EQ(store->List().size(), 1u);
+}
+
+TEST(WindowStore, SentMarksArePerDestinationAndIdempotent) {
+  TempDir dir;
+  auto store = WindowStore::OpenForWriting(dir.path());
+  ASSERT_TRUE(store);
+  auto a = store->Append(Window(kBase)).value();
+  auto b = store->Append(Window(kBase + 60 * kSec)).value();
+  ASSERT_TRUE(store->MarkSent(a, "http://one:4040"));
+  ASSERT_TRUE(store->MarkSent(a, "http://one:4040"));
+  EXPECT_EQ(store->Unsent("http://one:4040").size(), 1u);
+  EXPECT_EQ(store->Unsent("http://one:4040")[0].id, b);
+  EXPECT_EQ(store->Unsent("http://two:4040").size(), 2u);
+  EXPECT_EQ(store->List()[0].sent_to, std::vector<std::string>{"http://one:4040"});
+  EXPECT_FALSE(store->MarkSent("../../etc/passwd", "x"));
+  EXPECT_FALSE(store->MarkSent(a, "two\nlines"));
+}
+
+TEST(WindowStore, OneWriterAndCleanStartAfterACrash) {
+  TempDir dir;
+  auto first = WindowStore::OpenForWriting(dir.path());
+  ASSERT_TRUE(first);
+  auto second = WindowStore::OpenForWriting(dir.path());
+  ASSERT_FALSE(second);
+  EXPECT_NE(second.error().message.find("another arcprof is writing this store"), std::string::npos);
+  ASSERT_TRUE(first->Append(Window(kBase)));
+  // A writer killed mid-window leaves a temporary file; readers ignore it and
+  // the next writer removes it.
+  { std::ofstream(dir.File(".1764000060000-1764000120000-deadbeef.db.tmp.123.abcd")) << "partial"; }
+  EXPECT_EQ(first->List().size(), 1u);
+  first = MakeError("closed");  // drops the lock
+  auto again = WindowStore::OpenForWriting(dir.path());
+  ASSERT_TRUE(again) << again.error().message;
+  for (const std::string& e : dir.Entries()) EXPECT_EQ(e.find(".tmp."), std::string::npos) << e;
+  EXPECT_EQ(again->List().size(), 1u);
+}
+
+TEST(WindowStore, RefusesSymlinksAndForeignDirectories) {
+  TempDir dir;
+  ASSERT_EQ(mkdir(dir.File("real").c_str(), 0700), 0);
+  ASSERT_EQ(symlink(dir.File("real").c_str(), dir.File("link").c_str()), 0);
+  auto linked = WindowStore::OpenForWriting(dir.File("link"));
+  ASSERT_FALSE(linked);
+  EXPECT_NE(linked.error().message.find("symbolic link"), std::string::npos);
+  ASSERT_EQ(mkdir(dir.File("shared").c_str(), 0777), 0);
+  ASSERT_EQ(chmod(dir.File("shared").c_str(), 0777), 0);
+  auto shared = WindowStore::OpenForWriting(dir.File("shared"));
+  ASSERT_FALSE(shared);
+  EXPECT_NE(shared.error().message.find("writable by other users"), std::string::npos);
+  { std::ofstream(dir.File("file")) << "x"; }
+  EXPECT_FALSE(WindowStore::OpenForWriting(dir.File("file")));
+  auto missing = WindowStore::OpenForReading(dir.File("missing"));
+  ASSERT_FALSE(missing);
+  EXPECT_NE(missing.error().message.find("no such store"), std::string::npos);
+  if (geteuid() == 0) {
+    ASSERT_EQ(mkdir(dir.File("other").c_str(), 0700), 0);
+    ASSERT_EQ(chown(dir.File("other").c_str(), 65534, 65534), 0);
+    auto other = WindowStore::OpenForWriting(dir.File("other"));
+    ASSERT_FALSE(other);
+    EXPECT_NE(other.error().message.find("owned by uid 65534"), std::string::npos);
+  }
+  // A symlink named like a window is not a window.
+  auto store = WindowStore::OpenForWriting(dir.File("real"));
+  ASSERT_TRUE(store);
+  ASSERT_EQ(symlink("/etc/passwd", dir.File("real/1764000000000-1764000060000-00000000.db").c_str()), 0);
+  EXPECT_TRUE(store->List().empty());
+}
+
+TEST(TimeParsing, DurationsSizesAndTimePoints) {
+  EXPECT_EQ(*ParseDurationNs("30m"), 1800 * kSec);
+  EXPECT_EQ(*ParseDurationNs("7d"), 7 * 86400 * kSec);
+  EXPECT_EQ(*ParseDurationNs("60"), 60 * kSec);
+  EXPECT_EQ(*ParseDurationNs("1500ms"), 1500000000ull);
+  EXPECT_FALSE(ParseDurationNs("m"));
+  EXPECT_FALSE(ParseDurationNs("5y"));
+  EXPECT_FALSE(ParseDurationNs("99999999999999999999d"));
+  EXPECT_EQ(*ParseSize("2GB"), 2ull << 30);
+  EXPECT_EQ(*ParseSize("500MiB"), 500ull << 20);
+  EXPECT_EQ(*ParseSize("4096"), 4096u);
+  EXPECT_FALSE(ParseSize("2XB"));
+  const uint64_t now = kBase + 7200 * kSec;
+  EXPECT_EQ(ParseTimePoint("30m", now).value(), now - 1800 * kSec);
+  EXPECT_EQ(ParseTimePoint("now", now).value(), now);
+  EXPECT_EQ(ParseTimePoint("@1764000000", now).value(), kBase);
+  EXPECT_EQ(ParseTimePoint("2025-11-24T16:00:00Z", now).value(), kBase);
+  EXPECT_EQ(ParseTimePoint("2025-11-24T17:00:00+01:00", now).value(), kBase);
+  EXPECT_EQ(ParseTimePoint("2025-11-24T16:00Z", now).value(), kBase);
+  {
+    // HH:MM is today in local time.
+    const time_t now_s = static_cast<time_t>(now / kSec);
+    tm t{};
+    localtime_r(&now_s, &t);
+    t.tm_hour = 3;
+    t.tm_min = 4;
+    t.tm_sec = 5;
+    t.tm_isdst = -1;
+    EXPECT_EQ(ParseTimePoint("03:04:05", now).value(), static_cast<uint64_t>(mktime(&t)) * kSec);
+  }
+  EXPECT_FALSE(ParseTimePoint("25:99", now));
+  EXPECT_FALSE(ParseTimePoint("yesterday", now));
+  EXPECT_FALSE(ParseTimePoint("2025-13-45T99:00Z", now));
+}
+
+}  // namespace
+}  // namespace arcprof
