@@ -1,0 +1,231 @@
+// `arcprof continuous` as root against this machine: windows on schedule that
+// sum to the range, SIGKILL then restart, a full disk, stores it must refuse,
+// retention by size, and a corrupt window in reports.
+#include <gtest/gtest.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <set>
+#include <thread>
+
+#include "reports/capture_store.h"
+#include "reports/window_store.h"
+#include "tests/loader/runtime_util.h"
+
+namespace arcprof::testing {
+namespace {
+
+constexpr const char* kArcprof = ARCPROF_BIN;
+
+std::vector<StoredWindow> Windows(const std::string& dir) {
+  auto store = WindowStore::OpenForReading(dir);
+  if (!store) return {};
+  return store->List();
+}
+
+// Waits until the store holds at least `n` windows.
+bool WaitForWindows(const std::string& dir, size_t n, double timeout_s) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (Windows(dir).size() >= n) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return false;
+}
+
+size_t Count(const std::string& text, const std::string& needle) {
+  size_t n = 0;
+  for (size_t pos = text.find(needle); pos != std::string::npos; pos = text.find(needle, pos + 1)) ++n;
+  return n;
+}
+
+std::vector<std::string> Continuous(const std::string& store, std::vector<std::string> extra = {}) {
+  std::vector<std::string> argv = {kArcprof, "continuous", "--store", store, "--window", "1s", "--no-java"};
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  return argv;
+}
+
+TEST(ContinuousRuntime, WindowsOnScheduleSumToTheRangeAndCorruptOnesAreSkipped) {
+  ARCPROF_REQUIRE_RECORD_CAPABLE();
+  TempDir tmp;
+  const std::string store = tmp.path("store");
+  Subprocess daemon(Continuous(store));
+  ASSERT_TRUE(daemon.WaitForStderr("continuous capture of system at 49 Hz", 20)) << daemon.stderr_text();
+  ASSERT_TRUE(WaitForWindows(store, 4, 20));
+  daemon.Signal(SIGTERM);
+  ASSERT_EQ(daemon.Wait(), 0) << daemon.stderr_text();
+  EXPECT_NE(daemon.stderr_text().find("stopped by"), std::string::npos) << daemon.stderr_text();
+
+  const std::vector<StoredWindow> windows = Windows(store);
+  ASSERT_GE(windows.size(), 4u);
+  uint64_t sum = 0, ptt_ns = 0, ptt_span = 0;
+  std::map<uint32_t, uint64_t> cpu_end;  // where each CPU's intervals stopped
+  for (size_t i = 0; i < windows.size(); ++i) {
+    const StoredWindow& w = windows[i];
+    // Contiguous, at most one window long; windows other than the first and
+    // the last end on a whole second (closed within a drain interval of it).
+    EXPECT_LE(w.end_unix_ns - w.start_unix_ns, 1'300'000'000ull) << w.id;
+    if (i + 1 < windows.size()) {
+      EXPECT_EQ(w.end_unix_ns, windows[i + 1].start_unix_ns) << w.id;
+      EXPECT_LT(w.end_unix_ns % 1'000'000'000ull, 300'000'000ull) << w.id;
+    }
+    Profile p = LoadCapture(w.path);
+    sum += p.total_samples();
+    EXPECT_GT(p.total_samples(), 0u) << w.id;
+    // Per-window PTT: each CPU's interval rows continue where the previous
+    // window's stopped, and busy + idle + interrupts fill them.
+    ASSERT_TRUE(p.ptt.recorded) << w.id;
+    for (const PttCpuInterval& c : p.ptt.intervals) {
+      if (cpu_end.count(c.cpu)) EXPECT_EQ(c.start_ns, cpu_end[c.cpu]) << w.id << " cpu " << c.cpu;
+      cpu_end[c.cpu] = c.end_ns;
+      ptt_ns += c.busy_ns + c.idle_ns + c.hardirq_ns + c.softirq_ns;
+      ptt_span += c.end_ns - c.start_ns;
+    }
+  }
+  EXPECT_NEAR(static_cast<double>(ptt_ns) / static_cast<double>(ptt_span), 1.0, 0.05);
+
+  // The report over the store is the sum of the windows.
+  auto [code, text] = RunCapture({kArcprof, "report", "--store", store, "--since", "1h"});
+  ASSERT_EQ(code, 0) << text;
+  EXPECT_NE(text.find("Total samples:      " + std::to_string(sum) + "\n"), std::string::npos) << text;
+  auto [fcode, folded] = RunCapture({kArcprof, "export", "--format", "folded", "--store", store});
+  ASSERT_EQ(fcode, 0);
+  uint64_t folded_sum = 0;
+  std::istringstream lines(folded);
+  for (std::string line; std::getline(lines, line);) folded_sum += std::stoull(line.substr(line.rfind(' ') + 1));
+  EXPECT_EQ(folded_sum, sum);
+
+  // A corrupt window: skipped with a warning, the rest still reads.
+  {
+    std::ofstream out(windows[1].path, std::ios::binary | std::ios::trunc);
+    out << "SQLite format 3" << std::string(4000, 'x');
+  }
+  Subprocess report({kArcprof, "report", "--store", store});
+  const int report_code = report.Wait();
+  EXPECT_EQ(report_code, 0) << report.stderr_text();
+  EXPECT_EQ(Count(report.stderr_text(), "warning: skipped window " + windows[1].id), 1u) << report.stderr_text();
+  auto [icode, info] = RunCapture({kArcprof, "store", "info", "--store", store});
+  EXPECT_EQ(icode, 0);
+  EXPECT_NE(info.find("unreadable"), std::string::npos) << info;
+}
+
+TEST(ContinuousRuntime, SigkillLosesAtMostTheWindowInProgressAndARestartAppends) {
+  ARCPROF_REQUIRE_RECORD_CAPABLE();
+  TempDir tmp;
+  const std::string store = tmp.path("store");
+  {
+    Subprocess daemon(Continuous(store));
+    ASSERT_TRUE(WaitForWindows(store, 2, 20)) << daemon.stderr_text();
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));  // mid-window
+    daemon.Signal(SIGKILL);
+    daemon.Wait();
+  }
+  const std::vector<StoredWindow> before = Windows(store);
+  ASSERT_GE(before.size(), 2u);
+  for (const StoredWindow& w : before) EXPECT_TRUE(ReadCapture(w.path).ok()) << w.id;
+
+  Subprocess again(Continuous(store));
+  ASSERT_TRUE(again.WaitForStderr("continuous capture", 20)) << again.stderr_text();
+  ASSERT_TRUE(WaitForWindows(store, before.size() + 2, 20)) << again.stderr_text();
+  again.Signal(SIGINT);
+  ASSERT_EQ(again.Wait(), 0) << again.stderr_text();
+
+  const std::vector<StoredWindow> after = Windows(store);
+  ASSERT_GE(after.size(), before.size() + 2);
+  std::set<std::string> sessions;
+  for (const StoredWindow& w : after) {
+    EXPECT_TRUE(ReadCapture(w.path).ok()) << w.id;
+    sessions.insert(w.id.substr(28));
+  }
+  EXPECT_EQ(sessions.size(), 2u);
+  // The earlier windows are untouched.
+  for (size_t i = 0; i < before.size(); ++i) {
+    EXPECT_EQ(after[i].id, before[i].id);
+    EXPECT_EQ(after[i].bytes, before[i].bytes);
+  }
+  for (const auto& e : std::filesystem::directory_iterator(store)) {
+    EXPECT_EQ(e.path().filename().string().find(".tmp."), std::string::npos) << e.path();
+  }
+}
+
+TEST(ContinuousRuntime, FullDiskKeepsTheWindowInMemoryLogsOnceAndRecovers) {
+  ARCPROF_REQUIRE_RECORD_CAPABLE();
+  TempDir tmp;
+  const std::string mnt = tmp.path("mnt");
+  ASSERT_EQ(mkdir(mnt.c_str(), 0700), 0);
+  if (mount("tmpfs", mnt.c_str(), "tmpfs", 0, "size=64k,mode=0700") != 0) {
+    if (InCi()) FAIL() << "cannot mount a tmpfs: " << strerror(errno);
+    GTEST_SKIP() << "cannot mount a tmpfs: " << strerror(errno);
+  }
+  struct Unmount {
+    std::string path;
+    ~Unmount() { umount2(path.c_str(), MNT_DETACH); }
+  } unmount{mnt};
+  const std::string store = mnt + "/store";
+  Subprocess daemon(Continuous(store));
+  ASSERT_TRUE(daemon.WaitForStderr("cannot write window", 20)) << daemon.stderr_text();
+  std::this_thread::sleep_for(std::chrono::seconds(3));  // three more windows fail
+  ASSERT_EQ(mount("tmpfs", mnt.c_str(), "tmpfs", MS_REMOUNT, "size=64m,mode=0700"), 0) << strerror(errno);
+  ASSERT_TRUE(daemon.WaitForStderr("the store is writable again", 20)) << daemon.stderr_text();
+  ASSERT_TRUE(WaitForWindows(store, 2, 20));
+  daemon.Signal(SIGTERM);
+  ASSERT_EQ(daemon.Wait(), 0) << daemon.stderr_text();
+  // One error line for the whole outage (one a minute), no crash.
+  EXPECT_EQ(Count(daemon.stderr_text(), "cannot write window"), 1u) << daemon.stderr_text();
+  const std::vector<StoredWindow> windows = Windows(store);
+  ASSERT_GE(windows.size(), 2u);
+  // The first window written holds the whole outage: nothing was lost.
+  EXPECT_GE(windows[0].end_unix_ns - windows[0].start_unix_ns, 3'000'000'000ull) << windows[0].id;
+  for (size_t i = 0; i + 1 < windows.size(); ++i) EXPECT_EQ(windows[i].end_unix_ns, windows[i + 1].start_unix_ns);
+  for (const StoredWindow& w : windows) EXPECT_TRUE(ReadCapture(w.path).ok()) << w.id;
+}
+
+TEST(ContinuousRuntime, RefusesForeignAndReadOnlyStoresBeforeSampling) {
+  ARCPROF_REQUIRE_RECORD_CAPABLE();
+  TempDir tmp;
+  const std::string foreign = tmp.path("foreign");
+  ASSERT_EQ(mkdir(foreign.c_str(), 0700), 0);
+  ASSERT_EQ(chown(foreign.c_str(), 65534, 65534), 0);
+  Subprocess refused({kArcprof, "continuous", "--store", foreign});
+  EXPECT_EQ(refused.Wait(), 1);
+  EXPECT_EQ(refused.stderr_text(),
+            "arcprof: " + foreign + ": owned by uid 65534, not by this user (uid 0); use a store directory of your own\n");
+
+  const std::string ro = tmp.path("ro");
+  ASSERT_EQ(mkdir(ro.c_str(), 0700), 0);
+  if (mount("tmpfs", ro.c_str(), "tmpfs", 0, "size=1m,mode=0700") != 0) GTEST_SKIP() << "no tmpfs";
+  ASSERT_EQ(mkdir((ro + "/store").c_str(), 0700), 0);
+  ASSERT_EQ(mount("tmpfs", ro.c_str(), "tmpfs", MS_REMOUNT | MS_RDONLY, "size=1m,mode=0700"), 0);
+  Subprocess readonly({kArcprof, "continuous", "--store", ro + "/store"});
+  EXPECT_EQ(readonly.Wait(), 1);
+  umount2(ro.c_str(), MNT_DETACH);
+  EXPECT_EQ(readonly.stderr_text(),
+            "arcprof: " + ro + "/store: cannot write to the store directory: Read-only file system\n");
+}
+
+TEST(ContinuousRuntime, RetentionBySizeKeepsTheNewestWindows) {
+  ARCPROF_REQUIRE_RECORD_CAPABLE();
+  TempDir tmp;
+  const std::string store = tmp.path("store");
+  Subprocess daemon(Continuous(store, {"--max-size", "1k"}));
+  ASSERT_TRUE(daemon.WaitForStderr("continuous capture", 20)) << daemon.stderr_text();
+  std::this_thread::sleep_for(std::chrono::milliseconds(3500));
+  daemon.Signal(SIGTERM);
+  ASSERT_EQ(daemon.Wait(), 0) << daemon.stderr_text();
+  // Every window is over 1 KiB: only the newest is kept; with 3+ written,
+  // the older ones went, never sent, and that is said.
+  const std::vector<StoredWindow> windows = Windows(store);
+  ASSERT_EQ(windows.size(), 1u);
+  EXPECT_NE(daemon.stderr_text().find("retention removed"), std::string::npos) << daemon.stderr_text();
+  auto [code, info] = RunCapture({kArcprof, "store", "info", "--store", store, "--format", "json"});
+  EXPECT_EQ(code, 0);
+  EXPECT_NE(info.find("\"max_bytes\": 1024"), std::string::npos) << info;
+}
+
+}  // namespace
+}  // namespace arcprof::testing
