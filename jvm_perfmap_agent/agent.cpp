@@ -9,6 +9,7 @@
 // anything but its own short write lock, logs each failure once on stderr and
 // turns it into a return value. Only the Agent_* entry points are exported.
 #include <dirent.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <jvmti.h>
@@ -59,6 +60,8 @@ struct Agent {
   std::string dir;  // where the files are (options.dir, or a private folder in it)
   uint64_t records = 0;
   uint64_t write_errors = 0;
+  uint64_t frames_unknown = 0;  // compiled methods whose CodeBlob was not found
+  uint64_t methods_named = 0;
 };
 
 Agent g_agent;  // one per loaded copy of the library: JVMTI hands us no other place
@@ -196,6 +199,145 @@ bool PreserveFramePointerOn() {
   return state == 1;
 }
 
+// ---- HotSpot's own description of its structures ----
+//
+// libjvm exports gHotSpotVMStructs, a table of (type, field, offset) entries
+// for the serviceability agent; we read the few CodeBlob fields that give a
+// compiled method's frame size. Reading HotSpot memory goes through
+// process_vm_readv on ourselves, so a wrong guess returns an error instead
+// of crashing the JVM.
+
+struct VmLayout {
+  bool ok = false;
+  // CodeBlob fields (offsets from the blob's start).
+  int size = -1;             // int
+  int header_size = -1;      // int (17) or u2 (21+)
+  bool header_size_u2 = false;
+  int frame_size = -1;       // int, in words
+  int frame_complete = -1;   // int (17) or int16_t (21+)
+  bool frame_complete_i16 = false;
+  int code_begin = -1;       // address (17): absolute
+  int code_offset = -1;      // int (21+): from the blob's start
+};
+
+VmLayout g_layout;
+
+bool SafeRead(uint64_t addr, void* out, size_t len) {
+  iovec local{out, len};
+  iovec remote{reinterpret_cast<void*>(addr), len};
+  return process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == static_cast<ssize_t>(len);
+}
+
+void ReadVmLayout() {
+  void* jvm = dlopen("libjvm.so", RTLD_NOLOAD | RTLD_NOW);
+  if (!jvm) return;
+  auto sym = [jvm](const char* name) -> uint64_t {
+    void* p = dlsym(jvm, name);
+    uint64_t v = 0;
+    if (p) memcpy(&v, p, sizeof(v));
+    return v;
+  };
+  const uint64_t entries = sym("gHotSpotVMStructs");
+  const uint64_t stride = sym("gHotSpotVMStructEntryArrayStride");
+  const uint64_t type_off = sym("gHotSpotVMStructEntryTypeNameOffset");
+  const uint64_t field_off = sym("gHotSpotVMStructEntryFieldNameOffset");
+  const uint64_t tstr_off = sym("gHotSpotVMStructEntryTypeStringOffset");
+  const uint64_t offset_off = sym("gHotSpotVMStructEntryOffsetOffset");
+  dlclose(jvm);
+  if (!entries || stride == 0 || stride > 256) return;
+  for (uint64_t e = entries, n = 0; n < 100000; e += stride, ++n) {
+    uint64_t type = 0, field = 0, tstr = 0, offset = 0;
+    if (!SafeRead(e + type_off, &type, 8) || !type) break;
+    SafeRead(e + field_off, &field, 8);
+    SafeRead(e + tstr_off, &tstr, 8);
+    SafeRead(e + offset_off, &offset, 8);
+    char type_name[64] = {}, field_name[64] = {}, type_string[64] = {};
+    SafeRead(type, type_name, sizeof(type_name) - 1);
+    if (strcmp(type_name, "CodeBlob") != 0) continue;
+    if (field) SafeRead(field, field_name, sizeof(field_name) - 1);
+    if (tstr) SafeRead(tstr, type_string, sizeof(type_string) - 1);
+    type_name[63] = field_name[63] = type_string[63] = '\0';
+    const int off = offset < 4096 ? static_cast<int>(offset) : -1;
+    if (!strcmp(field_name, "_size")) g_layout.size = off;
+    else if (!strcmp(field_name, "_header_size")) {
+      g_layout.header_size = off;
+      g_layout.header_size_u2 = strcmp(type_string, "int") != 0;
+    } else if (!strcmp(field_name, "_frame_size")) g_layout.frame_size = off;
+    else if (!strcmp(field_name, "_frame_complete_offset")) {
+      g_layout.frame_complete = off;
+      g_layout.frame_complete_i16 = strcmp(type_string, "int") != 0;
+    } else if (!strcmp(field_name, "_code_begin")) g_layout.code_begin = off;
+    else if (!strcmp(field_name, "_code_offset")) g_layout.code_offset = off;
+  }
+  g_layout.ok = g_layout.size >= 0 && g_layout.header_size >= 0 && g_layout.frame_size >= 0 &&
+                g_layout.frame_complete >= 0 && (g_layout.code_begin >= 0 || g_layout.code_offset >= 0);
+}
+
+struct BlobFrame {
+  int32_t frame_size = 0;  // bytes
+  int32_t frame_complete = -1;
+};
+
+// The CodeBlob whose code starts at code_addr: its header lies shortly
+// before the code (header, relocations, constants, then the instructions).
+// Candidates are checked field by field against what we know of the code.
+bool FindBlobFrame(uint64_t code_addr, uint64_t code_size, BlobFrame* out) {
+  if (!g_layout.ok) return false;
+  constexpr uint64_t kChunk = 4096, kMaxBack = 256 * 1024;
+  static thread_local char buf[kChunk + 64];
+  for (uint64_t back = 0; back < kMaxBack; back += kChunk) {
+    const uint64_t lo = code_addr - back - kChunk;
+    // The chunk plus the header fields of a blob starting near its end.
+    if (!SafeRead(lo, buf, kChunk + 64)) {
+      if (!SafeRead(lo + kChunk - 2048, buf + kChunk - 2048, 2048 + 64)) return false;
+    }
+    for (uint64_t at = kChunk; at >= 8; at -= 8) {
+      const uint64_t blob = lo + at - 8;
+      const char* b = buf + (at - 8);
+      if (blob + 64 > code_addr) continue;
+      bool match;
+      if (g_layout.code_begin >= 0) {
+        if (at - 8 + g_layout.code_begin + 8 > kChunk + 64) continue;
+        uint64_t begin;
+        memcpy(&begin, b + g_layout.code_begin, 8);
+        match = begin == code_addr;
+      } else {
+        if (at - 8 + g_layout.code_offset + 4 > kChunk + 64) continue;
+        int32_t off;
+        memcpy(&off, b + g_layout.code_offset, 4);
+        match = off > 0 && static_cast<uint64_t>(off) == code_addr - blob;
+      }
+      if (!match) continue;
+      int32_t size = 0, frame_words = 0;
+      uint32_t header = 0;
+      if (!SafeRead(blob + g_layout.size, &size, 4) || !SafeRead(blob + g_layout.frame_size, &frame_words, 4)) continue;
+      if (g_layout.header_size_u2) {
+        uint16_t h = 0;
+        SafeRead(blob + g_layout.header_size, &h, 2);
+        header = h;
+      } else {
+        SafeRead(blob + g_layout.header_size, &header, 4);
+      }
+      if (size <= 0 || blob + static_cast<uint64_t>(size) < code_addr + code_size || header == 0 ||
+          blob + header > code_addr || frame_words < 0 || frame_words > (1 << 20)) {
+        continue;
+      }
+      int32_t complete = -1;
+      if (g_layout.frame_complete_i16) {
+        int16_t c = -1;
+        SafeRead(blob + g_layout.frame_complete, &c, 2);
+        complete = c;
+      } else {
+        SafeRead(blob + g_layout.frame_complete, &complete, 4);
+      }
+      out->frame_size = frame_words * 8;
+      out->frame_complete = complete;
+      return true;
+    }
+  }
+  return false;
+}
+
 // ---- records (callers hold g_agent.lock) ----
 
 void WriteRecordHeader(std::string& out, uint32_t id, uint32_t total, uint64_t t_ns) {
@@ -242,6 +384,16 @@ uint64_t WriteCodeLoad(const char* name, uint64_t addr, uint64_t size, uint64_t 
     if (!WriteAll(g_agent.map_fd, map_iov, 3)) NoteWriteError("the perf map");
   }
   return index;
+}
+
+void WriteFrame(uint64_t addr, uint64_t index, const BlobFrame& frame, uint64_t t_ns) {
+  std::string record;
+  WriteRecordHeader(record, jd::kSideFrame, jd::kSideFrameSize, t_ns);
+  Put64(record, addr);
+  Put64(record, index);
+  Put32(record, static_cast<uint32_t>(frame.frame_size));
+  Put32(record, static_cast<uint32_t>(frame.frame_complete));
+  WriteSide(record);
 }
 
 class Locked {
@@ -373,10 +525,14 @@ void JNICALL OnCompiledMethodLoad(jvmtiEnv* jvmti, jmethodID method, jint code_s
   // time are patched in under it.
   std::string inline_record =
       compile_info ? InlineRecord(jvmti, addr, static_cast<uint64_t>(code_size), 0, compile_info, 0) : std::string();
+  BlobFrame frame;
+  const bool have_frame = FindBlobFrame(addr, static_cast<uint64_t>(code_size), &frame) && frame.frame_size > 0;
   Locked lock;
   if (!g_agent.active || g_agent.closed) return;
   const uint64_t t_ns = MonotonicNs();
   const uint64_t index = WriteCodeLoad(name.c_str(), addr, static_cast<uint64_t>(code_size), t_ns);
+  if (have_frame) WriteFrame(addr, index, frame, t_ns);
+  else ++g_agent.frames_unknown;
   if (!inline_record.empty()) {
     memcpy(inline_record.data() + 8, &t_ns, 8);
     memcpy(inline_record.data() + 24, &index, 8);
@@ -402,10 +558,75 @@ void JNICALL OnCompiledMethodUnload(jvmtiEnv* jvmti, jmethodID method, const voi
 
 void JNICALL OnDynamicCodeGenerated(jvmtiEnv* jvmti, const char* name, const void* address, jint length) {
   if (!address || length < 0) return;
+  // Stubs that are blobs of their own (runtime stubs, adapters) have a fixed
+  // frame like compiled methods; the interpreter and the stubs inside a
+  // shared buffer (call_stub, ...) keep rbp as their frame pointer.
+  BlobFrame frame;
+  const bool have_frame =
+      name && strcmp(name, "Interpreter") != 0 &&
+      FindBlobFrame(reinterpret_cast<uint64_t>(address), static_cast<uint64_t>(length), &frame) && frame.frame_size > 0;
   Locked lock;
   if (!g_agent.active || g_agent.closed) return;
-  WriteCodeLoad(name ? name : "[stub]", reinterpret_cast<uint64_t>(address), static_cast<uint64_t>(length),
-                MonotonicNs());
+  const uint64_t t_ns = MonotonicNs();
+  const uint64_t index = WriteCodeLoad(name ? name : "[stub]", reinterpret_cast<uint64_t>(address),
+                                       static_cast<uint64_t>(length), t_ns);
+  if (have_frame) WriteFrame(reinterpret_cast<uint64_t>(address), index, frame, t_ns);
+}
+
+// Method* -> name for every method of a class: the interpreter's frames hold
+// the Method* of the method they run. A jmethodID points at its Method*.
+void WriteClassMethods(jvmtiEnv* jvmti, jclass klass) {
+  jint count = 0;
+  jmethodID* methods = nullptr;
+  if (jvmti->GetClassMethods(klass, &count, &methods) != JVMTI_ERROR_NONE || count <= 0) {
+    Deallocate(jvmti, methods);
+    return;
+  }
+  std::string addrs, names;
+  uint32_t written = 0;
+  for (jint i = 0; i < count; ++i) {
+    uint64_t method = 0;
+    if (!methods[i] || !SafeRead(reinterpret_cast<uint64_t>(methods[i]), &method, 8) || method == 0) continue;
+    Put64(addrs, method);
+    names += MethodName(jvmti, methods[i]);
+    names.push_back('\0');
+    ++written;
+  }
+  Deallocate(jvmti, methods);
+  if (written == 0) return;
+  std::string record;
+  const uint64_t total = jd::kSideMethodsFixedSize + addrs.size() + names.size();
+  if (total > (16u << 20)) return;
+  Locked lock;
+  if (!g_agent.active || g_agent.closed) return;
+  WriteRecordHeader(record, jd::kSideMethods, static_cast<uint32_t>(total), MonotonicNs());
+  Put32(record, written);
+  Put32(record, 0);
+  record += addrs;
+  record += names;
+  WriteSide(record);
+  g_agent.methods_named += written;
+}
+
+void JNICALL OnClassPrepare(jvmtiEnv* jvmti, JNIEnv* jni, jthread thread, jclass klass) {
+  WriteClassMethods(jvmti, klass);
+}
+
+// Classes loaded before the agent (attached late, or before VMInit).
+void WriteLoadedClasses(jvmtiEnv* jvmti, JNIEnv* jni) {
+  jint count = 0;
+  jclass* classes = nullptr;
+  if (jvmti->GetLoadedClasses(&count, &classes) != JVMTI_ERROR_NONE) return;
+  for (jint i = 0; i < count; ++i) {
+    jint status = 0;
+    // Methods exist once a class is prepared; arrays and primitives have none.
+    if (jvmti->GetClassStatus(classes[i], &status) == JVMTI_ERROR_NONE && (status & JVMTI_CLASS_STATUS_PREPARED) &&
+        !(status & (JVMTI_CLASS_STATUS_ARRAY | JVMTI_CLASS_STATUS_PRIMITIVE))) {
+      WriteClassMethods(jvmti, classes[i]);
+    }
+    if (jni) jni->DeleteLocalRef(classes[i]);
+  }
+  Deallocate(jvmti, classes);
 }
 
 void WriteThreadName(uint32_t tid, const char* name) {
@@ -444,6 +665,7 @@ void JNICALL OnVMInit(jvmtiEnv* jvmti, JNIEnv* jni, jthread thread) {
   // Stubs generated before the agent's events were live (started with
   // -agentpath, the interpreter is generated before VMInit).
   jvmti->GenerateEvents(JVMTI_EVENT_DYNAMIC_CODE_GENERATED);
+  WriteLoadedClasses(jvmti, jni);
   OnThreadStart(jvmti, jni, thread);
 }
 
@@ -679,6 +901,7 @@ jint Start(JavaVM* vm, const char* options, bool attached) {
     return JNI_ERR;
   }
   const bool preserve_fp = PreserveFramePointerOn();
+  ReadVmLayout();
   {
     Locked lock;
     g_agent.jvmti = jvmti;
@@ -693,8 +916,13 @@ jint Start(JavaVM* vm, const char* options, bool attached) {
     g_agent.active = true;
   }
   if (!preserve_fp && !parsed.quiet) {
-    Log("-XX:+PreserveFramePointer is off: profilers' Java stacks end at the first JIT frame; "
-        "start the JVM with -XX:+PreserveFramePointer for complete stacks");
+    if (g_layout.ok) {
+      Log("-XX:+PreserveFramePointer is off: arcprof steps compiled frames by their frame size; "
+          "frame-pointer profilers (perf) see Java stacks end at the first JIT frame");
+    } else {
+      Log("-XX:+PreserveFramePointer is off and this JVM's CodeBlob layout is unknown: Java stacks end at the "
+          "first JIT frame; start the JVM with -XX:+PreserveFramePointer for complete stacks");
+    }
   }
   jvmtiEventCallbacks callbacks{};
   callbacks.CompiledMethodLoad = OnCompiledMethodLoad;
@@ -704,10 +932,12 @@ jint Start(JavaVM* vm, const char* options, bool attached) {
   callbacks.ThreadEnd = OnThreadEnd;
   callbacks.VMInit = OnVMInit;
   callbacks.VMDeath = OnVMDeath;
+  callbacks.ClassPrepare = OnClassPrepare;
   jvmtiError err = jvmti->SetEventCallbacks(&callbacks, sizeof(callbacks));
   const jvmtiEvent events[] = {JVMTI_EVENT_COMPILED_METHOD_LOAD, JVMTI_EVENT_COMPILED_METHOD_UNLOAD,
                                JVMTI_EVENT_DYNAMIC_CODE_GENERATED, JVMTI_EVENT_THREAD_START,
-                               JVMTI_EVENT_THREAD_END, JVMTI_EVENT_VM_INIT, JVMTI_EVENT_VM_DEATH};
+                               JVMTI_EVENT_THREAD_END, JVMTI_EVENT_VM_INIT, JVMTI_EVENT_VM_DEATH,
+                               JVMTI_EVENT_CLASS_PREPARE};
   for (jvmtiEvent e : events) {
     if (err != JVMTI_ERROR_NONE) break;
     if (attached && e == JVMTI_EVENT_VM_INIT) continue;
@@ -730,6 +960,7 @@ jint Start(JavaVM* vm, const char* options, bool attached) {
     JNIEnv* jni = nullptr;
     if (vm->GetEnv(reinterpret_cast<void**>(&jni), JNI_VERSION_1_6) != JNI_OK) jni = nullptr;
     NameExistingThreads(jvmti, jni);
+    WriteLoadedClasses(jvmti, jni);
   }
   if (!parsed.quiet && attached) {
     Locked lock;

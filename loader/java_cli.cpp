@@ -75,7 +75,7 @@ std::optional<int> JavaCommands::RunIfSelected(std::ostream& out, std::ostream& 
   }
   if (auto flags = source.vm_flags()) {
     out << fmt::format("vm: {}; -XX:+PreserveFramePointer: {}; agent loaded {}\n", source.vm_name(),
-                       (*flags & jitdump::kVmPreserveFramePointer) ? "on" : "off (Java stacks end at the first JIT frame)",
+                       (*flags & jitdump::kVmPreserveFramePointer) ? "on" : (s.frames > 0 ? "off (compiled frames stepped by their frame size)" : "off (Java stacks end at the first JIT frame)"),
                        (*flags & jitdump::kVmAttachedLate) ? "at runtime" : "at start");
   }
   return 0;

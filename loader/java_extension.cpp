@@ -39,6 +39,9 @@ class SharedSource : public JitSymbolSource {
  public:
   explicit SharedSource(std::shared_ptr<JitProcessSource> source) : source_(std::move(source)) {}
   std::optional<JitSymbol> Find(uint64_t addr, uint64_t t_ns) override { return source_->Find(addr, t_ns); }
+  std::optional<std::string_view> MethodName(uint64_t method, uint64_t t_ns) override {
+    return source_->MethodName(method, t_ns);
+  }
 
  private:
   std::shared_ptr<JitProcessSource> source_;
@@ -120,7 +123,7 @@ class JavaExtension : public RecordExtension {
     }
     const uint64_t now = JitMonotonicNowNs();
     JitSourceStats delta;
-    int64_t jvms = 0, without_fp = 0;
+    int64_t jvms = 0, without_fp = 0, unwalkable = 0;
     for (auto& [pid, entry] : sources_) {
       JitProcessSource& source = *entry.source;
       source.Poll(now);
@@ -130,12 +133,20 @@ class JavaExtension : public RecordExtension {
       delta.perf_map_entries += s.perf_map_entries - entry.reported.perf_map_entries;
       delta.unloads += s.unloads - entry.reported.unloads;
       delta.inline_records += s.inline_records - entry.reported.inline_records;
+      delta.frames += s.frames - entry.reported.frames;
+      delta.methods += s.methods - entry.reported.methods;
       entry.reported = s;
-      // A JVM counts in the first window that knows its flags, so windows sum.
-      if (source.vm_flags() && !entry.counted) {
+      // A JVM counts in the first window that knows its flags and code, so
+      // windows sum.
+      if (source.vm_flags() && !entry.counted && (s.code_loads > 0 || last)) {
         entry.counted = true;
         ++jvms;
-        if (!(*source.vm_flags() & jitdump::kVmPreserveFramePointer)) ++without_fp;
+        if (!(*source.vm_flags() & jitdump::kVmPreserveFramePointer)) {
+          ++without_fp;
+          // Compiled frames are stepped by their frame sizes when the agent
+          // could read them (HotSpot's CodeBlob layout known).
+          if (s.frames == 0) ++unwalkable;
+        }
       }
     }
     FlushMessages();
@@ -162,15 +173,18 @@ class JavaExtension : public RecordExtension {
     c["java.attach_failed"] += failed;
     c["java.jvms_with_agent"] += jvms;
     c["java.jvms_without_preserve_frame_pointer"] += without_fp;
+    c["java.jvms_unwalkable"] += unwalkable;
+    c["jit.frame_records"] += static_cast<int64_t>(delta.frames);
+    c["jit.method_names"] += static_cast<int64_t>(delta.methods);
     c["jit.code_loads"] += static_cast<int64_t>(delta.code_loads);
     c["jit.code_unloads"] += static_cast<int64_t>(delta.unloads);
     c["jit.inline_records"] += static_cast<int64_t>(delta.inline_records);
     c["jit.perf_map_entries"] += static_cast<int64_t>(delta.perf_map_entries);
-    if (without_fp > 0 && !quiet_) {
+    if (unwalkable > 0 && !quiet_) {
       fprintf(stderr,
-              "arcprof: %lld JVM(s) ran without -XX:+PreserveFramePointer: their Java stacks end at the "
-              "first JIT frame\n",
-              static_cast<long long>(without_fp));
+              "arcprof: %lld JVM(s) ran without -XX:+PreserveFramePointer and without the agent's frame sizes: "
+              "their Java stacks end at the first JIT frame\n",
+              static_cast<long long>(unwalkable));
     }
     if (!last) ForgetExitedProcesses();
     return {};

@@ -35,6 +35,7 @@ void SampleProcessor::UserStack(const StackSample& sample) {
   const uint64_t* fp_pcs = sample.user_pcs.data();
   const size_t fp_len = sample.user_pcs.size();
   user_pcs_.assign(sample.user_pcs.begin(), sample.user_pcs.end());
+  user_methods_.clear();
   if (!unwinder_ || !sample.has_regs()) return;
   UnwindInput input;
   input.pid = sample.pid;
@@ -76,6 +77,7 @@ void SampleProcessor::UserStack(const StackSample& sample) {
   }
   ++unwind_stops_[static_cast<size_t>(r.stop)];
   user_pcs_ = std::move(r.pcs);
+  user_methods_ = std::move(r.java_methods);
 }
 
 uint32_t SampleProcessor::InternFrame(const SymbolizedFrame& f) {
@@ -186,7 +188,17 @@ void SampleProcessor::Process(const StackSample& e) {
     uint64_t ip = user_pcs_[i];
     if (ip == 0) continue;
     if (i > 0) ip -= 1;
-    add(symbolizer_.ResolveUser(e.pid, ip, e.timestamp_ns));
+    SymbolizedFrame f = symbolizer_.ResolveUser(e.pid, ip, e.timestamp_ns);
+    // An interpreted Java frame: named by the Method* its frame holds.
+    if (f.kind == FrameKind::kInterpreted && i < user_methods_.size() && user_methods_[i] != 0) {
+      if (auto name = symbolizer_.JavaMethodName(e.pid, user_methods_[i], e.timestamp_ns)) {
+        f.symbol = *name;
+        ++interpreted_named_;
+      } else {
+        ++interpreted_unnamed_;
+      }
+    }
+    add(f);
   }
   for (size_t i = kstack_len; i-- > 0;) {
     uint64_t ip = ip_at(i);
@@ -257,6 +269,10 @@ Profile SampleProcessor::TakeWindow() {
   window_.counters["unwound_samples"] += static_cast<int64_t>(unwound_);
   window_.counters["leaf_frames_repaired"] += static_cast<int64_t>(leaf_repairs_);
   window_.counters["stacks_spliced_with_frame_pointers"] += static_cast<int64_t>(spliced_);
+  if (interpreted_named_) window_.counters["java.interpreted_frames_named"] += static_cast<int64_t>(interpreted_named_);
+  if (interpreted_unnamed_) {
+    window_.counters["java.interpreted_frames_unnamed"] += static_cast<int64_t>(interpreted_unnamed_);
+  }
   for (size_t s = 0; s < unwind_stops_.size(); ++s) {
     if (unwind_stops_[s] == 0) continue;
     const auto stop = static_cast<UnwindStop>(s);
@@ -278,6 +294,7 @@ Profile SampleProcessor::TakeWindow() {
   total_malformed_ += malformed_;
   samples_ = frames_ = malformed_ = kernel_samples_ = truncated_kernel_ = truncated_user_ = 0;
   stack_cache_hits_ = leaf_repairs_ = processing_ns_ = unwind_ns_ = unwound_ = spliced_ = 0;
+  interpreted_named_ = interpreted_unnamed_ = 0;
   unwind_stops_.fill(0);
   unknown_frames_.fill(0);
   return out;

@@ -77,6 +77,8 @@ class SampleProcessor {
   CallGraphMode mode_;
   Unwinder* unwinder_;
   std::vector<uint64_t> user_pcs_;
+  std::vector<uint64_t> user_methods_;  // parallel to user_pcs_: Method* of interpreted frames
+  uint64_t interpreted_named_ = 0, interpreted_unnamed_ = 0;
   // Stacks seen before, by a hash of (pid, tid, pcs): the leaf node they fold
   // into. Only stacks whose every frame is named native or kernel code are
   // kept (JIT code is time-versioned), and only while the process's address
@@ -91,7 +93,7 @@ class SampleProcessor {
   };
   std::vector<StackSlot> stack_cache_;
   uint64_t stack_cache_hits_ = 0;
-  std::array<uint64_t, 6> unwind_stops_{};  // by UnwindStop
+  std::array<uint64_t, kUnwindStopCount> unwind_stops_{};  // by UnwindStop
   uint64_t leaf_repairs_ = 0;
   uint64_t processing_ns_ = 0;  // all of Process()
   uint64_t unwind_ns_ = 0;      // dwarf/hybrid unwinding only

@@ -278,8 +278,12 @@ TprofReport BuildTprof(const Profile& profile, const TprofOptions& options) {
   if (auto it = profile.counters.find("lost_samples"); it != profile.counters.end()) {
     report.lost_samples = it->second;
   }
-  if (auto it = profile.counters.find("java.jvms_without_preserve_frame_pointer"); it != profile.counters.end()) {
+  // JVMs whose Java stacks could not be walked: without PreserveFramePointer
+  // and without frame sizes from the agent (older captures: without PFP).
+  if (auto it = profile.counters.find("java.jvms_unwalkable"); it != profile.counters.end()) {
     report.jvms_without_frame_pointers = it->second;
+  } else if (auto old = profile.counters.find("java.jvms_without_preserve_frame_pointer"); old != profile.counters.end()) {
+    report.jvms_without_frame_pointers = old->second;
   }
   report.levels = options.levels;
   report.min_percent = options.min_percent;
@@ -341,7 +345,8 @@ void WriteTprofText(const TprofReport& report, std::ostream& out) {
   out << "Lost samples:       " << report.lost_samples << '\n';
   if (report.jvms_without_frame_pointers > 0) {
     out << "Warning:            " << report.jvms_without_frame_pointers
-        << " JVM(s) ran without -XX:+PreserveFramePointer: their Java stacks end at the first JIT frame\n";
+        << " JVM(s) ran without -XX:+PreserveFramePointer and without the agent's frame sizes: their Java stacks "
+           "end at the first JIT frame\n";
   }
   out << "Unknown frames:     " << DescribeShare(report.unknown_frames, "frames in sampled stacks") << '\n';
   out << "Unknown leaf ticks: " << DescribeShare(report.unknown_leaf_ticks, "ticks") << '\n';

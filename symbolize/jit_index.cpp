@@ -54,6 +54,11 @@ void JitCodeIndex::AddCode(uint64_t t_ns, uint64_t addr, uint64_t size, std::str
     pending_inline_.erase(it);
     AddInline(code_index, std::move(ranges));
   }
+  if (auto it = pending_frame_.find(code_index); it != pending_frame_.end()) {
+    versions_[id].frame_size = it->second.first;
+    versions_[id].frame_complete = it->second.second;
+    pending_frame_.erase(it);
+  }
   if (auto it = pending_unload_.find(code_index); it != pending_unload_.end()) {
     const uint64_t t_unload = it->second;
     pending_unload_.erase(it);
@@ -121,12 +126,25 @@ void JitCodeIndex::AddInline(uint64_t code_index, std::vector<JitInlineRange> ra
   ++generation_;
 }
 
+void JitCodeIndex::AddFrame(uint64_t code_index, int32_t frame_size, int32_t frame_complete) {
+  auto it = by_code_index_.find(code_index);
+  if (it == by_code_index_.end()) {
+    pending_frame_[code_index] = {frame_size, frame_complete};
+    return;
+  }
+  versions_[it->second].frame_size = frame_size;
+  versions_[it->second].frame_complete = frame_complete;
+  ++generation_;
+}
+
 JitSymbol JitCodeIndex::Answer(uint32_t id, uint64_t addr) const {
   const Version& v = versions_[id];
   JitSymbol s;
   s.name = v.name;
   s.start = v.start;
   s.kind = v.kind;
+  s.frame_size = v.frame_size;
+  s.frame_complete = v.frame_complete;
   if (v.inline_table != kNone) {
     const std::vector<JitInlineRange>& table = inline_tables_[v.inline_table];
     const uint64_t offset = addr - v.start;

@@ -51,6 +51,8 @@ class JitCodeIndex {
   void AddUnload(uint64_t t_ns, uint64_t addr, uint64_t code_index);
   // Inlining ranges of code_index; ranges sorted by pc_offset here.
   void AddInline(uint64_t code_index, std::vector<JitInlineRange> ranges);
+  // The frame facts of code_index (JitSymbol::frame_size, frame_complete).
+  void AddFrame(uint64_t code_index, int32_t frame_size, int32_t frame_complete);
 
   std::optional<JitSymbol> Find(uint64_t addr, uint64_t t_ns);
 
@@ -71,6 +73,8 @@ class JitCodeIndex {
     std::string_view name;
     FrameKind kind = FrameKind::kJit;
     uint32_t inline_table = kNone;
+    int32_t frame_size = 0;
+    int32_t frame_complete = -1;
   };
   struct CacheEntry {
     uint64_t addr = 0;
@@ -89,6 +93,7 @@ class JitCodeIndex {
   std::unordered_map<uint64_t, uint32_t> by_code_index_;
   std::unordered_map<uint64_t, std::vector<JitInlineRange>> pending_inline_;
   std::unordered_map<uint64_t, uint64_t> pending_unload_;  // code_index -> t_ns
+  std::unordered_map<uint64_t, std::pair<int32_t, int32_t>> pending_frame_;
   std::vector<std::vector<JitInlineRange>> inline_tables_;
   std::unordered_set<std::string> names_;  // node-based: views stay valid
   std::vector<CacheEntry> cache_;

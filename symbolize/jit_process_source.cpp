@@ -237,6 +237,18 @@ void JitProcessSource::PollSide() {
   }
   stats_.inline_records += records.inlines.size();
   for (const jitdump::Unload& u : records.unloads) index_.AddUnload(u.t_ns, u.addr, u.index);
+  for (const jitdump::FrameInfo& f : records.frames) index_.AddFrame(f.index, f.frame_size, f.frame_complete);
+  stats_.frames += records.frames.size();
+  for (const jitdump::MethodName& m : records.methods) {
+    std::string_view name = *method_names_.insert(m.name).first;
+    auto& versions = methods_[m.method];
+    versions.emplace_back(m.t_ns, name);
+    if (versions.size() > 1 && versions[versions.size() - 2].first > m.t_ns) {
+      std::stable_sort(versions.begin(), versions.end(),
+                       [](const auto& a, const auto& b) { return a.first < b.first; });
+    }
+  }
+  stats_.methods += records.methods.size();
   stats_.unloads += records.unloads.size();
   if (p.corrupt) {
     warnings_.push_back(fmt::format("{}: {}; records after it are ignored", side_.path, p.error));
@@ -299,12 +311,41 @@ void JitProcessSource::Poll(uint64_t now_ns) {
 }
 
 std::optional<JitSymbol> JitProcessSource::Find(uint64_t addr, uint64_t t_ns) {
-  if (auto found = index_.Find(addr, t_ns)) return found;
-  // The record may have been appended after our last read.
-  const uint64_t now = JitMonotonicNowNs();
-  if (now - last_poll_ns_ < options_.reread_on_miss_ns) return std::nullopt;
-  Poll(now);
-  return index_.Find(addr, t_ns);
+  std::optional<JitSymbol> found = index_.Find(addr, t_ns);
+  if (!found) {
+    // The record may have been appended after our last read.
+    const uint64_t now = JitMonotonicNowNs();
+    if (now - last_poll_ns_ < options_.reread_on_miss_ns) return std::nullopt;
+    Poll(now);
+    found = index_.Find(addr, t_ns);
+  }
+  // In a JVM without -XX:+PreserveFramePointer, compiled code uses rbp as a
+  // general register; the interpreter and the stubs that set up frames of
+  // their own (call_stub, ...) keep it a frame pointer. Java methods are
+  // named Class.method, stubs are not.
+  if (found && vm_flags_ && !(*vm_flags_ & jitdump::kVmPreserveFramePointer) && found->kind == FrameKind::kJit &&
+      found->frame_size == 0 && found->name.find('.') != std::string_view::npos &&
+      found->name.find(' ') == std::string_view::npos) {
+    found->rbp_unreliable = true;
+  }
+  return found;
+}
+
+std::optional<std::string_view> JitProcessSource::MethodName(uint64_t method, uint64_t t_ns) {
+  auto it = methods_.find(method);
+  if (it == methods_.end()) {
+    const uint64_t now = JitMonotonicNowNs();
+    if (now - last_poll_ns_ < options_.reread_on_miss_ns) return std::nullopt;
+    Poll(now);
+    it = methods_.find(method);
+    if (it == methods_.end()) return std::nullopt;
+  }
+  // The latest name given at or before t_ns, else the earliest (a sample
+  // that raced the record).
+  const auto& versions = it->second;
+  auto later = std::upper_bound(versions.begin(), versions.end(), t_ns,
+                                [](uint64_t t, const auto& v) { return t < v.first; });
+  return later == versions.begin() ? versions.front().second : std::prev(later)->second;
 }
 
 }  // namespace arcprof

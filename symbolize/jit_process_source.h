@@ -12,6 +12,8 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <unordered_map>
+#include <unordered_set>
 #include <string>
 #include <vector>
 
@@ -50,6 +52,8 @@ struct JitSourceStats {
   uint64_t unloads = 0;
   uint64_t inline_records = 0;
   uint64_t thread_names = 0;
+  uint64_t methods = 0;  // Method* -> name records
+  uint64_t frames = 0;   // frame-size records
   bool corrupt = false;
 };
 
@@ -59,6 +63,7 @@ class JitProcessSource : public JitSymbolSource {
   ~JitProcessSource() override;
 
   std::optional<JitSymbol> Find(uint64_t addr, uint64_t t_ns) override;
+  std::optional<std::string_view> MethodName(uint64_t method, uint64_t t_ns) override;
 
   // Reads what was appended since the last call (and looks for files not
   // found yet). now_ns stamps perf-map lines read after the first read.
@@ -115,6 +120,9 @@ class JitProcessSource : public JitSymbolSource {
   std::set<std::string> warned_paths_;
   JitCodeIndex index_;
   JitSourceStats stats_;
+  // Method* -> (valid from, name), each address's versions in time order.
+  std::unordered_map<uint64_t, std::vector<std::pair<uint64_t, std::string_view>>> methods_;
+  std::unordered_set<std::string> method_names_;  // node-based: views stay valid
 };
 
 // CLOCK_MONOTONIC now, the clock of samples and jitdump records.

@@ -32,4 +32,27 @@ SymbolizedFrame JitResolver::Resolve(const ProcessInfo& process, uint64_t addr, 
   return frame;
 }
 
+JitSymbolSource* JitResolver::Source(const ProcessInfo& process) {
+  if (!factory_) return nullptr;
+  Entry& entry = sources_[process.pid];
+  if (!entry.tried) {
+    entry.tried = true;
+    entry.source = factory_(process);
+  }
+  return entry.source.get();
+}
+
+std::optional<JitSymbol> JitResolver::Find(const ProcessInfo& process, uint64_t addr, uint64_t t_ns) {
+  JitSymbolSource* source = Source(process);
+  return source ? source->Find(addr, t_ns) : std::nullopt;
+}
+
+std::optional<std::string_view> JitResolver::MethodName(const ProcessInfo& process, uint64_t method, uint64_t t_ns) {
+  JitSymbolSource* source = Source(process);
+  if (!source) return std::nullopt;
+  std::optional<std::string_view> name = source->MethodName(method, t_ns);
+  if (name) name = names_.Intern(*name);  // outlives the source, like every frame name
+  return name;
+}
+
 }  // namespace arcprof

@@ -28,6 +28,10 @@ class JitResolver {
   // source. *cacheable is cleared when a source answered (it grows).
   SymbolizedFrame Resolve(const ProcessInfo& process, uint64_t addr, uint64_t t_ns, bool* cacheable);
 
+  // The JIT code at addr with its frame facts; nullopt without a source or symbol.
+  std::optional<JitSymbol> Find(const ProcessInfo& process, uint64_t addr, uint64_t t_ns);
+  std::optional<std::string_view> MethodName(const ProcessInfo& process, uint64_t method, uint64_t t_ns);
+
   // Drops pid's source (exec replaced the image, or the process is gone).
   void Forget(uint32_t pid) { sources_.erase(pid); }
   size_t size() const { return sources_.size(); }
@@ -38,6 +42,7 @@ class JitResolver {
     bool tried = false;
   };
   NamePool& names_;  // names outlive the sources (dropped after their process)
+  JitSymbolSource* Source(const ProcessInfo& process);
   JitSymbolSourceFactory factory_;
   std::unordered_map<uint32_t, Entry> sources_;
 };

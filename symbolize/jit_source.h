@@ -23,6 +23,14 @@ struct JitSymbol {
   // (`name` itself not repeated); nullptr when none. Stays valid for the
   // Symbolizer's lifetime, like `name`.
   const std::vector<std::string_view>* inlined = nullptr;
+  // How to step out of this code's frame without a frame pointer (HotSpot
+  // compiled methods and stubs, from the agent): the frame's size in bytes
+  // (0 unknown) and the code offset from which it is set up (-1 never).
+  int32_t frame_size = 0;
+  int32_t frame_complete = -1;
+  // rbp is not known to be a frame pointer here (a JVM without
+  // -XX:+PreserveFramePointer, in compiled code without a frame size).
+  bool rbp_unreliable = false;
 };
 
 // Symbols of one process's JIT code, versioned by time like the mapping
@@ -31,6 +39,9 @@ class JitSymbolSource {
  public:
   virtual ~JitSymbolSource() = default;
   virtual std::optional<JitSymbol> Find(uint64_t addr, uint64_t t_ns) = 0;
+  // A Java method's name by HotSpot's Method* (interpreted frames hold it),
+  // as known at t_ns; the view stays valid for the source's lifetime.
+  virtual std::optional<std::string_view> MethodName(uint64_t method, uint64_t t_ns) { return std::nullopt; }
 };
 
 // Called once per process, on its first JIT frame. May return nullptr (no

@@ -227,6 +227,37 @@ ParseProgress ParseSideRecords(std::string_view data, SideRecords* out) {
         out->inlines.push_back(std::move(info));
         break;
       }
+      case kSideMethods: {
+        if (total < kSideMethodsFixedSize) return Corrupt(off, "METHODS too short");
+        const uint32_t count = r.U32(off + 16);
+        // 8 bytes of address and at least a NUL per method.
+        if (count > (total - kSideMethodsFixedSize) / 9) return Corrupt(off, "METHODS count exceeds the record");
+        size_t names = off + kSideMethodsFixedSize + size_t{count} * 8;
+        for (uint32_t i = 0; i < count; ++i) {
+          MethodName m;
+          m.t_ns = t_ns;
+          m.method = r.U64(off + kSideMethodsFixedSize + size_t{i} * 8);
+          if (!CString(data, names, end, &m.name, &len)) return Corrupt(off, "METHODS name unterminated");
+          names += len;
+          out->methods.push_back(std::move(m));
+        }
+        break;
+      }
+      case kSideFrame: {
+        if (total < kSideFrameSize) return Corrupt(off, "FRAME too short");
+        FrameInfo f;
+        f.t_ns = t_ns;
+        f.addr = r.U64(off + 16);
+        f.index = r.U64(off + 24);
+        f.frame_size = static_cast<int32_t>(r.U32(off + 32));
+        f.frame_complete = static_cast<int32_t>(r.U32(off + 36));
+        // A frame larger than a thread's stack is no frame.
+        if (f.frame_size <= 0 || f.frame_size > (64 << 20) || (f.frame_size & 7) != 0) {
+          return Corrupt(off, "FRAME size out of range");
+        }
+        out->frames.push_back(f);
+        break;
+      }
       default:
         ++out->skipped;
         break;

@@ -86,11 +86,26 @@ struct InlineInfo {
   std::vector<InlineEntry> entries;
 };
 
+struct MethodName {
+  uint64_t t_ns = 0;
+  uint64_t method = 0;  // HotSpot Method*
+  std::string name;
+};
+
+struct FrameInfo {
+  uint64_t t_ns = 0;
+  uint64_t addr = 0, index = 0;
+  int32_t frame_size = 0;      // bytes, > 0
+  int32_t frame_complete = -1;  // code offset, -1 never
+};
+
 struct SideRecords {
   std::vector<VmInfo> vm;
   std::vector<ThreadName> threads;
   std::vector<Unload> unloads;
   std::vector<InlineInfo> inlines;
+  std::vector<MethodName> methods;
+  std::vector<FrameInfo> frames;
   uint64_t skipped = 0;
 };
 

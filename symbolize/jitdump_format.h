@@ -56,6 +56,17 @@ enum SideRecordId : uint32_t {
   // (exclusive) up to its own pc_offset (inclusive): HotSpot records its
   // scopes at call return addresses and safepoint polls.
   kSideInline = 4,
+  // u32 count, u32 reserved, then count x u64 Method* (HotSpot's address of
+  // the method's metadata), then count NUL-terminated method names in the
+  // same order. Valid from the record's time on (a later record for the same
+  // Method* replaces it: class unloading frees and reuses them).
+  kSideMethods = 5,
+  // u64 code_addr, u64 code_index, i32 frame_size (bytes from the stack
+  // pointer inside the method's body to just above its return address: the
+  // caller's stack pointer; the return address is at frame_size - 8 and the
+  // caller's rbp at frame_size - 16), i32 frame_complete (code offset where
+  // the frame is set up; -1 never), from HotSpot's CodeBlob.
+  kSideFrame = 6,
 };
 
 inline constexpr uint32_t kVmPreserveFramePointer = 1u << 0;
@@ -65,5 +76,7 @@ inline constexpr uint32_t kSideVmInfoFixedSize = 24;
 inline constexpr uint32_t kSideThreadNameFixedSize = 24;
 inline constexpr uint32_t kSideUnloadSize = 32;
 inline constexpr uint32_t kSideInlineFixedSize = 40;
+inline constexpr uint32_t kSideMethodsFixedSize = 24;
+inline constexpr uint32_t kSideFrameSize = 40;
 
 }  // namespace arcprof::jitdump

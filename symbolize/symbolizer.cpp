@@ -377,6 +377,22 @@ uint64_t Symbolizer::ProcessVersion(uint32_t pid) const {
 
 std::map<std::string, std::string> Symbolizer::ModuleBuildIds() const { return impl_->build_ids; }
 
+std::optional<JitSymbol> Symbolizer::FindJitCode(uint32_t pid, uint64_t addr, uint64_t t_ns) {
+  Impl& impl = *impl_;
+  impl.EnsureKnown(pid, t_ns);
+  const TimelineProcess* process = impl.timeline.Find(pid);
+  if (!process) return std::nullopt;
+  const Timeline::Hit hit = Timeline::Lookup(*process, addr, t_ns);
+  if (!hit.mapping || hit.mapping->kind != MappingKind::kAnonExec) return std::nullopt;
+  return impl.jit.Find(impl.registry.Get(pid).info, addr, t_ns);
+}
+
+std::optional<std::string_view> Symbolizer::JavaMethodName(uint32_t pid, uint64_t method, uint64_t t_ns) {
+  Impl& impl = *impl_;
+  if (!impl.timeline.Find(pid)) return std::nullopt;
+  return impl.jit.MethodName(impl.registry.Get(pid).info, method, t_ns);
+}
+
 void Symbolizer::SetJitSymbolSourceFactory(JitSymbolSourceFactory factory) {
   impl_->jit.SetFactory(std::move(factory));
   // Cached kJitNoMap answers predate the source.

@@ -148,6 +148,12 @@ class Symbolizer {
   // and pprof mappings.
   std::map<std::string, std::string> ModuleBuildIds() const;
 
+  // JIT code (anonymous executable memory with a JIT source) at addr in pid
+  // at t_ns, with its frame facts for the unwinder; nullopt otherwise.
+  std::optional<JitSymbol> FindJitCode(uint32_t pid, uint64_t addr, uint64_t t_ns);
+  // A Java method's name by its Method* in pid (interpreted frames).
+  std::optional<std::string_view> JavaMethodName(uint32_t pid, uint64_t method, uint64_t t_ns);
+
   // Installs the source of JIT symbols for anonymous executable memory.
   void SetJitSymbolSourceFactory(JitSymbolSourceFactory factory);
 

@@ -23,6 +23,7 @@ const char* UnwindStopName(UnwindStop stop) {
     case UnwindStop::kUnmappedMemory: return "unmapped memory";
     case UnwindStop::kMaxDepth: return "max depth";
     case UnwindStop::kNoProcess: return "no process";
+    case UnwindStop::kJitFrame: return "jit frame";
   }
   return "unknown";
 }
@@ -361,6 +362,26 @@ std::optional<UnwindResult> Unwinder::FastUnwind(const UnwindInput& input, bool 
       return result;
     }
     uint64_t ra, cfa;
+    if (!file && rule.kind == Rule::kNoInfo) {
+      uint64_t method = 0;
+      const JitStep step = StepJit(input, result.pcs.size() == 1, pc, &sp, &bp, &ra, &method);
+      if (step == JitStep::kStop) {
+        result.stop = UnwindStop::kJitFrame;
+        return result;
+      }
+      if (method != 0) {
+        result.java_methods.resize(result.pcs.size(), 0);
+        result.java_methods.back() = method;
+      }
+      if (step == JitStep::kStepped) {
+        if (ra == 0) {
+          result.stop = UnwindStop::kComplete;
+          return result;
+        }
+        pc = ra;
+        continue;
+      }
+    }
     if (rule.kind == Rule::kStep) {
       cfa = (rule.cfa_reg == 7 ? sp : bp) + static_cast<int64_t>(rule.cfa_off);
       if (!read(cfa + static_cast<int64_t>(rule.ra_off), &ra)) {
@@ -436,6 +457,57 @@ UnwindResult Unwinder::DwflUnwind(const UnwindInput& input, bool fp_fallback, si
                                                                   : UnwindStop::kNoUnwindInfo;
   }
   return result;
+}
+
+Unwinder::JitStep Unwinder::StepJit(const UnwindInput& input, bool leaf, uint64_t pc, uint64_t* sp, uint64_t* bp,
+                                    uint64_t* ra, uint64_t* java_method) {
+  const uint64_t lookup = leaf ? pc : pc - 1;
+  std::optional<JitSymbol> code = symbolizer_.FindJitCode(input.pid, lookup, input.t_ns);
+  if (!code) return JitStep::kNotJit;
+  const uint64_t stack_lo = input.regs[7];
+  auto read = [&](uint64_t addr, uint64_t* out) -> bool {
+    if (addr < stack_lo || addr - stack_lo + 8 > input.stack_len) return false;
+    memcpy(out, input.stack + (addr - stack_lo), 8);
+    return true;
+  };
+  // A return address must be in code we know: a mapped file or JIT code.
+  auto plausible = [&](uint64_t addr) {
+    return addr != 0 && (symbolizer_.FindMappedFile(input.pid, addr - 1, input.t_ns) ||
+                         symbolizer_.FindJitCode(input.pid, addr - 1, input.t_ns));
+  };
+  if (code->kind == FrameKind::kInterpreted) {
+    // HotSpot's interpreter keeps rbp as its frame pointer: [rbp] the
+    // caller's rbp, [rbp+8] the return address, [rbp-24] the Method*.
+    uint64_t next_bp;
+    if (*bp < *sp || !read(*bp + 8, ra) || !read(*bp, &next_bp)) return JitStep::kStop;
+    uint64_t method = 0;
+    if (read(*bp - 24, &method)) *java_method = method;
+    *sp = *bp + 16;
+    *bp = next_bp;
+    ++stats_.interpreted_frames;
+    return *ra == 0 || plausible(*ra) ? JitStep::kStepped : JitStep::kStop;
+  }
+  if (code->frame_size > 0) {
+    const uint64_t offset = lookup - code->start;
+    uint64_t cfa = *sp + static_cast<uint64_t>(code->frame_size);
+    if (leaf && (code->frame_complete < 0 || offset < static_cast<uint64_t>(code->frame_complete))) {
+      // Not set up yet: only the entry itself is known (the return address
+      // on top of the stack); inside the prologue the stack is in motion.
+      if (offset != 0) return JitStep::kStop;
+      cfa = *sp + 8;
+      if (!read(*sp, ra)) return JitStep::kStop;
+      *sp = cfa;
+      return plausible(*ra) ? JitStep::kStepped : JitStep::kStop;
+    }
+    uint64_t saved_bp;
+    if (!read(cfa - 8, ra) || !read(cfa - 16, &saved_bp)) return JitStep::kStop;
+    if (!plausible(*ra)) return JitStep::kStop;
+    *sp = cfa;
+    *bp = saved_bp;
+    ++stats_.jit_frames_stepped;
+    return JitStep::kStepped;
+  }
+  return code->rbp_unreliable ? JitStep::kStop : JitStep::kNotJit;
 }
 
 std::optional<uint64_t> Unwinder::LeafCaller(const UnwindInput& input) {

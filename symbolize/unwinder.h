@@ -35,13 +35,18 @@ enum class UnwindStop : uint8_t {
   kUnmappedMemory = 3,  // a frame's pc is outside every known mapping
   kMaxDepth = 4,
   kNoProcess = 5,       // nothing known about the address space
+  kJitFrame = 6,        // JIT code that cannot be stepped with confidence
 };
+inline constexpr size_t kUnwindStopCount = 7;
 const char* UnwindStopName(UnwindStop stop);
 
 struct UnwindResult {
   // Leaf first: pcs[0] is the sampled ip, the others are return addresses.
   std::vector<uint64_t> pcs;
   UnwindStop stop = UnwindStop::kComplete;
+  // Parallel to pcs when not empty: the HotSpot Method* an interpreted
+  // frame holds (0 for every other frame), for naming it.
+  std::vector<uint64_t> java_methods;
 };
 
 struct UnwinderStats {
@@ -50,6 +55,8 @@ struct UnwinderStats {
   uint64_t rules_computed = 0;  // CFI rows interpreted by libdw
   uint64_t dwfl_created = 0;
   uint64_t modules_reported = 0;
+  uint64_t jit_frames_stepped = 0;   // by their frame size
+  uint64_t interpreted_frames = 0;   // through rbp, Method* read
 };
 
 class Unwinder {
@@ -93,6 +100,11 @@ class Unwinder {
                                          size_t max_frames);
   UnwindResult DwflUnwind(const UnwindInput& input, bool fp_fallback, size_t max_frames);
   Rule RuleAt(uint32_t file_id, int fd, uint64_t vaddr);
+  // One step out of JIT code by what its runtime told us (HotSpot: frame
+  // sizes of compiled code, rbp frames of the interpreter).
+  enum class JitStep { kNotJit, kStepped, kStop };
+  JitStep StepJit(const UnwindInput& input, bool leaf, uint64_t pc, uint64_t* sp, uint64_t* bp, uint64_t* ra,
+                  uint64_t* java_method);
 
   // Drops spaces and CFI of processes and files the symbolizer forgot.
   void Prune();

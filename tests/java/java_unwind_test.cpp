@@ -1,0 +1,179 @@
+// Java stacks as a whole: a known call chain (Split: interpreted main ->
+// compiled drive -> alpha/beta 3:1, and a deep chain d1..d7 with inlining),
+// late-attached, with and without -XX:+PreserveFramePointer, on both JDKs;
+// a program that stays interpreted (-Xint).
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "tests/loader/runtime_util.h"
+
+namespace arcprof::testing {
+namespace {
+
+const std::string kArcprof = ARCPROF_BIN;
+const std::string kClasses = JAVA_CLASSES;
+
+struct Case {
+  std::string name;
+  std::string home;
+  bool preserve_fp;
+};
+
+void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
+
+bool Complete(const std::vector<std::string>& stack) {
+  return !stack.empty() && (stack[0] == "clone3" || stack[0] == "clone" || stack[0] == "start_thread");
+}
+
+// Index of the first frame named `name`, or -1.
+int Find(const std::vector<std::string>& stack, const std::string& name) {
+  auto it = std::find(stack.begin(), stack.end(), name);
+  return it == stack.end() ? -1 : static_cast<int>(it - stack.begin());
+}
+
+bool HasChain(const std::vector<std::string>& stack, const std::vector<std::string>& chain) {
+  return std::search(stack.begin(), stack.end(), chain.begin(), chain.end()) != stack.end();
+}
+
+struct SplitFigures {
+  uint64_t java = 0, full = 0, alpha = 0, beta = 0, skipped = 0;
+  uint64_t deep = 0, deep_full = 0, deep_skipped = 0;
+  uint64_t interpreter_anonymous = 0;
+};
+
+// `callee` anywhere but at the root of a stack must sit right under `caller`:
+// otherwise the walk jumped over a frame.
+bool Skips(const std::vector<std::string>& stack, const std::string& caller, const std::string& callee) {
+  const int at = Find(stack, callee);
+  return at > 0 && stack[static_cast<size_t>(at) - 1] != caller;
+}
+
+SplitFigures Measure(const Profile& p, pid_t pid) {
+  SplitFigures f;
+  auto main_thread = [pid](const ThreadRecord& t) { return static_cast<pid_t>(t.pid) == pid && t.comm == "main"; };
+  for (const auto& [stack, n] : Stacks(p, main_thread)) {
+    const bool java = std::any_of(stack.begin(), stack.end(), [](const std::string& s) { return s.rfind("Split.", 0) == 0; });
+    if (!java) continue;
+    f.java += n;
+    const bool a = HasChain(stack, {"Split.main", "Split.drive", "Split.alpha"});
+    const bool b = HasChain(stack, {"Split.main", "Split.drive", "Split.beta"});
+    if ((a || b) && Complete(stack)) f.full += n;
+    if (Find(stack, "Split.alpha") >= 0) f.alpha += n;
+    if (Find(stack, "Split.beta") >= 0) f.beta += n;
+    if (Skips(stack, "Split.drive", "Split.alpha") || Skips(stack, "Split.drive", "Split.beta") ||
+        Skips(stack, "Split.main", "Split.drive")) {
+      f.skipped += n;
+    }
+    if (Find(stack, "Interpreter") >= 0) f.interpreter_anonymous += n;
+  }
+  auto deep_thread = [pid](const ThreadRecord& t) { return static_cast<pid_t>(t.pid) == pid && t.comm == "deep"; };
+  const std::vector<std::string> chain = {"Split.d1", "Split.d2", "Split.d3", "Split.d4",
+                                          "Split.d5", "Split.d6", "Split.d7"};
+  for (const auto& [stack, n] : Stacks(p, deep_thread)) {
+    if (Find(stack, "Split.d1") < 0 && Find(stack, "Split.work") < 0) continue;
+    f.deep += n;
+    if (HasChain(stack, chain) && Complete(stack)) f.deep_full += n;
+    bool skipped = false;
+    for (size_t k = 1; k < chain.size(); ++k) skipped = skipped || Skips(stack, chain[k - 1], chain[k]);
+    if (skipped) f.deep_skipped += n;
+  }
+  return f;
+}
+
+const std::vector<std::string> kCompileFlags = {
+    "-XX:CompileCommand=quiet",           "-XX:CompileCommand=dontinline,Split::drive",
+    "-XX:CompileCommand=dontinline,Split::alpha", "-XX:CompileCommand=dontinline,Split::beta",
+    "-XX:CompileCommand=dontinline,Split::work",  "-XX:CompileCommand=dontinline,Split::d2",
+    "-XX:CompileCommand=dontinline,Split::d4",    "-XX:CompileCommand=dontinline,Split::d6"};
+
+void RemoveJitFiles(pid_t pid) {
+  for (const char* ext : {".dump", ".arcprof"}) unlink(("/tmp/jit-" + std::to_string(pid) + ext).c_str());
+}
+
+class JavaUnwind : public ::testing::TestWithParam<Case> {};
+
+TEST_P(JavaUnwind, LateAttachedSplitHasFullChainsAndThreeToOne) {
+  ARCPROF_REQUIRE_RECORD_CAPABLE();
+  const Case c = GetParam();
+  const std::string java = c.home + "/bin/java";
+  if (access(java.c_str(), X_OK) != 0) {
+    if (InCi()) FAIL() << java << " is missing (CI=true: must not skip)";
+    GTEST_SKIP() << java << " is not installed";
+  }
+  std::vector<std::string> argv = {java, c.preserve_fp ? "-XX:+PreserveFramePointer" : "-XX:-PreserveFramePointer",
+                                   "-XX:+EnableDynamicAgentLoading"};
+  argv.insert(argv.end(), kCompileFlags.begin(), kCompileFlags.end());
+  argv.insert(argv.end(), {"-cp", kClasses, "Split", "30"});
+  Subprocess jvm(argv);
+  ASSERT_TRUE(jvm.WaitForStderr("split: running", 30)) << jvm.stderr_text();
+  const pid_t pid = jvm.pid();
+  // Warm-up: drive, alpha and beta compiled (C2) before the window.
+  sleep(3);
+  TempDir tmp;
+  const std::string db = tmp.path("split.db");
+  Subprocess rec({kArcprof, "record", "-o", db, "-d", "6", "-p", std::to_string(pid)});
+  ASSERT_EQ(rec.Wait(), 0) << rec.stderr_text();
+  jvm.Signal(SIGKILL);
+  jvm.Wait();
+  RemoveJitFiles(pid);
+  Profile p = LoadCapture(db);
+  const SplitFigures f = Measure(p, pid);
+  RecordProperty("main_java_samples", static_cast<int>(f.java));
+  RecordProperty("main_full_chain_permille", static_cast<int>(f.java ? 1000 * f.full / f.java : 0));
+  RecordProperty("deep_full_chain_permille", static_cast<int>(f.deep ? 1000 * f.deep_full / f.deep : 0));
+  RecordProperty("alpha_permille", static_cast<int>(f.alpha + f.beta ? 1000 * f.alpha / (f.alpha + f.beta) : 0));
+  ASSERT_GT(f.java, 200u) << c.name;  // about 3000 on an idle machine
+  ASSERT_GT(f.deep, 200u) << c.name;
+  EXPECT_GE(static_cast<double>(f.full) / static_cast<double>(f.java), 0.95)
+      << c.name << ": " << f.full << "/" << f.java << " main-thread samples carry main;drive;alpha|beta";
+  EXPECT_NEAR(static_cast<double>(f.alpha) / static_cast<double>(f.alpha + f.beta), 0.75, 0.02)
+      << c.name << ": alpha " << f.alpha << " beta " << f.beta;
+  EXPECT_EQ(f.skipped, 0u) << c.name;
+  EXPECT_GE(static_cast<double>(f.deep_full) / static_cast<double>(f.deep), 0.95)
+      << c.name << ": " << f.deep_full << "/" << f.deep << " deep-thread samples carry d1..d7";
+  EXPECT_EQ(f.deep_skipped, 0u) << c.name;
+  // main stays interpreted: named by its Method*, not "Interpreter".
+  EXPECT_LE(static_cast<double>(f.interpreter_anonymous) / static_cast<double>(f.java), 0.02) << c.name;
+  EXPECT_GT(p.counters["java.interpreted_frames_named"], 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Jdks, JavaUnwind,
+    ::testing::Values(Case{"openjdk17_noPFP", JDK17_HOME, false}, Case{"openjdk17_PFP", JDK17_HOME, true},
+                      Case{"temurin25_noPFP", TEMURIN_HOME, false}, Case{"temurin25_PFP", TEMURIN_HOME, true}),
+    [](const auto& info) { return info.param.name; });
+
+// -Xint: every Java frame is an interpreted one, named by its method.
+TEST(JavaUnwindMisc, InterpretedOnlyProgramIsNamedByMethod) {
+  ARCPROF_REQUIRE_RECORD_CAPABLE();
+  const std::string java = std::string(JDK17_HOME) + "/bin/java";
+  Subprocess jvm({java, "-Xint", "-XX:+EnableDynamicAgentLoading", "-cp", kClasses, "Split", "30"});
+  ASSERT_TRUE(jvm.WaitForStderr("split: running", 30)) << jvm.stderr_text();
+  const pid_t pid = jvm.pid();
+  TempDir tmp;
+  const std::string db = tmp.path("xint.db");
+  Subprocess rec({kArcprof, "record", "-o", db, "-d", "4", "-p", std::to_string(pid)});
+  ASSERT_EQ(rec.Wait(), 0) << rec.stderr_text();
+  jvm.Signal(SIGKILL);
+  jvm.Wait();
+  RemoveJitFiles(pid);
+  Profile p = LoadCapture(db);
+  const SplitFigures f = Measure(p, pid);
+  ASSERT_GT(f.java, 200u);
+  RecordProperty("named_permille", static_cast<int>(1000 * (f.java - f.interpreter_anonymous) / f.java));
+  EXPECT_GE(static_cast<double>(f.java - f.interpreter_anonymous) / static_cast<double>(f.java), 0.95)
+      << f.interpreter_anonymous << "/" << f.java << " main-thread samples have an anonymous Interpreter frame";
+  EXPECT_GE(static_cast<double>(f.full) / static_cast<double>(f.java), 0.95) << f.full << "/" << f.java;
+  EXPECT_EQ(f.skipped, 0u);
+  for (const FrameRecord& fr : p.frames.all()) {
+    if (fr.symbol == "Split.drive") EXPECT_EQ(fr.kind, FrameKind::kInterpreted);
+  }
+}
+
+}  // namespace
+}  // namespace arcprof::testing
