@@ -5,7 +5,7 @@ CC := clang
 CXX := clang++
 export CC CXX
 
-.PHONY: all deps configure build run test bench fuzz format clean
+.PHONY: all deps configure build run test bench fuzz format clean install
 
 all: build
 
@@ -34,6 +34,13 @@ test: build
 
 bench: build
 	@scripts/run-bench.sh $(BUILD)
+
+# Installs arcprof, its JVMTI agent and packaging/arcprof.service under
+# PREFIX (default /usr/local; docs/continuous.md). DESTDIR is honoured.
+PREFIX ?= /usr/local
+install: deps configure
+	cmake --build $(BUILD) --target arcprof arcprof_jvmti
+	cmake --install $(BUILD) --prefix $(PREFIX)
 
 format:
 	@git ls-files '*.cc' '*.cpp' '*.h' '*.c' | grep -v '^vmlinux/' | xargs clang-format -i

@@ -55,19 +55,29 @@ Result<void> CheckContinuousCapabilities(bool java_attach) {
     int cap;
     const char* name;
     const char* why;
+    bool java_only;
   };
+  // The set packaging/arcprof.service grants, in its order.
   const Needed needed[] = {
-      {39, "CAP_BPF", "to load the sampling programs"},
-      {38, "CAP_PERFMON", "to open perf events on every CPU"},
-      {19, "CAP_SYS_PTRACE", "to read other processes' memory maps and attach to JVMs"},
-      {24, "CAP_SYS_RESOURCE", "to lock the ring buffers in memory"},
+      {39, "CAP_BPF", "to load the sampling programs", false},
+      {38, "CAP_PERFMON", "to open perf events on every CPU", false},
+      {19, "CAP_SYS_PTRACE", "to read other processes' memory maps", false},
+      {7, "CAP_SETUID", "to attach to JVMs as their user (or pass --no-java)", true},
+      {6, "CAP_SETGID", "to attach to JVMs as their group (or pass --no-java)", true},
   };
   for (const Needed& n : needed) {
-    if (n.cap == 19 && !java_attach) continue;
+    if (n.java_only && !java_attach) continue;
     if (!HasEffectiveCap(n.cap)) {
       return MakeError(std::string("arcprof continuous needs ") + n.name + " " + n.why +
                        " (run it as root, or with the capabilities of packaging/arcprof.service)");
     }
+  }
+  // Without these it runs, with fewer names: say so once.
+  if (!HasEffectiveCap(34)) {
+    fprintf(stderr, "arcprof: without CAP_SYSLOG kernel frames stay unnamed (/proc/kallsyms hides addresses)\n");
+  }
+  if (!HasEffectiveCap(2)) {
+    fprintf(stderr, "arcprof: without CAP_DAC_READ_SEARCH binaries this user cannot read stay unnamed\n");
   }
   return {};
 }

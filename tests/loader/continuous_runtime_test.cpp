@@ -229,3 +229,146 @@ TEST(ContinuousRuntime, RetentionBySizeKeepsTheNewestWindows) {
 
 }  // namespace
 }  // namespace arcprof::testing
+
+namespace arcprof::testing {
+namespace {
+
+// The capabilities packaging/arcprof.service grants (AmbientCapabilities=).
+std::vector<std::string> UnitCapabilities() {
+  std::ifstream unit(std::string(ARCPROF_SOURCE_DIR) + "/packaging/arcprof.service");
+  std::vector<std::string> caps;
+  for (std::string line; std::getline(unit, line);) {
+    if (line.rfind("AmbientCapabilities=", 0) != 0) continue;
+    std::istringstream words(line.substr(line.find('=') + 1));
+    for (std::string cap; words >> cap;) caps.push_back(cap);
+  }
+  return caps;
+}
+
+// setpriv's spelling: CAP_SYS_PTRACE -> +sys_ptrace.
+std::string SetprivCaps(const std::vector<std::string>& caps) {
+  std::string out = "-all";
+  for (std::string cap : caps) {
+    for (char& c : cap) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    out += ",+" + cap.substr(4);
+  }
+  return out;
+}
+
+bool HaveTool(const std::string& path) { return access(path.c_str(), X_OK) == 0; }
+
+#define ARCPROF_REQUIRE_TOOL(path, package)                                                 \
+  do {                                                                                      \
+    if (!HaveTool(path)) {                                                                  \
+      if (InCi()) FAIL() << path << " is missing (package " << package << ")";              \
+      GTEST_SKIP() << path << " is missing (package " << package << ")";                    \
+    }                                                                                       \
+  } while (0)
+
+TEST(ContinuousPackaging, SystemdUnitVerifies) {
+  ARCPROF_REQUIRE_TOOL("/usr/bin/systemd-analyze", "systemd");
+  TempDir tmp;
+  // verify checks that ExecStart exists: point it at this build's binary.
+  std::ifstream in(std::string(ARCPROF_SOURCE_DIR) + "/packaging/arcprof.service");
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string unit = text.str();
+  const std::string installed = "/usr/local/bin/arcprof";
+  ASSERT_NE(unit.find("ExecStart=" + installed + " continuous"), std::string::npos);
+  unit.replace(unit.find(installed), installed.size(), kArcprof);
+  std::ofstream(tmp.path("arcprof.service")) << unit;
+  auto [code, out] = RunCapture({"/bin/sh", "-c", "/usr/bin/systemd-analyze verify " + tmp.path("arcprof.service") + " 2>&1"});
+  EXPECT_EQ(code, 0) << out;
+  EXPECT_EQ(out, "");
+  EXPECT_EQ(UnitCapabilities(), (std::vector<std::string>{"CAP_BPF", "CAP_PERFMON", "CAP_SYS_PTRACE", "CAP_SYSLOG",
+                                                           "CAP_DAC_READ_SEARCH", "CAP_SETUID", "CAP_SETGID"}));
+}
+
+TEST(ContinuousPackaging, MakeInstallPutsBinaryAgentAndUnitTogether) {
+  TempDir tmp;
+  auto [code, out] = RunCapture({"/bin/sh", "-c",
+                                 "DESTDIR=" + tmp.dir() + " cmake --install " + ARCPROF_BUILD_DIR +
+                                     " --prefix /usr/local 2>&1"});
+  ASSERT_EQ(code, 0) << out;
+  const std::string root = tmp.dir() + "/usr/local";
+  EXPECT_EQ(access((root + "/lib/arcprof/arcprof").c_str(), X_OK), 0);
+  EXPECT_EQ(access((root + "/lib/arcprof/libarcprof_jvmti.so").c_str(), R_OK), 0);
+  EXPECT_EQ(access((root + "/lib/systemd/system/arcprof.service").c_str(), R_OK), 0);
+  std::error_code ec;
+  EXPECT_EQ(std::filesystem::read_symlink(root + "/bin/arcprof", ec).string(), "../lib/arcprof/arcprof");
+  // The installed binary runs (the agent sits next to it for java attach).
+  auto [vcode, version] = RunCapture({root + "/bin/arcprof", "--version"});
+  EXPECT_EQ(vcode, 0) << version;
+}
+
+// Runs continuous as uid/gid 65534 holding exactly `caps` (ambient), from a
+// copy of the binary nobody can replace.
+class AsNobody {
+ public:
+  AsNobody() {
+    chmod(tmp_.dir().c_str(), 0755);
+    std::filesystem::copy_file(kArcprof, tmp_.path("arcprof"));
+    chmod(tmp_.path("arcprof").c_str(), 0755);
+    store_parent_ = tmp_.path("state");
+    mkdir(store_parent_.c_str(), 0700);
+    chown(store_parent_.c_str(), 65534, 65534);
+  }
+  std::vector<std::string> Argv(const std::vector<std::string>& caps) const {
+    const std::string set = SetprivCaps(caps);
+    return {"/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=" + set,
+            "--ambient-caps=" + set, "--bounding-set=" + set, "--", tmp_.path("arcprof"), "continuous",
+            "--store", store(), "--window", "1s"};
+  }
+  std::string store() const { return store_parent_ + "/store"; }
+
+ private:
+  TempDir tmp_;
+  std::string store_parent_;
+};
+
+TEST(ContinuousPackaging, RunsAsAnUnprivilegedUserWithExactlyTheUnitsCapabilities) {
+  ARCPROF_REQUIRE_RECORD_CAPABLE();
+  ARCPROF_REQUIRE_TOOL("/usr/bin/setpriv", "util-linux");
+  AsNobody run;
+  Subprocess daemon(run.Argv(UnitCapabilities()));
+  ASSERT_TRUE(daemon.WaitForStderr("continuous capture of system", 20)) << daemon.stderr_text();
+  ASSERT_TRUE(WaitForWindows(run.store(), 2, 20)) << daemon.stderr_text();
+  daemon.Signal(SIGTERM);
+  ASSERT_EQ(daemon.Wait(), 0) << daemon.stderr_text();
+  EXPECT_EQ(daemon.stderr_text().find("without CAP_"), std::string::npos) << daemon.stderr_text();
+  struct stat st {};
+  ASSERT_EQ(stat(run.store().c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, 65534u);
+  // Named kernel frames (CAP_SYSLOG) and named frames of root's processes.
+  auto store = WindowStore::OpenForReading(run.store());
+  ASSERT_TRUE(store);
+  auto all = store->ReadRange(0, UINT64_MAX, nullptr);
+  ASSERT_TRUE(all) << all.error().message;
+  size_t kernel_named = 0, user_named = 0;
+  for (const FrameRecord& f : all->frames.all()) {
+    if (f.kind == FrameKind::kKernel && !f.symbol.empty()) ++kernel_named;
+    if (f.kind == FrameKind::kNative && !f.symbol.empty()) ++user_named;
+  }
+  EXPECT_GT(kernel_named, 10u);
+  EXPECT_GT(user_named, 10u);
+}
+
+TEST(ContinuousPackaging, AMissingCapabilityIsOneClearLine) {
+  ARCPROF_REQUIRE_RECORD_CAPABLE();
+  ARCPROF_REQUIRE_TOOL("/usr/bin/setpriv", "util-linux");
+  for (const std::string missing : {"CAP_BPF", "CAP_PERFMON", "CAP_SYS_PTRACE", "CAP_SETUID"}) {
+    AsNobody run;
+    std::vector<std::string> caps;
+    for (const std::string& c : UnitCapabilities()) {
+      if (c != missing) caps.push_back(c);
+    }
+    Subprocess daemon(run.Argv(caps));
+    EXPECT_EQ(daemon.Wait(), 1) << missing;
+    const std::string& err = daemon.stderr_text();
+    EXPECT_EQ(err.rfind("arcprof: arcprof continuous needs " + missing + " ", 0), 0u) << err;
+    EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
+  }
+}
+
+}  // namespace
+}  // namespace arcprof::testing
