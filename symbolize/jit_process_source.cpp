@@ -324,7 +324,7 @@ std::optional<JitSymbol> JitProcessSource::Find(uint64_t addr, uint64_t t_ns) {
   // their own (call_stub, ...) keep it a frame pointer. Java methods are
   // named Class.method, stubs are not.
   if (found && vm_flags_ && !(*vm_flags_ & jitdump::kVmPreserveFramePointer) && found->kind == FrameKind::kJit &&
-      found->frame_size == 0 && found->name.find('.') != std::string_view::npos &&
+      found->name.find('.') != std::string_view::npos &&
       found->name.find(' ') == std::string_view::npos) {
     found->rbp_unreliable = true;
   }

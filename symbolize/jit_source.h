@@ -28,8 +28,8 @@ struct JitSymbol {
   // (0 unknown) and the code offset from which it is set up (-1 never).
   int32_t frame_size = 0;
   int32_t frame_complete = -1;
-  // rbp is not known to be a frame pointer here (a JVM without
-  // -XX:+PreserveFramePointer, in compiled code without a frame size).
+  // rbp is not a frame pointer here (compiled Java code in a JVM without
+  // -XX:+PreserveFramePointer): step by frame_size or not at all.
   bool rbp_unreliable = false;
 };
 

@@ -221,7 +221,9 @@ UnwindResult Unwinder::Unwind(const UnwindInput& input, bool fp_fallback, size_t
     ++stats_.fast_unwinds;
     return std::move(*fast);
   }
-  return DwflUnwind(input, fp_fallback, max_frames);
+  UnwindResult result = DwflUnwind(input, fp_fallback, max_frames);
+  EndAtUnreliableJit(input, &result);
+  return result;
 }
 
 // One Elf and its .eh_frame CFI per file, shared by every process mapping it.
@@ -508,6 +510,19 @@ Unwinder::JitStep Unwinder::StepJit(const UnwindInput& input, bool leaf, uint64_
     return JitStep::kStepped;
   }
   return code->rbp_unreliable ? JitStep::kStop : JitStep::kNotJit;
+}
+
+void Unwinder::EndAtUnreliableJit(const UnwindInput& input, UnwindResult* result) {
+  for (size_t i = 0; i + 1 < result->pcs.size(); ++i) {
+    const uint64_t lookup = i == 0 ? result->pcs[i] : result->pcs[i] - 1;
+    if (symbolizer_.FindMappedFile(input.pid, lookup, input.t_ns)) continue;
+    std::optional<JitSymbol> code = symbolizer_.FindJitCode(input.pid, lookup, input.t_ns);
+    if (code && code->rbp_unreliable) {
+      result->pcs.resize(i + 1);
+      result->stop = UnwindStop::kJitFrame;
+      return;
+    }
+  }
 }
 
 std::optional<uint64_t> Unwinder::LeafCaller(const UnwindInput& input) {

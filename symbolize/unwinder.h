@@ -105,6 +105,9 @@ class Unwinder {
   enum class JitStep { kNotJit, kStepped, kStop };
   JitStep StepJit(const UnwindInput& input, bool leaf, uint64_t pc, uint64_t* sp, uint64_t* bp, uint64_t* ra,
                   uint64_t* java_method);
+  // libdwfl steps JIT code through rbp: end a walk after the first JIT
+  // frame whose rbp is no frame pointer (what followed it is not its caller).
+  void EndAtUnreliableJit(const UnwindInput& input, UnwindResult* result);
 
   // Drops spaces and CFI of processes and files the symbolizer forgot.
   void Prune();

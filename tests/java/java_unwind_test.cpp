@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -116,7 +117,7 @@ TEST_P(JavaUnwind, LateAttachedSplitHasFullChainsAndThreeToOne) {
   sleep(3);
   TempDir tmp;
   const std::string db = tmp.path("split.db");
-  Subprocess rec({kArcprof, "record", "-o", db, "-d", "6", "-p", std::to_string(pid)});
+  Subprocess rec({kArcprof, "record", "-o", db, "-d", "8", "-p", std::to_string(pid)});
   ASSERT_EQ(rec.Wait(), 0) << rec.stderr_text();
   jvm.Signal(SIGKILL);
   jvm.Wait();
@@ -131,7 +132,11 @@ TEST_P(JavaUnwind, LateAttachedSplitHasFullChainsAndThreeToOne) {
   ASSERT_GT(f.deep, 200u) << c.name;
   EXPECT_GE(static_cast<double>(f.full) / static_cast<double>(f.java), 0.95)
       << c.name << ": " << f.full << "/" << f.java << " main-thread samples carry main;drive;alpha|beta";
-  EXPECT_NEAR(static_cast<double>(f.alpha) / static_cast<double>(f.alpha + f.beta), 0.75, 0.02)
+  // Within 2 points; on a loaded machine that gives the thread few samples,
+  // within 3 standard errors of a sample of that size (600 samples: 5.3).
+  const double n = static_cast<double>(f.alpha + f.beta);
+  const double tolerance = std::max(0.02, 3 * std::sqrt(0.75 * 0.25 / n));
+  EXPECT_NEAR(static_cast<double>(f.alpha) / n, 0.75, tolerance)
       << c.name << ": alpha " << f.alpha << " beta " << f.beta;
   EXPECT_EQ(f.skipped, 0u) << c.name;
   EXPECT_GE(static_cast<double>(f.deep_full) / static_cast<double>(f.deep), 0.95)
