@@ -316,6 +316,69 @@ std::string DefaultAgentPath() {
   return path.substr(0, slash + 1) + "libarcprof_jvmti.so";
 }
 
+namespace {
+
+// Whether pid lives in another mount namespace than arcprof (a container):
+// then the agent must be copied to where the JVM can open it.
+bool OtherMountNamespace(const std::string& proc_root, uint32_t pid) {
+  struct stat ours {}, theirs {};
+  if (stat("/proc/self/ns/mnt", &ours) != 0 ||
+      stat(fmt::format("{}/{}/ns/mnt", proc_root, pid).c_str(), &theirs) != 0) {
+    return false;
+  }
+  return ours.st_ino != theirs.st_ino || ours.st_dev != theirs.st_dev;
+}
+
+// A copy of the agent inside the JVM's root, in a new folder of its /tmp
+// made for it (root's, 0755; the file 0644): the JVM's /tmp is writable by
+// its users, so everything is created relative to a descriptor of that /tmp
+// opened without following symlinks, under a random name that must not
+// exist. Removed again once the JVM has loaded it (dlopen keeps it mapped).
+class AgentCopy {
+ public:
+  ~AgentCopy() {
+    if (tmp_.valid() && !dir_.empty()) {
+      unlinkat(dir_fd_.get(), "libarcprof_jvmti.so", 0);
+      unlinkat(tmp_.get(), dir_.c_str(), AT_REMOVEDIR);
+    }
+  }
+  // Returns the agent's path as the JVM sees it.
+  Result<std::string> Make(const std::string& root, const std::string& agent) {
+    tmp_ = ScopedFd(open((root + "/tmp").c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (!tmp_.valid()) return MakeError(fmt::format("cannot open the JVM's /tmp ({}/tmp): {}", root, std::strerror(errno)));
+    ScopedFd in(open(agent.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!in.valid()) return MakeError(fmt::format("cannot read the agent {}: {}", agent, std::strerror(errno)));
+    ScopedFd random(open("/dev/urandom", O_RDONLY | O_CLOEXEC));
+    for (int attempt = 0; attempt < 16 && dir_.empty(); ++attempt) {
+      uint64_t r = 0;
+      if (!random.valid() || read(random.get(), &r, sizeof(r)) != sizeof(r)) r = NowNs() ^ (static_cast<uint64_t>(attempt) << 40);
+      std::string name = fmt::format(".arcprof-agent-{:016x}", r);
+      if (mkdirat(tmp_.get(), name.c_str(), 0755) == 0) dir_ = name;
+      else if (errno != EEXIST) return MakeError(fmt::format("cannot create a folder in the JVM's /tmp: {}", std::strerror(errno)));
+    }
+    if (dir_.empty()) return MakeError("cannot create a folder in the JVM's /tmp");
+    dir_fd_ = ScopedFd(openat(tmp_.get(), dir_.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (!dir_fd_.valid() || fchmod(dir_fd_.get(), 0755) != 0) return MakeError("cannot open the agent's folder in the JVM's /tmp");
+    ScopedFd out(openat(dir_fd_.get(), "libarcprof_jvmti.so", O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
+    if (!out.valid()) return MakeError(fmt::format("cannot copy the agent into the JVM's /tmp: {}", std::strerror(errno)));
+    char buf[65536];
+    ssize_t n;
+    while ((n = read(in.get(), buf, sizeof(buf))) > 0) {
+      if (write(out.get(), buf, static_cast<size_t>(n)) != n) {
+        return MakeError(fmt::format("cannot copy the agent into the JVM's /tmp: {}", std::strerror(errno)));
+      }
+    }
+    if (n < 0 || fchmod(out.get(), 0644) != 0) return MakeError("cannot copy the agent into the JVM's /tmp");
+    return "/tmp/" + dir_ + "/libarcprof_jvmti.so";
+  }
+
+ private:
+  ScopedFd tmp_, dir_fd_;
+  std::string dir_;
+};
+
+}  // namespace
+
 Result<std::string> AttachAgent(uint32_t pid, const JavaAttachOptions& options) {
   auto jvm = InspectJvm(pid, options.proc_root);
   if (!jvm.ok()) return jvm.error();
@@ -329,6 +392,13 @@ Result<std::string> AttachAgent(uint32_t pid, const JavaAttachOptions& options) 
   }
   const std::string agent = options.agent_path.empty() ? DefaultAgentPath() : options.agent_path;
   if (auto ok = CheckAgentFile(agent); !ok) return ok.error();
+  std::string agent_in_jvm = agent;
+  AgentCopy copy;
+  if (OtherMountNamespace(options.proc_root, pid)) {
+    auto copied = copy.Make(fmt::format("{}/{}/root", options.proc_root, pid), agent);
+    if (!copied.ok()) return MakeError(fmt::format("cannot attach to JVM {}: {}", pid, copied.error().message));
+    agent_in_jvm = *copied;
+  }
   Exchange x;
   x.pid = pid;
   x.ns_pid = jvm->ns_pid;
@@ -336,7 +406,8 @@ Result<std::string> AttachAgent(uint32_t pid, const JavaAttachOptions& options) 
   x.gid = jvm->gid;
   x.root = fmt::format("{}/{}/root", options.proc_root, pid);
   // Protocol version 1: "1\0load\0<path>\0true\0<options>\0" (absolute path).
-  for (const std::string& part : {std::string("1"), std::string("load"), agent, std::string("true"), options.agent_options}) {
+  for (const std::string& part :
+       {std::string("1"), std::string("load"), agent_in_jvm, std::string("true"), options.agent_options}) {
     x.request += part;
     x.request.push_back('\0');
   }

@@ -11,6 +11,7 @@
 #include <future>
 #include <map>
 #include <set>
+#include <sstream>
 #include <spdlog/fmt/fmt.h>
 #include <spdlog/spdlog.h>
 #include <string>
@@ -46,6 +47,25 @@ class SharedSource : public JitSymbolSource {
  private:
   std::shared_ptr<JitProcessSource> source_;
 };
+
+// Host tid -> tid in the innermost pid namespace, for pid's live tasks.
+std::map<uint32_t, uint32_t> NamespaceTids(uint32_t pid) {
+  std::map<uint32_t, uint32_t> out;
+  const std::string dir = "/proc/" + std::to_string(pid) + "/task";
+  for (uint32_t tid : ListPids(dir)) {
+    std::ifstream in(dir + "/" + std::to_string(tid) + "/status");
+    std::string line;
+    while (std::getline(in, line)) {
+      if (line.rfind("NSpid:", 0) != 0) continue;
+      std::istringstream ids(line.substr(6));
+      uint32_t id = 0, last = 0;
+      while (ids >> id) last = id;
+      if (last != 0) out[tid] = last;
+      break;
+    }
+  }
+  return out;
+}
 
 std::string ReadComm(uint32_t pid) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/comm");
@@ -151,14 +171,23 @@ class JavaExtension : public RecordExtension {
     }
     FlushMessages();
     // Java thread names: the agent knows them by the tid the JVM sees, which
-    // is the host tid unless the JVM runs in its own pid namespace.
+    // is the host tid unless the JVM runs in its own pid namespace; there the
+    // last NSpid of each live task maps one to the other.
+    std::map<uint32_t, std::map<uint32_t, uint32_t>> ns_tids;  // pid -> host tid -> namespace tid
     for (ThreadRecord& t : window.threads) {
       auto it = sources_.find(t.pid);
       if (it == sources_.end()) continue;
       const ProcessInfo* info = context.symbolizer.Process(t.pid);
-      if (info && info->ns_pid != 0 && info->ns_pid != t.pid) continue;
+      uint32_t tid = t.tid;
+      if (info && info->ns_pid != 0 && info->ns_pid != t.pid) {
+        auto [map, added] = ns_tids.try_emplace(t.pid);
+        if (added) map->second = NamespaceTids(t.pid);
+        auto ns = map->second.find(t.tid);
+        if (ns == map->second.end()) continue;  // the thread is gone: its namespace tid is unknown
+        tid = ns->second;
+      }
       const auto& names = it->second.source->thread_names();
-      if (auto name = names.find(t.tid); name != names.end()) t.comm = name->second;
+      if (auto name = names.find(tid); name != names.end()) t.comm = name->second;
     }
     int64_t attached, failed;
     {

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -178,6 +179,58 @@ TEST(JavaUnwindMisc, InterpretedOnlyProgramIsNamedByMethod) {
   for (const FrameRecord& fr : p.frames.all()) {
     if (fr.symbol == "Split.drive") EXPECT_EQ(fr.kind, FrameKind::kInterpreted);
   }
+}
+
+// A JVM in its own mount and pid namespace (a container without a container
+// runtime): its own /tmp (a tmpfs), pid 1 inside. arcprof copies the agent
+// into that /tmp, attaches through /proc/PID/root, reads the jitdump there and
+// maps the agent's namespace tids back to host threads.
+TEST(JavaUnwindMisc, JvmInItsOwnMountAndPidNamespace) {
+  ARCPROF_REQUIRE_RECORD_CAPABLE();
+  if (access("/usr/bin/unshare", X_OK) != 0) {
+    if (InCi()) FAIL() << "unshare is missing (util-linux; CI=true: must not skip)";
+    GTEST_SKIP() << "unshare is not installed";
+  }
+  std::string java_cmd = "mount -t tmpfs arcprof-test /tmp && exec " + std::string(JDK17_HOME) +
+                         "/bin/java -XX:+EnableDynamicAgentLoading";
+  for (const std::string& flag : kCompileFlags) java_cmd += " " + flag;
+  java_cmd += " -cp " + kClasses + " Split 30";
+  Subprocess container({"/usr/bin/unshare", "--mount", "--pid", "--fork", "--mount-proc", "/bin/sh", "-c", java_cmd});
+  ASSERT_TRUE(container.WaitForStderr("split: running", 30)) << container.stderr_text();
+  // The JVM is unshare's child (pid 1 in its namespace).
+  pid_t pid = 0;
+  {
+    std::ifstream children("/proc/" + std::to_string(container.pid()) + "/task/" +
+                           std::to_string(container.pid()) + "/children");
+    children >> pid;
+  }
+  ASSERT_GT(pid, 0);
+  {
+    std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+    std::string line, nspid;
+    while (std::getline(status, line)) {
+      if (line.rfind("NSpid:", 0) == 0) nspid = line;
+    }
+    ASSERT_NE(nspid.find("\t1"), std::string::npos) << nspid << ": not pid 1 in a namespace of its own";
+  }
+  sleep(3);
+  TempDir tmp;
+  const std::string db = tmp.path("container.db");
+  Subprocess rec({kArcprof, "record", "-o", db, "-d", "8", "-p", std::to_string(pid)});
+  ASSERT_EQ(rec.Wait(), 0) << rec.stderr_text();
+  EXPECT_NE(rec.stderr_text().find("attached to JVM " + std::to_string(pid)), std::string::npos) << rec.stderr_text();
+  kill(pid, SIGKILL);
+  container.Wait();
+  Profile p = LoadCapture(db);
+  const SplitFigures f = Measure(p, pid);  // by the Java thread names "main" and "deep"
+  ASSERT_GT(f.java, 200u) << "no samples on a thread named 'main': namespace tids not mapped?";
+  ASSERT_GT(f.deep, 200u);
+  EXPECT_GE(static_cast<double>(f.full) / static_cast<double>(f.java), 0.95) << f.full << "/" << f.java;
+  const double n = static_cast<double>(f.alpha + f.beta);
+  EXPECT_NEAR(static_cast<double>(f.alpha) / n, 0.75, std::max(0.02, 3 * std::sqrt(0.75 * 0.25 / n)))
+      << "alpha " << f.alpha << " beta " << f.beta;
+  EXPECT_EQ(f.skipped, 0u);
+  EXPECT_EQ(f.deep_skipped, 0u);
 }
 
 }  // namespace
