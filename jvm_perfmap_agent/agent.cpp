@@ -826,7 +826,7 @@ bool OpenFiles(bool attached, bool preserve_fp) {
     Log("cannot write %s: %s", dump_path.c_str(), strerror(errno));
     return false;
   }
-  // perf learns the jitdump from this executable mapping (formats.md §1.1).
+  // perf learns the jitdump from this executable mapping (docs/formats.md §1.1).
   const long page = sysconf(_SC_PAGESIZE);
   g_agent.marker_len = page > 0 ? static_cast<size_t>(page) : 4096;
   void* marker = mmap(nullptr, g_agent.marker_len, PROT_READ | PROT_EXEC, MAP_PRIVATE, g_agent.dump_fd, 0);

@@ -1,6 +1,6 @@
 // Flame graphs: a tree of frames merged by name (FlameTree) built from a
 // capture or from folded stacks, and a self-contained interactive SVG writer
-// following flamegraph.pl's conventions (/work/shared/docs/formats.md §6,
+// following flamegraph.pl's conventions (docs/formats.md §6,
 // docs/exports.md): hover details, click to zoom, reset zoom, regex search
 // with the matched share, minimum-width pruning, icicle layout, colours by
 // frame kind, and a differential mode for `arcprof diff`.

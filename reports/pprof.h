@@ -1,5 +1,5 @@
 // pprof export: a gzipped perftools.profiles.Profile (reports/proto/profile.proto,
-// /work/shared/docs/formats.md §3), readable by `go tool pprof`.
+// docs/formats.md §3), readable by `go tool pprof`.
 //
 // Content: sample types (samples, count) and (cpu, nanoseconds) with period
 // 1e9 / frequency; one sample per (thread, sampled stack) with labels pid,

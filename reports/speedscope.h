@@ -1,5 +1,5 @@
 // speedscope export: speedscope's JSON file format
-// (https://www.speedscope.app/file-format-schema.json, /work/shared/docs/formats.md §4):
+// (https://www.speedscope.app/file-format-schema.json, docs/formats.md §4):
 // one sampled profile per thread, unit "none" (weights are sample counts),
 // stacks root first, frames shared by all profiles. The capture has no
 // per-sample timestamps, so each profile lists its distinct stacks once with

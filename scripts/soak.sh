@@ -4,9 +4,10 @@
 # its own CPU time and the lost-sample counters; writes rss.csv, record.log,
 # summary.txt and rss.svg (a plot) into OUTDIR. docs/performance.md
 # (reliability) has the figures of a run.
-# Usage: sudo scripts/soak.sh ARCPROF_BINARY DURATION_S OUTDIR
+# Usage: sudo scripts/soak.sh ARCPROF_BINARY DURATION_S OUTDIR [record options...]
 set -euo pipefail
 arcprof=${1:?arcprof binary} duration=${2:?seconds} out=${3:?output dir}
+shift 3
 mkdir -p "$out"
 rm -f "$out/soak.db" "$out/rss.csv"
 
@@ -32,7 +33,7 @@ churn_procs & p1=$!
 churn_threads & p2=$!
 trap 'kill $p1 $p2 2>/dev/null || true' EXIT
 
-"$arcprof" record -o "$out/soak.db" -d "$duration" 2> "$out/record.log" &
+"$arcprof" record -o "$out/soak.db" -d "$duration" "$@" 2> "$out/record.log" &
 rec=$!
 start=$(date +%s)
 echo "seconds,rss_kib,fds" > "$out/rss.csv"

@@ -1,4 +1,4 @@
-// A time-versioned index of one process's JIT code (formats.md §1.11): every
+// A time-versioned index of one process's JIT code (docs/formats.md §1.11): every
 // CODE_LOAD, MOVE, unload and perf-map line is a version of an address range
 // valid from its timestamp on; a lookup (addr, t) answers with the latest
 // version loaded at or before t that still covers addr and was not unloaded,

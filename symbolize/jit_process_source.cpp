@@ -36,7 +36,7 @@ std::string ReadSmallFile(const std::string& path) {
   return out;
 }
 
-// "jit-<digits>.dump", perf's rule for a jitdump's name (formats.md §1.1).
+// "jit-<digits>.dump", perf's rule for a jitdump's name (docs/formats.md §1.1).
 bool IsJitdumpName(std::string_view path) {
   const size_t slash = path.rfind('/');
   std::string_view base = slash == std::string_view::npos ? path : path.substr(slash + 1);

@@ -7,7 +7,7 @@
 namespace arcprof::jitdump {
 namespace {
 
-// Caps from formats.md §1.12: a header larger than this or a record larger
+// Caps from docs/formats.md §1.12: a header larger than this or a record larger
 // than 64 MiB is not something a runtime writes.
 constexpr uint32_t kMaxHeaderSize = 4096;
 constexpr uint32_t kMaxRecordSize = 64u << 20;

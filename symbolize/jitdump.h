@@ -1,4 +1,4 @@
-// Pure parsers of the jitdump file (formats.md §1) and of arcprof's side file
+// Pure parsers of the jitdump file (docs/formats.md §1) and of arcprof's side file
 // (symbolize/jitdump_format.h). They take bytes, never touch the file system,
 // and stop at a truncated tail without calling it corruption: the runtime is
 // still appending. Fuzzed by tests/java/fuzz_jitdump.cpp.

@@ -1,5 +1,5 @@
 // On-disk layouts shared by the JVMTI agent (writer) and the recorder
-// (reader): the jitdump file (formats.md §1, perf's format, unchanged) and
+// (reader): the jitdump file (docs/formats.md §1, perf's format, unchanged) and
 // arcprof's side file `jit-<pid>.arcprof` next to it, which carries what
 // jitdump has no record for (inlining chains, unloads, Java thread names, VM
 // facts). Keeping those out of the jitdump keeps `perf inject --jit` quiet:

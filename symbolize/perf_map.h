@@ -1,4 +1,4 @@
-// Pure parser of perf maps (`/tmp/perf-<pid>.map`, formats.md §2): one
+// Pure parser of perf maps (`/tmp/perf-<pid>.map`, docs/formats.md §2): one
 // "START SIZE NAME" line per symbol, hex numbers with or without 0x. Fuzzed
 // by tests/java/fuzz_perf_map.cpp.
 #pragma once

@@ -1,6 +1,6 @@
 // Builders of jitdump and side-file bytes for tests and fuzzer seeds, written
 // independently of the agent so that the parser is checked against the format
-// (formats.md §1), not against itself.
+// (docs/formats.md §1), not against itself.
 #pragma once
 
 #include <cstdint>

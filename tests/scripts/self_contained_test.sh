@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# The repository stands on its own: no file cites a path outside it (the team's
+# shared folders, absolute paths of a build machine). Format facts live in
+# docs/formats.md. Usage: self_contained_test.sh SOURCE_DIR
+set -euo pipefail
+src=${1:?source dir}
+cd "$src"
+if ! git rev-parse --git-dir >/dev/null 2>&1; then
+  echo "SKIP: not a git checkout"; exit 77
+fi
+# Citations of the shared documents, relative or absolute, and of /work/.
+pattern='\.\./shared/|/shared/docs|/work/'
+if hits=$(git grep -nE "$pattern" -- . ':!tests/scripts/self_contained_test.sh'); then
+  echo "FAIL: files cite paths outside the repository:" >&2
+  echo "$hits" >&2
+  exit 1
+fi
+# Every "docs/X.md" a source or document names exists.
+missing=0
+while read -r doc; do
+  [ -f "$doc" ] || { echo "FAIL: $doc is cited but does not exist" >&2; missing=1; }
+done < <(git grep -ohE 'docs/[A-Za-z0-9_-]+\.md' | sort -u)
+[ $missing = 0 ] || exit 1
+echo PASS
