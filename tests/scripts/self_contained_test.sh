@@ -15,7 +15,7 @@ if hits=$(git grep -nE "$pattern" -- . ':!tests/scripts/self_contained_test.sh')
   echo "$hits" >&2
   exit 1
 fi
-# Every "docs/X.md" a source or document names exists.
+# Every page under docs/ that a source or document names exists.
 missing=0
 while read -r doc; do
   [ -f "$doc" ] || { echo "FAIL: $doc is cited but does not exist" >&2; missing=1; }
