@@ -32,6 +32,13 @@ run: deps configure
 test: build
 	@scripts/run-tests.sh $(BUILD)
 
+# Every libFuzzer target for FUZZ_SECONDS each (default 600; FUZZ_ONLY=REGEX
+# picks some); report in $(BUILD)/fuzz-report.txt. See docs/performance.md.
+FUZZ_SECONDS ?= 600
+FUZZ_ONLY ?= .
+fuzz: build
+	@scripts/run-fuzz.sh $(BUILD) $(FUZZ_SECONDS) '$(FUZZ_ONLY)'
+
 bench: build
 	@scripts/run-bench.sh $(BUILD)
 
