@@ -140,6 +140,8 @@ struct Symbolizer::Impl {
           if (m.kind == MappingKind::kFile) live.insert(m.file_id);
     });
     stats.files_closed += modules.CloseAllBut(live);
+    spdlog::debug("symbolizer: forgot {} processes; {} remembered, {} registry records, {} open files, {} names, {} jit sources",
+                  forgotten, timeline.size(), registry.size(), modules.open_files(), names.size(), jit.size());
     // Cached answers point at removed processes.
     for (auto& slot : user_cache) slot.valid_until = 0;
     ++forget_epoch;

@@ -132,6 +132,7 @@ struct Unwinder::Space {
   SampleState sample;
   bool attached = false;
   uint64_t last_used = 0;
+  uint64_t walks = 0;  // libdwfl walks done with this Dwfl
 
   ~Space() {
     if (dwfl) dwfl_end(dwfl);
@@ -159,6 +160,9 @@ Unwinder::Space* Unwinder::SpaceFor(uint32_t pid, uint64_t t_ns) {
     spaces_.erase(lru);
   }
   auto& slot = spaces_[pid];
+  // libdwfl's frame state grows with every walk and is only given back by
+  // dwfl_end: a long-lived process's Dwfl is rebuilt now and then.
+  if (slot && ++slot->walks > kWalksPerDwfl) slot.reset();
   if (slot) slot->last_used = ++space_clock_;
   if (slot && slot->key == files->key) return slot.get();
   // A changed key means new mappings (report them) or an exec (start over:

@@ -117,6 +117,7 @@ class Unwinder {
   // At most kMaxSpaces libdwfl address spaces (each maps every module it
   // reports); the least recently used one goes first.
   static constexpr size_t kMaxSpaces = 8;
+  static constexpr uint64_t kWalksPerDwfl = 2000;
   uint64_t space_clock_ = 0;
   std::unordered_map<uint32_t, std::unique_ptr<Space>> spaces_;  // by pid
   std::unordered_map<uint32_t, std::unique_ptr<FileCfi>> cfi_;   // by symbolizer file id
