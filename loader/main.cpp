@@ -98,8 +98,8 @@ int main(int argc, char** argv) {
                      "cycles, instructions, ...")
       ->capture_default_str();
   record->add_option("-o,--output", rec.output, "Capture file")->capture_default_str();
-  record->add_option("--buffer-mb", rec.buffer_mb, "Sample ring buffer size in MiB")
-      ->capture_default_str()
+  record->add_option("--buffer-mb", rec.buffer_mb,
+                     "Sample ring buffer size in MiB (default: from -F, the CPUs and --stack-kb, 8 to 64)")
       ->check(CLI::Range(1, 2048));
   record->add_option("--call-graph", rec.call_graph,
                      "Stack unwinding: fp (frame pointers), dwarf (unwind tables over a stack "
@@ -172,8 +172,8 @@ int main(int argc, char** argv) {
   continuous->add_option("--stack-kb", cont.record.stack_kb, "User stack copied per sample, in KiB")
       ->capture_default_str()
       ->check(CLI::Range(1, 128));
-  continuous->add_option("--buffer-mb", cont.record.buffer_mb, "Sample ring buffer size in MiB")
-      ->capture_default_str()
+  continuous->add_option("--buffer-mb", cont.record.buffer_mb,
+                         "Sample ring buffer size in MiB (default: from -F, the CPUs and --stack-kb, 8 to 64)")
       ->check(CLI::Range(1, 4096));
   continuous->add_flag_callback("--no-ptt", [&cont] { cont.record.ptt = false; }, "No per-thread time");
   continuous->add_flag_callback("--no-java", [&cont] { cont.record.java = false; }, "Do not attach to JVMs");

@@ -18,7 +18,9 @@ struct RecordOptions {
   uint64_t sample_period = 0;             // -c: one sample every N events instead of -F
   std::string event = "cpu-clock";
   std::string output = "arcprof.db";
-  uint32_t buffer_mb = 64;  // dwarf/hybrid records carry stack copies
+  // 0: sized from the rate, the CPUs and the stack copy (AutoBufferMb). The
+  // ring buffer's pages are mapped twice, so it counts twice in RSS.
+  uint32_t buffer_mb = 0;
   uint32_t drain_interval_ms = 100;
   std::string call_graph = "hybrid";     // fp, dwarf or hybrid
   uint32_t stack_kb = 64;                // user stack copied per sample (dwarf, hybrid)

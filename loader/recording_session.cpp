@@ -199,6 +199,23 @@ uint64_t RecordingSession::lost_sideband_records() const {
 // The symbolizer holds one descriptor per mapped file (device, inode) that a
 // remembered process maps: a busy machine needs more than the usual 1024.
 // Root may raise the hard limit too; a limit that stays low is said once.
+// The sample ring buffer, when --buffer-mb is not given: a quarter of a second
+// of worst-case records (every sample with a full stack copy) on every CPU,
+// rounded up to a power of two, from 8 to 64 MiB. Drains run every 100 ms,
+// but a loaded machine starves the drain: record's 999 Hz keeps 64 MiB,
+// continuous's 49 Hz needs 8 MiB (the pages count twice in RSS: they are
+// mapped twice).
+static uint32_t AutoBufferMb(uint64_t frequency_hz, uint32_t unwind_mode, uint64_t stack_bytes) {
+  if (frequency_hz == 0) return 64;  // -c: the rate is not known
+  const long cpus = std::max(1L, sysconf(_SC_NPROCESSORS_ONLN));
+  const uint64_t copy = unwind_mode == ARCPROF_UNWIND_FP ? ARCPROF_FP_STACK_COPY : stack_bytes;
+  const uint64_t record = copy + ARCPROF_MAX_STACK * 2 * sizeof(uint64_t) + 256;
+  const uint64_t wanted = frequency_hz * static_cast<uint64_t>(cpus) * record / 4;
+  uint32_t mb = 8;
+  while (mb < 64 && (static_cast<uint64_t>(mb) << 20) < wanted) mb <<= 1;
+  return mb;
+}
+
 static void RaiseOpenFileLimit() {
   constexpr rlim_t kWanted = 65536;
   rlimit limit{};
@@ -285,7 +302,10 @@ Result<std::unique_ptr<RecordingSession>> RecordingSession::Start(const RecordOp
   sopt.event = s.event;
   sopt.frequency_hz = frequency_hz;
   sopt.period = opt.sample_period;
-  sopt.buffer_mb = opt.buffer_mb;
+  sopt.buffer_mb = opt.buffer_mb != 0
+                      ? opt.buffer_mb
+                      : AutoBufferMb(opt.sample_period == 0 ? frequency_hz : 0, unwind_mode,
+                                     opt.stack_kb * 1024);
   sopt.filter_pids = s.command.has_value() || !opt.pids.empty();
   sopt.self_pid = static_cast<uint32_t>(getpid());
   sopt.unwind_mode = unwind_mode;
