@@ -111,6 +111,11 @@ int main(int argc, char** argv) {
                      "User stack copied per sample for dwarf/hybrid unwinding, in KiB")
       ->capture_default_str()
       ->check(CLI::Range(1, 128));
+  record->add_option("--debuginfod-budget", rec.debuginfod_budget_s,
+                     "With DEBUGINFOD_URLS set: seconds from the start for looking up stripped "
+                     "modules' debug files in the background (0: no debuginfod)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 3600.0));
   record->add_flag("-q,--quiet", rec.quiet, "Print only errors and warnings");
   // perf's habits: -a and -g describe what arcprof does anyway; -c samples by count.
   bool all_cpus = false, call_graphs = false;

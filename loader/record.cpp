@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "loader/debuginfod_naming.h"
 #include "loader/launcher.h"
 #include "loader/recording_session.h"
 #include "reports/atomic_file.h"
@@ -197,6 +198,15 @@ Result<int> RunRecord(const RecordOptions& opt) {
             static_cast<unsigned long long>(session.samples()), secs, profile->threads.size(),
             opt.output.c_str(), stop_reason.empty() ? "" : " (",
             stop_reason.empty() ? "" : (stop_reason + ")").c_str());
+  }
+  if (!opt.quiet) {
+    auto counter = [&](const char* name) {
+      auto it = profile->counters.find(name);
+      return it == profile->counters.end() ? int64_t{0} : it->second;
+    };
+    const std::string line = DebuginfodSummaryLine(counter("debuginfod.modules_named"),
+                                                   counter("debuginfod.modules_not_found"));
+    if (!line.empty()) fprintf(stderr, "arcprof: %s\n", line.c_str());
   }
   if (lost > 0) {
     fprintf(stderr, "arcprof: lost %llu samples (ring buffer full): raise --buffer-mb\n",

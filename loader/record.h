@@ -35,6 +35,10 @@ struct RecordOptions {
   // Load the JVMTI agent into running HotSpot JVMs (docs/java.md). Unset: on.
   // Existing jitdumps and perf maps are read either way.
   std::optional<bool> java;
+  // With DEBUGINFOD_URLS set: how long (from the start) stripped modules may
+  // be looked up; lookups run in the background, the capture waits for what
+  // is left of it at the end. 0: no debuginfod.
+  double debuginfod_budget_s = 20;
 };
 
 // Checks that this process may load BPF programs and open perf events, and

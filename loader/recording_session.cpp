@@ -18,12 +18,14 @@
 #include <spdlog/spdlog.h>
 
 #include "events.h"
+#include "loader/debuginfod_naming.h"
 #include "loader/launcher.h"
 #include "loader/perf_events.h"
 #include "loader/record_extension.h"
 #include "loader/sample_processor.h"
 #include "loader/sampler.h"
 #include "loader/sideband.h"
+#include "symbolize/debuginfod.h"
 #include "symbolize/symbolizer.h"
 #include "symbolize/unwinder.h"
 
@@ -123,12 +125,24 @@ uint64_t RecordingSession::RealtimeNs() {
 }
 
 struct RecordingSession::State {
-  explicit State(const RecordOptions& o) : options(o) {}
+  explicit State(const RecordOptions& o)
+      : options(o),
+        debuginfod(o.debuginfod_budget_s > 0
+                       ? DebuginfodFetcher::FromEnvironment(std::chrono::milliseconds(
+                             static_cast<int64_t>(o.debuginfod_budget_s * 1000)))
+                       : nullptr),
+        symbolizer(SymbolizerWith(debuginfod.get())) {}
+  static SymbolizerOptions SymbolizerWith(DebuginfodFetcher* fetcher) {
+    SymbolizerOptions so;
+    so.debuginfod = fetcher;
+    return so;
+  }
   RecordOptions options;
   EventSpec event;
   CallGraphMode mode = CallGraphMode::kHybrid;
   std::optional<LaunchedCommand> command;
   std::unique_ptr<Sampler> sampler;  // reset first in ~State: its callbacks use the rest
+  std::unique_ptr<DebuginfodFetcher> debuginfod;  // before the symbolizer, which uses it
   Symbolizer symbolizer;
   std::unique_ptr<Unwinder> unwinder;
   std::unique_ptr<SampleProcessor> processor;
@@ -446,6 +460,16 @@ Result<Profile> RecordingSession::Close(bool last) {
   for (const FrameRecord& f : window.frames.all()) {
     if (window.build_ids.count(f.module)) continue;
     if (auto it = build_ids.find(f.module); it != build_ids.end()) window.build_ids.emplace(*it);
+  }
+  if (s.debuginfod) {
+    // Stripped frames named from what debuginfod has found so far; the last
+    // window waits for the rest of the budget (sampling has stopped then).
+    const DebuginfodNaming named = NameFramesFromDebuginfod(window, *s.debuginfod, last);
+    if (last) {
+      window.counters["debuginfod.modules_named"] = static_cast<int64_t>(named.modules_named);
+      window.counters["debuginfod.modules_not_found"] =
+          static_cast<int64_t>(named.modules_not_found);
+    }
   }
   for (auto& ext : s.extensions) {
     if (auto ok = ext->CloseWindow(*s.context, window, last); !ok) return ok.error();

@@ -64,4 +64,36 @@ uint64_t Profile::total_samples() const {
   return total;
 }
 
+size_t Profile::RenameFrames(
+    const std::function<std::optional<FrameRecord>(const FrameRecord&)>& rename) {
+  FrameTable renamed_table;
+  std::vector<uint32_t> remap(frames.size());
+  size_t renamed = 0;
+  for (uint32_t id = 0; id < frames.size(); ++id) {
+    std::optional<FrameRecord> r = rename(frames.at(id));
+    if (r) ++renamed;
+    remap[id] = renamed_table.Intern(r ? *r : frames.at(id));
+  }
+  if (renamed == 0) return 0;
+  frames = std::move(renamed_table);
+  for (CallTree& tree : trees) {
+    // Parents come before their children, so one pass rebuilds the tree.
+    const std::vector<CallTree::Node>& old = tree.nodes();
+    CallTree merged;
+    std::vector<uint32_t> node_map(old.size(), 0);
+    for (uint32_t i = 1; i < old.size(); ++i) {
+      const uint32_t frame = old[i].frame == CallTree::kNoFrame ? CallTree::kNoFrame : remap[old[i].frame];
+      const uint32_t parent = old[i].parent < i ? node_map[old[i].parent] : 0;
+      node_map[i] = merged.Child(parent, frame);
+      CallTree::Node& n = merged.mutable_nodes()[node_map[i]];
+      n.n += old[i].n;
+      n.base += old[i].base;
+    }
+    merged.mutable_nodes()[0].n += old[0].n;
+    merged.mutable_nodes()[0].base += old[0].base;
+    tree = std::move(merged);
+  }
+  return renamed;
+}
+
 }  // namespace arcprof

@@ -5,6 +5,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <optional>
 #include <map>
 #include <span>
 #include <string>
@@ -113,6 +115,13 @@ struct Profile {
   // Returns the index of the thread (pid, tid), adding it when new.
   uint32_t ThreadIndex(uint32_t pid, uint32_t tid);
   uint64_t total_samples() const;
+
+  // Gives frames new content (a name found later, e.g. through debuginfod):
+  // rename returns the new record for a frame, or nullopt to keep it. Frames
+  // that become equal are merged, and so are the tree nodes that then hold
+  // the same frame under one parent. Returns the number of frames renamed.
+  size_t RenameFrames(
+      const std::function<std::optional<FrameRecord>(const FrameRecord&)>& rename);
 
  private:
   std::unordered_map<uint64_t, uint32_t> thread_index_;

@@ -19,9 +19,14 @@
 
 namespace arcprof {
 
+class DebuginfodFetcher;
+
 struct DebugSearchOptions {
   std::vector<std::string> debug_dirs;  // roots holding .build-id/ and mirrored paths
   bool verify_debuglink_crc = true;     // when build-ids cannot be compared
+  // Stripped files with a build-id are looked up here in the background
+  // (symbolize/debuginfod.h); nullptr: no debuginfod.
+  DebuginfodFetcher* debuginfod = nullptr;
 };
 
 class ElfFile {
@@ -61,6 +66,12 @@ class ElfFile {
   // The separate debug file whose .symtab is used, "" when none.
   const std::string& debug_path() const { return debug_path_; }
   int debug_fd() const { return debug_fd_.get(); }
+  // True the first time it is asked: one debuginfod request per file.
+  bool FirstDebuginfodRequest() {
+    const bool first = !debuginfod_requested_;
+    debuginfod_requested_ = true;
+    return first;
+  }
 
  private:
   ElfFile() = default;
@@ -80,6 +91,7 @@ class ElfFile {
   std::string header_error_;
 
   bool symbols_loaded_ = false;
+  bool debuginfod_requested_ = false;
   SymbolTable full_;    // .symtab of the file or of its debug file
   SymbolTable dynsym_;  // only consulted when full_ is empty
   ScopedFd debug_fd_;

@@ -1,5 +1,7 @@
 #include "symbolize/elf_resolver.h"
 
+#include "symbolize/debuginfod.h"
+
 namespace arcprof {
 
 SymbolizedFrame ElfResolver::Resolve(ElfFile* file, const TimelineMapping& m, uint64_t addr) {
@@ -22,6 +24,12 @@ SymbolizedFrame ElfResolver::Resolve(ElfFile* file, const TimelineMapping& m, ui
   ElfFile::Lookup found = file->Find(*vaddr, debug_);
   if (!found.symbol) {
     frame.reason = found.reason;
+    // Stripped: ask debuginfod in the background. This sample stays unnamed
+    // (with its offset); the capture's frames are named once the file is in.
+    if (found.reason == UnknownReason::kStripped && debug_.debuginfod &&
+        !file->build_id().empty() && file->FirstDebuginfodRequest()) {
+      debug_.debuginfod->Request(file->build_id());
+    }
     return frame;
   }
   frame.symbol = names_.Intern(found.symbol->name);

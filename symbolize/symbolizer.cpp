@@ -51,6 +51,7 @@ DebugSearchOptions DebugOptions(const SymbolizerOptions& options) {
   DebugSearchOptions debug;
   debug.debug_dirs = options.debug_dirs;
   debug.verify_debuglink_crc = options.verify_debuglink_crc;
+  debug.debuginfod = options.debuginfod;
   return debug;
 }
 

@@ -17,6 +17,8 @@
 
 namespace arcprof {
 
+class DebuginfodFetcher;
+
 struct SymbolizedFrame {
   std::string_view module;  // stable for the Symbolizer's lifetime
   std::string_view symbol;  // "" when unknown
@@ -62,6 +64,9 @@ struct SymbolizerOptions {
   // this long after it exited, in the time of the events; files no
   // remembered process maps are closed then. Samples are drained long before.
   uint64_t exited_retention_ns = 10'000'000'000;
+  // Where stripped files are looked up in the background (not owned; must
+  // outlive the Symbolizer); nullptr: no debuginfod.
+  DebuginfodFetcher* debuginfod = nullptr;
 };
 
 // A mapped file as the symbolizer holds it open, for a DWARF unwinder.

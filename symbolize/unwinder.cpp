@@ -36,11 +36,26 @@ struct SampleState {
   bool read_beyond_copy = false;
 };
 
+// .debug_frame in separate debug files, for binaries without .eh_frame: local
+// files only. libdwfl's standard search ends with a debuginfod request when
+// DEBUGINFOD_URLS is set, which would stall sample processing on the network;
+// debuginfod runs in the background instead (symbolize/debuginfod.h).
+int FindLocalDebuginfo(Dwfl_Module* mod, void** userdata, const char* modname, Dwarf_Addr base,
+                       const char* file_name, const char* debuglink_file, GElf_Word debuglink_crc,
+                       char** debuginfo_file_name) {
+  const int fd = dwfl_build_id_find_debuginfo(mod, userdata, modname, base, file_name,
+                                              debuglink_file, debuglink_crc, debuginfo_file_name);
+  if (fd >= 0) return fd;
+  const char* urls = getenv("DEBUGINFOD_URLS");
+  if (urls && urls[0] != '\0') return -1;
+  return dwfl_standard_find_debuginfo(mod, userdata, modname, base, file_name, debuglink_file,
+                                      debuglink_crc, debuginfo_file_name);
+}
+
 const Dwfl_Callbacks kDwflCallbacks = {
     // Modules are reported with open fds; nothing has to be found by name.
     .find_elf = nullptr,
-    // .debug_frame in separate debug files, for binaries without .eh_frame.
-    .find_debuginfo = dwfl_standard_find_debuginfo,
+    .find_debuginfo = FindLocalDebuginfo,
     .section_address = nullptr,
     .debuginfo_path = nullptr,
 };
