@@ -208,6 +208,36 @@ TEST(ContinuousRuntime, RefusesForeignAndReadOnlyStoresBeforeSampling) {
             "arcprof: " + ro + "/store: cannot write to the store directory: Read-only file system\n");
 }
 
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+TEST(ContinuousRuntime, SighupReopensTheLogAndKeepsCapturing) {
+  ARCPROF_REQUIRE_RECORD_CAPABLE();
+  TempDir tmp;
+  const std::string log = tmp.path("arcprof.log");
+  Subprocess daemon(Continuous(tmp.path("store"), {"--log", log}));
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (ReadFile(log).find("continuous capture") == std::string::npos &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_NE(ReadFile(log).find("continuous capture"), std::string::npos) << daemon.stderr_text();
+  ASSERT_EQ(rename(log.c_str(), (log + ".1").c_str()), 0);  // what logrotate does
+  daemon.Signal(SIGHUP);
+  ASSERT_TRUE(WaitForWindows(tmp.path("store"), 2, 20));
+  daemon.Signal(SIGTERM);
+  EXPECT_EQ(daemon.Wait(), 0);
+  EXPECT_EQ(daemon.stderr_text(), "");  // everything went to the log
+  EXPECT_NE(ReadFile(log + ".1").find("continuous capture"), std::string::npos);
+  const std::string reopened = ReadFile(log);
+  EXPECT_NE(reopened.find("stopped by Terminated"), std::string::npos) << reopened;
+  EXPECT_EQ(reopened.find("continuous capture"), std::string::npos) << reopened;
+}
+
 TEST(ContinuousRuntime, RetentionBySizeKeepsTheNewestWindows) {
   ARCPROF_REQUIRE_RECORD_CAPABLE();
   TempDir tmp;
