@@ -172,6 +172,7 @@ Result<int> RunContinuous(const ContinuousOptions& opt) {
 
   uint64_t next_close = NextBoundary(RecordingSession::MonotonicNs(), RecordingSession::RealtimeNs(),
                                      opt.window_ns);
+  session.SetWindowEnd(next_close);
   std::string stop_reason;
   while (true) {
     std::optional<std::string> ended = session.Tick(std::min(next_close, next_retry));
@@ -190,10 +191,16 @@ Result<int> RunContinuous(const ContinuousOptions& opt) {
     }
     const uint64_t now = RecordingSession::MonotonicNs();
     if (now >= next_close) {
-      // The next boundary from the clocks read together, before the close.
-      next_close = NextBoundary(now, RecordingSession::RealtimeNs(), opt.window_ns);
-      auto window = session.CloseWindow();
+      // The window ends exactly on its boundary, even when closed late on a
+      // busy machine; the next boundary is one window later (or, after a
+      // stall longer than a window, the next one from now).
+      const uint64_t end = next_close;
+      next_close = end + opt.window_ns > now
+                       ? end + opt.window_ns
+                       : NextBoundary(now, RecordingSession::RealtimeNs(), opt.window_ns);
+      auto window = session.CloseWindow(end);
       if (!window) return window.error();
+      session.SetWindowEnd(next_close);
       enqueue(std::move(*window));
       flush();
     } else if (now >= next_retry) {

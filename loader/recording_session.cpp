@@ -153,6 +153,7 @@ struct RecordingSession::State {
   uint64_t start_monotonic_ns = 0;
   uint64_t start_unix_ns = 0;
   uint64_t window_start_ns = 0;
+  uint64_t window_end_ns = UINT64_MAX;  // SetWindowEnd: drains stop there
   uint64_t next_drain = 0;
   uint64_t next_liveness = 0;
   uint64_t drain_ns = 100'000'000;
@@ -409,7 +410,8 @@ std::optional<std::string> RecordingSession::Tick(uint64_t wake_ns) {
   now = MonotonicNs();
   if (now >= s.next_drain) {
     // Samples up to `now` only: their processes' events are all read by then.
-    s.Drain(now, now + 2 * s.drain_ns);
+    // Never past the end of the open window: later samples wait for the next.
+    s.Drain(std::min(now, s.window_end_ns), now + 2 * s.drain_ns);
     for (auto& ext : s.extensions) ext->Poll(*s.context);
     s.next_drain = MonotonicNs() + s.drain_ns;
   }
@@ -423,14 +425,22 @@ std::optional<std::string> RecordingSession::Tick(uint64_t wake_ns) {
   return std::nullopt;
 }
 
-Result<Profile> RecordingSession::CloseWindow() { return Close(false); }
+Result<Profile> RecordingSession::CloseWindow(uint64_t end_ns) {
+  const uint64_t now = MonotonicNs();
+  s_->window_end_ns = UINT64_MAX;
+  return Close(false, end_ns != 0 && end_ns <= now && end_ns >= s_->window_start_ns ? end_ns : now);
+}
 
-Result<Profile> RecordingSession::Stop() { return Close(true); }
+void RecordingSession::SetWindowEnd(uint64_t end_ns) { s_->window_end_ns = end_ns; }
 
-Result<Profile> RecordingSession::Close(bool last) {
+Result<Profile> RecordingSession::Stop() {
+  s_->window_end_ns = UINT64_MAX;
+  return Close(true, MonotonicNs());
+}
+
+Result<Profile> RecordingSession::Close(bool last, uint64_t end) {
   State& s = *s_;
   if (s.stopped) return MakeError("the recording session has stopped");
-  const uint64_t end = MonotonicNs();
   SamplerCounters counters;
   uint64_t sideband_lost;
   if (last) {
@@ -444,7 +454,7 @@ Result<Profile> RecordingSession::Close(bool last) {
     s.final_counters = counters;
     s.final_sideband_lost = sideband_lost;
   } else {
-    s.Drain(end, end + kFinalDrainNs);
+    s.Drain(end, MonotonicNs() + kFinalDrainNs);
     counters = s.sampler->ReadCounters();
     sideband_lost = s.sampler->sideband_lost();
   }

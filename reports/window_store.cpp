@@ -154,8 +154,9 @@ Result<WindowStore> WindowStore::OpenForReading(const std::string& dir_arg) {
 }
 
 Result<std::string> WindowStore::Append(const Profile& window) {
-  const uint64_t start_ms = window.meta.start_unix_ns / 1000000ull;
-  const uint64_t end_ms = std::max<uint64_t>(start_ms, EndUnixNs(window.meta) / 1000000ull);
+  // Rounded to the nearest millisecond: a window closed on a boundary is named by it.
+  const uint64_t start_ms = (window.meta.start_unix_ns + 500000ull) / 1000000ull;
+  const uint64_t end_ms = std::max<uint64_t>(start_ms, (EndUnixNs(window.meta) + 500000ull) / 1000000ull);
   char id[64];
   snprintf(id, sizeof(id), "%013llu-%013llu-%s", static_cast<unsigned long long>(start_ms),
            static_cast<unsigned long long>(end_ms), session_.empty() ? "00000000" : session_.c_str());

@@ -68,11 +68,12 @@ TEST(ContinuousRuntime, WindowsOnScheduleSumToTheRangeAndCorruptOnesAreSkipped) 
   for (size_t i = 0; i < windows.size(); ++i) {
     const StoredWindow& w = windows[i];
     // Contiguous, at most one window long; windows other than the first and
-    // the last end on a whole second (closed within a drain interval of it).
+    // the last end exactly on a whole second, even when closed late.
     EXPECT_LE(w.end_unix_ns - w.start_unix_ns, 1'300'000'000ull) << w.id;
     if (i + 1 < windows.size()) {
       EXPECT_EQ(w.end_unix_ns, windows[i + 1].start_unix_ns) << w.id;
-      EXPECT_LT(w.end_unix_ns % 1'000'000'000ull, 300'000'000ull) << w.id;
+      const uint64_t off = w.end_unix_ns % 1'000'000'000ull;
+      EXPECT_LT(std::min<uint64_t>(off, 1'000'000'000ull - off), 50'000'000ull) << w.id;
     }
     Profile p = LoadCapture(w.path);
     sum += p.total_samples();
