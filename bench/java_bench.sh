@@ -6,7 +6,12 @@
 #  2. the 3:1 program's shares as arcprof measures them, and what else the same
 #     whole-machine capture holds (kernel frames, other processes);
 #  3. the share of the Java main thread's samples resolved to a Java method and
-#     with complete stacks, with and without -XX:+PreserveFramePointer.
+#     with complete stacks, with and without -XX:+PreserveFramePointer;
+#  4. Split (interpreted main -> compiled drive -> alpha/beta 3:1, a deep
+#     thread d1..d7), late-attached, with and without PreserveFramePointer:
+#     complete call chains, named interpreted frames and the 3:1 split as
+#     arcprof and as `perf record -g` with the agent's perf map see the same
+#     window of the same JVM.
 # Usage: bench/java_bench.sh BUILD_DIR   (as root). Prints a markdown summary.
 set -euo pipefail
 build=$(realpath "${1:-build}")
@@ -66,6 +71,66 @@ resolve() {  # flag -> "resolved% complete%"
 read -r res_fp comp_fp < <(resolve -XX:+PreserveFramePointer)
 read -r res_nofp comp_nofp < <(resolve -XX:-PreserveFramePointer)
 
+# 4. Split: arcprof and perf (with the agent's perf map) on the same window.
+split_flags=(-XX:CompileCommand=quiet -XX:CompileCommand=dontinline,Split::drive -XX:CompileCommand=dontinline,Split::alpha
+  -XX:CompileCommand=dontinline,Split::beta -XX:CompileCommand=dontinline,Split::work -XX:CompileCommand=dontinline,Split::d2
+  -XX:CompileCommand=dontinline,Split::d4 -XX:CompileCommand=dontinline,Split::d6)
+perf=${PERF:-$(command -v perf || true)}
+split_row() {  # flag -> markdown cells
+  "$java" "$1" -XX:+EnableDynamicAgentLoading "${split_flags[@]}" -cp "$classes" Split "$((secs + 6))" 2> "$out/split.err" &
+  local jpid=$!
+  sleep 3
+  "$arcprof" java attach "$jpid" --options perfmap,quiet > /dev/null
+  "$arcprof" record -q -o "$out/s.db" -d "$secs" -p "$jpid" 2> /dev/null &
+  local rpid=$!
+  if [ -n "$perf" ]; then
+    "$perf" record -q -g -F 999 -e cpu-clock -p "$jpid" -o "$out/perf.data" -- sleep "$secs" > /dev/null 2>&1 || true
+  fi
+  wait $rpid
+  "$arcprof" export --format folded -i "$out/s.db" --comm main > "$out/s.main"
+  [ -n "$perf" ] && "$perf" script -i "$out/perf.data" -F tid,ip,sym > "$out/perf.txt" 2> /dev/null || : > "$out/perf.txt"
+  kill "$jpid" 2> /dev/null; wait "$jpid" 2> /dev/null || true
+  cleanup_jit "$jpid"; rm -f /tmp/perf-"$jpid".map
+  python3 - "$out/s.main" "$out/perf.txt" <<'PY'
+import re, sys
+def figures(stacks):  # stacks: (root-first frames, count)
+    J = F = A = B = I = N = C = 0
+    for fs, n in stacks:
+        if not any(f.startswith('Split.') and not f.startswith('Split.d') for f in fs): continue
+        J += n
+        s = ';'.join(fs)
+        complete = fs and fs[0] in ('clone3', 'clone', 'start_thread')
+        C += n * bool(complete)
+        if complete and ('Split.main;Split.drive;Split.alpha' in s or 'Split.main;Split.drive;Split.beta' in s): F += n
+        A += n * ('Split.alpha' in fs); B += n * ('Split.beta' in fs)
+        I += n * ('Interpreter' in fs); N += n * ('Split.main' in fs)
+    return J, F, A, B, I, N, C
+arc = []
+for line in open(sys.argv[1]):
+    s, n = line.rsplit(' ', 1)
+    arc.append(([re.sub(r'_\[[a-z]\]$', '', f) for f in s.split(';')[1:]], int(n)))
+perf, cur = [], []
+for line in open(sys.argv[2]):
+    line = line.strip()
+    if not line:
+        if cur: perf.append((cur[::-1], 1)); cur = []
+        continue
+    parts = line.split(None, 1)
+    if len(parts) == 2 and re.match(r'^[0-9a-f]+$', parts[0]):
+        cur.append(re.sub(r'\+0x[0-9a-f]+$', '', parts[1].split(' (')[0]))
+if cur: perf.append((cur[::-1], 1))
+def cells(f):
+    J, F, A, B, I, N, C = f
+    if J == 0: return 'n/a | n/a | n/a | n/a'
+    named = 100.0 * N / J  # main is always interpreted: named when Split.main appears
+    split = f'{100.0*A/(A+B):.1f}%' if A + B else 'no alpha/beta frame'
+    return f'{100.0*C/J:.1f}% | {100.0*F/J:.1f}% | {named:.1f}% | {split} ({J} samples)'
+print(cells(figures(arc)) + ' | ' + cells(figures(perf)))
+PY
+}
+row_fp=$(split_row -XX:+PreserveFramePointer)
+row_nofp=$(split_row -XX:-PreserveFramePointer)
+
 cat <<EOT
 ## Java ($(basename "$(dirname "$(dirname "$java")")"), $(nproc) CPUs, ${secs} s runs, median of $rounds
 | JVM throughput (Burn loops per CPU second of its main thread) | loops/s | vs no agent |
@@ -84,4 +149,9 @@ cat <<EOT
 |---|---|---|
 | resolved to Burn.heavy/light | $res_fp% | $res_nofp% |
 | stack complete to thread start | $comp_fp% | $comp_nofp% |
+
+| Split, late-attached, main thread | arcprof: reaches thread start | arcprof: main;drive;alpha/beta | arcprof: main named | arcprof: alpha share | perf -g + perf map: reaches thread start | perf: main;drive;alpha/beta | perf: main named | perf: alpha share |
+|---|---|---|---|---|---|---|---|---|
+| -XX:+PreserveFramePointer | $row_fp |
+| -XX:-PreserveFramePointer | $row_nofp |
 EOT

@@ -225,7 +225,8 @@ VmLayout g_layout;
 bool SafeRead(uint64_t addr, void* out, size_t len) {
   iovec local{out, len};
   iovec remote{reinterpret_cast<void*>(addr), len};
-  return process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == static_cast<ssize_t>(len);
+  static const pid_t self = getpid();
+  return process_vm_readv(self, &local, 1, &remote, 1, 0) == static_cast<ssize_t>(len);
 }
 
 void ReadVmLayout() {
@@ -245,18 +246,17 @@ void ReadVmLayout() {
   const uint64_t offset_off = sym("gHotSpotVMStructEntryOffsetOffset");
   dlclose(jvm);
   if (!entries || stride == 0 || stride > 256) return;
+  // The table and its strings are libjvm's own static data: read directly,
+  // but bounded (the table ends with a NULL type name).
   for (uint64_t e = entries, n = 0; n < 100000; e += stride, ++n) {
-    uint64_t type = 0, field = 0, tstr = 0, offset = 0;
-    if (!SafeRead(e + type_off, &type, 8) || !type) break;
-    SafeRead(e + field_off, &field, 8);
-    SafeRead(e + tstr_off, &tstr, 8);
-    SafeRead(e + offset_off, &offset, 8);
-    char type_name[64] = {}, field_name[64] = {}, type_string[64] = {};
-    SafeRead(type, type_name, sizeof(type_name) - 1);
-    if (strcmp(type_name, "CodeBlob") != 0) continue;
-    if (field) SafeRead(field, field_name, sizeof(field_name) - 1);
-    if (tstr) SafeRead(tstr, type_string, sizeof(type_string) - 1);
-    type_name[63] = field_name[63] = type_string[63] = '\0';
+    const char* type = *reinterpret_cast<const char* const*>(e + type_off);
+    if (!type) break;
+    if (strcmp(type, "CodeBlob") != 0) continue;
+    const char* field = *reinterpret_cast<const char* const*>(e + field_off);
+    const char* tstr = *reinterpret_cast<const char* const*>(e + tstr_off);
+    const uint64_t offset = *reinterpret_cast<const uint64_t*>(e + offset_off);
+    const char* field_name = field ? field : "";
+    const char* type_string = tstr ? tstr : "";
     const int off = offset < 4096 ? static_cast<int>(offset) : -1;
     if (!strcmp(field_name, "_size")) g_layout.size = off;
     else if (!strcmp(field_name, "_header_size")) {
@@ -279,64 +279,67 @@ struct BlobFrame {
 };
 
 // The CodeBlob whose code starts at code_addr: its header lies shortly
-// before the code (header, relocations, constants, then the instructions).
-// Candidates are checked field by field against what we know of the code.
-bool FindBlobFrame(uint64_t code_addr, uint64_t code_size, BlobFrame* out) {
-  if (!g_layout.ok) return false;
-  constexpr uint64_t kChunk = 4096, kMaxBack = 256 * 1024;
-  static thread_local char buf[kChunk + 64];
-  for (uint64_t back = 0; back < kMaxBack; back += kChunk) {
-    const uint64_t lo = code_addr - back - kChunk;
-    // The chunk plus the header fields of a blob starting near its end.
-    if (!SafeRead(lo, buf, kChunk + 64)) {
-      if (!SafeRead(lo + kChunk - 2048, buf + kChunk - 2048, 2048 + 64)) return false;
+// before the code (header, relocations, constants, then the instructions),
+// within max_back bytes. Candidates are checked field by field against what
+// we know of the code. One read of the window (smaller ones near the start
+// of the code cache, where less may be readable).
+bool FindBlobFrame(uint64_t code_addr, uint64_t code_size, uint64_t max_back, BlobFrame* out) {
+  if (!g_layout.ok || code_addr < max_back) return false;
+  static thread_local std::vector<char> window;
+  uint64_t back = max_back;
+  window.resize(back + 64);
+  while (back >= 1024 && !SafeRead(code_addr - back, window.data(), back + 64)) back /= 2;
+  if (back < 1024) return false;
+  const uint64_t lo = code_addr - back;
+  const int field_end = g_layout.code_begin >= 0 ? g_layout.code_begin + 8 : g_layout.code_offset + 4;
+  for (uint64_t at = (back - 64) & ~uint64_t{7}; at + 8 > 8; at -= 8) {
+    const uint64_t blob = lo + at;
+    const char* b = window.data() + at;
+    if (at + static_cast<uint64_t>(field_end) > back + 64) continue;
+    bool match;
+    if (g_layout.code_begin >= 0) {
+      uint64_t begin;
+      memcpy(&begin, b + g_layout.code_begin, 8);
+      match = begin == code_addr;
+    } else {
+      int32_t off;
+      memcpy(&off, b + g_layout.code_offset, 4);
+      match = off > 0 && static_cast<uint64_t>(off) == code_addr - blob;
     }
-    for (uint64_t at = kChunk; at >= 8; at -= 8) {
-      const uint64_t blob = lo + at - 8;
-      const char* b = buf + (at - 8);
-      if (blob + 64 > code_addr) continue;
-      bool match;
-      if (g_layout.code_begin >= 0) {
-        if (at - 8 + g_layout.code_begin + 8 > kChunk + 64) continue;
-        uint64_t begin;
-        memcpy(&begin, b + g_layout.code_begin, 8);
-        match = begin == code_addr;
-      } else {
-        if (at - 8 + g_layout.code_offset + 4 > kChunk + 64) continue;
-        int32_t off;
-        memcpy(&off, b + g_layout.code_offset, 4);
-        match = off > 0 && static_cast<uint64_t>(off) == code_addr - blob;
-      }
-      if (!match) continue;
-      int32_t size = 0, frame_words = 0;
-      uint32_t header = 0;
-      if (!SafeRead(blob + g_layout.size, &size, 4) || !SafeRead(blob + g_layout.frame_size, &frame_words, 4)) continue;
-      if (g_layout.header_size_u2) {
-        uint16_t h = 0;
-        SafeRead(blob + g_layout.header_size, &h, 2);
-        header = h;
-      } else {
-        SafeRead(blob + g_layout.header_size, &header, 4);
-      }
-      if (size <= 0 || blob + static_cast<uint64_t>(size) < code_addr + code_size || header == 0 ||
-          blob + header > code_addr || frame_words < 0 || frame_words > (1 << 20)) {
-        continue;
-      }
-      int32_t complete = -1;
-      if (g_layout.frame_complete_i16) {
-        int16_t c = -1;
-        SafeRead(blob + g_layout.frame_complete, &c, 2);
-        complete = c;
-      } else {
-        SafeRead(blob + g_layout.frame_complete, &complete, 4);
-      }
-      out->frame_size = frame_words * 8;
-      out->frame_complete = complete;
-      return true;
+    if (!match) continue;
+    int32_t size = 0, frame_words = 0;
+    uint32_t header = 0;
+    if (!SafeRead(blob + g_layout.size, &size, 4) || !SafeRead(blob + g_layout.frame_size, &frame_words, 4)) continue;
+    if (g_layout.header_size_u2) {
+      uint16_t h = 0;
+      SafeRead(blob + g_layout.header_size, &h, 2);
+      header = h;
+    } else {
+      SafeRead(blob + g_layout.header_size, &header, 4);
     }
+    if (size <= 0 || blob + static_cast<uint64_t>(size) < code_addr + code_size || header == 0 ||
+        blob + header > code_addr || frame_words < 0 || frame_words > (1 << 20)) {
+      continue;
+    }
+    int32_t complete = -1;
+    if (g_layout.frame_complete_i16) {
+      int16_t c = -1;
+      SafeRead(blob + g_layout.frame_complete, &c, 2);
+      complete = c;
+    } else {
+      SafeRead(blob + g_layout.frame_complete, &complete, 4);
+    }
+    out->frame_size = frame_words * 8;
+    out->frame_complete = complete;
+    return true;
   }
   return false;
 }
+
+// How far before its code a blob's header may be: a compiled method's
+// relocations and constants sit in between; a runtime stub has few.
+constexpr uint64_t kMethodHeaderWindow = 64 * 1024;
+constexpr uint64_t kStubHeaderWindow = 4 * 1024;
 
 // ---- records (callers hold g_agent.lock) ----
 
@@ -526,7 +529,8 @@ void JNICALL OnCompiledMethodLoad(jvmtiEnv* jvmti, jmethodID method, jint code_s
   std::string inline_record =
       compile_info ? InlineRecord(jvmti, addr, static_cast<uint64_t>(code_size), 0, compile_info, 0) : std::string();
   BlobFrame frame;
-  const bool have_frame = FindBlobFrame(addr, static_cast<uint64_t>(code_size), &frame) && frame.frame_size > 0;
+  const bool have_frame =
+      FindBlobFrame(addr, static_cast<uint64_t>(code_size), kMethodHeaderWindow, &frame) && frame.frame_size > 0;
   Locked lock;
   if (!g_agent.active || g_agent.closed) return;
   const uint64_t t_ns = MonotonicNs();
@@ -564,7 +568,8 @@ void JNICALL OnDynamicCodeGenerated(jvmtiEnv* jvmti, const char* name, const voi
   BlobFrame frame;
   const bool have_frame =
       name && strcmp(name, "Interpreter") != 0 &&
-      FindBlobFrame(reinterpret_cast<uint64_t>(address), static_cast<uint64_t>(length), &frame) && frame.frame_size > 0;
+      FindBlobFrame(reinterpret_cast<uint64_t>(address), static_cast<uint64_t>(length), kStubHeaderWindow, &frame) &&
+      frame.frame_size > 0;
   Locked lock;
   if (!g_agent.active || g_agent.closed) return;
   const uint64_t t_ns = MonotonicNs();
@@ -582,14 +587,41 @@ void WriteClassMethods(jvmtiEnv* jvmti, jclass klass) {
     Deallocate(jvmti, methods);
     return;
   }
+  // The class part of every name once ("com.example.Burn."), then each
+  // method's own name.
+  std::string prefix;
+  char* class_sig = nullptr;
+  if (jvmti->GetClassSignature(klass, &class_sig, nullptr) == JVMTI_ERROR_NONE && class_sig) {
+    const char* sig = class_sig;
+    size_t len = strlen(sig);
+    if (len >= 2 && sig[0] == 'L' && sig[len - 1] == ';') {
+      ++sig;
+      len -= 2;
+    }
+    for (size_t i = 0; i < len; ++i) prefix.push_back(sig[i] == '/' ? '.' : sig[i]);
+  } else {
+    prefix = "?";
+  }
+  Deallocate(jvmti, class_sig);
+  prefix.push_back('.');
   std::string addrs, names;
   uint32_t written = 0;
   for (jint i = 0; i < count; ++i) {
     uint64_t method = 0;
     if (!methods[i] || !SafeRead(reinterpret_cast<uint64_t>(methods[i]), &method, 8) || method == 0) continue;
+    char* name = nullptr;
+    char* sig = nullptr;
+    if (jvmti->GetMethodName(methods[i], &name, g_agent.options.signatures ? &sig : nullptr, nullptr) !=
+        JVMTI_ERROR_NONE) {
+      continue;
+    }
     Put64(addrs, method);
-    names += MethodName(jvmti, methods[i]);
+    names += prefix;
+    names += name ? name : "?";
+    if (sig) names += sig;
     names.push_back('\0');
+    Deallocate(jvmti, name);
+    Deallocate(jvmti, sig);
     ++written;
   }
   Deallocate(jvmti, methods);

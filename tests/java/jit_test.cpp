@@ -129,6 +129,31 @@ TEST(SideFileParse, AllRecordKinds) {
   EXPECT_EQ(r.inlines[0].names[2], "Leaf.get");
 }
 
+TEST(SideFileParse, MethodsAndFrames) {
+  const std::string file = SideHeader() + SideMethods(5, {{0x7000, "Split.main"}, {0x7100, "Split.drive"}}) +
+                           SideFrame(6, 0x1000, 4, 48, 20);
+  jitdump::SideRecords r;
+  auto p = jitdump::ParseSideRecords(std::string_view(file).substr(jitdump::kSideHeaderSize), &r);
+  EXPECT_FALSE(p.corrupt) << p.error;
+  ASSERT_EQ(r.methods.size(), 2u);
+  EXPECT_EQ(r.methods[1].method, 0x7100u);
+  EXPECT_EQ(r.methods[1].name, "Split.drive");
+  ASSERT_EQ(r.frames.size(), 1u);
+  EXPECT_EQ(r.frames[0].frame_size, 48);
+  EXPECT_EQ(r.frames[0].frame_complete, 20);
+  // Counts beyond the record, unterminated names and absurd frames are corrupt.
+  jitdump::SideRecords bad;
+  std::string methods = SideMethods(5, {{0x7000, "A.b"}});
+  methods[16] = 100;  // count
+  EXPECT_TRUE(jitdump::ParseSideRecords(methods, &bad).corrupt);
+  methods = SideMethods(5, {{0x7000, "A.b"}});
+  methods.back() = 'x';
+  EXPECT_TRUE(jitdump::ParseSideRecords(methods, &bad).corrupt);
+  EXPECT_TRUE(jitdump::ParseSideRecords(SideFrame(6, 0x1000, 4, 0, 0), &bad).corrupt);
+  EXPECT_TRUE(jitdump::ParseSideRecords(SideFrame(6, 0x1000, 4, 12, 0), &bad).corrupt);
+  EXPECT_TRUE(jitdump::ParseSideRecords(SideFrame(6, 0x1000, 4, 1 << 30, 0), &bad).corrupt);
+}
+
 TEST(SideFileParse, InlineChainOutOfRangeIsCorrupt) {
   const std::string rec = SideInline(4, 0x1000, 4, {"A"}, {{0x10, {3}}});
   jitdump::SideRecords r;
@@ -305,6 +330,45 @@ TEST(JitProcessSource, TailsJitdumpAndSideFileByNamespacePid) {
   ASSERT_TRUE(source.vm_flags().has_value());
   EXPECT_EQ(*source.vm_flags(), 0u);
   EXPECT_EQ(source.thread_names().at(4243), "worker-1");  // the first name wins
+}
+
+// Frame sizes follow their code (also when the FRAME record is read first);
+// Method* names are versioned by time; compiled Java code of a JVM without
+// PreserveFramePointer is marked: its rbp is no frame pointer.
+TEST(JitProcessSource, FrameSizesAndMethodNames) {
+  FakeProc proc;
+  const std::string dump = "4242/root/tmp/jit-7.dump";
+  proc.Write(dump, JitdumpHeader(7) + CodeLoad(100, 0x1000, 0x40, 1, "A.run") + CodeLoad(100, 0x2000, 0x40, 2, "call_stub"));
+  proc.Write("4242/root/tmp/jit-7.arcprof",
+             SideHeader() + SideVmInfo(1, 7, 0, "HotSpot 17") + SideFrame(100, 0x1000, 1, 64, 12) +
+                 SideFrame(100, 0x3000, 3, 32, 8) + SideMethods(50, {{0x9000, "Old.gone"}}) +
+                 SideMethods(500, {{0x9000, "New.reused"}, {0x9100, "Split.main"}}));
+  if (geteuid() == 0) {
+    ASSERT_EQ(chown(proc.path(dump).c_str(), 1000, 1000), 0);
+    ASSERT_EQ(chown(proc.path("4242/root/tmp/jit-7.arcprof").c_str(), 1000, 1000), 0);
+  }
+  JitProcessSource source(proc.info(), proc.options());
+  source.Poll(1000);
+  auto a = source.Find(0x1010, 200);
+  ASSERT_TRUE(a);
+  EXPECT_EQ(a->frame_size, 64);
+  EXPECT_EQ(a->frame_complete, 12);
+  EXPECT_TRUE(a->rbp_unreliable);  // PreserveFramePointer off (flags 0)
+  auto stub = source.Find(0x2010, 200);
+  ASSERT_TRUE(stub);
+  EXPECT_EQ(stub->frame_size, 0);
+  EXPECT_FALSE(stub->rbp_unreliable);  // stubs keep rbp frames
+  // A FRAME record read before its code.
+  proc.Write(dump, CodeLoad(300, 0x3000, 0x40, 3, "B.run"), /*append=*/true);
+  auto b = source.Find(0x3004, 400);
+  ASSERT_TRUE(b);
+  EXPECT_EQ(b->frame_size, 32);
+  EXPECT_EQ(source.MethodName(0x9000, 100), "Old.gone");
+  EXPECT_EQ(source.MethodName(0x9000, 600), "New.reused");
+  EXPECT_EQ(source.MethodName(0x9100, 10), "Split.main");  // raced its record: the earliest
+  EXPECT_EQ(source.MethodName(0x9200, 600), std::nullopt);
+  EXPECT_EQ(source.stats().frames, 2u);
+  EXPECT_EQ(source.stats().methods, 3u);
 }
 
 TEST(JitProcessSource, PerfMapLinesReadLaterWinFromTheirReadTime) {

@@ -108,6 +108,34 @@ struct InlinePc {
   std::vector<uint32_t> chain;  // innermost first, last = the compiled method
 };
 
+inline std::string SideMethods(uint64_t t_ns, const std::vector<std::pair<uint64_t, std::string>>& methods) {
+  std::string addrs, names;
+  for (const auto& [method, name] : methods) {
+    Put64(addrs, method);
+    names += name;
+    names.push_back('\0');
+  }
+  std::string r;
+  Put32(r, jitdump::kSideMethods);
+  Put32(r, static_cast<uint32_t>(jitdump::kSideMethodsFixedSize + addrs.size() + names.size()));
+  Put64(r, t_ns);
+  Put32(r, static_cast<uint32_t>(methods.size()));
+  Put32(r, 0);
+  return r + addrs + names;
+}
+
+inline std::string SideFrame(uint64_t t_ns, uint64_t addr, uint64_t index, int32_t frame_size, int32_t complete) {
+  std::string r;
+  Put32(r, jitdump::kSideFrame);
+  Put32(r, jitdump::kSideFrameSize);
+  Put64(r, t_ns);
+  Put64(r, addr);
+  Put64(r, index);
+  Put32(r, static_cast<uint32_t>(frame_size));
+  Put32(r, static_cast<uint32_t>(complete));
+  return r;
+}
+
 inline std::string SideInline(uint64_t t_ns, uint64_t addr, uint64_t index, const std::vector<std::string>& names,
                               const std::vector<InlinePc>& pcs) {
   std::string body;
