@@ -693,11 +693,27 @@ void JNICALL OnThreadEnd(jvmtiEnv* jvmti, JNIEnv* jni, jthread thread) {
   if (g_agent.active && !g_agent.closed) WriteThreadName(Tid(), "");
 }
 
-void JNICALL OnVMInit(jvmtiEnv* jvmti, JNIEnv* jni, jthread thread) {
-  // Stubs generated before the agent's events were live (started with
-  // -agentpath, the interpreter is generated before VMInit).
+// Stubs generated before the agent's events were live (started with
+// -agentpath, the interpreter is generated before VMInit), and the names of
+// the classes loaded so far.
+void JNICALL ReplayAtStart(jvmtiEnv* jvmti, JNIEnv* jni, void*) {
   jvmti->GenerateEvents(JVMTI_EVENT_DYNAMIC_CODE_GENERATED);
   WriteLoadedClasses(jvmti, jni);
+}
+
+void JNICALL OnVMInit(jvmtiEnv* jvmti, JNIEnv* jni, jthread thread) {
+  // On an agent thread of our own, not on the thread that goes on to run
+  // main() (a few milliseconds of JVM start-up otherwise).
+  bool started = false;
+  if (jclass thread_class = jni->FindClass("java/lang/Thread")) {
+    jmethodID init = jni->GetMethodID(thread_class, "<init>", "(Ljava/lang/String;)V");
+    jstring name = jni->NewStringUTF("arcprof agent");
+    jobject agent_thread = init && name ? jni->NewObject(thread_class, init, name) : nullptr;
+    started = agent_thread && jvmti->RunAgentThread(agent_thread, ReplayAtStart, nullptr,
+                                                    JVMTI_THREAD_NORM_PRIORITY) == JVMTI_ERROR_NONE;
+  }
+  if (jni->ExceptionCheck()) jni->ExceptionClear();
+  if (!started) ReplayAtStart(jvmti, jni, nullptr);
   OnThreadStart(jvmti, jni, thread);
 }
 

@@ -332,12 +332,16 @@ std::optional<JitSymbol> JitProcessSource::Find(uint64_t addr, uint64_t t_ns) {
 }
 
 std::optional<std::string_view> JitProcessSource::MethodName(uint64_t method, uint64_t t_ns) {
+  // Class unloading frees Method*s and new classes reuse them: a sample taken
+  // after our last read may belong to a record not read yet, even when the
+  // address already has a name.
   auto it = methods_.find(method);
-  if (it == methods_.end()) {
+  if (it == methods_.end() || t_ns >= last_poll_ns_) {
     const uint64_t now = JitMonotonicNowNs();
-    if (now - last_poll_ns_ < options_.reread_on_miss_ns) return std::nullopt;
-    Poll(now);
-    it = methods_.find(method);
+    if (now - last_poll_ns_ >= options_.reread_on_miss_ns) {
+      Poll(now);
+      it = methods_.find(method);
+    }
     if (it == methods_.end()) return std::nullopt;
   }
   // The latest name given at or before t_ns, else the earliest (a sample

@@ -142,21 +142,22 @@ TEST_P(JavaRuntime, AgentAtStartGivesThreeToOneAndCompleteStacks) {
   CheckBurn(p, pid, jdk.name + " -agentpath");
   EXPECT_EQ(p.counters["java.jvms_without_preserve_frame_pointer"], 0);
   EXPECT_GT(p.counters["jit.code_loads"], 100);
-  // The JIT frames are kind jit in JITCODE; the interpreter has its own kind.
-  bool saw_heavy = false, saw_interpreter = false;
+  // Compiled frames are kind jit in JITCODE; interpreted ones have their
+  // own kind and the method's name (Burn.main is interpreted, and so is
+  // Burn.heavy before it is compiled).
+  bool saw_heavy = false, saw_interpreted_main = false;
   for (const FrameRecord& f : p.frames.all()) {
-    if (f.symbol == "Burn.heavy" && !f.inlined) {
+    if (f.symbol == "Burn.heavy" && !f.inlined && f.kind == FrameKind::kJit) {
       saw_heavy = true;
       EXPECT_EQ(f.module, "JITCODE");
-      EXPECT_EQ(f.kind, FrameKind::kJit);
     }
-    if (f.symbol == "Interpreter") {
-      saw_interpreter = true;
-      EXPECT_EQ(f.kind, FrameKind::kInterpreted);
+    if (f.symbol == "Burn.main" && f.kind == FrameKind::kInterpreted) {
+      saw_interpreted_main = true;
+      EXPECT_EQ(f.module, "JITCODE");
     }
   }
   EXPECT_TRUE(saw_heavy);
-  EXPECT_TRUE(saw_interpreter);
+  EXPECT_TRUE(saw_interpreted_main);
 }
 
 TEST_P(JavaRuntime, LateAttachByRecordGivesThreeToOne) {
@@ -212,7 +213,7 @@ TEST(JavaRuntimeMisc, InlinedMethodsAreFramesOfTheirOwn) {
       inlined_leaf += nodes[n].base;
     }
   }
-  ASSERT_GT(total, 1000u);
+  ASSERT_GT(total, 300u);  // about 3000 on an idle machine, 460 seen under load
   // The rest: the interpreter and the first compiled versions before C2.
   EXPECT_GE(static_cast<double>(inlined_leaf) / static_cast<double>(total), 0.6) << inlined_leaf << "/" << total;
 }
