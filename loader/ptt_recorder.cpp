@@ -390,6 +390,13 @@ PttData PttRecorder::Finish() {
 }
 
 PttData PttRecorder::TakeWindow() {
+  // Threads that are gone before the map is read have their final values in
+  // this read; their entries are deleted after it, so that the map (fixed
+  // size) does not fill up over days of thread churn.
+  std::vector<uint32_t> gone;
+  for (const PttThread& t : ReadThreads()) {
+    if (t.tid != 0 && syscall(SYS_tgkill, t.pid, t.tid, 0) != 0 && errno == ESRCH) gone.push_back(t.tid);
+  }
   const uint64_t end = MonotonicNs();
   const std::vector<ptt_cpu> states = ReadCpuStates();
 
@@ -397,6 +404,8 @@ PttData PttRecorder::TakeWindow() {
   data.recorded = true;
   data.events = events_;
   data.threads = ReadThreads();
+  const int threads_fd = bpf_map__fd(skel_->maps.threads);
+  for (uint32_t tid : gone) bpf_map_delete_elem(threads_fd, &tid);
   std::map<uint32_t, size_t> by_tid;
   for (size_t i = 0; i < data.threads.size(); ++i) by_tid[data.threads[i].tid] = i;
   for (int cpu : cpus_) {
