@@ -230,6 +230,9 @@ void SampleProcessor::Rename(ThreadRecord& t, std::string_view comm) {
     t.cmdline = p->cmdline;
     t.process_comm = p->comm;
   }
+  // The leader's name in the sample is the process's name at that time, even
+  // when the exec event that renamed it is not applied yet.
+  if (t.tid == t.pid) t.process_comm = comm;
 }
 
 Profile SampleProcessor::TakeWindow() {
