@@ -16,6 +16,8 @@
 #include "loader/record.h"
 #include "push/push_cli.h"
 #include "push/store_windows.h"
+#include "reports/capture_merge.h"
+#include "reports/capture_store.h"
 #include "reports/report_cli.h"
 #include "reports/store_info.h"
 #include "reports/window_store.h"
@@ -200,6 +202,15 @@ int main(int argc, char** argv) {
   arcprof::JavaCommands java(app);
   arcprof::push::PushCommands push(app);
 
+  std::vector<std::string> merge_inputs;
+  std::string merge_output;
+  bool merge_hosts = false;
+  CLI::App* merge = app.add_subcommand(
+      "merge", "Merge captures of several machines into one (host > process > thread > stack)");
+  merge->add_option("inputs", merge_inputs, "Captures to merge")->required();
+  merge->add_option("-o,--output", merge_output, "The merged capture")->required();
+  merge->add_flag("--merge-hosts", merge_hosts, "Fold the hosts together (no host level)");
+
   // -p and a command are mutually exclusive; CLI11 cannot express "option vs
   // positional" on one subcommand via excludes(self), so check after parsing.
   record->get_option("--pid")->excludes(record->get_option("command"));
@@ -297,5 +308,19 @@ int main(int argc, char** argv) {
   if (auto code = reports.RunIfSelected(std::cout, std::cerr)) return *code;
   if (auto code = java.RunIfSelected(std::cout, std::cerr)) return *code;
   if (auto code = push.RunIfSelected(std::cout, std::cerr)) return *code;
+  if (merge->parsed()) {
+    auto merged = arcprof::MergeCaptures(merge_inputs, merge_hosts);
+    if (!merged) {
+      fprintf(stderr, "arcprof: %s\n", merged.error().message.c_str());
+      return merged.error().exit_code;
+    }
+    for (const std::string& note : merged->notes) fprintf(stderr, "arcprof: note: %s\n", note.c_str());
+    merged->profile.meta.command_line = JoinArgs(argc, argv);
+    if (auto r = arcprof::WriteCapture(merge_output, merged->profile); !r) {
+      fprintf(stderr, "arcprof: %s\n", r.error().message.c_str());
+      return r.error().exit_code;
+    }
+    return 0;
+  }
   return 1;
 }

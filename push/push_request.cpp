@@ -93,13 +93,15 @@ Result<std::string> WindowPprof(const Profile& window) {
     return MakeError("push: cannot re-read the window's pprof");
   }
   int64_t comm = -1;
+  int64_t host = -1;
   for (int i = 0; i < profile.string_table_size(); ++i) {
     if (profile.string_table(i) == "comm") comm = i;
+    if (profile.string_table(i) == "host") host = i;
   }
   for (auto& sample : *profile.mutable_sample()) {
     auto* labels = sample.mutable_label();
     labels->erase(std::remove_if(labels->begin(), labels->end(),
-                                 [&](const perftools::profiles::Label& l) { return l.key() != comm; }),
+                                 [&](const perftools::profiles::Label& l) { return l.key() != comm && l.key() != host; }),
                   labels->end());
   }
   std::string bytes;

@@ -156,17 +156,25 @@ ArcflowModel ArcflowFromProfile(const Profile& profile, const ArcflowThreadFilte
     if (!ThreadPasses(thread, filter)) continue;
     const auto& nodes = profile.trees[t].nodes();
     uint32_t thread_node;
-    if (merge_threads) {
+    if (merge_threads && !thread.host.empty()) {
+      thread_node = model.Child(model.Child(ArcflowModel::kRootNode,
+                                            model.InternConsumer("host_" + thread.host, ConsumerKind::kThread)),
+                                model.InternConsumer("all_threads", ConsumerKind::kThread));
+    } else if (merge_threads) {
       if (merged_thread == ArcflowModel::kNone) {
         merged_thread = model.Child(ArcflowModel::kRootNode,
                                     model.InternConsumer("all_threads", ConsumerKind::kThread));
       }
       thread_node = merged_thread;
     } else {
+      // In a merge of several machines the host is the level above the threads.
+      const uint32_t parent =
+          thread.host.empty() ? ArcflowModel::kRootNode
+                              : model.Child(ArcflowModel::kRootNode,
+                                            model.InternConsumer("host_" + thread.host, ConsumerKind::kThread));
       thread_node = model.Child(
-          ArcflowModel::kRootNode,
-          model.InternConsumer(fmt::format("{}_{}_{}", thread.pid, thread.tid, thread.comm),
-                               ConsumerKind::kThread));
+          parent, model.InternConsumer(fmt::format("{}_{}_{}", thread.pid, thread.tid, thread.comm),
+                                       ConsumerKind::kThread));
     }
     model_node.assign(nodes.size(), ArcflowModel::kNone);
     model_node[0] = thread_node;

@@ -3,6 +3,7 @@
 #include <sqlite3.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <cstring>
@@ -198,20 +199,41 @@ Result<void> FillCapture(Writer& w, const Profile& profile) {
        }) {
     if (auto r = w.Insert(meta->get(), kStoreMetaId, key, value); !r) return r;
   }
-  for (const auto& [key, value] : CaptureMetaRows(profile.meta)) {
-    if (auto r = w.Insert(meta->get(), kCaptureId, key, value); !r) return r;
+
+  // A merge of several machines (ThreadRecord::host) is one capture and one
+  // window per host, each thread under its host's capture; otherwise one of each.
+  std::vector<std::string> hosts;
+  std::unordered_map<std::string, int64_t> host_ids;
+  for (const ThreadRecord& t : profile.threads) {
+    if (!t.host.empty() && host_ids.try_emplace(t.host, static_cast<int64_t>(hosts.size()) + 1).second) {
+      hosts.push_back(t.host);
+    }
+  }
+  if (hosts.empty()) hosts.push_back(profile.meta.host);
+  auto capture_of = [&](const ThreadRecord& t) -> int64_t {
+    auto it = host_ids.find(t.host);
+    return it == host_ids.end() ? kCaptureId : it->second;
+  };
+  for (size_t h = 0; h < hosts.size(); ++h) {
+    CaptureMeta host_meta = profile.meta;
+    host_meta.host = hosts[h];
+    for (const auto& [key, value] : CaptureMetaRows(host_meta)) {
+      if (auto r = w.Insert(meta->get(), static_cast<int64_t>(h) + 1, key, value); !r) return r;
+    }
   }
 
   auto capture = w.Prepare("INSERT INTO captures (id, uuid, host) VALUES (?, ?, ?)");
   if (!capture) return capture.error();
-  if (auto r = w.Insert(capture->get(), kCaptureId, Hex128(), profile.meta.host); !r) return r;
-
   auto window = w.Prepare("INSERT INTO windows (id, capture_id, start_ns, end_ns) VALUES (?, ?, ?, ?)");
   if (!window) return window.error();
-  if (auto r = w.Insert(window->get(), kWindowId, kCaptureId, ToSql(profile.meta.start_monotonic_ns),
-                        ToSql(profile.meta.end_monotonic_ns));
-      !r) {
-    return r;
+  for (size_t h = 0; h < hosts.size(); ++h) {
+    const int64_t id = static_cast<int64_t>(h) + 1;  // capture h+1 has window h+1
+    if (auto r = w.Insert(capture->get(), id, Hex128(), hosts[h]); !r) return r;
+    if (auto r = w.Insert(window->get(), id, id, ToSql(profile.meta.start_monotonic_ns),
+                          ToSql(profile.meta.end_monotonic_ns));
+        !r) {
+      return r;
+    }
   }
 
   auto thread = w.Prepare(
@@ -220,7 +242,7 @@ Result<void> FillCapture(Writer& w, const Profile& profile) {
   if (!thread) return thread.error();
   for (size_t i = 0; i < profile.threads.size(); ++i) {
     const ThreadRecord& t = profile.threads[i];
-    if (auto r = w.Insert(thread->get(), static_cast<int64_t>(i), kCaptureId, int64_t{t.pid},
+    if (auto r = w.Insert(thread->get(), static_cast<int64_t>(i), capture_of(t), int64_t{t.pid},
                           int64_t{t.tid}, t.comm, t.process_comm, t.cmdline);
         !r) {
       return r;
@@ -259,9 +281,10 @@ Result<void> FillCapture(Writer& w, const Profile& profile) {
     const auto& nodes = profile.trees[t].nodes();
     for (size_t i = 0; i < nodes.size(); ++i) {
       const CallTree::Node& nd = nodes[i];
-      Result<void> r = i == 0 ? w.Insert(node->get(), kWindowId, static_cast<int64_t>(t), int64_t{0},
+      const int64_t window_id = capture_of(profile.threads[t]);
+      Result<void> r = i == 0 ? w.Insert(node->get(), window_id, static_cast<int64_t>(t), int64_t{0},
                                          nullptr, nullptr, ToSql(nd.n), ToSql(nd.base))
-                              : w.Insert(node->get(), kWindowId, static_cast<int64_t>(t),
+                              : w.Insert(node->get(), window_id, static_cast<int64_t>(t),
                                          static_cast<int64_t>(i), int64_t{nd.parent},
                                          int64_t{nd.frame}, ToSql(nd.n), ToSql(nd.base));
       if (!r) return r;
@@ -579,10 +602,29 @@ Result<Profile> Reader::ReadAll() {
     return r.error();
   }
 
-  // Threads: the same (pid, tid) in several captures merges into one thread.
+  // Captures of several machines (a merge): each thread keeps its host, and
+  // every view puts the host above the process. Captures of one machine merge:
+  // the same (pid, tid) in several captures is one thread.
+  std::unordered_map<int64_t, std::string> capture_hosts;
+  std::vector<std::string> hosts;
+  if (auto r = ForEachRow("SELECT id, host FROM captures ORDER BY id", [&](sqlite3_stmt* s) -> Result<void> {
+        std::string host = ColumnText(s, 1);
+        if (std::find(hosts.begin(), hosts.end(), host) == hosts.end()) hosts.push_back(host);
+        capture_hosts[sqlite3_column_int64(s, 0)] = std::move(host);
+        return {};
+      });
+      !r) {
+    return r.error();
+  }
+  const bool multi_host = hosts.size() > 1;
+  if (multi_host) {
+    meta.host.clear();
+    for (const std::string& host : hosts) meta.host += (meta.host.empty() ? "" : ",") + host;
+  }
+
   std::vector<uint32_t> thread_ids;  // file thread id -> profile thread index
   if (auto r = ForEachRow(
-          "SELECT id, pid, tid, comm, process_comm, cmdline FROM threads ORDER BY id",
+          "SELECT id, pid, tid, comm, process_comm, cmdline, capture_id FROM threads ORDER BY id",
           [&](sqlite3_stmt* s) -> Result<void> {
             const int64_t pid = sqlite3_column_int64(s, 1);
             const int64_t tid = sqlite3_column_int64(s, 2);
@@ -592,7 +634,16 @@ Result<Profile> Reader::ReadAll() {
             if (pid < 0 || pid > UINT32_MAX || tid < 0 || tid > UINT32_MAX) {
               return Corrupt("thread " + std::to_string(thread_ids.size()) + " has an invalid pid or tid");
             }
-            const uint32_t index = profile.ThreadIndex(static_cast<uint32_t>(pid), static_cast<uint32_t>(tid));
+            std::string host;
+            if (multi_host) {
+              auto it = capture_hosts.find(sqlite3_column_int64(s, 6));
+              if (it == capture_hosts.end()) {
+                return Corrupt("thread " + std::to_string(thread_ids.size()) + " of a capture that does not exist");
+              }
+              host = it->second.empty() ? "[unknown host]" : it->second;
+            }
+            const uint32_t index =
+                profile.ThreadIndex(host, static_cast<uint32_t>(pid), static_cast<uint32_t>(tid));
             ThreadRecord& t = profile.threads[index];
             t.comm = ColumnText(s, 3);
             t.process_comm = ColumnText(s, 4);

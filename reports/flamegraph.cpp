@@ -223,7 +223,10 @@ FlameTree FlameTreeFromProfile(const Profile& profile, const ThreadFilter& filte
     for (const auto& node : nodes) samples += node.base;
     if (samples == 0) continue;
     mapped.assign(nodes.size(), FlameTree::kNone);
-    mapped[0] = tree.Child(FlameTree::kRoot, FoldedProcessName(thread), FlameKind::kProcess);
+    const uint32_t top = thread.host.empty()
+                             ? FlameTree::kRoot
+                             : tree.Child(FlameTree::kRoot, FoldedHostName(thread), FlameKind::kProcess);
+    mapped[0] = tree.Child(top, FoldedProcessName(thread), FlameKind::kProcess);
     tree.AddSelf(mapped[0], nodes[0].base);
     for (size_t i = 1; i < nodes.size(); ++i) {
       const auto& node = nodes[i];

@@ -74,6 +74,14 @@ std::string FoldedProcessName(const ThreadRecord& thread) {
   return name;
 }
 
+std::string FoldedHostName(const ThreadRecord& thread) {
+  std::string name = Sanitize(thread.host);
+  for (char& c : name) {
+    if (c == ' ') c = '_';
+  }
+  return name;
+}
+
 namespace {
 
 // Every selected thread's tree merged into one tree per process, keyed by
@@ -87,7 +95,8 @@ class FoldedTree {
     for (size_t t = 0; t < profile.threads.size() && t < profile.trees.size(); ++t) {
       const ThreadRecord& thread = profile.threads[t];
       if (!filter.Matches(thread)) continue;
-      const uint32_t process_name = Intern(FoldedProcessName(thread));
+      const uint32_t process_name = Intern(thread.host.empty() ? FoldedProcessName(thread)
+                                                               : FoldedHostName(thread) + ";" + FoldedProcessName(thread));
       uint32_t& root = process_roots_[names_[process_name]];
       if (root == 0) root = NewNode(process_name);
       const auto& nodes = profile.trees[t].nodes();

@@ -19,6 +19,9 @@ namespace arcprof {
 std::string FoldedFrameName(const FrameRecord& frame);
 // The first element of every line: the process name, spaces -> '_'.
 std::string FoldedProcessName(const ThreadRecord& thread);
+// In a merge of several hosts (ThreadRecord::host) the host comes first, as
+// the same kind of element: "web1;java;main;...".
+std::string FoldedHostName(const ThreadRecord& thread);
 // Stacks deeper than this many frames below the process are cut: the frames
 // past it fold into one "[deeper frames cut]" element. Keeps the output (whose
 // size grows with depth times stacks) bounded for hostile captures.

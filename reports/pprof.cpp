@@ -198,6 +198,7 @@ std::string EncodePprof(const Profile& profile, const ThreadFilter& filter) {
   const int64_t key_tid = strings.Index("tid");
   const int64_t key_comm = strings.Index("comm");
   const int64_t key_thread_name = strings.Index("thread_name");
+  const int64_t key_host = profile.multi_host() ? strings.Index("host") : 0;
 
   {
     // The main binary: the user-space module with the most samples at the leaf.
@@ -269,6 +270,7 @@ std::string EncodePprof(const Profile& profile, const ThreadFilter& filter) {
       tid->set_num(thread.tid);
       AddLabel(sample, key_comm, comm);
       if (thread_name != 0) AddLabel(sample, key_thread_name, thread_name);
+      if (key_host != 0 && !thread.host.empty()) AddLabel(sample, key_host, strings.Index(ValidUtf8(thread.host)));
     }
   }
   builder.FinishMappings();

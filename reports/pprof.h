@@ -3,7 +3,8 @@
 //
 // Content: sample types (samples, count) and (cpu, nanoseconds) with period
 // 1e9 / frequency; one sample per (thread, sampled stack) with labels pid,
-// tid (numbers), comm (process name) and thread_name; one location per
+// tid (numbers), comm (process name), thread_name and, in a merge of several
+// machines, host; one location per
 // physical frame, frames inlined into it as further lines of that location
 // (innermost first); one mapping per module (kernel frames in
 // "[kernel.kallsyms]", JIT and interpreted frames without a mapping); one

@@ -45,6 +45,20 @@ uint64_t CallTree::total_base() const {
   return total;
 }
 
+uint32_t Profile::ThreadIndex(const std::string& host, uint32_t pid, uint32_t tid) {
+  if (host.empty()) return ThreadIndex(pid, tid);
+  auto [it, inserted] = host_thread_index_.try_emplace({host, pid, tid}, static_cast<uint32_t>(threads.size()));
+  if (inserted) {
+    ThreadRecord t;
+    t.pid = pid;
+    t.tid = tid;
+    t.host = host;
+    threads.push_back(std::move(t));
+    trees.emplace_back();
+  }
+  return it->second;
+}
+
 uint32_t Profile::ThreadIndex(uint32_t pid, uint32_t tid) {
   const uint64_t key = static_cast<uint64_t>(pid) << 32 | tid;
   auto [it, inserted] = thread_index_.try_emplace(key, static_cast<uint32_t>(threads.size()));

@@ -10,6 +10,7 @@
 #include <map>
 #include <span>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 #include <vector>
 
@@ -52,6 +53,9 @@ struct ThreadRecord {
   std::string comm;          // thread name (15 chars from the kernel, or a runtime's thread name)
   std::string process_comm;  // the process (thread group leader) name
   std::string cmdline;       // process command line, arguments separated by spaces
+  // The machine, in a merge of several hosts (`arcprof merge`): every view puts
+  // it above the process. "" in a capture of one machine.
+  std::string host;
 };
 
 // One thread's call tree. Node 0 is the thread itself (frame kNoFrame).
@@ -114,6 +118,10 @@ struct Profile {
 
   // Returns the index of the thread (pid, tid), adding it when new.
   uint32_t ThreadIndex(uint32_t pid, uint32_t tid);
+  // The same, for thread (pid, tid) of machine `host` ("" = ThreadIndex(pid, tid)).
+  uint32_t ThreadIndex(const std::string& host, uint32_t pid, uint32_t tid);
+  // True when threads carry their host (a merge of captures from several machines).
+  bool multi_host() const { return !host_thread_index_.empty(); }
   uint64_t total_samples() const;
 
   // Gives frames new content (a name found later, e.g. through debuginfod):
@@ -125,6 +133,7 @@ struct Profile {
 
  private:
   std::unordered_map<uint64_t, uint32_t> thread_index_;
+  std::map<std::tuple<std::string, uint32_t, uint32_t>, uint32_t> host_thread_index_;
 };
 
 }  // namespace arcprof

@@ -81,7 +81,7 @@ void WriteSpeedscope(const Profile& profile, const ThreadFilter& filter, std::os
       hottest_total = total;
       hottest = profile_count;
     }
-    const std::string name = ProcessName(thread) + " pid " + std::to_string(thread.pid) + " tid " +
+    const std::string name = (thread.host.empty() ? "" : thread.host + ": ") + ProcessName(thread) + " pid " + std::to_string(thread.pid) + " tid " +
                              std::to_string(thread.tid) + (thread.comm.empty() ? "" : " " + thread.comm);
     if (profile_count++ != 0) profiles_json += ",\n";
     profiles_json += "{\"type\":\"sampled\",\"name\":" + JsonString(name) +

@@ -12,7 +12,7 @@ namespace arcprof {
 namespace {
 
 constexpr TprofLevel kAllLevels[] = {TprofLevel::kPid, TprofLevel::kTid, TprofLevel::kModule,
-                                     TprofLevel::kSymbol};
+                                     TprofLevel::kSymbol, TprofLevel::kHost};
 
 std::string Printf(const char* format, double value) {
   char buffer[64];
@@ -57,6 +57,10 @@ struct Leaf {
 void FillRow(TprofRow& row, TprofLevel level, const Leaf& leaf, bool module_above) {
   row.level = level;
   switch (level) {
+    case TprofLevel::kHost:
+      row.host = leaf.thread->host;
+      row.name = row.host.empty() ? "[no host]" : row.host;
+      break;
     case TprofLevel::kPid:
       row.pid = leaf.thread->pid;
       row.name = ProcessName(*leaf.thread) + "_" + std::to_string(leaf.thread->pid);
@@ -84,10 +88,12 @@ void FillRow(TprofRow& row, TprofLevel level, const Leaf& leaf, bool module_abov
 
 std::string RowKey(TprofLevel level, const Leaf& leaf) {
   switch (level) {
+    case TprofLevel::kHost:
+      return leaf.thread->host;
     case TprofLevel::kPid:
-      return std::to_string(leaf.thread->pid);
+      return leaf.thread->host + '\0' + std::to_string(leaf.thread->pid);
     case TprofLevel::kTid:
-      return std::to_string(leaf.thread->pid) + "/" + std::to_string(leaf.thread->tid);
+      return leaf.thread->host + '\0' + std::to_string(leaf.thread->pid) + "/" + std::to_string(leaf.thread->tid);
     case TprofLevel::kModule:
       return ModuleDisplay(leaf.frame);
     case TprofLevel::kSymbol:
@@ -190,6 +196,9 @@ nlohmann::ordered_json RowsJson(const std::vector<TprofRow>& rows) {
     item["ticks"] = row.ticks;
     item["percent"] = Round(row.percent, 100);
     switch (row.level) {
+      case TprofLevel::kHost:
+        item["host"] = row.host;
+        break;
       case TprofLevel::kPid:
         item["pid"] = row.pid;
         break;
@@ -219,6 +228,7 @@ std::string_view TprofLevelName(TprofLevel level) {
     case TprofLevel::kTid: return "tid";
     case TprofLevel::kModule: return "mod";
     case TprofLevel::kSymbol: return "sym";
+    case TprofLevel::kHost: return "host";
   }
   return "?";
 }
@@ -229,6 +239,7 @@ std::string_view TprofLevelLabel(TprofLevel level) {
     case TprofLevel::kTid: return "TID";
     case TprofLevel::kModule: return "MOD";
     case TprofLevel::kSymbol: return "SYM";
+    case TprofLevel::kHost: return "HST";
   }
   return "???";
 }
@@ -245,7 +256,7 @@ Result<std::vector<TprofLevel>> ParseTprofLevels(std::string_view spec) {
     }
     if (match == nullptr) {
       return MakeError("--by: unknown level '" + std::string(word) +
-                       "'; use a comma-separated list of pid, tid, mod, sym (e.g. pid,tid,mod,sym)");
+                       "'; use a comma-separated list of host, pid, tid, mod, sym (e.g. pid,tid,mod,sym)");
     }
     if (std::find(levels.begin(), levels.end(), *match) != levels.end()) {
       return MakeError("--by: level '" + std::string(word) + "' is given twice; name each level once");
@@ -286,6 +297,10 @@ TprofReport BuildTprof(const Profile& profile, const TprofOptions& options) {
     report.jvms_without_frame_pointers = old->second;
   }
   report.levels = options.levels;
+  if (profile.multi_host() &&
+      std::find(report.levels.begin(), report.levels.end(), TprofLevel::kHost) == report.levels.end()) {
+    report.levels.insert(report.levels.begin(), TprofLevel::kHost);
+  }
   report.min_percent = options.min_percent;
 
   BuildRow root;
@@ -317,7 +332,7 @@ TprofReport BuildTprof(const Profile& profile, const TprofOptions& options) {
 
       BuildRow* parent = &root;
       bool module_above = false;
-      for (TprofLevel level : options.levels) {
+      for (TprofLevel level : report.levels) {
         auto& slot = parent->children[RowKey(level, leaf)];
         if (!slot) {
           slot = std::make_unique<BuildRow>();

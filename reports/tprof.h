@@ -16,11 +16,12 @@
 
 namespace arcprof {
 
-enum class TprofLevel : uint8_t { kPid, kTid, kModule, kSymbol };
+// kHost: the machine, in a merge of several hosts (always the first level there).
+enum class TprofLevel : uint8_t { kPid, kTid, kModule, kSymbol, kHost };
 
-// "pid", "tid", "mod", "sym": the words of --by.
+// "pid", "tid", "mod", "sym", "host": the words of --by.
 std::string_view TprofLevelName(TprofLevel level);
-// "PID", "TID", "MOD", "SYM": the LAB column.
+// "PID", "TID", "MOD", "SYM", "HST": the LAB column.
 std::string_view TprofLevelLabel(TprofLevel level);
 // Parses "pid,tid,mod,sym" (any order, each level at most once). Errors have exit_code 1.
 Result<std::vector<TprofLevel>> ParseTprofLevels(std::string_view spec);
@@ -41,6 +42,7 @@ struct TprofRow {
   uint32_t tid = 0;      // set on tid rows
   std::string module;    // set on mod and sym rows
   std::string symbol;    // set on sym rows ("" for an unknown frame)
+  std::string host;      // set on host rows
   std::vector<TprofRow> children;
 };
 
@@ -67,6 +69,8 @@ struct TprofReport {
   std::vector<TprofRow> rows;
 };
 
+// In a merge of several hosts (Profile::multi_host) the host level is put
+// first when options.levels does not name it.
 TprofReport BuildTprof(const Profile& profile, const TprofOptions& options);
 void WriteTprofText(const TprofReport& report, std::ostream& out);
 void WriteTprofJson(const TprofReport& report, std::ostream& out);

@@ -1,0 +1,30 @@
+// `arcprof merge`: captures (or stores) of several machines into one capture.
+//
+// Every thread keeps the host it was recorded on (ThreadRecord::host), so
+// every view puts the host above the process (host > process > thread >
+// stack); the file holds one capture per host (docs/capture-format.md).
+// With merge_hosts the hosts fold together: threads of equal (pid, tid) on
+// different machines become one, as in a store of one machine.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+#include "reports/profile.h"
+
+namespace arcprof {
+
+struct MergeResult {
+  Profile profile;
+  std::vector<std::string> notes;  // one line each: what was not carried over
+};
+
+// Reads every input (ReadCapture: checked as untrusted) and sums them: call
+// trees node by node per (host, pid, tid), counters by name, build ids by
+// module. Inputs must share the sampling event and frequency (their samples
+// would not add up otherwise). An input that is itself a merge keeps its hosts.
+// Per-thread time (PTT) is not carried over: its intervals are per machine.
+Result<MergeResult> MergeCaptures(const std::vector<std::string>& paths, bool merge_hosts);
+
+}  // namespace arcprof

@@ -1,0 +1,147 @@
+// `arcprof merge`: captures of two machines into one file. The host is the top
+// level of every view, totals are the sums, --merge-hosts folds the hosts.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "reports/capture_merge.h"
+#include "reports/capture_store.h"
+#include "reports/folded.h"
+#include "reports/tprof.h"
+#include "tests/loader/subprocess.h"
+#include "tests/reports/test_profiles.h"
+
+namespace arcprof::testing {
+namespace {
+
+const std::string kArcprof = ARCPROF_BIN;
+
+// Two machines: web1 runs the sample profile, web2 the same processes (the
+// same pids) with the busy loop's samples doubled, so a merge that mixed the
+// hosts' threads would show.
+struct TwoHosts {
+  TempDir tmp;
+  std::string a = tmp.File("web1.db");
+  std::string b = tmp.File("web2.db");
+  uint64_t total_a = 0;
+  uint64_t total_b = 0;
+  TwoHosts() {
+    Profile p1 = SampleProfile();
+    p1.meta.host = "web1";
+    Profile p2 = SampleProfile();
+    p2.meta.host = "web2";
+    for (size_t t = 0; t < p2.threads.size(); ++t) {
+      if (p2.threads[t].pid != 900) continue;
+      for (auto& node : p2.trees[t].mutable_nodes()) node.base *= 2;
+    }
+    p1.counters["lost_samples"] = 3;
+    p2.counters["lost_samples"] = 4;
+    total_a = p1.total_samples();
+    total_b = p2.total_samples();
+    EXPECT_TRUE(WriteCapture(a, p1).ok());
+    EXPECT_TRUE(WriteCapture(b, p2).ok());
+  }
+};
+
+TEST(Merge, TwoHostsSumAndTheHostIsTheTopLevel) {
+  TwoHosts in;
+  auto merged = MergeCaptures({in.a, in.b}, false);
+  ASSERT_TRUE(merged.ok()) << merged.error().message;
+  const std::string out = in.tmp.File("fleet.db");
+  ASSERT_TRUE(WriteCapture(out, merged->profile).ok());
+  auto fleet = ReadCapture(out);
+  ASSERT_TRUE(fleet.ok()) << fleet.error().message;
+
+  EXPECT_EQ(fleet->total_samples(), in.total_a + in.total_b);
+  EXPECT_EQ(fleet->counters.at("lost_samples"), 7);
+  EXPECT_EQ(fleet->meta.host, "web1,web2");
+  EXPECT_TRUE(fleet->multi_host());
+  // Same pids on both machines stay apart: 4 threads per host.
+  EXPECT_EQ(fleet->threads.size(), 8u);
+
+  // tprof: hosts first, each with its own total.
+  TprofOptions options;
+  const TprofReport report = BuildTprof(*fleet, options);
+  ASSERT_EQ(report.rows.size(), 2u);
+  std::map<std::string, uint64_t> by_host;
+  for (const TprofRow& row : report.rows) {
+    EXPECT_EQ(row.level, TprofLevel::kHost);
+    by_host[row.name] = row.ticks;
+    ASSERT_FALSE(row.children.empty());
+    EXPECT_EQ(row.children[0].level, TprofLevel::kPid);
+  }
+  EXPECT_EQ(by_host["web1"], in.total_a);
+  EXPECT_EQ(by_host["web2"], in.total_b);
+
+  // Folded stacks (and so flame graphs and diff): the host is the first element.
+  uint64_t folded_web2 = 0;
+  for (const auto& [stack, count] : FoldStacks(*fleet, ThreadFilter{})) {
+    const std::string first = stack.substr(0, stack.find(';'));
+    EXPECT_TRUE(first == "web1" || first == "web2") << stack;
+    if (first == "web2") folded_web2 += count;
+  }
+  EXPECT_EQ(folded_web2, in.total_b);
+}
+
+TEST(Merge, MergeHostsFoldsThem) {
+  TwoHosts in;
+  auto merged = MergeCaptures({in.a, in.b}, true);
+  ASSERT_TRUE(merged.ok()) << merged.error().message;
+  const std::string out = in.tmp.File("folded.db");
+  ASSERT_TRUE(WriteCapture(out, merged->profile).ok());
+  auto fleet = ReadCapture(out);
+  ASSERT_TRUE(fleet.ok()) << fleet.error().message;
+  EXPECT_FALSE(fleet->multi_host());
+  EXPECT_EQ(fleet->threads.size(), 4u);
+  EXPECT_EQ(fleet->total_samples(), in.total_a + in.total_b);
+  const TprofReport report = BuildTprof(*fleet, TprofOptions{});
+  ASSERT_FALSE(report.rows.empty());
+  EXPECT_EQ(report.rows[0].level, TprofLevel::kPid);
+  EXPECT_EQ(report.rows[0].name, "busy loop_900");
+  EXPECT_EQ(report.rows[0].ticks, 1090u * 3);
+}
+
+TEST(Merge, CommandLine) {
+  TwoHosts in;
+  const std::string out = in.tmp.File("fleet.db");
+  auto [code, text] = RunCapture({kArcprof, "merge", in.a, in.b, "-o", out});
+  ASSERT_EQ(code, 0) << text;
+  auto [rc, json] = RunCapture({kArcprof, "report", "-i", out, "--by", "pid", "--format", "json"});
+  ASSERT_EQ(rc, 0);
+  const auto report = nlohmann::json::parse(json);
+  EXPECT_EQ(report["header"]["total_samples"].get<uint64_t>(), in.total_a + in.total_b);
+  std::set<std::string> hosts;
+  for (const auto& row : report["rows"]) {
+    EXPECT_EQ(row["level"], "host");
+    hosts.insert(row["host"].get<std::string>());
+  }
+  EXPECT_EQ(hosts, (std::set<std::string>{"web1", "web2"}));
+
+  // A merge is an input like any other.
+  const std::string again = in.tmp.File("again.db");
+  ASSERT_EQ(RunCapture({kArcprof, "merge", out, in.a, "-o", again}).first, 0);
+  auto twice = ReadCapture(again);
+  ASSERT_TRUE(twice.ok());
+  EXPECT_EQ(twice->total_samples(), 2 * in.total_a + in.total_b);
+
+  EXPECT_EQ(RunCapture({kArcprof, "merge", in.a, in.tmp.File("missing.db"), "-o", again}).first,
+            kCaptureErrorExitCode);
+  EXPECT_EQ(RunCapture({kArcprof, "merge", in.a}).first, 1);  // no -o
+}
+
+TEST(Merge, RefusesMixedFrequencies) {
+  TwoHosts in;
+  Profile p = SampleProfile();
+  p.meta.frequency_hz = 49;
+  const std::string c = in.tmp.File("49hz.db");
+  ASSERT_TRUE(WriteCapture(c, p).ok());
+  auto merged = MergeCaptures({in.a, c}, false);
+  ASSERT_FALSE(merged.ok());
+  EXPECT_NE(merged.error().message.find("one event and frequency"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace arcprof::testing
