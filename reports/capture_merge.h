@@ -20,11 +20,13 @@ struct MergeResult {
   std::vector<std::string> notes;  // one line each: what was not carried over
 };
 
-// Reads every input (ReadCapture: checked as untrusted) and sums them: call
-// trees node by node per (host, pid, tid), counters by name, build ids by
-// module. Inputs must share the sampling event and frequency (their samples
-// would not add up otherwise). An input that is itself a merge keeps its hosts.
-// Per-thread time (PTT) is not carried over: its intervals are per machine.
+// Reads every input (a capture file, checked as untrusted, or a continuous
+// store directory: all its windows) and sums them with MergeProfile
+// (reports/profile_merge.h): call trees node by node per (host, pid, tid),
+// counters by name, build ids by module, the time range is the union. Inputs
+// must share the sampling event and frequency (their samples would not add up
+// otherwise). An input that is itself a merge keeps its hosts. Per-thread time
+// (PTT) is not carried over: its threads and intervals are per machine.
 Result<MergeResult> MergeCaptures(const std::vector<std::string>& paths, bool merge_hosts);
 
 }  // namespace arcprof

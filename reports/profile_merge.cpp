@@ -80,7 +80,7 @@ void MergeProfile(Profile& into, const Profile& from) {
   std::vector<uint32_t> nodes;
   for (size_t t = 0; t < from.threads.size() && t < from.trees.size(); ++t) {
     const ThreadRecord& thread = from.threads[t];
-    const uint32_t index = into.ThreadIndex(thread.pid, thread.tid);
+    const uint32_t index = into.ThreadIndex(thread.host, thread.pid, thread.tid);
     ThreadRecord& dest = into.threads[index];
     if (!thread.comm.empty()) dest.comm = thread.comm;
     if (!thread.process_comm.empty()) dest.process_comm = thread.process_comm;

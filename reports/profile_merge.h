@@ -6,7 +6,8 @@
 
 namespace arcprof {
 
-// Adds `from` to `into`: frames are interned, threads matched by (pid, tid)
+// Adds `from` to `into`: frames are interned, threads matched by (host, pid, tid)
+// (host "" except in a merge of several machines, ThreadRecord::host)
 // (the later names win), trees summed node by node, counters summed by name,
 // build ids united, PTT rows summed (threads by pid/tid, irq vectors by
 // cpu/kind/vector; interval rows appended). The time range becomes the union:

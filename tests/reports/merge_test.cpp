@@ -11,6 +11,7 @@
 #include "reports/capture_store.h"
 #include "reports/folded.h"
 #include "reports/tprof.h"
+#include "reports/window_store.h"
 #include "tests/loader/subprocess.h"
 #include "tests/reports/test_profiles.h"
 
@@ -130,6 +131,29 @@ TEST(Merge, CommandLine) {
   EXPECT_EQ(RunCapture({kArcprof, "merge", in.a, in.tmp.File("missing.db"), "-o", again}).first,
             kCaptureErrorExitCode);
   EXPECT_EQ(RunCapture({kArcprof, "merge", in.a}).first, 1);  // no -o
+}
+
+// A continuous store directory is an input too: all its windows, one host.
+TEST(Merge, StoreDirectoryAndCapture) {
+  TwoHosts in;
+  const std::string dir = in.tmp.File("store");
+  auto store = WindowStore::OpenForWriting(dir);
+  ASSERT_TRUE(store.ok()) << store.error().message;
+  uint64_t store_total = 0;
+  for (int w = 0; w < 2; ++w) {
+    Profile window = SampleProfile();
+    window.meta.host = "db1";
+    window.meta.start_unix_ns += static_cast<uint64_t>(w) * 10'000'000'000ull;
+    store_total += window.total_samples();
+    ASSERT_TRUE(store->Append(window).ok());
+  }
+  auto merged = MergeCaptures({in.a, dir}, false);
+  ASSERT_TRUE(merged.ok()) << merged.error().message;
+  EXPECT_EQ(merged->profile.total_samples(), in.total_a + store_total);
+  const TprofReport report = BuildTprof(merged->profile, TprofOptions{});
+  std::map<std::string, uint64_t> by_host;
+  for (const TprofRow& row : report.rows) by_host[row.name] = row.ticks;
+  EXPECT_EQ(by_host, (std::map<std::string, uint64_t>{{"web1", in.total_a}, {"db1", store_total}}));
 }
 
 TEST(Merge, RefusesMixedFrequencies) {
