@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <mutex>
@@ -23,6 +24,7 @@
 #include "push/pusher.h"
 #include "push/v1/push.pb.h"
 #include "reports/capture_store.h"
+#include "reports/window_store.h"
 #include "tests/loader/subprocess.h"
 #include "tests/reports/test_profiles.h"
 
@@ -399,6 +401,54 @@ TEST(PushCli, KeepsTheWindowWhenTheServerIsDown) {
   auto unsent = (*source)->Unsent(Destination(url));
   ASSERT_TRUE(unsent.ok());
   EXPECT_EQ(unsent->size(), 1u);
+}
+
+// A continuous store (one file per window): `arcprof push -i DIR` while the
+// server is down keeps both windows unsent; a third window closes, the server
+// comes up, and every window arrives exactly once with its store id's profile id.
+TEST(PushCli, StoreServerDownForTwoWindowsThenUp) {
+  REQUIRE_TOOLS();
+  TempDir tmp;
+  const std::string dir = tmp.File("store");
+  std::vector<std::string> ids;
+  {
+    auto store = WindowStore::OpenForWriting(dir);
+    ASSERT_TRUE(store.ok()) << store.error().message;
+    for (int w = 0; w < 2; ++w) {
+      auto id = store->Append(Window(w));
+      ASSERT_TRUE(id.ok()) << id.error().message;
+      ids.push_back(*id);
+    }
+  }
+  const int port = FreePort();
+  const std::string url = "http://127.0.0.1:" + std::to_string(port);
+  auto [down, out] = RunCapture({kArcprof, "push", "-i", dir, url, "--max-time", "1"});
+  EXPECT_EQ(down, 1) << out;
+  {
+    auto store = WindowStore::OpenForWriting(dir);
+    ASSERT_TRUE(store.ok()) << store.error().message;
+    EXPECT_EQ(store->Unsent(Destination(url)).size(), 2u);
+    auto id = store->Append(Window(2));
+    ASSERT_TRUE(id.ok()) << id.error().message;
+    ids.push_back(*id);
+  }
+  std::filesystem::create_directory(tmp.File("srv-out"));
+  Server server(tmp.File("srv-out"), port);
+  auto [up, text] = RunCapture({kArcprof, "push", "-i", dir, url});
+  EXPECT_EQ(up, 0) << text;
+  EXPECT_NE(text.find("pushed 3 windows"), std::string::npos) << text;
+  auto [again, text2] = RunCapture({kArcprof, "push", "-i", dir, url});
+  EXPECT_EQ(again, 0);
+  EXPECT_NE(text2.find("pushed 0 windows"), std::string::npos) << text2;
+
+  std::map<std::string, int> received;
+  for (const auto& request : server.Requests()) {
+    for (const auto& series : request["series"]) {
+      for (const auto& sample : series["samples"]) ++received[sample["id"].get<std::string>()];
+    }
+  }
+  ASSERT_EQ(received.size(), 3u);
+  for (const std::string& id : ids) EXPECT_EQ(received[ProfileUuid(id)], 1) << id;
 }
 
 }  // namespace
