@@ -1,6 +1,7 @@
 #include "symbolize/symbolizer.h"
 
 #include <dirent.h>
+#include <malloc.h>
 #include <sys/stat.h>
 #include <sys/mman.h>
 
@@ -140,7 +141,12 @@ struct Symbolizer::Impl {
         for (const TimelineMapping& m : gen.mappings)
           if (m.kind == MappingKind::kFile) live.insert(m.file_id);
     });
-    stats.files_closed += modules.CloseAllBut(live);
+    const size_t closed = modules.CloseAllBut(live);
+    stats.files_closed += closed;
+    // Symbol tables and CFI of closed files are large, short-lived blocks:
+    // give the freed pages back so that RSS follows what is held, not what
+    // was held at the peak of the churn.
+    if (closed > 0) malloc_trim(0);
     spdlog::debug("symbolizer: forgot {} processes; {} remembered, {} registry records, {} open files, {} names, {} jit sources",
                   forgotten, timeline.size(), registry.size(), modules.open_files(), names.size(), jit.size());
     // Cached answers point at removed processes.
