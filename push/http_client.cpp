@@ -33,6 +33,11 @@ size_t KeepRetryAfter(char* data, size_t size, size_t count, void* user) {
   return bytes;
 }
 
+int Progress(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
+  const auto* abort = static_cast<const std::function<bool()>*>(user);
+  return (*abort && (*abort)()) ? 1 : 0;  // non-zero aborts the transfer
+}
+
 }  // namespace
 
 HttpClient::HttpClient() {
@@ -44,7 +49,8 @@ HttpClient::HttpClient() {
 HttpClient::~HttpClient() { curl_easy_cleanup(static_cast<CURL*>(curl_)); }
 
 HttpResponse HttpClient::Post(const std::string& url, const std::string& body,
-                              const std::vector<std::string>& headers, std::chrono::milliseconds timeout) {
+                              const std::vector<std::string>& headers, std::chrono::milliseconds timeout,
+                              const std::function<bool()>& abort) {
   HttpResponse response;
   CURL* curl = static_cast<CURL*>(curl_);
   if (curl == nullptr) {
@@ -72,6 +78,9 @@ HttpResponse HttpClient::Post(const std::string& url, const std::string& body,
   curl_easy_setopt(curl, CURLOPT_WRITEDATA, &response.body);
   curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, KeepRetryAfter);
   curl_easy_setopt(curl, CURLOPT_HEADERDATA, &response.retry_after);
+  curl_easy_setopt(curl, CURLOPT_NOPROGRESS, 0L);
+  curl_easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, Progress);
+  curl_easy_setopt(curl, CURLOPT_XFERINFODATA, &abort);
   const CURLcode rc = curl_easy_perform(curl);
   curl_slist_free_all(list);
   if (rc != CURLE_OK) {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -24,9 +25,11 @@ class HttpClient {
   HttpClient& operator=(const HttpClient&) = delete;
 
   // POSTs `body` with the given extra headers ("Name: value"). `timeout` bounds
-  // the whole exchange, connecting included.
+  // the whole exchange, connecting included; `abort` (polled about every
+  // 100 ms while the request runs) ends it early when it returns true.
   HttpResponse Post(const std::string& url, const std::string& body,
-                    const std::vector<std::string>& headers, std::chrono::milliseconds timeout);
+                    const std::vector<std::string>& headers, std::chrono::milliseconds timeout,
+                    const std::function<bool()>& abort = {});
 
  private:
   void* curl_;  // CURL*

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <functional>
 
 #include "push/capture_windows.h"
 
@@ -91,6 +92,11 @@ Pusher::Outcome Pusher::SendOne(const WindowInfo& window, milliseconds& retry_af
       timeout = std::clamp(left, milliseconds(100), timeout);
     }
   }
+  // Stop() with its grace period spent ends a request in progress.
+  const std::function<bool()> abort = [this] {
+    std::lock_guard lock(mutex_);
+    return stopping_ && Clock::now() >= stop_deadline_;
+  };
   std::vector<std::string> headers;
   if (!options_.tenant.empty()) headers.push_back("X-Scope-OrgID: " + options_.tenant);
 
@@ -108,7 +114,7 @@ Pusher::Outcome Pusher::SendOne(const WindowInfo& window, milliseconds& retry_af
     h.push_back("Content-Type: application/proto");
     h.push_back("Connect-Protocol-Version: 1");
     body_size = body.size();
-    response = http_.Post(PushUrl(options_.url), body, h, timeout);
+    response = http_.Post(PushUrl(options_.url), body, h, timeout, abort);
     if (response.error.empty() &&
         (response.status == 404 || response.status == 405 || response.status == 415)) {
       spdlog::warn("push: {} has no push API (HTTP {}); using its /ingest endpoint", destination_,
@@ -124,7 +130,7 @@ Pusher::Outcome Pusher::SendOne(const WindowInfo& window, milliseconds& retry_af
     h.push_back("Content-Type: application/octet-stream");
     body_size = pprof->size();
     response = http_.Post(IngestUrl(options_.url, labels, from, until, profile->meta.frequency_hz), *pprof, h,
-                          timeout);
+                          timeout, abort);
   }
 
   std::lock_guard lock(mutex_);

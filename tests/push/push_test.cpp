@@ -314,6 +314,33 @@ TEST(Pusher, RetriesTooManyRequestsAndUnavailable) {
   EXPECT_EQ(store.sent().at(1), 1);
 }
 
+// A server that takes the connection and never answers does not hold up
+// exit: Stop() ends the request in progress when its grace period is spent.
+TEST(Pusher, StopEndsAHangingRequest) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ASSERT_EQ(listen(fd, 8), 0);  // connections complete in the backlog; nothing is ever read
+  socklen_t len = sizeof addr;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  MemoryStore store;
+  store.Add(Window(0));
+  PushOptions options;
+  options.url = "http://127.0.0.1:" + std::to_string(ntohs(addr.sin_port));
+  options.timeout = 60s;
+  Pusher pusher(options, store);
+  pusher.Start();
+  ASSERT_TRUE(WaitFor([&] { return pusher.stats().attempts >= 1; }, 10s));
+  std::this_thread::sleep_for(300ms);
+  const auto start = std::chrono::steady_clock::now();
+  pusher.Stop(500ms);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 5s);
+  EXPECT_TRUE(store.sent().empty());
+  close(fd);
+}
+
 // A 400 is not retried: the window is skipped for this run, kept unsent.
 TEST(Pusher, BadRequestIsNotRetried) {
   REQUIRE_TOOLS();
