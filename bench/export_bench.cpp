@@ -15,7 +15,7 @@
 #include <unordered_set>
 #include <vector>
 
-#include "reports/capture_store.h"
+#include "store/capture_store.h"
 #include "reports/export_formats.h"
 #include "reports/flamegraph.h"
 #include "reports/folded.h"

@@ -1,4 +1,4 @@
-#include "loader/java_cli.h"
+#include "cli/java_cli.h"
 
 #include <sys/stat.h>
 

@@ -12,15 +12,16 @@
 #include <optional>
 
 #include "loader/continuous.h"
-#include "loader/java_cli.h"
+#include "cli/exit_codes.h"
+#include "cli/java_cli.h"
 #include "loader/record.h"
-#include "push/push_cli.h"
+#include "cli/push_cli.h"
 #include "push/store_windows.h"
-#include "reports/capture_merge.h"
-#include "reports/capture_store.h"
-#include "reports/report_cli.h"
+#include "cli/report_cli.h"
+#include "store/capture_merge.h"
+#include "store/capture_store.h"
 #include "reports/store_info.h"
-#include "reports/window_store.h"
+#include "store/window_store.h"
 
 #ifndef ARCPROF_VERSION
 #define ARCPROF_VERSION "0.0.0"
@@ -247,7 +248,7 @@ int main(int argc, char** argv) {
     auto result = arcprof::RunRecord(rec);
     if (!result) {
       fprintf(stderr, "arcprof: %s\n", result.error().message.c_str());
-      return result.error().exit_code;
+      return ExitCode(result.error());
     }
     return *result;
   }
@@ -293,7 +294,7 @@ int main(int argc, char** argv) {
     auto result = arcprof::RunContinuous(cont);
     if (!result) {
       fprintf(stderr, "arcprof: %s\n", result.error().message.c_str());
-      return result.error().exit_code;
+      return ExitCode(result.error());
     }
     return *result;
   }
@@ -301,7 +302,7 @@ int main(int argc, char** argv) {
     auto opened = arcprof::WindowStore::OpenForReading(store_dir);
     if (!opened) {
       fprintf(stderr, "arcprof: %s\n", opened.error().message.c_str());
-      return opened.error().exit_code;
+      return ExitCode(opened.error());
     }
     return arcprof::PrintStoreInfo(*opened, store_format, std::cout, std::cerr);
   }

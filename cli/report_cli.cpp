@@ -1,6 +1,8 @@
-#include "reports/report_cli.h"
+#include "cli/report_cli.h"
 
-#include "reports/profile_source.h"
+#include "cli/exit_codes.h"
+
+#include "store/profile_source.h"
 #include "reports/timeline.h"
 
 #include <cmath>
@@ -8,9 +10,9 @@
 #include <sstream>
 
 #include "reports/arcflow.h"
-#include "reports/atomic_file.h"
+#include "store/atomic_file.h"
 #include "reports/export_scope.h"
-#include "reports/capture_store.h"
+#include "store/capture_store.h"
 #include "reports/folded.h"
 #include "reports/irq_report.h"
 #include "reports/ptt_report.h"
@@ -61,94 +63,13 @@ void AddFilterOptions(CLI::App* command, ThreadFilter& filter) {
 
 }  // namespace
 
-int RunTprofView(const Profile& profile, const ReportRequest& request, std::ostream& out,
-                 std::ostream& err) {
-  auto levels = ParseTprofLevels(request.by);
-  if (!levels) {
-    err << "arcprof report: " << levels.error().message << '\n';
-    return levels.error().exit_code;
-  }
-  TprofOptions options;
-  options.levels = std::move(*levels);
-  options.min_percent = request.min_percent;
-  options.filter = request.filter;
-  const TprofReport report = BuildTprof(profile, options);
-  if (request.format == "json") {
-    WriteTprofJson(report, out);
-  } else {
-    WriteTprofText(report, out);
-  }
-  return 0;
-}
-
-Profile WithPttTime(const Profile& profile) {
-  // Each thread's samples share out the CPU time PTT measured for it
-  // (interrupts excluded), in microseconds; threads PTT did not see keep the
-  // sampling interval as their weight.
-  Profile scaled = profile;
-  std::map<uint64_t, uint64_t> cpu_ns;
-  for (const PttThread& t : profile.ptt.threads) {
-    cpu_ns[static_cast<uint64_t>(t.pid) << 32 | t.tid] += t.cpu_ns;
-  }
-  const double interval_us =
-      profile.meta.frequency_hz ? 1e6 / static_cast<double>(profile.meta.frequency_hz) : 1000.0;
-  for (size_t i = 0; i < scaled.threads.size(); ++i) {
-    const ThreadRecord& t = scaled.threads[i];
-    auto& nodes = scaled.trees[i].mutable_nodes();
-    const uint64_t samples = scaled.trees[i].total_base();
-    auto it = cpu_ns.find(static_cast<uint64_t>(t.pid) << 32 | t.tid);
-    const double us_per_sample = it != cpu_ns.end() && samples > 0 && it->second > 0
-                                     ? static_cast<double>(it->second) / 1000.0 / samples
-                                     : interval_us;
-    for (CallTree::Node& node : nodes) {
-      node.base = static_cast<uint64_t>(std::llround(static_cast<double>(node.base) * us_per_sample));
-    }
-  }
-  // The arcflow header prints this binding; the suffix after the last '-' is the scale.
-  scaled.meta.unit = "ptt-cpu-us";
-  return scaled;
-}
-
-int RenderArcflow(const std::string& view, const Profile& profile, const ReportRequest& request,
-                  std::ostream& out, std::ostream& err);
-
-int RunArcflowView(const std::string& view, const Profile& profile, const ReportRequest& request,
-                   std::ostream& out, std::ostream& err) {
-  // With per-thread time in the capture, milliseconds are measured CPU time,
-  // not samples times the sampling interval.
-  if (request.units == "ms" && profile.ptt.recorded) {
-    return RenderArcflow(view, WithPttTime(profile), request, out, err);
-  }
-  return RenderArcflow(view, profile, request, out, err);
-}
-
-int RenderArcflow(const std::string& view, const Profile& profile, const ReportRequest& request,
-                  std::ostream& out, std::ostream& err) {
-  ArcflowOptions options;
-  auto parsed_view = ParseArcflowView(view);
-  auto sort = ParseArcflowSort(request.sort);
-  auto units = ParseArcflowUnits(request.units);
-  for (const Error* e : {parsed_view.ok() ? nullptr : &parsed_view.error(),
-                         sort.ok() ? nullptr : &sort.error(),
-                         units.ok() ? nullptr : &units.error()}) {
-    if (e) {
-      err << "arcprof report: " << e->message << "\n";
-      return 1;
-    }
-  }
-  options.view = *parsed_view;
-  options.sort = *sort;
-  options.units = *units;
-  options.format = request.format == "json" ? ArcflowFormat::kJson : ArcflowFormat::kText;
-  options.min_pct = request.min_percent;
-  options.root = request.root;
-  options.merge_threads = request.merge_threads;
-  options.filter = {request.filter.pids, request.filter.tids, request.filter.comms};
-  if (auto ok = RenderArcflowView(profile, options, out); !ok) {
-    err << "arcprof report: " << ok.error().message << "\n";
-    return 1;
-  }
-  return 0;
+void AddStoreRangeOptions(CLI::App* command, StoreRange& range) {
+  command->add_option("--store", range.store_dir,
+                      "Read a continuous store (arcprof continuous) instead of a capture file");
+  command->add_option("--since", range.since,
+                      "With --store: from this time: 30m (ago), @UNIX_SECONDS or "
+                      "2026-11-26T05:00[:00][Z] (default: the oldest window)");
+  command->add_option("--until", range.until, "With --store: up to this time (default: now)");
 }
 
 ReportCommands::ReportCommands(CLI::App& app)
@@ -242,7 +163,7 @@ int ReportCommands::RunReport(std::ostream& out, std::ostream& err) {
                               [&](const Profile& window) { builder.Add(window); });
     if (!read) {
       err << "arcprof report: " << read.error().message << '\n';
-      return read.error().exit_code;
+      return ExitCode(read.error());
     }
     const Timeline timeline = builder.Build();
     if (report_request_.format == "json") {
@@ -261,7 +182,7 @@ int ReportCommands::RunReport(std::ostream& out, std::ostream& err) {
   auto profile = LoadProfile(report_request_.capture_path, report_range_, err);
   if (!profile) {
     err << "arcprof report: " << profile.error().message << '\n';
-    return profile.error().exit_code;
+    return ExitCode(profile.error());
   }
   return view->second(*profile, report_request_, out, err);
 }
@@ -273,7 +194,7 @@ int ReportCommands::RunExport(std::ostream& out, std::ostream& err) {
                               [&](const Profile& window) { builder.Add(window); });
     if (!read) {
       err << "arcprof export: " << read.error().message << '\n';
-      return read.error().exit_code;
+      return ExitCode(read.error());
     }
     const std::string title = "CPU per " + std::string(export_timeline_by_tid_ ? "thread" : "process") +
                               " (% of one CPU) - " +
@@ -302,13 +223,13 @@ int ReportCommands::RunExport(std::ostream& out, std::ostream& err) {
   auto profile = LoadProfile(export_input_, export_range_, err);
   if (!profile) {
     err << "arcprof export: " << profile.error().message << '\n';
-    return profile.error().exit_code;
+    return ExitCode(profile.error());
   }
   if (export_output_.empty()) {
     Result<void> written = exporter->second(*profile, export_options_, out);
     if (!written) {
       err << "arcprof export: " << written.error().message << '\n';
-      return written.error().exit_code;
+      return ExitCode(written.error());
     }
     return out ? 0 : 1;
   }
@@ -316,7 +237,7 @@ int ReportCommands::RunExport(std::ostream& out, std::ostream& err) {
   std::ostringstream rendered;
   if (Result<void> r = exporter->second(*profile, export_options_, rendered); !r) {
     err << "arcprof export: " << r.error().message << '\n';
-    return r.error().exit_code;
+    return ExitCode(r.error());
   }
   auto file = AtomicFile::Create(export_output_);
   Result<void> written = file ? file->Write(rendered.str()) : Result<void>(file.error());

@@ -18,43 +18,17 @@
 #include <string>
 #include <vector>
 
-#include "reports/diff.h"
+#include "cli/diff_cli.h"
 #include "reports/export_options.h"
-#include "reports/profile.h"
-#include "reports/profile_source.h"
-#include "reports/thread_filter.h"
+#include "reports/views.h"
+#include "model/profile.h"
+#include "store/profile_source.h"
+#include "model/thread_filter.h"
 
 namespace arcprof {
 
-// What `arcprof report` was asked for; a view reads the parts it needs.
-struct ReportRequest {
-  std::string capture_path;
-  std::string view = "tprof";
-  std::string by = "pid,tid,mod,sym";
-  double min_percent = 0;
-  ThreadFilter filter;
-  std::string format = "text";  // text or json
-  // arcflow views (xtree, xarc, xprof); see docs/arcflow.md.
-  std::string root;             // --root NAME|REGEX
-  bool merge_threads = false;   // --merge-threads
-  std::string sort = "base";    // --sort base|cum
-  std::string units = "samples";  // --units samples|ms|pct
-  std::string interval = "1s";  // --interval: time buckets of the irq view
-};
-
-// Prints one view of `profile`; returns the process exit code (1 for a usage
-// error such as a bad --by, after one line on `err`).
-using ReportView = std::function<int(const Profile& profile, const ReportRequest& request,
-                                     std::ostream& out, std::ostream& err)>;
-
-// Renders `profile` in one export format to `out` (a file or stdout).
-using Exporter = std::function<void(const Profile& profile, const ThreadFilter& filter, std::ostream& out)>;
-
-// The arcflow views: xtree, xarc and xprof.
-int RunArcflowView(const std::string& view, const Profile& profile, const ReportRequest& request,
-                   std::ostream& out, std::ostream& err);
-int RunTprofView(const Profile& profile, const ReportRequest& request, std::ostream& out,
-                 std::ostream& err);
+// --store/--since/--until: read a range of a continuous store (store/profile_source.h).
+void AddStoreRangeOptions(CLI::App* command, StoreRange& range);
 
 class ReportCommands {
  public:

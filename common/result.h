@@ -2,15 +2,23 @@
 // tells the user what to do. C++20 has no std::expected.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <variant>
 
 namespace arcprof {
 
+// What kind of failure an Error is; the command line maps it to an exit code
+// (cli/exit_codes.h), the layers below never choose exit codes.
+enum class ErrorKind : uint8_t {
+  kFailed = 0,   // bad input, a usage or output error
+  kCapture = 1,  // a capture or store is missing, corrupt, foreign or newer than this build
+};
+
 struct Error {
   std::string message;
-  int exit_code = 1;
+  ErrorKind kind = ErrorKind::kFailed;
 };
 
 template <typename T>
@@ -47,8 +55,8 @@ class [[nodiscard]] Result<void> {
   bool ok_ = true;
 };
 
-inline Error MakeError(std::string message, int exit_code = 1) {
-  return Error{std::move(message), exit_code};
+inline Error MakeError(std::string message, ErrorKind kind = ErrorKind::kFailed) {
+  return Error{std::move(message), kind};
 }
 
 }  // namespace arcprof

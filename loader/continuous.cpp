@@ -12,8 +12,8 @@
 
 #include "loader/java_extension.h"
 #include "loader/recording_session.h"
-#include "reports/profile_merge.h"
-#include "reports/window_store.h"
+#include "model/profile_merge.h"
+#include "store/window_store.h"
 
 namespace arcprof {
 namespace {

@@ -1,5 +1,5 @@
 // `arcprof continuous`: whole-machine capture for days, one window per
-// --window appended to a store directory (reports/window_store.h), with
+// --window appended to a store directory (store/window_store.h), with
 // retention, crash safety and signals as in docs/continuous.md.
 #pragma once
 

@@ -6,7 +6,7 @@
 
 #include <cstdint>
 
-#include "reports/profile.h"
+#include "model/profile.h"
 #include "symbolize/debuginfod.h"
 
 namespace arcprof {

@@ -19,7 +19,7 @@
 
 #include "loader/java_attach.h"
 #include "loader/record.h"
-#include "reports/profile.h"
+#include "model/profile.h"
 #include "symbolize/jit_process_source.h"
 #include "symbolize/jitdump_format.h"
 #include "symbolize/symbolizer.h"

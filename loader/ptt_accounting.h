@@ -10,7 +10,7 @@
 #include <string>
 
 #include "ptt.h"
-#include "reports/ptt_data.h"
+#include "model/ptt_data.h"
 
 namespace arcprof {
 

@@ -7,7 +7,7 @@
 
 #include "loader/ptt_recorder.h"
 #include "loader/record.h"
-#include "reports/profile.h"
+#include "model/profile.h"
 
 namespace arcprof {
 namespace {

@@ -24,7 +24,7 @@
 #include "loader/percpu_counters.h"
 #include "loader/perf_events.h"
 #include "ptt.skel.h"
-#include "reports/ptt_store.h"
+#include "model/ptt_data.h"
 
 namespace arcprof {
 namespace {
@@ -112,16 +112,15 @@ Result<std::vector<std::string>> ParsePttEvents(const std::string& list) {
     start = comma + 1;
     if (name.empty()) continue;
     auto spec = ParseEvent(name);
-    if (!spec) return MakeError("--ptt-events: " + spec.error().message, 1);
+    if (!spec) return MakeError("--ptt-events: " + spec.error().message);
     if (std::find(names.begin(), names.end(), spec->name) != names.end()) {
-      return MakeError("--ptt-events names '" + spec->name + "' twice", 1);
+      return MakeError("--ptt-events names '" + spec->name + "' twice");
     }
     names.push_back(spec->name);
   }
   if (names.size() > kPttMaxEvents) {
     return MakeError("--ptt-events takes at most " + std::to_string(kPttMaxEvents) +
-                         " counters (one per slot read at each context switch)",
-                     1);
+                         " counters (one per slot read at each context switch)");
   }
   return names;
 }

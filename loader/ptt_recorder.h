@@ -15,7 +15,7 @@
 #include "common/result.h"
 #include "common/scoped_fd.h"
 #include "loader/ptt_accounting.h"
-#include "reports/ptt_data.h"
+#include "model/ptt_data.h"
 
 struct ptt;
 

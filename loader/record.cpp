@@ -18,9 +18,9 @@
 #include "loader/debuginfod_naming.h"
 #include "loader/launcher.h"
 #include "loader/recording_session.h"
-#include "reports/atomic_file.h"
-#include "reports/capture_store.h"
-#include "reports/profile.h"
+#include "store/atomic_file.h"
+#include "store/capture_store.h"
+#include "model/profile.h"
 
 namespace arcprof {
 namespace {
@@ -94,7 +94,7 @@ Result<void> WriteCaptureOrRescue(const std::string& path, const Profile& profil
     if (WriteCapture(rescue, profile)) {
       return MakeError(written.error().message + "\narcprof: the recording is kept in " + rescue +
                            " (move it where you want it)",
-                       written.error().exit_code);
+                       written.error().kind);
     }
   }
   return written;

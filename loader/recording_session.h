@@ -23,7 +23,7 @@
 
 #include "common/result.h"
 #include "loader/record.h"
-#include "reports/profile.h"
+#include "model/profile.h"
 
 namespace arcprof {
 

@@ -19,7 +19,7 @@
 
 #include "common/frame.h"
 #include "loader/stack_sample.h"
-#include "reports/profile.h"
+#include "model/profile.h"
 #include "symbolize/symbolizer.h"
 #include "symbolize/unwinder.h"
 

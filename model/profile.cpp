@@ -1,4 +1,4 @@
-#include "reports/profile.h"
+#include "model/profile.h"
 
 #include <functional>
 

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "common/frame.h"
-#include "reports/ptt_data.h"
+#include "model/ptt_data.h"
 
 namespace arcprof {
 
@@ -113,7 +113,7 @@ struct Profile {
   std::map<std::string, int64_t> counters;
   // Module -> GNU build-id (lowercase hex) where the file had one.
   std::map<std::string, std::string> build_ids;
-  // Per-thread time and interrupt/idle accounting (record --ptt); see reports/ptt_data.h.
+  // Per-thread time and interrupt/idle accounting (record --ptt); see model/ptt_data.h.
   PttData ptt;
 
   // Returns the index of the thread (pid, tid), adding it when new.

@@ -1,4 +1,4 @@
-#include "reports/profile_merge.h"
+#include "model/profile_merge.h"
 
 #include <algorithm>
 #include <map>

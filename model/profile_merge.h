@@ -2,7 +2,7 @@
 // that could not be written yet into the next one.
 #pragma once
 
-#include "reports/profile.h"
+#include "model/profile.h"
 
 namespace arcprof {
 

@@ -73,6 +73,10 @@ struct PttIrqVector {
   bool operator==(const PttIrqVector&) const = default;
 };
 
+// The names shown for interrupt sources: "NET_RX", "LOC".
+std::string SoftIrqName(uint32_t vector);
+std::string SysVecName(uint32_t vector);
+
 struct PttData {
   bool recorded = false;  // false: the capture has no PTT (recorded without --ptt, or older)
   std::vector<PttEvent> events;

@@ -1,4 +1,4 @@
-#include "reports/thread_filter.h"
+#include "model/thread_filter.h"
 
 #include <algorithm>
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "reports/profile.h"
+#include "model/profile.h"
 
 namespace arcprof {
 

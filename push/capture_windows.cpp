@@ -7,7 +7,7 @@
 #include <chrono>
 #include <cstring>
 
-#include "reports/capture_store.h"
+#include "store/capture_store.h"
 
 namespace arcprof::push {
 namespace {
@@ -43,7 +43,7 @@ std::string Destination(const std::string& url) {
 }
 
 Result<std::unique_ptr<CaptureWindows>> CaptureWindows::Open(const std::string& path) {
-  auto fail = [&](const std::string& what) { return MakeError(path + ": " + what, kCaptureErrorExitCode); };
+  auto fail = [&](const std::string& what) { return MakeError(path + ": " + what, ErrorKind::kCapture); };
   struct stat st {};
   if (::lstat(path.c_str(), &st) != 0) {
     return fail(errno == ENOENT ? "no such capture or store" : std::string("cannot open: ") + std::strerror(errno));
@@ -94,7 +94,7 @@ Result<std::vector<WindowInfo>> CaptureWindows::Unsent(const std::string& destin
       " WHERE NOT EXISTS (SELECT 1 FROM push_sent p WHERE p.window_id = w.id AND p.destination = ?)"
       " ORDER BY w.start_ns, w.id";
   if (sqlite3_prepare_v2(Db(db_), sql, -1, &s.stmt, nullptr) != SQLITE_OK) {
-    return MakeError(path_ + ": cannot list windows: " + sqlite3_errmsg(Db(db_)), kCaptureErrorExitCode);
+    return MakeError(path_ + ": cannot list windows: " + sqlite3_errmsg(Db(db_)), ErrorKind::kCapture);
   }
   sqlite3_bind_text(s.stmt, 1, destination.data(), static_cast<int>(destination.size()), SQLITE_TRANSIENT);
   std::vector<WindowInfo> out;
@@ -113,7 +113,7 @@ Result<std::vector<WindowInfo>> CaptureWindows::Unsent(const std::string& destin
     out.push_back(std::move(w));
   }
   if (rc != SQLITE_DONE) {
-    return MakeError(path_ + ": cannot list windows: " + sqlite3_errmsg(Db(db_)), kCaptureErrorExitCode);
+    return MakeError(path_ + ": cannot list windows: " + sqlite3_errmsg(Db(db_)), ErrorKind::kCapture);
   }
   return out;
 }
@@ -122,7 +122,7 @@ Result<Profile> CaptureWindows::Read(const WindowInfo& window) {
   if (windows_ != 1) {
     return MakeError(path_ + ": holds " + std::to_string(windows_) +
                          " windows; push reads one window at a time only from a store or a one-window capture",
-                     kCaptureErrorExitCode);
+                     ErrorKind::kCapture);
   }
   return ReadCapture(path_);
 }
@@ -132,7 +132,7 @@ Result<void> CaptureWindows::MarkSent(const WindowInfo& window, const std::strin
   if (sqlite3_prepare_v2(Db(db_),
                          "INSERT OR REPLACE INTO push_sent (window_id, destination, sent_unix_ns) VALUES (?, ?, ?)",
                          -1, &s.stmt, nullptr) != SQLITE_OK) {
-    return MakeError(path_ + ": cannot mark a window sent: " + sqlite3_errmsg(Db(db_)), kCaptureErrorExitCode);
+    return MakeError(path_ + ": cannot mark a window sent: " + sqlite3_errmsg(Db(db_)), ErrorKind::kCapture);
   }
   const int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
                           std::chrono::system_clock::now().time_since_epoch()).count();
@@ -140,7 +140,7 @@ Result<void> CaptureWindows::MarkSent(const WindowInfo& window, const std::strin
   sqlite3_bind_text(s.stmt, 2, destination.data(), static_cast<int>(destination.size()), SQLITE_TRANSIENT);
   sqlite3_bind_int64(s.stmt, 3, now);
   if (sqlite3_step(s.stmt) != SQLITE_DONE) {
-    return MakeError(path_ + ": cannot mark a window sent: " + sqlite3_errmsg(Db(db_)), kCaptureErrorExitCode);
+    return MakeError(path_ + ": cannot mark a window sent: " + sqlite3_errmsg(Db(db_)), ErrorKind::kCapture);
   }
   return {};
 }

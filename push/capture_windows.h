@@ -22,7 +22,7 @@ class CaptureWindows : public WindowSource {
   ~CaptureWindows() override;
 
   Result<std::vector<WindowInfo>> Unsent(const std::string& destination) override;
-  // Today a capture is read whole (reports/capture_store.h), so only captures
+  // Today a capture is read whole (store/capture_store.h), so only captures
   // with exactly one window can be read window by window.
   Result<Profile> Read(const WindowInfo& window) override;
   Result<void> MarkSent(const WindowInfo& window, const std::string& destination) override;

@@ -8,7 +8,7 @@
 #include "proto/profile.pb.h"
 #include "push/v1/push.pb.h"
 #include "reports/pprof.h"
-#include "reports/thread_filter.h"
+#include "model/thread_filter.h"
 
 namespace arcprof::push {
 namespace {

@@ -1,4 +1,4 @@
-// The windows of a continuous store directory (reports/window_store.h) as a
+// The windows of a continuous store directory (store/window_store.h) as a
 // push source. Sent marks are the store's DIR/<id>.sent files; the stable id
 // of a window is its store id ("<start_ms>-<end_ms>-<session>", unique across
 // restarts and, with the random session tag, across machines).
@@ -10,7 +10,7 @@
 
 #include "common/result.h"
 #include "push/window_source.h"
-#include "reports/window_store.h"
+#include "store/window_store.h"
 
 namespace arcprof::push {
 

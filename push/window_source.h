@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "common/result.h"
-#include "reports/profile.h"
+#include "model/profile.h"
 
 namespace arcprof::push {
 

@@ -17,7 +17,7 @@
 
 #include "common/result.h"
 #include "reports/arcflow_index.h"
-#include "reports/profile.h"
+#include "model/profile.h"
 
 namespace arcprof {
 

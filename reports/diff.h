@@ -5,10 +5,8 @@
 // captures of different lengths compare. See docs/exports.md.
 #pragma once
 
-#include <CLI/CLI.hpp>
 #include <cstdint>
 #include <iosfwd>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -43,30 +41,5 @@ void WriteDiffText(const DiffReport& report, const std::string& before_name, con
                    const std::string& svg_path, size_t top, std::ostream& out);
 void WriteDiffJson(const DiffReport& report, const std::string& before_name, const std::string& after_name,
                    const std::string& svg_path, size_t top, std::ostream& out);
-
-// The `diff` subcommand:
-//   arcprof diff BEFORE.db AFTER.db [-o arcprof-diff.svg] [--top 20] [--format text|json]
-//   arcprof diff --store DIR 2h..1h 30m.. [...]   (two time ranges of a continuous store)
-//                [--pid ..] [--tid ..] [--comm ..] [--root NAME] [--min PCT] [--icicle]
-class DiffCommand {
- public:
-  explicit DiffCommand(CLI::App& app);
-  DiffCommand(const DiffCommand&) = delete;
-  DiffCommand& operator=(const DiffCommand&) = delete;
-
-  // Runs when `diff` was parsed: 0 success, 1 usage or output error, 2 capture error.
-  std::optional<int> RunIfSelected(std::ostream& out, std::ostream& err);
-  CLI::App* command() const { return command_; }
-
- private:
-  CLI::App* command_ = nullptr;
-  std::string before_;
-  std::string after_;
-  std::string store_dir_;  // --store: before_ and after_ are ranges of it
-  std::string output_ = "arcprof-diff.svg";
-  size_t top_ = 20;
-  std::string format_ = "text";
-  ExportOptions options_;
-};
 
 }  // namespace arcprof

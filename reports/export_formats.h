@@ -10,7 +10,7 @@
 #include "common/result.h"
 #include "reports/export_options.h"
 #include "reports/flamegraph.h"
-#include "reports/profile.h"
+#include "model/profile.h"
 
 namespace arcprof {
 

@@ -8,8 +8,8 @@
 #include <string>
 
 #include "common/result.h"
-#include "reports/profile.h"
-#include "reports/thread_filter.h"
+#include "model/profile.h"
+#include "model/thread_filter.h"
 
 namespace arcprof {
 

@@ -6,7 +6,7 @@
 
 #include "common/result.h"
 #include "reports/export_options.h"
-#include "reports/profile.h"
+#include "model/profile.h"
 
 namespace arcprof {
 

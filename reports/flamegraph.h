@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "common/result.h"
-#include "reports/profile.h"
-#include "reports/thread_filter.h"
+#include "model/profile.h"
+#include "model/thread_filter.h"
 
 namespace arcprof {
 

@@ -8,8 +8,8 @@
 #include <map>
 #include <string>
 
-#include "reports/profile.h"
-#include "reports/thread_filter.h"
+#include "model/profile.h"
+#include "model/thread_filter.h"
 
 namespace arcprof {
 

@@ -49,8 +49,7 @@ const char* KindName(IrqKind kind) {
 Result<uint64_t> ParseInterval(std::string_view text) {
   auto bad = [&] {
     return MakeError("invalid --interval '" + std::string(text) +
-                         "'; use a duration such as 1s, 250ms or 500us (at least 1ms)",
-                     1);
+                         "'; use a duration such as 1s, 250ms or 500us (at least 1ms)");
   };
   size_t unit_at = 0;
   while (unit_at < text.size() &&
@@ -82,7 +81,7 @@ Result<IrqReport> BuildIrqReport(const Profile& profile, uint64_t interval_ns) {
   const PttData& ptt = profile.ptt;
   if (!ptt.recorded) {
     return MakeError(
-        "this capture has no interrupt/idle accounting; record it with `arcprof record --ptt`", 1);
+        "this capture has no interrupt/idle accounting; record it with `arcprof record --ptt`");
   }
   IrqReport report;
   report.interval_ns = interval_ns;
@@ -261,12 +260,12 @@ int RunIrqView(const Profile& profile, const ReportRequest& request, std::ostrea
   auto interval = ParseInterval(request.interval);
   if (!interval) {
     err << "arcprof report: " << interval.error().message << '\n';
-    return interval.error().exit_code;
+    return 1;
   }
   auto report = BuildIrqReport(profile, *interval);
   if (!report) {
     err << "arcprof report: " << report.error().message << '\n';
-    return report.error().exit_code;
+    return 1;
   }
   if (request.format == "json") {
     WriteIrqJson(*report, out);

@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "common/result.h"
-#include "reports/profile.h"
-#include "reports/report_cli.h"
+#include "model/profile.h"
+#include "reports/views.h"
 
 namespace arcprof {
 

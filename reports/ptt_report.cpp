@@ -68,7 +68,7 @@ Result<std::function<SortValue(const PttReportRow&)>> SortKey(const std::string&
   }
   std::string known = "cpu, irq, dispatches, interrupts, pid, tid, name, cpi";
   for (const PttEvent& e : events) known += ", " + e.name;
-  return MakeError("unknown --sort key '" + key + "' for the ptt view; use one of " + known, 1);
+  return MakeError("unknown --sort key '" + key + "' for the ptt view; use one of " + known);
 }
 
 // The process name of each pid: the comm of its thread-group leader.
@@ -89,7 +89,7 @@ Result<PttReport> BuildPttReport(const Profile& profile, const PttReportOptions&
   const PttData& ptt = profile.ptt;
   if (!ptt.recorded) {
     return MakeError(
-        "this capture has no per-thread time; record it with `arcprof record --ptt`", 1);
+        "this capture has no per-thread time; record it with `arcprof record --ptt`");
   }
   PttReport report;
   report.events = ptt.events;
@@ -283,7 +283,7 @@ int RunPttView(const Profile& profile, const ReportRequest& request, std::ostrea
   auto report = BuildPttReport(profile, options);
   if (!report) {
     err << "arcprof report: " << report.error().message << '\n';
-    return report.error().exit_code;
+    return 1;
   }
   if (request.format == "json") {
     WritePttJson(*report, out);

@@ -10,9 +10,9 @@
 #include <vector>
 
 #include "common/result.h"
-#include "reports/profile.h"
-#include "reports/report_cli.h"
-#include "reports/thread_filter.h"
+#include "model/profile.h"
+#include "reports/views.h"
+#include "model/thread_filter.h"
 
 namespace arcprof {
 

@@ -6,8 +6,8 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "reports/capture_store.h"
-#include "reports/window_store.h"
+#include "store/capture_store.h"
+#include "store/window_store.h"
 
 namespace arcprof {
 namespace {

@@ -11,7 +11,7 @@
 #include <unordered_map>
 
 #include "reports/export_text.h"
-#include "reports/profile_merge.h"
+#include "model/profile_merge.h"
 
 namespace arcprof {
 namespace {

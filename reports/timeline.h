@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "reports/profile.h"
-#include "reports/thread_filter.h"
+#include "model/profile.h"
+#include "model/thread_filter.h"
 
 namespace arcprof {
 

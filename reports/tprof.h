@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "common/result.h"
-#include "reports/profile.h"
-#include "reports/thread_filter.h"
+#include "model/profile.h"
+#include "model/thread_filter.h"
 
 namespace arcprof {
 
@@ -23,7 +23,7 @@ enum class TprofLevel : uint8_t { kPid, kTid, kModule, kSymbol, kHost };
 std::string_view TprofLevelName(TprofLevel level);
 // "PID", "TID", "MOD", "SYM", "HST": the LAB column.
 std::string_view TprofLevelLabel(TprofLevel level);
-// Parses "pid,tid,mod,sym" (any order, each level at most once). Errors have exit_code 1.
+// Parses "pid,tid,mod,sym" (any order, each level at most once). Errors are ErrorKind::kFailed.
 Result<std::vector<TprofLevel>> ParseTprofLevels(std::string_view spec);
 
 struct TprofOptions {

@@ -1,4 +1,4 @@
-#include "reports/atomic_file.h"
+#include "store/atomic_file.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>

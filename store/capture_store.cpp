@@ -1,4 +1,4 @@
-#include "reports/capture_store.h"
+#include "store/capture_store.h"
 
 #include <sqlite3.h>
 #include <sys/stat.h>
@@ -14,8 +14,8 @@
 #include <utility>
 #include <vector>
 
-#include "reports/atomic_file.h"
-#include "reports/ptt_store.h"
+#include "store/atomic_file.h"
+#include "store/ptt_store.h"
 
 namespace arcprof {
 namespace {
@@ -159,7 +159,7 @@ class Writer {
   static void Bind(sqlite3_stmt* stmt, int index, std::nullptr_t) { sqlite3_bind_null(stmt, index); }
 
   Error Fail(const std::string& what) const {
-    return MakeError(path_ + ": cannot write capture: " + what, kCaptureErrorExitCode);
+    return MakeError(path_ + ": cannot write capture: " + what, ErrorKind::kCapture);
   }
 
   sqlite3* db_;
@@ -304,7 +304,7 @@ Result<void> FillCapture(Writer& w, const Profile& profile) {
 
 Result<void> ValidateForWriting(const std::string& path, const Profile& profile) {
   auto fail = [&](const std::string& what) {
-    return MakeError(path + ": cannot write capture: " + what, kCaptureErrorExitCode);
+    return MakeError(path + ": cannot write capture: " + what, ErrorKind::kCapture);
   };
   if (profile.trees.size() != profile.threads.size()) {
     return fail("profile has " + std::to_string(profile.trees.size()) + " call trees for " +
@@ -340,10 +340,10 @@ class Reader {
 
   Error Corrupt(const std::string& what) const {
     return MakeError(path_ + ": corrupt capture: " + what + "; re-record it or restore a good copy",
-                     kCaptureErrorExitCode);
+                     ErrorKind::kCapture);
   }
   Error Fail(const std::string& what) const {
-    return MakeError(path_ + ": " + what, kCaptureErrorExitCode);
+    return MakeError(path_ + ": " + what, ErrorKind::kCapture);
   }
   // Maps an SQLite failure to the clearest one-line explanation.
   Error FromSqlite(int rc) const {
@@ -744,7 +744,7 @@ Result<Profile> Reader::ReadAll() {
 Result<void> WriteCapture(const std::string& path, const Profile& profile) {
   if (auto r = ValidateForWriting(path, profile); !r) return r;
   auto file = AtomicFile::Create(path);
-  if (!file) return MakeError(file.error().message, kCaptureErrorExitCode);
+  if (!file) return MakeError(file.error().message, ErrorKind::kCapture);
   // SQLite reopens the file by name; the empty file we created is a valid
   // empty database and keeps its 0600 mode.
   file->CloseFd();
@@ -756,7 +756,7 @@ Result<void> WriteCapture(const std::string& path, const Profile& profile) {
     DbPtr db(raw);
     if (rc != SQLITE_OK) {
       return MakeError(path + ": cannot write capture: " + (raw ? sqlite3_errmsg(raw) : sqlite3_errstr(rc)),
-                       kCaptureErrorExitCode);
+                       ErrorKind::kCapture);
     }
     Writer writer(db.get(), path);
     // The temporary file is discarded on any failure, so a rollback journal on
@@ -768,7 +768,7 @@ Result<void> WriteCapture(const std::string& path, const Profile& profile) {
     if (auto r = FillCapture(writer, profile); !r) return r;
     db.reset();  // close before the rename so every page is on disk
   }
-  if (auto r = file->Commit(); !r) return MakeError(r.error().message, kCaptureErrorExitCode);
+  if (auto r = file->Commit(); !r) return MakeError(r.error().message, ErrorKind::kCapture);
   return {};
 }
 
@@ -780,7 +780,7 @@ Result<Profile> ReadCapture(const std::string& path) {
   if (checked) checked = reader.CheckTables();
   Result<Profile> profile = checked ? reader.ReadAll() : Result<Profile>(checked.error());
   if (profile) return profile;
-  return MakeError(OneLine(profile.error().message), profile.error().exit_code);
+  return MakeError(OneLine(profile.error().message), profile.error().kind);
 }
 
 }  // namespace arcprof

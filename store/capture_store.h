@@ -8,7 +8,7 @@
 #include <string>
 
 #include "common/result.h"
-#include "reports/profile.h"
+#include "model/profile.h"
 
 namespace arcprof {
 
@@ -18,8 +18,6 @@ inline constexpr int32_t kCaptureApplicationId = 0x61726370;
 // The schema this build writes and the newest one it reads. Bumped only when an
 // older reader would misread a newer file (see docs/capture-format.md).
 inline constexpr int kCaptureSchemaVersion = 1;
-// Exit code of every error about a capture file (missing, corrupt, foreign, newer).
-inline constexpr int kCaptureErrorExitCode = 2;
 
 // Writes `profile` as one capture with one time window. The file is created
 // mode 0600 as a temporary file in the same directory and renamed over `path`
@@ -31,7 +29,7 @@ Result<void> WriteCapture(const std::string& path, const Profile& profile);
 // stores) into one Profile: trees are summed node by node, counters are summed
 // by name, the metadata is the first capture's. Every id read from the file is
 // checked, so the returned Profile is always consistent. Errors carry a
-// one-line message starting with `path` and exit_code kCaptureErrorExitCode.
+// one-line message starting with `path` and kind ErrorKind::kCapture.
 Result<Profile> ReadCapture(const std::string& path);
 
 }  // namespace arcprof

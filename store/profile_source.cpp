@@ -1,9 +1,9 @@
-#include "reports/profile_source.h"
+#include "store/profile_source.h"
 
 #include <time.h>
 
-#include "reports/capture_store.h"
-#include "reports/window_store.h"
+#include "store/capture_store.h"
+#include "store/window_store.h"
 
 namespace arcprof {
 namespace {
@@ -15,15 +15,6 @@ uint64_t NowUnixNs() {
 }
 
 }  // namespace
-
-void AddStoreRangeOptions(CLI::App* command, StoreRange& range) {
-  command->add_option("--store", range.store_dir,
-                      "Read a continuous store (arcprof continuous) instead of a capture file");
-  command->add_option("--since", range.since,
-                      "With --store: from this time: 30m (ago), @UNIX_SECONDS or "
-                      "2026-11-26T05:00[:00][Z] (default: the oldest window)");
-  command->add_option("--until", range.until, "With --store: up to this time (default: now)");
-}
 
 Result<std::pair<uint64_t, uint64_t>> ResolveRange(const std::string& since, const std::string& until) {
   const uint64_t now = NowUnixNs();
@@ -82,7 +73,7 @@ Result<void> ForEachWindow(const std::string& capture_path, const StoreRange& ra
     ++read;
   }
   if (read == 0) {
-    return MakeError(range.store_dir + ": no readable window in the time range", kCaptureErrorExitCode);
+    return MakeError(range.store_dir + ": no readable window in the time range", ErrorKind::kCapture);
   }
   return {};
 }

@@ -1,15 +1,14 @@
 // Where `report`, `export` and `diff` read a profile from: a capture file
 // (-i FILE) or a time range of a continuous store (--store DIR --since 30m
-// [--until 5m]); a range is the sum of its windows (reports/window_store.h).
+// [--until 5m]); a range is the sum of its windows (store/window_store.h).
 #pragma once
 
-#include <CLI/CLI.hpp>
 #include <functional>
 #include <ostream>
 #include <string>
 
 #include "common/result.h"
-#include "reports/profile.h"
+#include "model/profile.h"
 
 namespace arcprof {
 
@@ -19,9 +18,6 @@ struct StoreRange {
   std::string until;      // --until: default now
   bool selected() const { return !store_dir.empty(); }
 };
-
-// Adds --store, --since and --until to `command`.
-void AddStoreRangeOptions(CLI::App* command, StoreRange& range);
 
 // The range in Unix ns; one-line errors for times that do not parse or an
 // empty range.

@@ -1,4 +1,4 @@
-#include "reports/ptt_store.h"
+#include "store/ptt_store.h"
 
 #include <sqlite3.h>
 
@@ -9,7 +9,7 @@
 #include <tuple>
 #include <utility>
 
-#include "reports/capture_store.h"
+#include "store/capture_store.h"
 
 namespace arcprof {
 namespace {
@@ -82,7 +82,7 @@ class Sql {
  public:
   Sql(sqlite3* db, std::string prefix) : db_(db), prefix_(std::move(prefix)) {}
 
-  Error Fail(const std::string& what) const { return MakeError(prefix_ + what, kCaptureErrorExitCode); }
+  Error Fail(const std::string& what) const { return MakeError(prefix_ + what, ErrorKind::kCapture); }
   Error SqliteFail() const { return Fail(sqlite3_errmsg(db_)); }
 
   Result<StmtPtr> Prepare(const char* sql) const {
@@ -153,20 +153,6 @@ bool Id32(sqlite3_stmt* stmt, int column, int64_t max, uint32_t& out) {
 }
 
 }  // namespace
-
-std::string SoftIrqName(uint32_t vector) {
-  static constexpr const char* kNames[] = {"HI",      "TIMER",   "NET_TX",  "NET_RX", "BLOCK",
-                                           "IRQ_POLL", "TASKLET", "SCHED", "HRTIMER", "RCU"};
-  if (vector < std::size(kNames)) return kNames[vector];
-  return "softirq " + std::to_string(vector);
-}
-
-std::string SysVecName(uint32_t vector) {
-  // /proc/interrupts' abbreviations.
-  static constexpr const char* kNames[] = {"LOC", "RES", "CAL", "CAL1", "IWI"};
-  if (vector < std::size(kNames)) return kNames[vector];
-  return "sysvec " + std::to_string(vector);
-}
 
 Result<void> WritePttTables(sqlite3* db, const PttData& ptt, int64_t capture_id, int64_t window_id,
                             const std::string& path) {
@@ -242,7 +228,7 @@ Result<void> ReadPttTables(sqlite3* db, const std::string& path, PttData& out) {
   Sql sql(db, path + ": corrupt capture: ");
   auto corrupt = [&](const std::string& what) {
     return MakeError(path + ": corrupt capture: " + what + "; re-record it or restore a good copy",
-                     kCaptureErrorExitCode);
+                     ErrorKind::kCapture);
   };
 
   // All four tables or none: a capture recorded without --ptt has none.

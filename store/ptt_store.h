@@ -8,7 +8,7 @@
 #include <string>
 
 #include "common/result.h"
-#include "reports/ptt_data.h"
+#include "model/ptt_data.h"
 
 struct sqlite3;
 
@@ -25,9 +25,5 @@ Result<void> WritePttTables(sqlite3* db, const PttData& ptt, int64_t capture_id,
 // leaves out.recorded false. Every value is checked; errors read
 // "<path>: corrupt capture: ...".
 Result<void> ReadPttTables(sqlite3* db, const std::string& path, PttData& out);
-
-// The names shown for interrupt sources: "NET_RX", "LOC", "irq 11".
-std::string SoftIrqName(uint32_t vector);
-std::string SysVecName(uint32_t vector);
 
 }  // namespace arcprof

@@ -1,4 +1,4 @@
-#include "reports/window_store.h"
+#include "store/window_store.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -14,9 +14,9 @@
 #include <cstring>
 #include <random>
 
-#include "reports/atomic_file.h"
-#include "reports/capture_store.h"
-#include "reports/profile_merge.h"
+#include "store/atomic_file.h"
+#include "store/capture_store.h"
+#include "model/profile_merge.h"
 
 namespace arcprof {
 namespace {
@@ -141,14 +141,14 @@ Result<WindowStore> WindowStore::OpenForReading(const std::string& dir_arg) {
   while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
   struct stat st {};
   if (stat(dir.c_str(), &st) != 0) {
-    if (errno == ENOENT) return MakeError(dir + ": no such store; run `arcprof continuous --store " + dir + "` first", kCaptureErrorExitCode);
-    return MakeError(dir + ": cannot open the store: " + Errno(), kCaptureErrorExitCode);
+    if (errno == ENOENT) return MakeError(dir + ": no such store; run `arcprof continuous --store " + dir + "` first", ErrorKind::kCapture);
+    return MakeError(dir + ": cannot open the store: " + Errno(), ErrorKind::kCapture);
   }
   if (!S_ISDIR(st.st_mode)) {
-    return MakeError(dir + ": not a store directory (for a capture file use -i)", kCaptureErrorExitCode);
+    return MakeError(dir + ": not a store directory (for a capture file use -i)", ErrorKind::kCapture);
   }
   if (access(dir.c_str(), R_OK | X_OK) != 0) {
-    return MakeError(dir + ": cannot read the store: " + Errno(), kCaptureErrorExitCode);
+    return MakeError(dir + ": cannot read the store: " + Errno(), ErrorKind::kCapture);
   }
   return WindowStore(dir);
 }
@@ -208,9 +208,9 @@ std::vector<StoredWindow> WindowStore::ListRange(uint64_t since, uint64_t until)
 }
 
 Result<Profile> WindowStore::Read(const std::string& id) const {
-  if (!ParseWindowId(id)) return MakeError(dir_ + ": no window '" + id + "'", kCaptureErrorExitCode);
+  if (!ParseWindowId(id)) return MakeError(dir_ + ": no window '" + id + "'", ErrorKind::kCapture);
   const std::string path = dir_ + "/" + id + ".db";
-  if (!RegularFile(path, nullptr)) return MakeError(path + ": no such window", kCaptureErrorExitCode);
+  if (!RegularFile(path, nullptr)) return MakeError(path + ": no such window", ErrorKind::kCapture);
   return ReadCapture(path);
 }
 
@@ -262,7 +262,7 @@ Result<Profile> WindowStore::ReadRange(uint64_t since, uint64_t until,
   if (read == 0) {
     std::string why = windows.empty() ? "no window in the time range" : "no readable window in the time range";
     return MakeError(dir_ + ": " + why + " (arcprof store info --store " + dir_ + " lists them)",
-                     kCaptureErrorExitCode);
+                     ErrorKind::kCapture);
   }
   return merged;
 }

@@ -27,7 +27,7 @@
 
 #include "common/result.h"
 #include "common/scoped_fd.h"
-#include "reports/profile.h"
+#include "model/profile.h"
 
 namespace arcprof {
 

@@ -8,7 +8,7 @@
 #include <map>
 #include <thread>
 
-#include "reports/window_store.h"
+#include "store/window_store.h"
 #include "tests/loader/runtime_util.h"
 
 namespace arcprof::testing {

@@ -13,8 +13,8 @@
 #include <set>
 #include <thread>
 
-#include "reports/capture_store.h"
-#include "reports/window_store.h"
+#include "store/capture_store.h"
+#include "store/window_store.h"
 #include "tests/loader/runtime_util.h"
 
 namespace arcprof::testing {

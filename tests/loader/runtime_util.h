@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "reports/capture_store.h"
-#include "reports/profile.h"
+#include "store/capture_store.h"
+#include "model/profile.h"
 #include "tests/loader/subprocess.h"
 
 namespace arcprof::testing {

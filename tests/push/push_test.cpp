@@ -23,8 +23,8 @@
 #include "push/push_request.h"
 #include "push/pusher.h"
 #include "push/v1/push.pb.h"
-#include "reports/capture_store.h"
-#include "reports/window_store.h"
+#include "store/capture_store.h"
+#include "store/window_store.h"
 #include "tests/loader/subprocess.h"
 #include "tests/reports/test_profiles.h"
 
@@ -412,7 +412,7 @@ TEST(PushCli, SendsACaptureOnce) {
   auto [bad, unused] = RunCapture({kArcprof, "push", "-i", db, server.url(), "--label", "no_equals"});
   EXPECT_EQ(bad, 1);
   auto [down, unused2] = RunCapture({kArcprof, "push", "-i", tmp.File("missing.db"), server.url()});
-  EXPECT_EQ(down, kCaptureErrorExitCode);
+  EXPECT_EQ(down, 2);  // cli/exit_codes.h kExitCaptureError
 }
 
 // Server never up: `arcprof push --max-time` gives up, exit 1, window unsent.

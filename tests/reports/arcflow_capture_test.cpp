@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "reports/arcflow.h"
-#include "reports/capture_store.h"
+#include "store/capture_store.h"
 #include "tests/loader/runtime_util.h"
 
 namespace arcprof::testing {

@@ -9,7 +9,7 @@
 #include <cstdio>
 #include <string>
 
-#include "reports/capture_store.h"
+#include "store/capture_store.h"
 
 namespace {
 
@@ -55,9 +55,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       }
     }
     (void)total;
-  } else if (profile.error().exit_code != arcprof::kCaptureErrorExitCode ||
+  } else if (profile.error().kind != arcprof::ErrorKind::kCapture ||
              profile.error().message.find('\n') != std::string::npos) {
-    fprintf(stderr, "bad error (exit code %d): %s\n", profile.error().exit_code,
+    fprintf(stderr, "bad error (kind %d): %s\n", static_cast<int>(profile.error().kind),
             profile.error().message.c_str());
     abort();
   }

@@ -1,4 +1,4 @@
-#include "reports/capture_store.h"
+#include "store/capture_store.h"
 
 #include <gtest/gtest.h>
 #include <sqlite3.h>
@@ -45,7 +45,7 @@ void ExpectCaptureError(const std::string& path, const std::string& expected_par
   auto result = ReadCapture(path);
   ASSERT_FALSE(result.ok()) << "expected an error containing: " << expected_part;
   const Error& error = result.error();
-  EXPECT_EQ(error.exit_code, 2);
+  EXPECT_EQ(error.kind, ErrorKind::kCapture);
   EXPECT_EQ(error.message.find('\n'), std::string::npos) << error.message;
   EXPECT_EQ(error.message.rfind(path + ": ", 0), 0u) << error.message;
   EXPECT_NE(error.message.find(expected_part), std::string::npos) << error.message;
@@ -158,7 +158,7 @@ TEST(CaptureStore, FailedWriteLeavesNoFile) {
   ASSERT_EQ(::mkdir(dir.File("adir").c_str(), 0700), 0);
   auto result = WriteCapture(dir.File("adir"), SampleProfile());
   ASSERT_FALSE(result.ok());
-  EXPECT_EQ(result.error().exit_code, 2);
+  EXPECT_EQ(result.error().kind, ErrorKind::kCapture);
   EXPECT_EQ(dir.Entries(), std::vector<std::string>{"adir"});
   // A directory that does not exist.
   result = WriteCapture(dir.File("missing/arcprof.db"), SampleProfile());
@@ -288,7 +288,7 @@ TEST(CaptureErrors, TruncatedAtEveryPage) {
     WriteBytes(dir.File("cut.db"), bytes.substr(0, cut));
     auto result = ReadCapture(dir.File("cut.db"));
     ASSERT_FALSE(result.ok()) << "cut at " << cut;
-    EXPECT_EQ(result.error().exit_code, 2);
+    EXPECT_EQ(result.error().kind, ErrorKind::kCapture);
   }
 }
 

@@ -6,7 +6,7 @@
 #include <iostream>
 #include <sstream>
 
-#include "reports/atomic_file.h"
+#include "store/atomic_file.h"
 #include "reports/export_formats.h"
 #include "reports/flamegraph.h"
 #include "reports/folded.h"

@@ -15,7 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "proto/profile.pb.h"
-#include "reports/capture_store.h"
+#include "store/capture_store.h"
 #include "reports/diff.h"
 #include "reports/export_formats.h"
 #include "reports/export_scope.h"
@@ -23,7 +23,7 @@
 #include "reports/flamegraph.h"
 #include "reports/folded.h"
 #include "reports/pprof.h"
-#include "reports/report_cli.h"
+#include "cli/report_cli.h"
 #include "reports/speedscope.h"
 #include "tests/reports/golden.h"
 #include "tests/reports/test_profiles.h"
@@ -129,7 +129,7 @@ TEST(ExportScope, RootKeepsTheSubtreesUnderTheOutermostMatch) {
   scoped = ScopeProfile(SampleProfile(), options);
   ASSERT_FALSE(scoped.ok());
   EXPECT_NE(scoped.error().message.find("--root 'f_' matches no frame"), std::string::npos);
-  EXPECT_EQ(scoped.error().exit_code, 1);
+  EXPECT_EQ(scoped.error().kind, ErrorKind::kFailed);
 }
 
 TEST(ExportScope, MinFoldsSmallNodesIntoPrunedKeepingTotals) {

@@ -3,7 +3,7 @@
 #include <filesystem>
 #include <iostream>
 
-#include "reports/capture_store.h"
+#include "store/capture_store.h"
 #include "tests/reports/test_profiles.h"
 
 int main(int argc, char** argv) {

@@ -7,11 +7,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "reports/capture_merge.h"
-#include "reports/capture_store.h"
+#include "store/capture_merge.h"
+#include "store/capture_store.h"
 #include "reports/folded.h"
 #include "reports/tprof.h"
-#include "reports/window_store.h"
+#include "store/window_store.h"
 #include "tests/loader/subprocess.h"
 #include "tests/reports/test_profiles.h"
 

@@ -1,8 +1,8 @@
 // Adds a capture with PTT tables to the capture fuzzer's seed corpus, so the
-// fuzzer reaches the ptt_* reader (reports/ptt_store.cpp).
+// fuzzer reaches the ptt_* reader (store/ptt_store.cpp).
 #include <iostream>
 
-#include "reports/capture_store.h"
+#include "store/capture_store.h"
 #include "tests/reports/ptt_test_data.h"
 
 int main(int argc, char** argv) {

@@ -6,11 +6,11 @@
 
 #include <sstream>
 
-#include "reports/capture_store.h"
+#include "store/capture_store.h"
 #include "reports/irq_report.h"
 #include "reports/ptt_report.h"
-#include "reports/ptt_store.h"
-#include "reports/report_cli.h"
+#include "store/ptt_store.h"
+#include "cli/report_cli.h"
 #include "tests/reports/golden.h"
 #include "tests/reports/ptt_test_data.h"
 #include "tests/reports/test_profiles.h"
@@ -82,7 +82,7 @@ TEST_P(PttCorrupt, IsAOneLineErrorWithExitCode2) {
   Sql(path, GetParam().sql);
   auto read = ReadCapture(path);
   ASSERT_FALSE(read.ok());
-  EXPECT_EQ(read.error().exit_code, kCaptureErrorExitCode);
+  EXPECT_EQ(read.error().kind, ErrorKind::kCapture);
   EXPECT_NE(read.error().message.find(GetParam().message), std::string::npos)
       << read.error().message;
   EXPECT_EQ(read.error().message.find('\n'), std::string::npos);
@@ -161,7 +161,7 @@ TEST(PttReport, SortKeysAndFilter) {
   options.sort = "bogus";
   report = BuildPttReport(PttSampleProfile(), options);
   ASSERT_FALSE(report.ok());
-  EXPECT_EQ(report.error().exit_code, 1);
+  EXPECT_EQ(report.error().kind, ErrorKind::kFailed);
   EXPECT_NE(report.error().message.find("unknown --sort key 'bogus'"), std::string::npos);
   EXPECT_NE(report.error().message.find("page-faults"), std::string::npos);
 }
@@ -199,7 +199,7 @@ TEST(PttReport, TextAndJsonGolden) {
 TEST(PttReport, CaptureWithoutPttIsAUsageError) {
   auto report = BuildPttReport(SampleProfile(), PttReportOptions{});
   ASSERT_FALSE(report.ok());
-  EXPECT_EQ(report.error().exit_code, 1);
+  EXPECT_EQ(report.error().kind, ErrorKind::kFailed);
   EXPECT_NE(report.error().message.find("arcprof record --ptt"), std::string::npos);
 }
 
@@ -214,7 +214,7 @@ TEST(IrqReport, ParseInterval) {
   for (const char* bad : {"", "s", "1h", "-1s", "0.5ms", "1..2s", "abc", "1 s", "."}) {
     auto r = ParseInterval(bad);
     EXPECT_FALSE(r.ok()) << bad;
-    if (!r.ok()) EXPECT_EQ(r.error().exit_code, 1);
+    if (!r.ok()) EXPECT_EQ(r.error().kind, ErrorKind::kFailed);
   }
 }
 

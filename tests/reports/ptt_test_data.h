@@ -2,7 +2,7 @@
 // tests and the capture fuzzer's PTT seed.
 #pragma once
 
-#include "reports/profile.h"
+#include "model/profile.h"
 
 namespace arcprof::testing {
 

@@ -1,4 +1,4 @@
-#include "reports/report_cli.h"
+#include "cli/report_cli.h"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -7,7 +7,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "reports/capture_store.h"
+#include "store/capture_store.h"
 #include "tests/reports/golden.h"
 #include "tests/reports/test_profiles.h"
 

@@ -50,7 +50,7 @@ TEST(TprofLevels, RejectsBadSpecsWithExitCode1) {
   for (const char* spec : {"", "pid,", "pid,pid", "pid,thread", "PID", "pid tid"}) {
     auto levels = ParseTprofLevels(spec);
     ASSERT_FALSE(levels.ok()) << spec;
-    EXPECT_EQ(levels.error().exit_code, 1);
+    EXPECT_EQ(levels.error().kind, ErrorKind::kFailed);
     EXPECT_EQ(levels.error().message.rfind("--by: ", 0), 0u) << levels.error().message;
   }
 }

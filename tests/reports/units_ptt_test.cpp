@@ -4,7 +4,7 @@
 
 #include <sstream>
 
-#include "reports/report_cli.h"
+#include "cli/report_cli.h"
 
 namespace arcprof {
 namespace {

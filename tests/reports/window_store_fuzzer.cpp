@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <string>
 
-#include "reports/window_store.h"
+#include "store/window_store.h"
 
 namespace {
 

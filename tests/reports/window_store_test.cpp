@@ -6,9 +6,9 @@
 
 #include <fstream>
 
-#include "reports/capture_store.h"
-#include "reports/profile_merge.h"
-#include "reports/window_store.h"
+#include "store/capture_store.h"
+#include "model/profile_merge.h"
+#include "store/window_store.h"
 #include "test_profiles.h"
 
 namespace arcprof {

@@ -1,4 +1,6 @@
-#include "push/push_cli.h"
+#include "cli/push_cli.h"
+
+#include "cli/exit_codes.h"
 
 #include <chrono>
 
@@ -66,7 +68,7 @@ std::optional<int> PushCommands::RunIfSelected(std::ostream& out, std::ostream& 
   }
   if (!source) {
     err << "arcprof: " << source.error().message << "\n";
-    return source.error().exit_code;
+    return ExitCode(source.error());
   }
   Pusher pusher(*options, **source);
   const auto deadline =
@@ -76,7 +78,7 @@ std::optional<int> PushCommands::RunIfSelected(std::ostream& out, std::ostream& 
   const std::string where = Destination(options->url);
   if (!left) {
     err << "arcprof: " << left.error().message << "\n";
-    return left.error().exit_code;
+    return ExitCode(left.error());
   }
   out << "pushed " << stats.windows_sent << " window" << (stats.windows_sent == 1 ? "" : "s") << " ("
       << stats.bytes_sent << " bytes) to " << where << (stats.using_ingest ? " (/ingest)" : "") << "\n";

@@ -1,13 +1,13 @@
-#include "reports/capture_merge.h"
+#include "store/capture_merge.h"
 
 #include <sys/stat.h>
 
 #include <algorithm>
 #include <limits>
 
-#include "reports/capture_store.h"
-#include "reports/profile_merge.h"
-#include "reports/window_store.h"
+#include "store/capture_store.h"
+#include "model/profile_merge.h"
+#include "store/window_store.h"
 
 namespace arcprof {
 namespace {

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "common/result.h"
-#include "reports/profile.h"
+#include "model/profile.h"
 
 namespace arcprof {
 
@@ -22,7 +22,7 @@ struct MergeResult {
 
 // Reads every input (a capture file, checked as untrusted, or a continuous
 // store directory: all its windows) and sums them with MergeProfile
-// (reports/profile_merge.h): call trees node by node per (host, pid, tid),
+// (model/profile_merge.h): call trees node by node per (host, pid, tid),
 // counters by name, build ids by module, the time range is the union. Inputs
 // must share the sampling event and frequency (their samples would not add up
 // otherwise). An input that is itself a merge keeps its hosts. Per-thread time

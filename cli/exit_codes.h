@@ -1,0 +1,21 @@
+// The exit codes of the arcprof command line, the only place they are chosen:
+// the layers below report an ErrorKind (common/result.h), the CLI maps it.
+#pragma once
+
+#include "common/result.h"
+
+namespace arcprof {
+
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitFailure = 1;       // usage, input or output error
+inline constexpr int kExitCaptureError = 2;  // a capture or store missing, corrupt, foreign or newer
+
+inline int ExitCode(const Error& error) {
+  switch (error.kind) {
+    case ErrorKind::kCapture: return kExitCaptureError;
+    case ErrorKind::kFailed: return kExitFailure;
+  }
+  return kExitFailure;
+}
+
+}  // namespace arcprof
