@@ -1,0 +1,71 @@
+#!/bin/sh
+# Fails when a #include "..." in a source folder crosses a layer upward.
+# The layers and what each may include are written in docs/design.md
+# ("Layers"); keep the table below and that section the same.
+#
+# Usage: scripts/check-layers.sh [REPO_ROOT]
+# Prints one line per bad include ("file:line: LAYER may not include TARGET")
+# and exits 1 when there is any; exits 0 and prints nothing otherwise.
+set -eu
+root=${1:-$(cd "$(dirname "$0")/.." && pwd)}
+cd "$root"
+
+# allowed LAYER -> the layers its files may include (itself always included).
+allowed() {
+  case $1 in
+    common) echo "common" ;;
+    bpf) echo "bpf" ;;
+    symbolize) echo "common symbolize" ;;
+    model) echo "common model" ;;
+    store) echo "common model store" ;;
+    loader) echo "common bpf symbolize model store loader" ;;
+    reports) echo "common model store reports" ;;
+    push) echo "common model store reports push" ;;
+    cli) echo "common bpf symbolize model store loader reports push cli" ;;
+    jvm_perfmap_agent) echo "symbolize jvm_perfmap_agent" ;;  # the jitdump format only
+    *) return 1 ;;
+  esac
+}
+
+layers="common bpf symbolize model store loader reports push cli jvm_perfmap_agent"
+report=$(for layer in $layers; do
+  [ -d "$layer" ] || continue
+  ok=$(allowed "$layer")
+  # Every C/C++ source and header of the layer, with its quoted includes.
+  for file in $(find "$layer" -type f \( -name '*.c' -o -name '*.cpp' -o -name '*.h' \) | sort); do
+    grep -n '^[[:space:]]*#[[:space:]]*include[[:space:]]*"' "$file" 2>/dev/null |
+      sed 's/^\([0-9]*\):[^"]*"\([^"]*\)".*/\1 \2/' |
+      while read -r line target; do
+        case $target in
+          */*) dir=${target%%/*} ;;
+          *) dir= ;;
+        esac
+        # Which layer the included file belongs to.
+        if [ -n "$dir" ] && allowed "$dir" >/dev/null 2>&1; then
+          to=$dir
+        elif [ -e "$(dirname "$file")/$target" ]; then
+          to=$layer  # next to the includer
+        elif [ -z "$dir" ] && { [ -e "bpf/$target" ] || [ "$target" = vmlinux.h ]; }; then
+          to=bpf     # shared BPF structs (bpf/ is on the include path)
+        elif [ -z "$dir" ] && [ "${target%.skel.h}" != "$target" ]; then
+          to=bpf     # generated BPF skeletons
+        elif [ "$target" = "proto/profile.pb.h" ]; then
+          to=reports # generated from reports/proto/profile.proto
+        else
+          echo "$file:$line: cannot tell which layer \"$target\" belongs to (add it to scripts/check-layers.sh)"
+          echo bad
+          continue
+        fi
+        case " $ok " in
+          *" $to "*) ;;
+          *) echo "$file:$line: $layer may not include \"$target\" ($to is above it; docs/design.md, Layers)"
+             echo bad ;;
+        esac
+      done
+  done
+done)
+if printf '%s\n' "$report" | grep -q '^bad$'; then
+  printf '%s\n' "$report" | grep -v '^bad$' >&2
+  exit 1
+fi
+exit 0

@@ -1,0 +1,26 @@
+#!/bin/sh
+# Proves scripts/check-layers.sh both passes on a layered tree and fails on an
+# upward include: copies the source folders into a fresh private directory,
+# checks the copy (must pass), adds `#include "reports/tprof.h"` to a model
+# file (model is below reports) and checks again (must fail naming that line).
+set -eu
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+for d in common bpf symbolize model store loader reports push cli jvm_perfmap_agent scripts; do
+  [ -d "$repo/$d" ] && cp -R "$repo/$d" "$work/$d"
+done
+if ! "$work/scripts/check-layers.sh" "$work"; then
+  echo "FAIL: the unmodified tree does not pass the layer check" >&2
+  exit 1
+fi
+printf '#include "reports/tprof.h"\n' >> "$work/model/profile.h"
+if out=$("$work/scripts/check-layers.sh" "$work" 2>&1); then
+  echo "FAIL: an upward include (model -> reports) passed the layer check" >&2
+  exit 1
+fi
+case $out in
+  *'model/profile.h:'*'model may not include "reports/tprof.h"'*) ;;
+  *) echo "FAIL: the check failed without naming the bad include: $out" >&2; exit 1 ;;
+esac
+echo "ok: upward include rejected: $out"
