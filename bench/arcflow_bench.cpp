@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "reports/arcflow.h"
+#include "tests/layer_names.h"
 
 namespace arcprof {
 namespace {

@@ -19,6 +19,7 @@
 #include "reports/export_formats.h"
 #include "reports/flamegraph.h"
 #include "reports/folded.h"
+#include "tests/layer_names.h"
 
 namespace arcprof {
 namespace {

@@ -12,7 +12,10 @@
 #include "store/capture_store.h"
 #include "store/profile_source.h"
 
-namespace arcprof {
+namespace arcprof::cli {
+using namespace arcprof::model;
+using namespace arcprof::store;
+using namespace arcprof::reports;
 
 DiffCommand::DiffCommand(CLI::App& app) {
   command_ = app.add_subcommand(
@@ -98,4 +101,4 @@ std::optional<int> DiffCommand::RunIfSelected(std::ostream& out, std::ostream& e
   return out ? 0 : 1;
 }
 
-}  // namespace arcprof
+}  // namespace arcprof::cli

@@ -10,7 +10,7 @@
 #include "reports/diff.h"
 #include "reports/export_options.h"
 
-namespace arcprof {
+namespace arcprof::cli {
 
 // The `diff` subcommand:
 //   arcprof diff BEFORE.db AFTER.db [-o arcprof-diff.svg] [--top 20] [--format text|json]
@@ -34,7 +34,7 @@ class DiffCommand {
   std::string output_ = "arcprof-diff.svg";
   size_t top_ = 20;
   std::string format_ = "text";
-  ExportOptions options_;
+  reports::ExportOptions options_;
 };
 
-}  // namespace arcprof
+}  // namespace arcprof::cli

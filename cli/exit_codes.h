@@ -4,7 +4,7 @@
 
 #include "common/result.h"
 
-namespace arcprof {
+namespace arcprof::cli {
 
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitFailure = 1;       // usage, input or output error
@@ -18,4 +18,4 @@ inline int ExitCode(const Error& error) {
   return kExitFailure;
 }
 
-}  // namespace arcprof
+}  // namespace arcprof::cli

@@ -9,7 +9,7 @@
 #include "symbolize/jitdump_format.h"
 #include "symbolize/symbolizer.h"
 
-namespace arcprof {
+namespace arcprof::cli {
 
 JavaCommands::JavaCommands(CLI::App& app) {
   java_ = app.add_subcommand("java", "Load arcprof's JVMTI agent into a running JVM, or show its state");
@@ -81,4 +81,4 @@ std::optional<int> JavaCommands::RunIfSelected(std::ostream& out, std::ostream& 
   return 0;
 }
 
-}  // namespace arcprof
+}  // namespace arcprof::cli

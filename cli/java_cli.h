@@ -7,7 +7,7 @@
 #include <ostream>
 #include <string>
 
-namespace arcprof {
+namespace arcprof::cli {
 
 class JavaCommands {
  public:
@@ -26,4 +26,4 @@ class JavaCommands {
   double timeout_s_ = 10;
 };
 
-}  // namespace arcprof
+}  // namespace arcprof::cli

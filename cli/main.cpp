@@ -199,8 +199,8 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::IsMember({"text", "json"}));
 
-  arcprof::ReportCommands reports(app);
-  arcprof::JavaCommands java(app);
+  arcprof::cli::ReportCommands reports(app);
+  arcprof::cli::JavaCommands java(app);
   arcprof::push::PushCommands push(app);
 
   std::vector<std::string> merge_inputs;
@@ -248,7 +248,7 @@ int main(int argc, char** argv) {
     auto result = arcprof::RunRecord(rec);
     if (!result) {
       fprintf(stderr, "arcprof: %s\n", result.error().message.c_str());
-      return ExitCode(result.error());
+      return arcprof::cli::ExitCode(result.error());
     }
     return *result;
   }
@@ -260,9 +260,9 @@ int main(int argc, char** argv) {
       if (!v) fprintf(stderr, "arcprof: %s: '%s' is not valid (see arcprof continuous --help)\n", option, text.c_str());
       return v;
     };
-    auto w = parse(window, "--window", arcprof::ParseDurationNs);
-    auto r = parse(retain, "--retain", arcprof::ParseDurationNs);
-    auto m = parse(max_size, "--max-size", arcprof::ParseSize);
+    auto w = parse(window, "--window", arcprof::store::ParseDurationNs);
+    auto r = parse(retain, "--retain", arcprof::store::ParseDurationNs);
+    auto m = parse(max_size, "--max-size", arcprof::store::ParseSize);
     if (!w || !r || !m) return 1;
     cont.window_ns = *w;
     cont.retain_ns = *r;
@@ -294,30 +294,30 @@ int main(int argc, char** argv) {
     auto result = arcprof::RunContinuous(cont);
     if (!result) {
       fprintf(stderr, "arcprof: %s\n", result.error().message.c_str());
-      return ExitCode(result.error());
+      return arcprof::cli::ExitCode(result.error());
     }
     return *result;
   }
   if (store_info->parsed()) {
-    auto opened = arcprof::WindowStore::OpenForReading(store_dir);
+    auto opened = arcprof::store::WindowStore::OpenForReading(store_dir);
     if (!opened) {
       fprintf(stderr, "arcprof: %s\n", opened.error().message.c_str());
-      return ExitCode(opened.error());
+      return arcprof::cli::ExitCode(opened.error());
     }
-    return arcprof::PrintStoreInfo(*opened, store_format, std::cout, std::cerr);
+    return arcprof::reports::PrintStoreInfo(*opened, store_format, std::cout, std::cerr);
   }
   if (auto code = reports.RunIfSelected(std::cout, std::cerr)) return *code;
   if (auto code = java.RunIfSelected(std::cout, std::cerr)) return *code;
   if (auto code = push.RunIfSelected(std::cout, std::cerr)) return *code;
   if (merge->parsed()) {
-    auto merged = arcprof::MergeCaptures(merge_inputs, merge_hosts);
+    auto merged = arcprof::store::MergeCaptures(merge_inputs, merge_hosts);
     if (!merged) {
       fprintf(stderr, "arcprof: %s\n", merged.error().message.c_str());
       return merged.error().exit_code;
     }
     for (const std::string& note : merged->notes) fprintf(stderr, "arcprof: note: %s\n", note.c_str());
     merged->profile.meta.command_line = JoinArgs(argc, argv);
-    if (auto r = arcprof::WriteCapture(merge_output, merged->profile); !r) {
+    if (auto r = arcprof::store::WriteCapture(merge_output, merged->profile); !r) {
       fprintf(stderr, "arcprof: %s\n", r.error().message.c_str());
       return r.error().exit_code;
     }

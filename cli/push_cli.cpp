@@ -8,6 +8,8 @@
 #include "push/store_windows.h"
 
 namespace arcprof::push {
+using namespace arcprof::model;
+using namespace arcprof::store;
 
 Result<PushOptions> PushFlags::Resolve() const {
   PushOptions options;
@@ -68,7 +70,7 @@ std::optional<int> PushCommands::RunIfSelected(std::ostream& out, std::ostream& 
   }
   if (!source) {
     err << "arcprof: " << source.error().message << "\n";
-    return ExitCode(source.error());
+    return cli::ExitCode(source.error());
   }
   Pusher pusher(*options, **source);
   const auto deadline =
@@ -78,7 +80,7 @@ std::optional<int> PushCommands::RunIfSelected(std::ostream& out, std::ostream& 
   const std::string where = Destination(options->url);
   if (!left) {
     err << "arcprof: " << left.error().message << "\n";
-    return ExitCode(left.error());
+    return cli::ExitCode(left.error());
   }
   out << "pushed " << stats.windows_sent << " window" << (stats.windows_sent == 1 ? "" : "s") << " ("
       << stats.bytes_sent << " bytes) to " << where << (stats.using_ingest ? " (/ingest)" : "") << "\n";

@@ -18,7 +18,10 @@
 #include "reports/ptt_report.h"
 #include "reports/tprof.h"
 
-namespace arcprof {
+namespace arcprof::cli {
+using namespace arcprof::model;
+using namespace arcprof::store;
+using namespace arcprof::reports;
 namespace {
 
 // The built-in views and export formats: one line each.
@@ -249,4 +252,4 @@ int ReportCommands::RunExport(std::ostream& out, std::ostream& err) {
   return 0;
 }
 
-}  // namespace arcprof
+}  // namespace arcprof::cli

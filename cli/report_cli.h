@@ -25,10 +25,10 @@
 #include "store/profile_source.h"
 #include "model/thread_filter.h"
 
-namespace arcprof {
+namespace arcprof::cli {
 
 // --store/--since/--until: read a range of a continuous store (store/profile_source.h).
-void AddStoreRangeOptions(CLI::App* command, StoreRange& range);
+void AddStoreRangeOptions(CLI::App* command, store::StoreRange& range);
 
 class ReportCommands {
  public:
@@ -39,12 +39,12 @@ class ReportCommands {
   ReportCommands& operator=(const ReportCommands&) = delete;
 
   // Registers (or replaces) a view of `arcprof report --view NAME`.
-  void AddView(const std::string& name, ReportView view);
+  void AddView(const std::string& name, reports::ReportView view);
   // Registers (or replaces) a format of `arcprof export --format NAME`.
   // A simple exporter sees the profile after --root/--min (export_scope.h).
-  void AddExporter(const std::string& name, Exporter exporter);
+  void AddExporter(const std::string& name, reports::Exporter exporter);
   // Registers (or replaces) a format that reads every export option itself.
-  void AddExportWriter(const std::string& name, ExportWriter writer);
+  void AddExportWriter(const std::string& name, reports::ExportWriter writer);
 
   // If one of its subcommands was parsed, runs it and returns the process exit
   // code: 0 on success, 1 for usage and output errors, 2 for capture errors.
@@ -59,17 +59,17 @@ class ReportCommands {
 
   CLI::App* report_ = nullptr;
   CLI::App* export_ = nullptr;
-  std::map<std::string, ReportView> views_;
-  std::map<std::string, ExportWriter> exporters_;
-  ReportRequest report_request_;
-  StoreRange report_range_;
-  StoreRange export_range_;
+  std::map<std::string, reports::ReportView> views_;
+  std::map<std::string, reports::ExportWriter> exporters_;
+  reports::ReportRequest report_request_;
+  store::StoreRange report_range_;
+  store::StoreRange export_range_;
   bool export_timeline_by_tid_ = false;
   std::string export_input_;
   std::string export_output_;
   std::string export_format_;
-  ExportOptions export_options_;
+  reports::ExportOptions export_options_;
   DiffCommand diff_;
 };
 
-}  // namespace arcprof
+}  // namespace arcprof::cli

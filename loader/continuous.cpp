@@ -16,6 +16,8 @@
 #include "store/window_store.h"
 
 namespace arcprof {
+using namespace arcprof::model;
+using namespace arcprof::store;
 namespace {
 
 bool HasEffectiveCap(int cap) {

@@ -3,6 +3,7 @@
 #include <set>
 
 namespace arcprof {
+using namespace arcprof::model;
 namespace {
 
 bool Stripped(const FrameRecord& f) {

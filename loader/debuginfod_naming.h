@@ -20,7 +20,7 @@ struct DebuginfodNaming {
 // Requests the build-id of every module with stripped frames in the profile,
 // waits for the answers (within the fetcher's budget) when `wait`, and
 // renames the frames the found files cover.
-DebuginfodNaming NameFramesFromDebuginfod(Profile& profile, DebuginfodFetcher& fetcher, bool wait);
+DebuginfodNaming NameFramesFromDebuginfod(model::Profile& profile, DebuginfodFetcher& fetcher, bool wait);
 
 // "12 modules named from debuginfod, 3 not found" ("" when nothing was asked).
 std::string DebuginfodSummaryLine(int64_t named, int64_t not_found);

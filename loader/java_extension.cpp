@@ -25,6 +25,7 @@
 #include "symbolize/symbolizer.h"
 
 namespace arcprof {
+using namespace arcprof::model;
 namespace {
 
 // New JVMs are looked for on every drain tick: samples taken before the

@@ -3,6 +3,7 @@
 #include <cstring>
 
 namespace arcprof {
+using namespace arcprof::model;
 namespace {
 
 uint64_t Since(uint64_t now, uint64_t start) { return now > start ? now - start : 0; }

@@ -47,14 +47,14 @@ PttRunningTask RunningTaskAt(const ptt_cpu& state, uint64_t now_ns);
 
 // The interval row between two snapshots of one CPU. Fields that went
 // backwards (a map read torn by a concurrent update) count as 0.
-PttCpuInterval IntervalBetween(uint32_t cpu, const PttCpuTotals& before, uint64_t before_ns,
+model::PttCpuInterval IntervalBetween(uint32_t cpu, const PttCpuTotals& before, uint64_t before_ns,
                                const PttCpuTotals& after, uint64_t after_ns);
 
 // Adds a running task's open segment to its thread's totals: the open dispatch
 // counts as one more dispatch (threads are counted when switched out).
-void AddRunningTask(const PttRunningTask& running, PttThread& thread);
+void AddRunningTask(const PttRunningTask& running, model::PttThread& thread);
 
 // What a vector slot of the BPF `vectors` map stands for; false for an unused slot.
-bool DescribeVectorSlot(uint32_t slot, IrqKind& kind, uint32_t& vector);
+bool DescribeVectorSlot(uint32_t slot, model::IrqKind& kind, uint32_t& vector);
 
 }  // namespace arcprof

@@ -10,6 +10,7 @@
 #include "model/profile.h"
 
 namespace arcprof {
+using namespace arcprof::model;
 namespace {
 
 uint64_t MonotonicNs() {

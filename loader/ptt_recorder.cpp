@@ -27,6 +27,7 @@
 #include "model/ptt_data.h"
 
 namespace arcprof {
+using namespace arcprof::model;
 namespace {
 
 uint64_t MonotonicNs() {

@@ -54,12 +54,12 @@ class PttRecorder {
   // Takes a snapshot and returns what happened since the previous window (or
   // the start): per-thread time and counter deltas, the interval rows, and
   // interrupt vector deltas. Windows add up to the whole recording.
-  PttData TakeWindow();
+  model::PttData TakeWindow();
   // Detaches, then returns the last window (TakeWindow).
-  PttData Finish();
+  model::PttData Finish();
   PttRecorderCounters ReadCounters() const;
   // The events as recorded: unavailable ones keep their name and the reason.
-  const std::vector<PttEvent>& events() const { return events_; }
+  const std::vector<model::PttEvent>& events() const { return events_; }
 
  private:
   PttRecorder() = default;
@@ -75,22 +75,22 @@ class PttRecorder {
   Result<void> PrimeCpus();
   std::vector<ptt_cpu> ReadCpuStates() const;
   int EventFd(int slot, int cpu) const;  // the counting event of a BPF slot on a CPU
-  std::vector<PttThread> ReadThreads() const;
-  std::vector<PttIrqVector> ReadVectors() const;
-  void SinceLastWindow(PttData& data);
+  std::vector<model::PttThread> ReadThreads() const;
+  std::vector<model::PttIrqVector> ReadVectors() const;
+  void SinceLastWindow(model::PttData& data);
 
   std::unique_ptr<::ptt, SkeletonDeleter> skel_;
   std::vector<std::unique_ptr<bpf_link, LinkDeleter>> links_;
   std::vector<ScopedFd> event_fds_;  // slot-major, cpus_ order; open while the maps refer to them
-  std::vector<PttEvent> events_;
+  std::vector<model::PttEvent> events_;
   std::vector<int> available_slot_of_event_;  // event index -> BPF slot, -1 when unavailable
   std::vector<int> cpus_;                     // online CPUs
   int possible_cpus_ = 0;
   std::vector<PttCpuTotals> last_totals_;     // per possible CPU
   uint64_t last_snapshot_ns_ = 0;
-  std::vector<PttCpuInterval> intervals_;
+  std::vector<model::PttCpuInterval> intervals_;
   // What the previous window read, cumulative, for the next window's deltas.
-  std::map<std::pair<uint32_t, uint32_t>, PttThread> window_threads_;
+  std::map<std::pair<uint32_t, uint32_t>, model::PttThread> window_threads_;
   std::map<std::tuple<uint32_t, uint8_t, uint32_t>, std::pair<uint64_t, uint64_t>> window_vectors_;
 };
 

@@ -23,6 +23,8 @@
 #include "model/profile.h"
 
 namespace arcprof {
+using namespace arcprof::model;
+using namespace arcprof::store;
 namespace {
 
 bool HasEffectiveCap(int cap) {

@@ -11,11 +11,14 @@
 
 #include "common/result.h"
 
+namespace arcprof::model {
+struct Profile;
+}  // namespace arcprof::model
+
 namespace arcprof {
 
 struct RecordOptions;
 class Symbolizer;
-struct Profile;
 
 struct RecordContext {
   const RecordOptions& options;
@@ -38,7 +41,7 @@ class RecordExtension {
   // add this extension's rows and counters for the time since the previous
   // window (a report over several windows sums them). `last`: sampling has
   // stopped; detach first, this is the final call.
-  virtual Result<void> CloseWindow(RecordContext& context, Profile& window, bool last) = 0;
+  virtual Result<void> CloseWindow(RecordContext& context, model::Profile& window, bool last) = 0;
 };
 
 // The extensions enabled by these options, in start order.

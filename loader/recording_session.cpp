@@ -34,6 +34,7 @@
 #endif
 
 namespace arcprof {
+using namespace arcprof::model;
 namespace {
 
 std::atomic<int> g_stop_signal{0};

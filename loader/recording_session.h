@@ -69,12 +69,12 @@ class RecordingSession {
   // into the next window.
   // With end_ns (CLOCK_MONOTONIC, not in the future, after the window's start)
   // the window ends exactly there: samples taken later go to the next window.
-  Result<Profile> CloseWindow(uint64_t end_ns = 0);
+  Result<model::Profile> CloseWindow(uint64_t end_ns = 0);
   // Drains on Tick stop at end_ns until the next CloseWindow, so that a
   // window closed a little late still holds only samples up to its end.
   void SetWindowEnd(uint64_t end_ns);
   // Stops sampling (everything detached), then returns the last window.
-  Result<Profile> Stop();
+  Result<model::Profile> Stop();
 
   LaunchedCommand* command();
   uint64_t samples() const;
@@ -93,7 +93,7 @@ class RecordingSession {
  private:
   struct State;
   explicit RecordingSession(std::unique_ptr<State> state);
-  Result<Profile> Close(bool last, uint64_t end_ns);
+  Result<model::Profile> Close(bool last, uint64_t end_ns);
   std::unique_ptr<State> s_;
 };
 

@@ -7,6 +7,7 @@
 #include "events.h"
 
 namespace arcprof {
+using namespace arcprof::model;
 namespace {
 
 uint64_t MonotonicNs() {

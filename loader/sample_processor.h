@@ -44,9 +44,9 @@ class SampleProcessor {
   // the symbolizer knows, stores the counters since the previous window
   // (samples, unknown frames by reason, ...) and returns the window's profile.
   // Its meta is left for the caller. The next sample opens a new window.
-  Profile TakeWindow();
+  model::Profile TakeWindow();
   // The open window (thread table and trees so far).
-  const Profile& window() const { return window_; }
+  const model::Profile& window() const { return window_; }
 
   // Totals over every window of the session.
   uint64_t samples() const { return total_samples_ + samples_; }
@@ -58,7 +58,7 @@ class SampleProcessor {
   // Fills user_pcs_ (leaf first) from the BPF frame-pointer walk and, when
   // present, the registers and stack copy.
   void UserStack(const StackSample& sample);
-  void Rename(ThreadRecord& t, std::string_view comm);
+  void Rename(model::ThreadRecord& t, std::string_view comm);
 
   struct FrameKey {
     const char* module;
@@ -72,7 +72,7 @@ class SampleProcessor {
   };
 
   Symbolizer& symbolizer_;
-  Profile window_;
+  model::Profile window_;
   uint64_t epoch_ = 1;  // window number: cache entries of other windows are stale
   CallGraphMode mode_;
   Unwinder* unwinder_;

@@ -2,7 +2,7 @@
 
 #include <functional>
 
-namespace arcprof {
+namespace arcprof::model {
 
 size_t FrameRecordHash::operator()(const FrameRecord& f) const {
   size_t h = std::hash<std::string>()(f.module);
@@ -110,4 +110,4 @@ size_t Profile::RenameFrames(
   return renamed;
 }
 
-}  // namespace arcprof
+}  // namespace arcprof::model

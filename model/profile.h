@@ -17,7 +17,7 @@
 #include "common/frame.h"
 #include "model/ptt_data.h"
 
-namespace arcprof {
+namespace arcprof::model {
 
 struct FrameRecord {
   std::string module;   // path or pseudo name ("vmlinux", "[vdso]", "JITCODE", module name)
@@ -136,4 +136,4 @@ struct Profile {
   std::map<std::tuple<std::string, uint32_t, uint32_t>, uint32_t> host_thread_index_;
 };
 
-}  // namespace arcprof
+}  // namespace arcprof::model

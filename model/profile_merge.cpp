@@ -5,7 +5,7 @@
 #include <tuple>
 #include <vector>
 
-namespace arcprof {
+namespace arcprof::model {
 
 uint64_t EndUnixNs(const CaptureMeta& meta) {
   const uint64_t duration = meta.end_monotonic_ns >= meta.start_monotonic_ns
@@ -103,4 +103,4 @@ void MergeProfile(Profile& into, const Profile& from) {
   MergePtt(into.ptt, from.ptt);
 }
 
-}  // namespace arcprof
+}  // namespace arcprof::model

@@ -4,7 +4,7 @@
 
 #include "model/profile.h"
 
-namespace arcprof {
+namespace arcprof::model {
 
 // Adds `from` to `into`: frames are interned, threads matched by (host, pid, tid)
 // (host "" except in a merge of several machines, ThreadRecord::host)
@@ -19,4 +19,4 @@ void MergeProfile(Profile& into, const Profile& from);
 // The end of a profile's time range in Unix time.
 uint64_t EndUnixNs(const CaptureMeta& meta);
 
-}  // namespace arcprof
+}  // namespace arcprof::model

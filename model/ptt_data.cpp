@@ -2,7 +2,7 @@
 
 #include <iterator>
 
-namespace arcprof {
+namespace arcprof::model {
 
 std::string SoftIrqName(uint32_t vector) {
   static constexpr const char* kNames[] = {"HI",      "TIMER",   "NET_TX",  "NET_RX", "BLOCK",
@@ -18,4 +18,4 @@ std::string SysVecName(uint32_t vector) {
   return "sysvec " + std::to_string(vector);
 }
 
-}  // namespace arcprof
+}  // namespace arcprof::model

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-namespace arcprof {
+namespace arcprof::model {
 
 inline constexpr size_t kPttMaxEvents = 4;
 
@@ -87,4 +87,4 @@ struct PttData {
   bool operator==(const PttData&) const = default;
 };
 
-}  // namespace arcprof
+}  // namespace arcprof::model

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-namespace arcprof {
+namespace arcprof::model {
 
 bool ThreadFilter::Matches(const ThreadRecord& thread) const {
   auto contains = [](const auto& list, const auto& value) {
@@ -22,4 +22,4 @@ std::string ProcessName(const ThreadRecord& thread) {
   return "[unknown]";
 }
 
-}  // namespace arcprof
+}  // namespace arcprof::model

@@ -8,7 +8,7 @@
 
 #include "model/profile.h"
 
-namespace arcprof {
+namespace arcprof::model {
 
 struct ThreadFilter {
   std::vector<uint32_t> pids;
@@ -23,4 +23,4 @@ struct ThreadFilter {
 // the thread's own comm, else "[unknown]".
 std::string ProcessName(const ThreadRecord& thread);
 
-}  // namespace arcprof
+}  // namespace arcprof::model

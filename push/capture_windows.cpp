@@ -10,6 +10,8 @@
 #include "store/capture_store.h"
 
 namespace arcprof::push {
+using namespace arcprof::model;
+using namespace arcprof::store;
 namespace {
 
 sqlite3* Db(void* p) { return static_cast<sqlite3*>(p); }

@@ -24,7 +24,7 @@ class CaptureWindows : public WindowSource {
   Result<std::vector<WindowInfo>> Unsent(const std::string& destination) override;
   // Today a capture is read whole (store/capture_store.h), so only captures
   // with exactly one window can be read window by window.
-  Result<Profile> Read(const WindowInfo& window) override;
+  Result<model::Profile> Read(const WindowInfo& window) override;
   Result<void> MarkSent(const WindowInfo& window, const std::string& destination) override;
 
  private:

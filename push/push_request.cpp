@@ -11,6 +11,8 @@
 #include "model/thread_filter.h"
 
 namespace arcprof::push {
+using namespace arcprof::model;
+using namespace arcprof::reports;
 namespace {
 
 std::string Trim(const std::string& url) {

@@ -35,7 +35,7 @@ std::string ProfileUuid(std::string_view stable_window_id);
 // (reports/pprof.h) with only the process name ("comm") kept as a sample
 // label. Pyroscope turns sample labels into series, so pid, tid and thread
 // names would create a series per thread.
-Result<std::string> WindowPprof(const Profile& window);
+Result<std::string> WindowPprof(const model::Profile& window);
 
 // The serialized push.v1.PushRequest: one series (`labels`) holding one sample
 // (`gzipped_pprof`, id `profile_uuid`).

@@ -9,6 +9,7 @@
 #include "push/capture_windows.h"
 
 namespace arcprof::push {
+using namespace arcprof::model;
 namespace {
 
 using Clock = std::chrono::steady_clock;

@@ -3,6 +3,8 @@
 #include <sys/stat.h>
 
 namespace arcprof::push {
+using namespace arcprof::model;
+using namespace arcprof::store;
 
 bool IsStoreDirectory(const std::string& path) {
   struct stat st {};

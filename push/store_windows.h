@@ -21,12 +21,12 @@ class StoreWindows : public WindowSource {
   static Result<std::unique_ptr<StoreWindows>> Open(const std::string& dir);
 
   Result<std::vector<WindowInfo>> Unsent(const std::string& destination) override;
-  Result<Profile> Read(const WindowInfo& window) override;
+  Result<model::Profile> Read(const WindowInfo& window) override;
   Result<void> MarkSent(const WindowInfo& window, const std::string& destination) override;
 
  private:
-  explicit StoreWindows(WindowStore store) : store_(std::move(store)) {}
-  WindowStore store_;
+  explicit StoreWindows(store::WindowStore store) : store_(std::move(store)) {}
+  store::WindowStore store_;
 };
 
 // True when `path` is a directory (a continuous store) rather than a capture file.

@@ -31,7 +31,7 @@ class WindowSource {
  public:
   virtual ~WindowSource() = default;
   virtual Result<std::vector<WindowInfo>> Unsent(const std::string& destination) = 0;
-  virtual Result<Profile> Read(const WindowInfo& window) = 0;
+  virtual Result<model::Profile> Read(const WindowInfo& window) = 0;
   virtual Result<void> MarkSent(const WindowInfo& window, const std::string& destination) = 0;
 };
 

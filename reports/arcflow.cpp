@@ -7,7 +7,8 @@
 
 #include <fmt/format.h>
 
-namespace arcprof {
+namespace arcprof::reports {
+using namespace arcprof::model;
 
 ArcflowModel::ArcflowModel() {
   consumers_.push_back(Consumer{"[root]", ConsumerKind::kRoot});
@@ -390,4 +391,4 @@ ArcflowModel Prune(const ArcflowModel& model, double min_pct) {
   return out;
 }
 
-}  // namespace arcprof
+}  // namespace arcprof::reports

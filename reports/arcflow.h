@@ -19,7 +19,7 @@
 #include "reports/arcflow_index.h"
 #include "model/profile.h"
 
-namespace arcprof {
+namespace arcprof::reports {
 
 struct ArcflowBindings {
   std::string consumers = "functions";  // what a consumer is
@@ -103,10 +103,10 @@ struct ArcflowThreadFilter {
 
 // (a) Stacks from a capture: n and base are the samples of each node. Frames
 // with the same display name become one consumer.
-ArcflowModel ArcflowFromProfile(const Profile& profile, const ArcflowThreadFilter& filter,
+ArcflowModel ArcflowFromProfile(const model::Profile& profile, const ArcflowThreadFilter& filter,
                                 bool merge_threads);
 // The name a frame has as a consumer.
-std::string ArcflowFrameName(const FrameRecord& frame);
+std::string ArcflowFrameName(const model::FrameRecord& frame);
 
 // (b) A complete call tree: one line per context, "<consumer>... <n> <Y>"
 // (whitespace separated), "#!" directives for the bindings and threads.
@@ -174,11 +174,11 @@ Result<ArcflowUnits> ParseArcflowUnits(std::string_view text);
 
 // Builds the model from a capture, applies --merge-threads, --root and --min,
 // and writes the chosen view.
-Result<void> RenderArcflowView(const Profile& profile, const ArcflowOptions& options,
+Result<void> RenderArcflowView(const model::Profile& profile, const ArcflowOptions& options,
                                std::ostream& out);
 // The same for a model read from a call tree or an event trace (options.filter
 // is ignored: such inputs have no pid/tid table to filter on).
 Result<void> RenderArcflowModel(const ArcflowModel& model, const ArcflowOptions& options,
                                 std::ostream& out);
 
-}  // namespace arcprof
+}  // namespace arcprof::reports

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <vector>
 
-namespace arcprof {
+namespace arcprof::reports {
 
 class FlatIndex {
  public:
@@ -70,4 +70,4 @@ class FlatIndex {
   size_t size_ = 0;
 };
 
-}  // namespace arcprof
+}  // namespace arcprof::reports

@@ -12,7 +12,8 @@
 
 #include "reports/arcflow.h"
 
-namespace arcprof {
+namespace arcprof::reports {
+using namespace arcprof::model;
 namespace {
 
 constexpr std::string_view kSpace = " \t\r\v\f";
@@ -311,4 +312,4 @@ Result<ArcflowModel> ParseArcflowText(std::string_view text) {
   return is_trace ? ParseArcflowEventTrace(text) : ParseArcflowCallTree(text);
 }
 
-}  // namespace arcprof
+}  // namespace arcprof::reports

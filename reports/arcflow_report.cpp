@@ -13,7 +13,8 @@
 #include "reports/arcflow.h"
 #include "reports/arcflow_index.h"
 
-namespace arcprof {
+namespace arcprof::reports {
+using namespace arcprof::model;
 namespace {
 
 constexpr uint32_t kNone = ArcflowModel::kNone;
@@ -644,4 +645,4 @@ Result<void> RenderArcflowView(const Profile& profile, const ArcflowOptions& opt
   return RenderArcflowModel(model, rest, out);
 }
 
-}  // namespace arcprof
+}  // namespace arcprof::reports

@@ -9,7 +9,8 @@
 #include "reports/export_formats.h"
 #include "reports/export_text.h"
 
-namespace arcprof {
+namespace arcprof::reports {
+using namespace arcprof::model;
 namespace {
 
 struct Shares {
@@ -142,4 +143,4 @@ void WriteDiffJson(const DiffReport& report, const std::string& before_name, con
   out << "\n]}\n";
 }
 
-}  // namespace arcprof
+}  // namespace arcprof::reports

@@ -13,7 +13,7 @@
 #include "reports/export_options.h"
 #include "reports/flamegraph.h"
 
-namespace arcprof {
+namespace arcprof::reports {
 
 struct DiffRow {
   std::string name;      // the frame's name as in the flame graph (processes included)
@@ -42,4 +42,4 @@ void WriteDiffText(const DiffReport& report, const std::string& before_name, con
 void WriteDiffJson(const DiffReport& report, const std::string& before_name, const std::string& after_name,
                    const std::string& svg_path, size_t top, std::ostream& out);
 
-}  // namespace arcprof
+}  // namespace arcprof::reports

@@ -11,7 +11,8 @@
 #include "reports/speedscope.h"
 #include "reports/tprof.h"
 
-namespace arcprof {
+namespace arcprof::reports {
+using namespace arcprof::model;
 namespace {
 
 // The profile a writer reads: the capture itself when only a thread filter
@@ -209,4 +210,4 @@ std::map<std::string, ExportWriter> ExportWriters() {
   };
 }
 
-}  // namespace arcprof
+}  // namespace arcprof::reports

@@ -12,17 +12,17 @@
 #include "reports/flamegraph.h"
 #include "model/profile.h"
 
-namespace arcprof {
+namespace arcprof::reports {
 
-Result<void> ExportSvg(const Profile& profile, const ExportOptions& options, std::ostream& out);
-Result<void> ExportHtml(const Profile& profile, const ExportOptions& options, std::ostream& out);
-Result<void> ExportPprof(const Profile& profile, const ExportOptions& options, std::ostream& out);
-Result<void> ExportSpeedscope(const Profile& profile, const ExportOptions& options, std::ostream& out);
-Result<void> ExportXprof(const Profile& profile, const ExportOptions& options, std::ostream& out);
+Result<void> ExportSvg(const model::Profile& profile, const ExportOptions& options, std::ostream& out);
+Result<void> ExportHtml(const model::Profile& profile, const ExportOptions& options, std::ostream& out);
+Result<void> ExportPprof(const model::Profile& profile, const ExportOptions& options, std::ostream& out);
+Result<void> ExportSpeedscope(const model::Profile& profile, const ExportOptions& options, std::ostream& out);
+Result<void> ExportXprof(const model::Profile& profile, const ExportOptions& options, std::ostream& out);
 
 // The flame graph of the selection (options applied), and the subtitle the
 // exports give it: target, event and frequency, selected samples.
-Result<FlameTree> ExportFlameTree(const Profile& profile, const ExportOptions& options);
-std::string CaptureSubtitle(const Profile& profile, uint64_t selected_samples);
+Result<FlameTree> ExportFlameTree(const model::Profile& profile, const ExportOptions& options);
+std::string CaptureSubtitle(const model::Profile& profile, uint64_t selected_samples);
 
-}  // namespace arcprof
+}  // namespace arcprof::reports

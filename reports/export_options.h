@@ -11,10 +11,10 @@
 #include "model/profile.h"
 #include "model/thread_filter.h"
 
-namespace arcprof {
+namespace arcprof::reports {
 
 struct ExportOptions {
-  ThreadFilter filter;
+  model::ThreadFilter filter;
   // Keep only the subtrees under the outermost frames with this name (or whose
   // name a POSIX extended regex matches whole); "" = the whole profile.
   std::string root;
@@ -28,9 +28,9 @@ struct ExportOptions {
 // Renders `profile` (the whole capture: the writer applies `options`) to
 // `out`. An error is one line for the user, exit code 1.
 using ExportWriter =
-    std::function<Result<void>(const Profile& profile, const ExportOptions& options, std::ostream& out)>;
+    std::function<Result<void>(const model::Profile& profile, const ExportOptions& options, std::ostream& out)>;
 
 // The formats of docs/exports.md: svg, html, pprof, speedscope, xprof.
 std::map<std::string, ExportWriter> ExportWriters();
 
-}  // namespace arcprof
+}  // namespace arcprof::reports

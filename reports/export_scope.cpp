@@ -4,7 +4,8 @@
 
 #include <vector>
 
-namespace arcprof {
+namespace arcprof::reports {
+using namespace arcprof::model;
 namespace {
 
 // glibc's POSIX regex, anchored to the whole name. std::regex recurses per
@@ -154,4 +155,4 @@ Result<Profile> ScopeProfile(const Profile& profile, const ExportOptions& option
   return out;
 }
 
-}  // namespace arcprof
+}  // namespace arcprof::reports

@@ -8,11 +8,11 @@
 #include "reports/export_options.h"
 #include "model/profile.h"
 
-namespace arcprof {
+namespace arcprof::reports {
 
 // The name --root matches against: the frame's symbol, "[module]", "[truncated]"
 // or "[unknown]" (the names of the arcflow reports).
-std::string RootMatchName(const FrameRecord& frame);
+std::string RootMatchName(const model::FrameRecord& frame);
 
 // A copy of `profile` with only the selected threads, each tree restricted to
 // the subtrees under the outermost frames matching options.root (re-rooted
@@ -20,7 +20,7 @@ std::string RootMatchName(const FrameRecord& frame);
 // samples are below that share of the selected total replaced by one
 // "[pruned]" child of its parent holding them, so totals do not change.
 // Errors: a --root that matches no frame, a --min outside [0, 100].
-Result<Profile> ScopeProfile(const Profile& profile, const ExportOptions& options);
+Result<model::Profile> ScopeProfile(const model::Profile& profile, const ExportOptions& options);
 
 // True when ScopeProfile would return the profile unchanged apart from the
 // thread filter (no --root, no --min).
@@ -31,4 +31,4 @@ inline bool ScopeIsOnlyFilter(const ExportOptions& options) {
 // The symbol of the frame ScopeProfile adds for pruned subtrees.
 inline constexpr const char* kPrunedFrameName = "[pruned]";
 
-}  // namespace arcprof
+}  // namespace arcprof::reports

@@ -3,7 +3,7 @@
 #include <cmath>
 #include <cstdio>
 
-namespace arcprof {
+namespace arcprof::reports {
 namespace {
 
 constexpr std::string_view kReplacement = "\xEF\xBF\xBD";  // U+FFFD
@@ -133,4 +133,4 @@ std::string_view StripFoldedSuffix(std::string_view name) {
   return name;
 }
 
-}  // namespace arcprof
+}  // namespace arcprof::reports

@@ -8,7 +8,7 @@
 #include <string>
 #include <string_view>
 
-namespace arcprof {
+namespace arcprof::reports {
 
 // `text` with every invalid UTF-8 sequence (and code points XML 1.0 forbids:
 // surrogates, U+FFFE, U+FFFF) replaced by U+FFFD, and C0 controls other than
@@ -25,4 +25,4 @@ std::string Fixed(double value, int decimals);
 // The folded name without its FlameGraph colour suffix ("_[k]", "_[j]", "_[i]", "_[w]").
 std::string_view StripFoldedSuffix(std::string_view name);
 
-}  // namespace arcprof
+}  // namespace arcprof::reports

@@ -9,7 +9,8 @@
 #include "reports/folded.h"
 #include "reports/tprof.h"
 
-namespace arcprof {
+namespace arcprof::reports {
+using namespace arcprof::model;
 namespace {
 
 // flamegraph.pl's geometry: font 12 px Verdana, glyphs ~0.59 em, 16 px rows
@@ -607,4 +608,4 @@ std::string_view FlameScript() {
 
 }  // namespace
 
-}  // namespace arcprof
+}  // namespace arcprof::reports

@@ -18,7 +18,7 @@
 #include "model/profile.h"
 #include "model/thread_filter.h"
 
-namespace arcprof {
+namespace arcprof::reports {
 
 // What a box's colour says. kProcess is the first level below "all" (the
 // process name, as in folded stacks); kRoot is "all".
@@ -84,7 +84,7 @@ class FlameTree {
 // The selected threads of a capture: "all", then the process name (threads of
 // one process merge, as in folded stacks), then the frames root first, named
 // as FoldedFrameName without its colour suffix.
-FlameTree FlameTreeFromProfile(const Profile& profile, const ThreadFilter& filter);
+FlameTree FlameTreeFromProfile(const model::Profile& profile, const model::ThreadFilter& filter);
 
 // Folded stacks ("frame;frame;...;leaf COUNT" per line, the output of
 // `arcprof export --format folded`, stackcollapse-*.pl or inferno). The colour
@@ -115,4 +115,4 @@ struct FlameLayoutStats {
 };
 FlameLayoutStats FlameLayout(const FlameTree& tree, const FlameGraphOptions& options);
 
-}  // namespace arcprof
+}  // namespace arcprof::reports

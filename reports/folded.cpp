@@ -6,7 +6,8 @@
 #include <unordered_map>
 #include <vector>
 
-namespace arcprof {
+namespace arcprof::reports {
+using namespace arcprof::model;
 namespace {
 
 // Makes a name safe inside a folded line: ';' separates frames, a newline
@@ -205,4 +206,4 @@ void WriteFolded(const Profile& profile, const ThreadFilter& filter, std::ostrea
   });
 }
 
-}  // namespace arcprof
+}  // namespace arcprof::reports

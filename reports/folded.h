@@ -11,17 +11,17 @@
 #include "model/profile.h"
 #include "model/thread_filter.h"
 
-namespace arcprof {
+namespace arcprof::reports {
 
 // The frame as a folded-stack element: ';' -> ':', control characters -> '?',
 // unknown frames as "[<module basename>]" or "[unknown]", then the FlameGraph
 // color suffix: "_[i]" inlined, "_[k]" kernel, "_[j]" JIT or interpreted.
-std::string FoldedFrameName(const FrameRecord& frame);
+std::string FoldedFrameName(const model::FrameRecord& frame);
 // The first element of every line: the process name, spaces -> '_'.
-std::string FoldedProcessName(const ThreadRecord& thread);
+std::string FoldedProcessName(const model::ThreadRecord& thread);
 // In a merge of several hosts (ThreadRecord::host) the host comes first, as
 // the same kind of element: "web1;java;main;...".
-std::string FoldedHostName(const ThreadRecord& thread);
+std::string FoldedHostName(const model::ThreadRecord& thread);
 // Stacks deeper than this many frames below the process are cut: the frames
 // past it fold into one "[deeper frames cut]" element. Keeps the output (whose
 // size grows with depth times stacks) bounded for hostile captures.
@@ -30,7 +30,7 @@ inline constexpr uint32_t kMaxFoldedDepth = 1024;
 // Unique stacks of the selected threads (threads of one process with the same
 // stack merge) and their counts, in the capture's unit; processes in name
 // order, stacks of a process depth first with callees in name order.
-std::map<std::string, uint64_t> FoldStacks(const Profile& profile, const ThreadFilter& filter);
-void WriteFolded(const Profile& profile, const ThreadFilter& filter, std::ostream& out);
+std::map<std::string, uint64_t> FoldStacks(const model::Profile& profile, const model::ThreadFilter& filter);
+void WriteFolded(const model::Profile& profile, const model::ThreadFilter& filter, std::ostream& out);
 
-}  // namespace arcprof
+}  // namespace arcprof::reports

@@ -10,7 +10,8 @@
 #include <nlohmann/json.hpp>
 #include <ostream>
 
-namespace arcprof {
+namespace arcprof::reports {
+using namespace arcprof::model;
 namespace {
 
 double Round(double value, double scale) { return std::round(value * scale) / scale; }
@@ -275,4 +276,4 @@ int RunIrqView(const Profile& profile, const ReportRequest& request, std::ostrea
   return 0;
 }
 
-}  // namespace arcprof
+}  // namespace arcprof::reports

@@ -14,7 +14,7 @@
 #include "model/profile.h"
 #include "reports/views.h"
 
-namespace arcprof {
+namespace arcprof::reports {
 
 // "1s", "250ms", "500us", "1.5s" -> nanoseconds; at least 1 ms. Errors have exit code 1.
 Result<uint64_t> ParseInterval(std::string_view text);
@@ -32,7 +32,7 @@ struct IrqCpuRow {
 };
 
 struct IrqSourceRow {
-  IrqKind kind = IrqKind::kHardIrq;
+  model::IrqKind kind = model::IrqKind::kHardIrq;
   uint32_t vector = 0;
   std::string name;
   uint64_t count = 0;
@@ -49,12 +49,12 @@ struct IrqReport {
 };
 
 // Error (exit code 1) for a capture without PTT.
-Result<IrqReport> BuildIrqReport(const Profile& profile, uint64_t interval_ns);
+Result<IrqReport> BuildIrqReport(const model::Profile& profile, uint64_t interval_ns);
 void WriteIrqText(const IrqReport& report, std::ostream& out);
 void WriteIrqJson(const IrqReport& report, std::ostream& out);
 
 // The ReportView of `--view irq` (uses --interval and --format).
-int RunIrqView(const Profile& profile, const ReportRequest& request, std::ostream& out,
+int RunIrqView(const model::Profile& profile, const ReportRequest& request, std::ostream& out,
                std::ostream& err);
 
-}  // namespace arcprof
+}  // namespace arcprof::reports

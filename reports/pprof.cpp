@@ -11,7 +11,8 @@
 #include "reports/export_text.h"
 #include "reports/folded.h"
 
-namespace arcprof {
+namespace arcprof::reports {
+using namespace arcprof::model;
 namespace {
 
 namespace pb = perftools::profiles;
@@ -304,4 +305,4 @@ Result<std::string> PprofFile(const Profile& profile, const ThreadFilter& filter
   return Gzip(EncodePprof(profile, filter));
 }
 
-}  // namespace arcprof
+}  // namespace arcprof::reports

@@ -18,13 +18,13 @@
 #include "model/profile.h"
 #include "model/thread_filter.h"
 
-namespace arcprof {
+namespace arcprof::reports {
 
 // The serialized (uncompressed) Profile message of the selected threads.
-std::string EncodePprof(const Profile& profile, const ThreadFilter& filter);
+std::string EncodePprof(const model::Profile& profile, const model::ThreadFilter& filter);
 // gzip (RFC 1952) of `bytes`, as pprof files are stored.
 Result<std::string> Gzip(std::string_view bytes);
 // EncodePprof, gzipped: the content of a .pb.gz file.
-Result<std::string> PprofFile(const Profile& profile, const ThreadFilter& filter);
+Result<std::string> PprofFile(const model::Profile& profile, const model::ThreadFilter& filter);
 
-}  // namespace arcprof
+}  // namespace arcprof::reports

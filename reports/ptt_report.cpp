@@ -10,7 +10,8 @@
 #include <ostream>
 #include <set>
 
-namespace arcprof {
+namespace arcprof::reports {
+using namespace arcprof::model;
 namespace {
 
 double Ms(uint64_t ns) { return static_cast<double>(ns) / 1e6; }
@@ -293,4 +294,4 @@ int RunPttView(const Profile& profile, const ReportRequest& request, std::ostrea
   return 0;
 }
 
-}  // namespace arcprof
+}  // namespace arcprof::reports

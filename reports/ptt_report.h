@@ -14,13 +14,13 @@
 #include "reports/views.h"
 #include "model/thread_filter.h"
 
-namespace arcprof {
+namespace arcprof::reports {
 
 struct PttReportOptions {
   // cpu (default), irq, dispatches, interrupts, pid, tid, name, cpi, or the
   // name of a --ptt-events counter. Numbers sort descending, names ascending.
   std::string sort = "cpu";
-  ThreadFilter filter;
+  model::ThreadFilter filter;
 };
 
 struct PttReportRow {
@@ -41,19 +41,19 @@ struct PttReportRow {
 struct PttReport {
   double duration_s = 0;
   size_t cpus = 0;
-  std::vector<PttEvent> events;
+  std::vector<model::PttEvent> events;
   std::vector<PttReportRow> rows;
   PttReportRow total;  // pid/tid 0, comm "TOTAL"
   std::string sort;
 };
 
 // Errors (exit code 1): a capture without PTT, an unknown sort key.
-Result<PttReport> BuildPttReport(const Profile& profile, const PttReportOptions& options);
+Result<PttReport> BuildPttReport(const model::Profile& profile, const PttReportOptions& options);
 void WritePttText(const PttReport& report, std::ostream& out);
 void WritePttJson(const PttReport& report, std::ostream& out);
 
 // The ReportView of `--view ptt` (uses --sort, --pid/--tid/--comm, --format).
-int RunPttView(const Profile& profile, const ReportRequest& request, std::ostream& out,
+int RunPttView(const model::Profile& profile, const ReportRequest& request, std::ostream& out,
                std::ostream& err);
 
-}  // namespace arcprof
+}  // namespace arcprof::reports

@@ -8,7 +8,8 @@
 #include "reports/export_text.h"
 #include "reports/folded.h"
 
-namespace arcprof {
+namespace arcprof::reports {
+using namespace arcprof::model;
 namespace {
 
 // Frames are keyed by index in speedscope, so equal (name, file) pairs share one.
@@ -99,4 +100,4 @@ void WriteSpeedscope(const Profile& profile, const ThreadFilter& filter, std::os
       << "\"profiles\":[\n" << profiles_json << "\n]}\n";
 }
 
-}  // namespace arcprof
+}  // namespace arcprof::reports

@@ -11,8 +11,8 @@
 #include "model/profile.h"
 #include "model/thread_filter.h"
 
-namespace arcprof {
+namespace arcprof::reports {
 
-void WriteSpeedscope(const Profile& profile, const ThreadFilter& filter, std::ostream& out);
+void WriteSpeedscope(const model::Profile& profile, const model::ThreadFilter& filter, std::ostream& out);
 
-}  // namespace arcprof
+}  // namespace arcprof::reports

@@ -9,7 +9,9 @@
 #include "store/capture_store.h"
 #include "store/window_store.h"
 
-namespace arcprof {
+namespace arcprof::reports {
+using namespace arcprof::model;
+using namespace arcprof::store;
 namespace {
 
 std::string UtcTime(uint64_t unix_ns) {
@@ -133,4 +135,4 @@ int PrintStoreInfo(const WindowStore& store, const std::string& format, std::ost
   return 0;
 }
 
-}  // namespace arcprof
+}  // namespace arcprof::reports

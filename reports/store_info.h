@@ -6,12 +6,14 @@
 #include <ostream>
 #include <string>
 
-namespace arcprof {
-
+namespace arcprof::store {
 class WindowStore;
+}  // namespace arcprof::store
+
+namespace arcprof::reports {
 
 // Returns the exit code; a window that cannot be read is listed as unreadable.
-int PrintStoreInfo(const WindowStore& store, const std::string& format, std::ostream& out,
+int PrintStoreInfo(const store::WindowStore& store, const std::string& format, std::ostream& out,
                    std::ostream& err);
 
-}  // namespace arcprof
+}  // namespace arcprof::reports

@@ -13,7 +13,8 @@
 #include "reports/export_text.h"
 #include "model/profile_merge.h"
 
-namespace arcprof {
+namespace arcprof::reports {
+using namespace arcprof::model;
 namespace {
 
 std::string UtcTime(uint64_t unix_ns, bool seconds = true) {
@@ -214,4 +215,4 @@ void WriteTimelineSvg(const Timeline& t, const std::string& title, std::ostream&
   out << "</svg>\n";
 }
 
-}  // namespace arcprof
+}  // namespace arcprof::reports

@@ -13,7 +13,7 @@
 #include "model/profile.h"
 #include "model/thread_filter.h"
 
-namespace arcprof {
+namespace arcprof::reports {
 
 struct TimelineWindow {
   uint64_t start_unix_ns = 0;
@@ -30,16 +30,16 @@ struct Timeline {
 class TimelineBuilder {
  public:
   // by_tid: one series per thread instead of per process; top: series kept.
-  TimelineBuilder(bool by_tid, size_t top, ThreadFilter filter)
+  TimelineBuilder(bool by_tid, size_t top, model::ThreadFilter filter)
       : by_tid_(by_tid), top_(top), filter_(std::move(filter)) {}
   // Adds one window (windows are added in time order).
-  void Add(const Profile& window);
+  void Add(const model::Profile& window);
   Timeline Build() const;
 
  private:
   bool by_tid_;
   size_t top_;
-  ThreadFilter filter_;
+  model::ThreadFilter filter_;
   std::vector<std::string> keys_;               // every key seen
   std::vector<std::vector<std::pair<size_t, double>>> rows_;  // per window: (key, cpu %)
   std::vector<std::pair<uint64_t, uint64_t>> times_;
@@ -52,4 +52,4 @@ void WriteTimelineJson(const Timeline& timeline, std::ostream& out);
 // tooltip (title) per point.
 void WriteTimelineSvg(const Timeline& timeline, const std::string& title, std::ostream& out);
 
-}  // namespace arcprof
+}  // namespace arcprof::reports

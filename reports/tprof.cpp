@@ -8,7 +8,8 @@
 #include <ostream>
 #include <unordered_map>
 
-namespace arcprof {
+namespace arcprof::reports {
+using namespace arcprof::model;
 namespace {
 
 constexpr TprofLevel kAllLevels[] = {TprofLevel::kPid, TprofLevel::kTid, TprofLevel::kModule,
@@ -405,4 +406,4 @@ void WriteTprofJson(const TprofReport& report, std::ostream& out) {
   out << doc.dump(2) << '\n';
 }
 
-}  // namespace arcprof
+}  // namespace arcprof::reports

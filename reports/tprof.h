@@ -14,7 +14,7 @@
 #include "model/profile.h"
 #include "model/thread_filter.h"
 
-namespace arcprof {
+namespace arcprof::reports {
 
 // kHost: the machine, in a merge of several hosts (always the first level there).
 enum class TprofLevel : uint8_t { kPid, kTid, kModule, kSymbol, kHost };
@@ -30,7 +30,7 @@ struct TprofOptions {
   std::vector<TprofLevel> levels = {TprofLevel::kPid, TprofLevel::kTid, TprofLevel::kModule,
                                     TprofLevel::kSymbol};
   double min_percent = 0;  // rows below this share of all ticks are hidden
-  ThreadFilter filter;
+  model::ThreadFilter filter;
 };
 
 struct TprofRow {
@@ -71,14 +71,14 @@ struct TprofReport {
 
 // In a merge of several hosts (Profile::multi_host) the host level is put
 // first when options.levels does not name it.
-TprofReport BuildTprof(const Profile& profile, const TprofOptions& options);
+TprofReport BuildTprof(const model::Profile& profile, const TprofOptions& options);
 void WriteTprofText(const TprofReport& report, std::ostream& out);
 void WriteTprofJson(const TprofReport& report, std::ostream& out);
 
 // True when the frame has no name (an Unknown(reason) frame or a truncation marker).
-bool IsUnknownFrame(const FrameRecord& frame);
+bool IsUnknownFrame(const model::FrameRecord& frame);
 // The reason name used in headers: UnknownReasonName, or "unnamed" for a frame
 // without a symbol and without a recorded reason.
-std::string UnknownFrameReason(const FrameRecord& frame);
+std::string UnknownFrameReason(const model::FrameRecord& frame);
 
-}  // namespace arcprof
+}  // namespace arcprof::reports

@@ -6,7 +6,8 @@
 #include "reports/arcflow.h"
 #include "reports/tprof.h"
 
-namespace arcprof {
+namespace arcprof::reports {
+using namespace arcprof::model;
 
 int RunTprofView(const Profile& profile, const ReportRequest& request, std::ostream& out,
                  std::ostream& err) {
@@ -98,4 +99,4 @@ int RenderArcflow(const std::string& view, const Profile& profile, const ReportR
   return 0;
 }
 
-}  // namespace arcprof
+}  // namespace arcprof::reports

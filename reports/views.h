@@ -10,7 +10,7 @@
 #include "model/profile.h"
 #include "model/thread_filter.h"
 
-namespace arcprof {
+namespace arcprof::reports {
 
 // What `arcprof report` was asked for; a view reads the parts it needs.
 struct ReportRequest {
@@ -18,7 +18,7 @@ struct ReportRequest {
   std::string view = "tprof";
   std::string by = "pid,tid,mod,sym";
   double min_percent = 0;
-  ThreadFilter filter;
+  model::ThreadFilter filter;
   std::string format = "text";  // text or json
   // arcflow views (xtree, xarc, xprof); see docs/arcflow.md.
   std::string root;             // --root NAME|REGEX
@@ -30,16 +30,16 @@ struct ReportRequest {
 
 // Prints one view of `profile`; returns the process exit code (1 for a usage
 // error such as a bad --by, after one line on `err`).
-using ReportView = std::function<int(const Profile& profile, const ReportRequest& request,
+using ReportView = std::function<int(const model::Profile& profile, const ReportRequest& request,
                                      std::ostream& out, std::ostream& err)>;
 
 // Renders `profile` in one export format to `out` (a file or stdout).
-using Exporter = std::function<void(const Profile& profile, const ThreadFilter& filter, std::ostream& out)>;
+using Exporter = std::function<void(const model::Profile& profile, const model::ThreadFilter& filter, std::ostream& out)>;
 
 // The arcflow views: xtree, xarc and xprof.
-int RunArcflowView(const std::string& view, const Profile& profile, const ReportRequest& request,
+int RunArcflowView(const std::string& view, const model::Profile& profile, const ReportRequest& request,
                    std::ostream& out, std::ostream& err);
-int RunTprofView(const Profile& profile, const ReportRequest& request, std::ostream& out,
+int RunTprofView(const model::Profile& profile, const ReportRequest& request, std::ostream& out,
                  std::ostream& err);
 
-}  // namespace arcprof
+}  // namespace arcprof::reports

@@ -10,7 +10,7 @@
 #include <random>
 #include <utility>
 
-namespace arcprof {
+namespace arcprof::store {
 namespace {
 
 std::string DirectoryOf(const std::string& path) {
@@ -121,4 +121,4 @@ Result<void> AtomicFile::Commit() {
   return {};
 }
 
-}  // namespace arcprof
+}  // namespace arcprof::store

@@ -11,7 +11,7 @@
 #include "common/result.h"
 #include "common/scoped_fd.h"
 
-namespace arcprof {
+namespace arcprof::store {
 
 class AtomicFile {
  public:
@@ -45,4 +45,4 @@ class AtomicFile {
   bool committed_ = false;
 };
 
-}  // namespace arcprof
+}  // namespace arcprof::store

@@ -9,7 +9,8 @@
 #include "model/profile_merge.h"
 #include "store/window_store.h"
 
-namespace arcprof {
+namespace arcprof::store {
+using namespace arcprof::model;
 namespace {
 
 // A capture file, or every window of a continuous store directory.
@@ -74,4 +75,4 @@ Result<MergeResult> MergeCaptures(const std::vector<std::string>& paths, bool me
   return result;
 }
 
-}  // namespace arcprof
+}  // namespace arcprof::store

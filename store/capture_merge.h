@@ -13,10 +13,10 @@
 #include "common/result.h"
 #include "model/profile.h"
 
-namespace arcprof {
+namespace arcprof::store {
 
 struct MergeResult {
-  Profile profile;
+  model::Profile profile;
   std::vector<std::string> notes;  // one line each: what was not carried over
 };
 
@@ -29,4 +29,4 @@ struct MergeResult {
 // (PTT) is not carried over: its threads and intervals are per machine.
 Result<MergeResult> MergeCaptures(const std::vector<std::string>& paths, bool merge_hosts);
 
-}  // namespace arcprof
+}  // namespace arcprof::store

@@ -17,7 +17,8 @@
 #include "store/atomic_file.h"
 #include "store/ptt_store.h"
 
-namespace arcprof {
+namespace arcprof::store {
+using namespace arcprof::model;
 namespace {
 
 // capture_id 0 in the meta table holds the keys of the store itself.
@@ -783,4 +784,4 @@ Result<Profile> ReadCapture(const std::string& path) {
   return MakeError(OneLine(profile.error().message), profile.error().kind);
 }
 
-}  // namespace arcprof
+}  // namespace arcprof::store

@@ -10,7 +10,7 @@
 #include "common/result.h"
 #include "model/profile.h"
 
-namespace arcprof {
+namespace arcprof::store {
 
 inline constexpr const char* kDefaultCapturePath = "arcprof.db";
 // PRAGMA application_id of every capture: "arcp" in ASCII.
@@ -23,13 +23,13 @@ inline constexpr int kCaptureSchemaVersion = 1;
 // mode 0600 as a temporary file in the same directory and renamed over `path`
 // only when complete: a failure never leaves a partial file, and a symlink at
 // `path` is replaced, not followed.
-Result<void> WriteCapture(const std::string& path, const Profile& profile);
+Result<void> WriteCapture(const std::string& path, const model::Profile& profile);
 
 // Reads a capture, merging every time window (and every capture, for merged
 // stores) into one Profile: trees are summed node by node, counters are summed
 // by name, the metadata is the first capture's. Every id read from the file is
 // checked, so the returned Profile is always consistent. Errors carry a
 // one-line message starting with `path` and kind ErrorKind::kCapture.
-Result<Profile> ReadCapture(const std::string& path);
+Result<model::Profile> ReadCapture(const std::string& path);
 
-}  // namespace arcprof
+}  // namespace arcprof::store

@@ -5,7 +5,8 @@
 #include "store/capture_store.h"
 #include "store/window_store.h"
 
-namespace arcprof {
+namespace arcprof::store {
+using namespace arcprof::model;
 namespace {
 
 uint64_t NowUnixNs() {
@@ -78,4 +79,4 @@ Result<void> ForEachWindow(const std::string& capture_path, const StoreRange& ra
   return {};
 }
 
-}  // namespace arcprof
+}  // namespace arcprof::store

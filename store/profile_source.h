@@ -10,7 +10,7 @@
 #include "common/result.h"
 #include "model/profile.h"
 
-namespace arcprof {
+namespace arcprof::store {
 
 struct StoreRange {
   std::string store_dir;  // --store DIR; empty: read the capture file
@@ -25,12 +25,12 @@ Result<std::pair<uint64_t, uint64_t>> ResolveRange(const std::string& since, con
 
 // Reads the capture file, or the windows of the range summed. A window that
 // cannot be read is skipped with one warning line on `err`.
-Result<Profile> LoadProfile(const std::string& capture_path, const StoreRange& range, std::ostream& err);
+Result<model::Profile> LoadProfile(const std::string& capture_path, const StoreRange& range, std::ostream& err);
 
 // Calls `fn` with each window of the range in time order (or once with the
 // whole capture file), reading one at a time. Unreadable windows are skipped
 // with a warning on `err`.
 Result<void> ForEachWindow(const std::string& capture_path, const StoreRange& range, std::ostream& err,
-                           const std::function<void(const Profile&)>& fn);
+                           const std::function<void(const model::Profile&)>& fn);
 
-}  // namespace arcprof
+}  // namespace arcprof::store

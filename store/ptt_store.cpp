@@ -11,7 +11,8 @@
 
 #include "store/capture_store.h"
 
-namespace arcprof {
+namespace arcprof::store {
+using namespace arcprof::model;
 namespace {
 
 constexpr const char* kPttSchemaSql = R"sql(
@@ -378,4 +379,4 @@ Result<void> ReadPttTables(sqlite3* db, const std::string& path, PttData& out) {
   return {};
 }
 
-}  // namespace arcprof
+}  // namespace arcprof::store

@@ -12,11 +12,11 @@
 
 struct sqlite3;
 
-namespace arcprof {
+namespace arcprof::store {
 
 // Creates the ptt_* tables and fills them for one capture and one window.
 // Errors read "<path>: cannot write capture: ...".
-Result<void> WritePttTables(sqlite3* db, const PttData& ptt, int64_t capture_id, int64_t window_id,
+Result<void> WritePttTables(sqlite3* db, const model::PttData& ptt, int64_t capture_id, int64_t window_id,
                             const std::string& path);
 
 // Reads the ptt_* tables into `out`, merging windows and captures: threads with
@@ -24,6 +24,6 @@ Result<void> WritePttTables(sqlite3* db, const PttData& ptt, int64_t capture_id,
 // A capture without the tables (recorded without --ptt, or by an older arcprof)
 // leaves out.recorded false. Every value is checked; errors read
 // "<path>: corrupt capture: ...".
-Result<void> ReadPttTables(sqlite3* db, const std::string& path, PttData& out);
+Result<void> ReadPttTables(sqlite3* db, const std::string& path, model::PttData& out);
 
-}  // namespace arcprof
+}  // namespace arcprof::store

@@ -18,7 +18,8 @@
 #include "store/capture_store.h"
 #include "model/profile_merge.h"
 
-namespace arcprof {
+namespace arcprof::store {
+using namespace arcprof::model;
 namespace {
 
 constexpr const char* kConfigName = "store.conf";
@@ -434,4 +435,4 @@ Result<uint64_t> ParseTimePoint(const std::string& text, uint64_t now) {
   return static_cast<uint64_t>(secs) * 1000000000ull;
 }
 
-}  // namespace arcprof
+}  // namespace arcprof::store

@@ -29,7 +29,7 @@
 #include "common/scoped_fd.h"
 #include "model/profile.h"
 
-namespace arcprof {
+namespace arcprof::store {
 
 struct StoredWindow {
   std::string id;
@@ -68,19 +68,19 @@ class WindowStore {
 
   // Writes one closed window as DIR/<id>.db and returns its id. On failure
   // (disk full, ...) nothing is left behind and the store is unchanged.
-  Result<std::string> Append(const Profile& window);
+  Result<std::string> Append(const model::Profile& window);
   // Every window, oldest first. Files that are not windows are ignored.
   std::vector<StoredWindow> List() const;
   // Windows overlapping [since, until) in Unix ns, oldest first.
   std::vector<StoredWindow> ListRange(uint64_t since_unix_ns, uint64_t until_unix_ns) const;
-  Result<Profile> Read(const std::string& id) const;
+  Result<model::Profile> Read(const std::string& id) const;
   Result<void> MarkSent(const std::string& id, const std::string& destination);
   // Windows not yet sent to `destination`, oldest first.
   std::vector<StoredWindow> Unsent(const std::string& destination) const;
   // Sums the windows overlapping [since, until). A window that cannot be read
   // (corrupt, truncated) is skipped with one line in `warnings`. Errors when
   // no window lies in the range.
-  Result<Profile> ReadRange(uint64_t since_unix_ns, uint64_t until_unix_ns,
+  Result<model::Profile> ReadRange(uint64_t since_unix_ns, uint64_t until_unix_ns,
                             std::vector<std::string>* warnings) const;
 
   // Removes the oldest windows while any is older than retain_s (by its end)
@@ -112,4 +112,4 @@ std::optional<uint64_t> ParseSize(const std::string& text);
 // without a zone it is local time.
 Result<uint64_t> ParseTimePoint(const std::string& text, uint64_t now_unix_ns);
 
-}  // namespace arcprof
+}  // namespace arcprof::store

@@ -10,6 +10,7 @@
 
 #include "store/window_store.h"
 #include "tests/loader/runtime_util.h"
+#include "tests/layer_names.h"
 
 namespace arcprof::testing {
 namespace {

@@ -13,6 +13,7 @@
 
 #include "symbolize/jitdump.h"
 #include "tests/loader/runtime_util.h"
+#include "tests/layer_names.h"
 
 namespace arcprof::testing {
 namespace {

@@ -15,6 +15,7 @@
 #include "symbolize/perf_map.h"
 #include "symbolize/symbolizer.h"
 #include "tests/java/jit_test_util.h"
+#include "tests/layer_names.h"
 
 namespace arcprof::testing {
 namespace {

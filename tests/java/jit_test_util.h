@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "symbolize/jitdump_format.h"
+#include "tests/layer_names.h"
 
 namespace arcprof::testing {
 

@@ -16,6 +16,7 @@
 #include "store/capture_store.h"
 #include "store/window_store.h"
 #include "tests/loader/runtime_util.h"
+#include "tests/layer_names.h"
 
 namespace arcprof::testing {
 namespace {

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include "tests/layer_names.h"
 
 namespace arcprof {
 namespace {

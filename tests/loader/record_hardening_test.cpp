@@ -13,6 +13,7 @@
 #include <regex>
 
 #include "tests/loader/runtime_util.h"
+#include "tests/layer_names.h"
 
 namespace arcprof::testing {
 namespace {

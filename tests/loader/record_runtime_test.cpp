@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "tests/loader/runtime_util.h"
+#include "tests/layer_names.h"
 
 namespace arcprof::testing {
 namespace {

@@ -14,6 +14,7 @@
 #include "store/capture_store.h"
 #include "model/profile.h"
 #include "tests/loader/subprocess.h"
+#include "tests/layer_names.h"
 
 namespace arcprof::testing {
 

@@ -19,6 +19,7 @@
 #include "loader/sample_processor.h"
 #include "loader/stack_sample.h"
 #include "symbolize/symbolizer.h"
+#include "tests/layer_names.h"
 
 extern "C" __attribute__((noinline)) int ArcprofTestLeaf(int x) { return x * 3 + 1; }
 extern "C" __attribute__((noinline)) int ArcprofTestCaller(int x) { return ArcprofTestLeaf(x) + 2; }

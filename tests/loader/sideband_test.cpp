@@ -4,6 +4,7 @@
 
 #include <cstring>
 #include <vector>
+#include "tests/layer_names.h"
 
 namespace arcprof {
 namespace {

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <string>
 #include <vector>
+#include "tests/layer_names.h"
 
 namespace arcprof::testing {
 

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "tests/loader/runtime_util.h"
+#include "tests/layer_names.h"
 
 namespace arcprof::testing {
 namespace {

@@ -9,6 +9,7 @@
 #include "reports/arcflow.h"
 #include "store/capture_store.h"
 #include "tests/loader/runtime_util.h"
+#include "tests/layer_names.h"
 
 namespace arcprof::testing {
 namespace {

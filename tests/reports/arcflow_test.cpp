@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "reports/arcflow.h"
+#include "tests/layer_names.h"
 
 namespace arcprof {
 namespace {

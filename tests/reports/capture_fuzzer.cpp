@@ -44,13 +44,13 @@ class InputFile {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const InputFile file(data, size);
   if (file.path().empty()) return 0;
-  auto profile = arcprof::ReadCapture(file.path());
+  auto profile = arcprof::store::ReadCapture(file.path());
   if (profile.ok()) {
     // Walk what was read: every id must be in range.
     uint64_t total = 0;
     for (const auto& tree : profile->trees) {
       for (const auto& node : tree.nodes()) {
-        if (node.frame != arcprof::CallTree::kNoFrame) total += profile->frames.at(node.frame).address & 1;
+        if (node.frame != arcprof::model::CallTree::kNoFrame) total += profile->frames.at(node.frame).address & 1;
         total += profile->trees.size() > 0 ? tree.nodes()[node.parent].n & 1 : 0;
       }
     }

@@ -10,6 +10,7 @@
 #include <random>
 
 #include "tests/reports/test_profiles.h"
+#include "tests/layer_names.h"
 
 namespace arcprof {
 namespace {

@@ -15,7 +15,7 @@
 namespace {
 
 bool Write(const std::string& path, const std::string& text) {
-  auto file = arcprof::AtomicFile::Create(path);
+  auto file = arcprof::store::AtomicFile::Create(path);
   arcprof::Result<void> r = file ? file->Write(text) : arcprof::Result<void>(file.error());
   if (r) r = file->Commit();
   if (!r) std::cerr << "export_browser_fixtures: " << r.error().message << '\n';
@@ -30,9 +30,9 @@ int main(int argc, char** argv) {
     return 1;
   }
   const std::string dir = argv[1];
-  const arcprof::Profile profile = arcprof::testing::SampleProfile();
+  const arcprof::model::Profile profile = arcprof::testing::SampleProfile();
   bool ok = true;
-  auto render = [&](const std::string& name, auto writer, const arcprof::ExportOptions& options) {
+  auto render = [&](const std::string& name, auto writer, const arcprof::reports::ExportOptions& options) {
     std::ostringstream out;
     arcprof::Result<void> r = writer(profile, options, out);
     if (!r) {
@@ -42,23 +42,23 @@ int main(int argc, char** argv) {
     }
     ok = Write(dir + "/" + name, out.str()) && ok;
   };
-  arcprof::ExportOptions options;
-  render("profile.svg", &arcprof::ExportSvg, options);
-  render("profile.html", &arcprof::ExportHtml, options);
-  render("profile.speedscope.json", &arcprof::ExportSpeedscope, options);
+  arcprof::reports::ExportOptions options;
+  render("profile.svg", &arcprof::reports::ExportSvg, options);
+  render("profile.html", &arcprof::reports::ExportHtml, options);
+  render("profile.speedscope.json", &arcprof::reports::ExportSpeedscope, options);
   options.icicle = true;
-  render("profile.icicle.svg", &arcprof::ExportSvg, options);
+  render("profile.icicle.svg", &arcprof::reports::ExportSvg, options);
 
   std::ostringstream folded;
-  arcprof::WriteFolded(profile, {}, folded);
+  arcprof::reports::WriteFolded(profile, {}, folded);
   ok = Write(dir + "/profile.folded", folded.str()) && ok;
-  auto tree = arcprof::ParseFoldedStacks(folded.str());
+  auto tree = arcprof::reports::ParseFoldedStacks(folded.str());
   if (!tree) {
     std::cerr << "export_browser_fixtures: " << tree.error().message << '\n';
     return 1;
   }
   std::ostringstream svg;
-  arcprof::WriteFlameGraphSvg(*tree, {}, svg);
+  arcprof::reports::WriteFlameGraphSvg(*tree, {}, svg);
   ok = Write(dir + "/folded.svg", svg.str()) && ok;
   return ok ? 0 : 1;
 }

@@ -27,6 +27,7 @@
 #include "reports/speedscope.h"
 #include "tests/reports/golden.h"
 #include "tests/reports/test_profiles.h"
+#include "tests/layer_names.h"
 
 namespace arcprof {
 namespace {

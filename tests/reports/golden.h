@@ -9,6 +9,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include "tests/layer_names.h"
 
 namespace arcprof::testing {
 

@@ -14,7 +14,7 @@ int main(int argc, char** argv) {
   const std::filesystem::path dir = argv[1];
   std::filesystem::create_directories(dir);
   const std::string valid = (dir / "valid.db").string();
-  if (auto r = arcprof::WriteCapture(valid, arcprof::testing::SampleProfile()); !r) {
+  if (auto r = arcprof::store::WriteCapture(valid, arcprof::testing::SampleProfile()); !r) {
     std::cerr << r.error().message << "\n";
     return 1;
   }

@@ -14,6 +14,7 @@
 #include "store/window_store.h"
 #include "tests/loader/subprocess.h"
 #include "tests/reports/test_profiles.h"
+#include "tests/layer_names.h"
 
 namespace arcprof::testing {
 namespace {

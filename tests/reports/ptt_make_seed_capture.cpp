@@ -10,7 +10,7 @@ int main(int argc, char** argv) {
     std::cerr << "usage: ptt_make_seed_capture OUTPUT.db\n";
     return 1;
   }
-  if (auto r = arcprof::WriteCapture(argv[1], arcprof::testing::PttSampleProfile()); !r) {
+  if (auto r = arcprof::store::WriteCapture(argv[1], arcprof::testing::PttSampleProfile()); !r) {
     std::cerr << r.error().message << "\n";
     return 1;
   }

@@ -14,6 +14,7 @@
 #include "tests/reports/golden.h"
 #include "tests/reports/ptt_test_data.h"
 #include "tests/reports/test_profiles.h"
+#include "tests/layer_names.h"
 
 namespace arcprof::testing {
 namespace {

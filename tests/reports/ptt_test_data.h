@@ -3,6 +3,7 @@
 #pragma once
 
 #include "model/profile.h"
+#include "tests/layer_names.h"
 
 namespace arcprof::testing {
 

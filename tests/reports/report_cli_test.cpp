@@ -10,6 +10,7 @@
 #include "store/capture_store.h"
 #include "tests/reports/golden.h"
 #include "tests/reports/test_profiles.h"
+#include "tests/layer_names.h"
 
 namespace arcprof {
 namespace {

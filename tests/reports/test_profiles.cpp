@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <stdexcept>
+#include "tests/layer_names.h"
 
 namespace arcprof::testing {
 namespace {

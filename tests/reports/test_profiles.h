@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "model/profile.h"
+#include "tests/layer_names.h"
 
 namespace arcprof::testing {
 

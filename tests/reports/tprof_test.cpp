@@ -7,6 +7,7 @@
 
 #include "tests/reports/golden.h"
 #include "tests/reports/test_profiles.h"
+#include "tests/layer_names.h"
 
 namespace arcprof {
 namespace {

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "cli/report_cli.h"
+#include "tests/layer_names.h"
 
 namespace arcprof {
 namespace {

@@ -36,26 +36,26 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data) + 1, size - 1);
   switch (data[0] % 6) {
     case 0:
-      (void)arcprof::ParseWindowId(text);
+      (void)arcprof::store::ParseWindowId(text);
       break;
     case 1:
-      (void)arcprof::ParseDurationNs(text);
+      (void)arcprof::store::ParseDurationNs(text);
       break;
     case 2:
-      (void)arcprof::ParseSize(text);
+      (void)arcprof::store::ParseSize(text);
       break;
     case 3:
-      (void)arcprof::ParseTimePoint(text, 1764000000ull * 1000000000ull);
+      (void)arcprof::store::ParseTimePoint(text, 1764000000ull * 1000000000ull);
       break;
     case 4: {
       WriteFile(Dir() + "/store.conf", text);
-      auto store = arcprof::WindowStore::OpenForReading(Dir());
+      auto store = arcprof::store::WindowStore::OpenForReading(Dir());
       if (store) (void)store->ReadConfig();
       break;
     }
     case 5: {
       WriteFile(Dir() + "/1764000000000-1764000060000-0123abcd.sent", text);
-      auto store = arcprof::WindowStore::OpenForReading(Dir());
+      auto store = arcprof::store::WindowStore::OpenForReading(Dir());
       if (store) {
         for (const auto& w : store->List()) (void)w.sent_to.size();
         (void)store->Unsent("http://a");

@@ -10,6 +10,7 @@
 #include "model/profile_merge.h"
 #include "store/window_store.h"
 #include "test_profiles.h"
+#include "tests/layer_names.h"
 
 namespace arcprof {
 namespace {

@@ -14,6 +14,7 @@
 #include "common/scoped_fd.h"
 #include "symbolize/elf_symbols.h"
 #include "tests/symbolize/test_util.h"
+#include "tests/layer_names.h"
 
 namespace arcprof {
 namespace {

@@ -16,6 +16,7 @@
 #include <sstream>
 #include <string>
 #include <vector>
+#include "tests/layer_names.h"
 
 extern char** environ;
 

@@ -8,6 +8,7 @@
 
 #include "symbolize/symbolizer.h"
 #include "tests/symbolize/test_util.h"
+#include "tests/layer_names.h"
 
 namespace arcprof {
 namespace {

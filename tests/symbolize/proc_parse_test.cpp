@@ -1,6 +1,7 @@
 #include "symbolize/proc_parse.h"
 
 #include <gtest/gtest.h>
+#include "tests/layer_names.h"
 
 namespace arcprof::procfs {
 namespace {

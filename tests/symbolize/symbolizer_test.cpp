@@ -20,6 +20,7 @@
 #include "symbolize/proc_parse.h"
 #include "tests/symbolize/fixture_process.h"
 #include "tests/symbolize/test_util.h"
+#include "tests/layer_names.h"
 
 namespace arcprof {
 namespace {

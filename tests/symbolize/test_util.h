@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include "tests/layer_names.h"
 
 namespace arcprof::testing {
 

@@ -1,6 +1,7 @@
 #include "symbolize/timeline.h"
 
 #include <gtest/gtest.h>
+#include "tests/layer_names.h"
 
 namespace arcprof {
 namespace {

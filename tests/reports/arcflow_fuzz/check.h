@@ -7,6 +7,7 @@
 #include <streambuf>
 
 #include "reports/arcflow.h"
+#include "tests/layer_names.h"
 
 namespace arcprof {
 

@@ -11,18 +11,18 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);
-  auto tree = arcprof::ParseFoldedStacks(text);
+  auto tree = arcprof::reports::ParseFoldedStacks(text);
   if (!tree) return 0;
   uint64_t self_sum = 0;
   for (const auto& node : tree->nodes()) self_sum += node.self;
   if (self_sum != tree->total()) std::abort();
   std::ostringstream svg;
-  arcprof::FlameGraphOptions options;
+  arcprof::reports::FlameGraphOptions options;
   options.icicle = size % 2 == 1;
-  arcprof::WriteFlameGraphSvg(*tree, options, svg);
+  arcprof::reports::WriteFlameGraphSvg(*tree, options, svg);
   // A differential rendering of the tree against itself: every delta is 0.
-  arcprof::FlameTree diff = *tree;
+  arcprof::reports::FlameTree diff = *tree;
   diff.delta_points.assign(diff.nodes().size(), 0.0);
-  arcprof::WriteFlameGraphSvg(diff, options, svg);
+  arcprof::reports::WriteFlameGraphSvg(diff, options, svg);
   return 0;
 }
