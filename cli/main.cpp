@@ -313,13 +313,13 @@ int main(int argc, char** argv) {
     auto merged = arcprof::store::MergeCaptures(merge_inputs, merge_hosts);
     if (!merged) {
       fprintf(stderr, "arcprof: %s\n", merged.error().message.c_str());
-      return merged.error().exit_code;
+      return arcprof::cli::ExitCode(merged.error());
     }
     for (const std::string& note : merged->notes) fprintf(stderr, "arcprof: note: %s\n", note.c_str());
     merged->profile.meta.command_line = JoinArgs(argc, argv);
     if (auto r = arcprof::store::WriteCapture(merge_output, merged->profile); !r) {
       fprintf(stderr, "arcprof: %s\n", r.error().message.c_str());
-      return r.error().exit_code;
+      return arcprof::cli::ExitCode(r.error());
     }
     return 0;
   }

@@ -45,7 +45,7 @@ Result<MergeResult> MergeCaptures(const std::vector<std::string>& paths, bool me
                            " Hz, " + paths[0] + " " + out.meta.event + " at " +
                            std::to_string(out.meta.frequency_hz) +
                            " Hz: merge needs captures of one event and frequency",
-                       kCaptureErrorExitCode);
+                       ErrorKind::kCapture);
     }
     dropped_ptt = dropped_ptt || in.ptt.recorded;
     in.ptt = PttData{};
