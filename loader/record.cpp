@@ -212,6 +212,13 @@ Result<int> RunRecord(const RecordOptions& opt) {
     fprintf(stderr, "arcprof: lost %llu samples (ring buffer full): raise --buffer-mb\n",
             static_cast<unsigned long long>(lost));
   }
+  if (auto it = profile->counters.find("offcpu_dropped_intervals");
+      it != profile->counters.end() && it->second > 0) {
+    fprintf(stderr,
+            "arcprof: %lld off-CPU intervals had no slot and were dropped: raise "
+            "--off-cpu-max-stacks\n",
+            static_cast<long long>(it->second));
+  }
   if (const uint64_t unprocessed = session.unprocessed_samples(); unprocessed > 0) {
     fprintf(stderr,
             "arcprof: %llu samples left unprocessed at exit (the final drain was cut short)\n",

@@ -84,6 +84,17 @@ CREATE TABLE counters (
 ) WITHOUT ROWID;
 )sql";
 
+// Nanoseconds off CPU of the call tree nodes that have any (record --off-cpu).
+constexpr const char* kOffCpuSchemaSql = R"sql(
+CREATE TABLE offcpu_nodes (
+  window_id INTEGER NOT NULL,
+  thread_id INTEGER NOT NULL,
+  node_id INTEGER NOT NULL,
+  ns INTEGER NOT NULL,
+  PRIMARY KEY (window_id, thread_id, node_id)
+) WITHOUT ROWID;
+)sql";
+
 constexpr const char* kTableNames[] = {"meta",    "captures", "windows", "threads",
                                        "modules", "frames",   "nodes",   "counters"};
 
@@ -291,6 +302,30 @@ Result<void> FillCapture(Writer& w, const Profile& profile) {
     }
   }
 
+  // Off-CPU time (record --off-cpu): an optional table, present only when
+  // some node has any, so that captures without it keep schema 1 as it was.
+  bool any_offcpu = false;
+  for (const CallTree& tree : profile.trees) {
+    for (const CallTree::Node& nd : tree.nodes()) any_offcpu = any_offcpu || nd.offcpu > 0;
+  }
+  if (any_offcpu) {
+    if (auto r = w.Exec(kOffCpuSchemaSql); !r) return r;
+    auto offcpu = w.Prepare(
+        "INSERT INTO offcpu_nodes (window_id, thread_id, node_id, ns) VALUES (?, ?, ?, ?)");
+    if (!offcpu) return offcpu.error();
+    for (size_t t = 0; t < profile.trees.size(); ++t) {
+      const auto& nodes = profile.trees[t].nodes();
+      for (size_t i = 0; i < nodes.size(); ++i) {
+        if (nodes[i].offcpu == 0) continue;
+        if (auto r = w.Insert(offcpu->get(), kWindowId, static_cast<int64_t>(t),
+                              static_cast<int64_t>(i), ToSql(nodes[i].offcpu));
+            !r) {
+          return r;
+        }
+      }
+    }
+  }
+
   auto counter = w.Prepare("INSERT INTO counters (window_id, name, value) VALUES (?, ?, ?)");
   if (!counter) return counter.error();
   for (const auto& [name, value] : profile.counters) {
@@ -430,6 +465,20 @@ class Reader {
     const std::string result = text ? text : "";
     if (result != "ok") return Corrupt("integrity check failed (" + FirstLine(result) + ")");
     return {};
+  }
+
+  Result<bool> HasTable(const char* name) {
+    auto stmt = Prepare("SELECT type FROM sqlite_schema WHERE name = ?");
+    if (!stmt) return stmt.error();
+    sqlite3_bind_text(stmt->get(), 1, name, -1, SQLITE_STATIC);
+    const int rc = sqlite3_step(stmt->get());
+    if (rc == SQLITE_DONE) return false;
+    if (rc != SQLITE_ROW) return FromSqlite(rc);
+    const auto* text = reinterpret_cast<const char*>(sqlite3_column_text(stmt->get(), 0));
+    if (std::string(text ? text : "") != "table") {
+      return Corrupt(std::string("'") + name + "' is not a table");
+    }
+    return true;
   }
 
   Result<void> CheckTables() {
@@ -669,9 +718,15 @@ Result<Profile> Reader::ReadAll() {
   int64_t group_window = -1;
   int64_t group_thread = -1;
   std::vector<uint32_t> node_map;  // file node id -> node in the profile tree
+  auto has_offcpu = HasTable("offcpu_nodes");
+  if (!has_offcpu) return has_offcpu.error();
   if (auto r = ForEachRow(
-          "SELECT window_id, thread_id, node_id, parent_id, frame_id, n, base FROM nodes "
-          "ORDER BY window_id, thread_id, node_id",
+          *has_offcpu
+              ? "SELECT n.window_id, n.thread_id, n.node_id, n.parent_id, n.frame_id, n.n, "
+                "n.base, o.ns FROM nodes n LEFT JOIN offcpu_nodes o USING (window_id, "
+                "thread_id, node_id) ORDER BY n.window_id, n.thread_id, n.node_id"
+              : "SELECT window_id, thread_id, node_id, parent_id, frame_id, n, base, NULL "
+                "FROM nodes ORDER BY window_id, thread_id, node_id",
           [&](sqlite3_stmt* s) -> Result<void> {
             const int64_t window = sqlite3_column_int64(s, 0);
             const int64_t thread = sqlite3_column_int64(s, 1);
@@ -694,7 +749,10 @@ Result<Profile> Reader::ReadAll() {
             }
             const int64_t n = sqlite3_column_int64(s, 5);
             const int64_t base = sqlite3_column_int64(s, 6);
-            if (n < 0 || base < 0) return Corrupt("call tree node with a negative count");
+            const int64_t offcpu = sqlite3_column_int64(s, 7);  // 0 for NULL
+            if (n < 0 || base < 0 || offcpu < 0) {
+              return Corrupt("call tree node with a negative count");
+            }
             const bool root_shape = sqlite3_column_type(s, 3) == SQLITE_NULL &&
                                     sqlite3_column_type(s, 4) == SQLITE_NULL;
             CallTree& tree = profile.trees[thread_ids[static_cast<size_t>(thread)]];
@@ -716,6 +774,7 @@ Result<Profile> Reader::ReadAll() {
             CallTree::Node& dest = tree.mutable_nodes()[target];
             dest.n += FromSql(n);
             dest.base += FromSql(base);
+            dest.offcpu += FromSql(offcpu);
             node_map.push_back(target);
             return {};
           });

@@ -21,10 +21,12 @@
 namespace arcprof {
 
 // The serialized (uncompressed) Profile message of the selected threads.
-std::string EncodePprof(const Profile& profile, const ThreadFilter& filter);
+std::string EncodePprof(const Profile& profile, const ThreadFilter& filter,
+                        const std::string& default_metric = "samples");
 // gzip (RFC 1952) of `bytes`, as pprof files are stored.
 Result<std::string> Gzip(std::string_view bytes);
 // EncodePprof, gzipped: the content of a .pb.gz file.
-Result<std::string> PprofFile(const Profile& profile, const ThreadFilter& filter);
+Result<std::string> PprofFile(const Profile& profile, const ThreadFilter& filter,
+                              const std::string& default_metric = "samples");
 
 }  // namespace arcprof

@@ -102,9 +102,11 @@ size_t Profile::RenameFrames(
       CallTree::Node& n = merged.mutable_nodes()[node_map[i]];
       n.n += old[i].n;
       n.base += old[i].base;
+      n.offcpu += old[i].offcpu;
     }
     merged.mutable_nodes()[0].n += old[0].n;
     merged.mutable_nodes()[0].base += old[0].base;
+    merged.mutable_nodes()[0].offcpu += old[0].offcpu;
     tree = std::move(merged);
   }
   return renamed;

@@ -67,6 +67,7 @@ class CallTree {
     uint32_t frame = kNoFrame;
     uint64_t n = 0;     // occurrences ending in this node (samples or calls)
     uint64_t base = 0;  // resource consumed in the node itself
+    uint64_t offcpu = 0;  // ns off CPU with this node as the leaf (record --off-cpu)
   };
 
   CallTree();

@@ -13,6 +13,7 @@
 #include "reports/capture_store.h"
 #include "reports/folded.h"
 #include "reports/irq_report.h"
+#include "reports/metric.h"
 #include "reports/ptt_report.h"
 #include "reports/tprof.h"
 
@@ -116,7 +117,7 @@ int RunArcflowView(const std::string& view, const Profile& profile, const Report
                    std::ostream& out, std::ostream& err) {
   // With per-thread time in the capture, milliseconds are measured CPU time,
   // not samples times the sampling interval.
-  if (request.units == "ms" && profile.ptt.recorded) {
+  if (request.units == "ms" && profile.ptt.recorded && request.metric == "samples") {
     return RenderArcflow(view, WithPttTime(profile), request, out, err);
   }
   return RenderArcflow(view, profile, request, out, err);
@@ -172,6 +173,9 @@ ReportCommands::ReportCommands(CLI::App& app)
       ->capture_default_str();
   report_->add_option("--units", report_request_.units, "arcflow views: samples, ms or pct")
       ->capture_default_str();
+  report_->add_option("--metric", report_request_.metric,
+                      "Value of the call-tree views: samples, cpu, offcpu or wall (us)")
+      ->capture_default_str();
   report_->add_option("--by", report_request_.by,
                       "Nesting levels of the tprof view, any order of pid,tid,mod,sym")
       ->capture_default_str();
@@ -203,6 +207,9 @@ ReportCommands::ReportCommands(CLI::App& app)
   export_->add_flag("--icicle", export_options_.icicle, "Flame graphs: draw top-down");
   export_->add_flag("--by-tid", export_timeline_by_tid_, "timeline-svg: one line per thread");
   AddStoreRangeOptions(export_, export_range_);
+  export_->add_option("--metric", export_options_.metric,
+                      "Value shown: samples, cpu, offcpu or wall (pprof: its default type)")
+      ->capture_default_str();
 }
 
 void ReportCommands::AddView(const std::string& name, ReportView view) {
@@ -263,6 +270,14 @@ int ReportCommands::RunReport(std::ostream& out, std::ostream& err) {
     err << "arcprof report: " << profile.error().message << '\n';
     return profile.error().exit_code;
   }
+  if (report_request_.metric != "samples") {
+    auto metric = WithMetric(*profile, report_request_.metric);
+    if (!metric) {
+      err << "arcprof report: " << metric.error().message << '\n';
+      return 1;
+    }
+    *profile = std::move(*metric);
+  }
   return view->second(*profile, report_request_, out, err);
 }
 
@@ -303,6 +318,15 @@ int ReportCommands::RunExport(std::ostream& out, std::ostream& err) {
   if (!profile) {
     err << "arcprof export: " << profile.error().message << '\n';
     return profile.error().exit_code;
+  }
+  // pprof holds every value itself; the other formats show one.
+  if (export_options_.metric != "samples") {
+    auto metric = WithMetric(*profile, export_options_.metric);
+    if (!metric) {
+      err << "arcprof export: " << metric.error().message << '\n';
+      return 1;
+    }
+    if (export_format_ != "pprof") *profile = std::move(*metric);
   }
   if (export_output_.empty()) {
     Result<void> written = exporter->second(*profile, export_options_, out);
