@@ -241,11 +241,15 @@ int on_sample(struct bpf_perf_event_data *ctx)
 
 /* ---------------------------------------------------------------- off-CPU */
 
-/* Per thread: when it went off CPU and under which key. Task storage is freed
+/* Per thread: when it went off CPU, under which key, and the time of closed
+ * intervals of that key not yet added to offcpu_time. Task storage is freed
  * with the task, so exited threads leave nothing behind. */
 struct offcpu_start {
-	__u64 ts;  /* 0: on CPU (or not seen going off) */
-	__u64 key;
+	__u64 ts;            /* 0: on CPU (or not seen going off) */
+	__u64 key;           /* valid when `known` */
+	__u64 pending_ns;    /* closed intervals of `key` ... */
+	__u64 pending_count; /* ... not yet in offcpu_time */
+	__u64 known;
 };
 
 struct {
@@ -264,19 +268,43 @@ struct {
 	__type(value, struct offcpu_value);
 } offcpu_time SEC(".maps");
 
+/* Pending time is moved to offcpu_time once it reaches this, when the thread
+ * blocks somewhere else, or never if the thread exits first: the loader
+ * misses less than this per thread and blocking place. */
+#define OFFCPU_FLUSH_NS 1000000ull
+
 static __always_inline __u64 mix64(__u64 h, __u64 v)
 {
 	h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
 	return h;
 }
 
+static __always_inline void offcpu_flush(struct offcpu_start *st)
+{
+	if (!st->pending_count)
+		return;
+	struct offcpu_value *v = bpf_map_lookup_elem(&offcpu_time, &st->key);
+	if (v) {
+		__sync_fetch_and_add(&v->ns, st->pending_ns);
+		__sync_fetch_and_add(&v->count, st->pending_count);
+	} else {
+		count_n(ARCPROF_CTR_OFFCPU_DROPPED, st->pending_count);
+		count_n(ARCPROF_CTR_OFFCPU_DROPPED_NS, st->pending_ns);
+	}
+	st->pending_ns = 0;
+	st->pending_count = 0;
+}
+
 /* At every context switch: `prev` (the current task) goes off CPU, `next`
- * comes back from wherever it was. Everything else stays cheap: the stack is
- * written only for a key never seen before. A key is the thread, its state
- * and the user registers it entered the kernel with (syscall number,
- * instruction, stack and frame pointer): a thread that blocks at the same
- * place again has the same stack, and a loop of a million switches costs a
- * million map updates, not a million stack walks. */
+ * comes back from wherever it was. Everything stays cheap but for the first
+ * time a key is seen: then its stack is written, with the same record and
+ * unwinding data as a sample. A key is the thread, its state and the user
+ * registers it entered the kernel with (syscall number, instruction, stack
+ * and frame pointer): a thread that blocks at the same place again has the
+ * same stack. A thread that keeps blocking at one place (a ping-pong, a
+ * worker loop) costs two task-storage lookups and a target check per switch;
+ * its time is summed in its task storage and added to offcpu_time once a
+ * millisecond has built up or it blocks elsewhere. */
 SEC("tp_btf/sched_switch")
 int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
 {
@@ -285,16 +313,11 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 	/* next comes back: close its interval. */
 	struct offcpu_start *st = bpf_task_storage_get(&offcpu_start, next, 0, 0);
 	if (st && st->ts) {
-		__u64 delta = now > st->ts ? now - st->ts : 0;
-		struct offcpu_value *v = bpf_map_lookup_elem(&offcpu_time, &st->key);
-		if (v) {
-			__sync_fetch_and_add(&v->ns, delta);
-			__sync_fetch_and_add(&v->count, 1);
-		} else {
-			count(ARCPROF_CTR_OFFCPU_DROPPED);
-			count_n(ARCPROF_CTR_OFFCPU_DROPPED_NS, delta);
-		}
+		st->pending_ns += now > st->ts ? now - st->ts : 0;
+		st->pending_count += 1;
 		st->ts = 0;
+		if (st->pending_ns >= OFFCPU_FLUSH_NS)
+			offcpu_flush(st);
 	}
 
 	/* prev goes off CPU. */
@@ -311,11 +334,12 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 	__s64 nr = -1;
 	__u64 ip = 0, sp = 0, bp = 0;
 	if (prev->mm) {
+		/* A BTF pointer: plain loads, no probe-read helper calls. */
 		struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(prev);
-		nr = BPF_CORE_READ(regs, orig_ax);
-		ip = BPF_CORE_READ(regs, ip);
-		sp = BPF_CORE_READ(regs, sp);
-		bp = BPF_CORE_READ(regs, bp);
+		nr = regs->orig_ax;
+		ip = regs->ip;
+		sp = regs->sp;
+		bp = regs->bp;
 	}
 	__u64 key = mix64(0x9e3779b97f4a7c15ull, (__u64)tgid << 32 | tid);
 	key = mix64(key, (__u64)state << 32 | (__u32)nr);
@@ -323,26 +347,32 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 	key = mix64(key, sp);
 	key = mix64(key, bp);
 
-	if (!bpf_map_lookup_elem(&offcpu_time, &key)) {
-		__u32 cpu = bpf_get_smp_processor_id();
-		struct scratch_buf *buf = bpf_map_lookup_elem(&scratch, &cpu);
-		if (!buf)
-			return 0;
-		struct offcpu_info *info = (struct offcpu_info *)(buf->data + ARCPROF_SAMPLE_HEADER_SIZE);
-		info->key = key;
-		info->syscall = (__s32)nr;
-		info->state = state;
-		if (emit_record(ctx, buf->data, tgid, tid, cpu, ARCPROF_SAMPLE_OFFCPU,
-				ARCPROF_OFFCPU_INFO_SIZE, 1)) {
-			/* No stack, no key: the next switch here tries again. */
-			count(ARCPROF_CTR_OFFCPU_LOST_STACKS);
-			return 0;
+	if (!st->known || st->key != key) {
+		offcpu_flush(st); /* the previous key's time */
+		if (!bpf_map_lookup_elem(&offcpu_time, &key)) {
+			__u32 cpu = bpf_get_smp_processor_id();
+			struct scratch_buf *buf = bpf_map_lookup_elem(&scratch, &cpu);
+			if (!buf)
+				return 0;
+			struct offcpu_info *info =
+				(struct offcpu_info *)(buf->data + ARCPROF_SAMPLE_HEADER_SIZE);
+			info->key = key;
+			info->syscall = (__s32)nr;
+			info->state = state;
+			if (emit_record(ctx, buf->data, tgid, tid, cpu, ARCPROF_SAMPLE_OFFCPU,
+					ARCPROF_OFFCPU_INFO_SIZE, 1)) {
+				/* No stack, no key: the next switch here tries again. */
+				count(ARCPROF_CTR_OFFCPU_LOST_STACKS);
+				st->known = 0;
+				return 0;
+			}
+			count(ARCPROF_CTR_OFFCPU_STACKS);
+			struct offcpu_value zero = {};
+			bpf_map_update_elem(&offcpu_time, &key, &zero, BPF_NOEXIST);
 		}
-		count(ARCPROF_CTR_OFFCPU_STACKS);
-		struct offcpu_value zero = {};
-		bpf_map_update_elem(&offcpu_time, &key, &zero, BPF_NOEXIST);
+		st->key = key;
+		st->known = 1;
 	}
-	st->key = key;
 	st->ts = now;
 	return 0;
 }
