@@ -238,8 +238,9 @@ TEST_F(OffCpuRuntime, PprofCarriesOffCpuForGoToolPprof) {
     }
     EXPECT_NEAR(cum["sleep_phase"], 1000, 100) << top;
     EXPECT_NEAR(cum["off-cpu:io"], 1000, 100) << top;  // the pipe read
-    // The pipe's writer is a forked child sleeping 1 s under pipe_phase too.
-    EXPECT_NEAR(cum["pipe_phase"], 2000, 200) << top;
+    // The pipe's writer is a forked child sleeping up to 1 s under pipe_phase too.
+    EXPECT_GT(cum["pipe_phase"], 1700) << top;
+    EXPECT_LT(cum["pipe_phase"], 2600) << top;
     if (std::string(index) == "wall") EXPECT_NEAR(cum["burn_phase"], 1000, 100) << top;
   }
 }

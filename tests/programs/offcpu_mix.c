@@ -33,10 +33,18 @@ __attribute__((noinline)) void pipe_phase(double secs)
 		perror("offcpu_mix: pipe");
 		exit(1);
 	}
+	/* The child writes at start + secs, however late it got to run. */
+	struct timespec at;
+	clock_gettime(CLOCK_MONOTONIC, &at);
+	at.tv_sec += (time_t)secs;
+	at.tv_nsec += (long)((secs - (time_t)secs) * 1e9);
+	if (at.tv_nsec >= 1000000000L) {
+		at.tv_sec += 1;
+		at.tv_nsec -= 1000000000L;
+	}
 	pid_t child = fork();
 	if (child == 0) {
-		struct timespec ts = {(time_t)secs, (long)((secs - (time_t)secs) * 1e9)};
-		while (nanosleep(&ts, &ts) != 0)
+		while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &at, NULL) != 0)
 			;
 		if (write(fds[1], "x", 1) != 1)
 			_exit(1);
