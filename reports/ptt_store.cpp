@@ -154,6 +154,8 @@ bool Id32(sqlite3_stmt* stmt, int column, int64_t max, uint32_t& out) {
 
 }  // namespace
 
+const char* PttSchemaSql() { return kPttSchemaSql; }
+
 std::string SoftIrqName(uint32_t vector) {
   static constexpr const char* kNames[] = {"HI",      "TIMER",   "NET_TX",  "NET_RX", "BLOCK",
                                            "IRQ_POLL", "TASKLET", "SCHED", "HRTIMER", "RCU"};
