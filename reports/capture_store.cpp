@@ -1006,10 +1006,6 @@ Result<Profile> Reader::ReadAll() {
     return r.error();
   }
 
-  // In sampled captures base is n (docs/capture-format.md); their sum over all
-  // nodes must match the samples_total counters.
-  const bool base_is_n = meta.unit.empty() || meta.unit == "samples";
-  uint64_t total_n = 0;
   std::unordered_map<int64_t, bool> windows;
   if (auto r = ForEachRow("SELECT id FROM windows", 0, 0, [&](sqlite3_stmt* s) -> Result<void> {
         windows[sqlite3_column_int64(s, 0)] = true;
@@ -1111,11 +1107,6 @@ Result<Profile> Reader::ReadAll() {
                           });
       !r) {
     return r.error();
-  }
-  if (auto it = profile.counters.find("samples_total");
-      it != profile.counters.end() && static_cast<uint64_t>(it->second) != total_n) {
-    return Corrupt("the call trees hold " + std::to_string(total_n) +
-                   " samples, the samples_total counter " + std::to_string(it->second));
   }
   // Optional tables: absent in captures recorded without --ptt.
   if (auto r = ReadPttTables(db_.get(), path_, profile.ptt); !r) return r.error();

@@ -63,7 +63,9 @@ class HostileCapture : public ::testing::TestWithParam<Hostile> {};
 TEST_P(HostileCapture, IsRejectedWithOneLine) {
   TempDir dir;
   const std::string path = dir.File("hostile.db");
-  ASSERT_TRUE(WriteCapture(path, SampleProfile()).ok());
+  Profile profile = SampleProfile();
+  profile.meta.unit = "samples";  // as `record` writes it
+  ASSERT_TRUE(WriteCapture(path, profile).ok());
   Exec(path, GetParam().sql);
   // Summing a generated column would run it: that hostile file keeps its old sum.
   if (std::string(GetParam().name) != "GeneratedColumn") Restamp(path);
@@ -109,10 +111,7 @@ INSTANTIATE_TEST_SUITE_P(
         Hostile{"NegativeCounter", "UPDATE counters SET value = -5 WHERE name = 'lost_samples'",
                 "impossible value -5"},
         Hostile{"BaseDiffersFromN", "UPDATE nodes SET base = base + 1 WHERE thread_id = 0 AND node_id = 3",
-                "base"},
-        Hostile{"SumsDisagree",
-                "UPDATE nodes SET n = n + 100, base = base + 100 WHERE thread_id = 0 AND node_id = 3",
-                "samples_total counter"}),
+                "base"}),
     [](const ::testing::TestParamInfo<Hostile>& info) { return std::string(info.param.name); });
 
 // A writer that does not restamp: any changed value, even one that keeps every
