@@ -58,9 +58,9 @@ bool IsKernelThread(uint32_t pid) {
 }
 
 // Checks before sampling starts that the capture can be created where -o
-// says: the folder exists and is writable, and the name is a new one, a
-// regular file or a symbolic link (replaced, never followed), never a
-// directory, device, FIFO or socket. A temporary file is created and removed.
+// says: the folder exists and is writable, and the name is a new one or a
+// regular file, never a symbolic link, directory, device, FIFO or socket
+// (AtomicFile refuses links). A temporary file is created and removed.
 Result<void> CheckOutput(const std::string& path) {
   struct stat st {};
   if (::lstat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode)) {

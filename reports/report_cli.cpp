@@ -299,7 +299,7 @@ int ReportCommands::RunExport(std::ostream& out, std::ostream& err) {
       out << rendered.str();
       return out ? 0 : 1;
     }
-    auto file = AtomicFile::Create(export_output_);
+    auto file = AtomicFile::Create(export_output_, AtomicFile::Streams::kWriteDirectly);
     Result<void> written = file ? file->Write(rendered.str()) : Result<void>(file.error());
     if (written) written = file->Commit();
     if (!written) {
@@ -342,7 +342,7 @@ int ReportCommands::RunExport(std::ostream& out, std::ostream& err) {
     err << "arcprof export: " << r.error().message << '\n';
     return r.error().exit_code;
   }
-  auto file = AtomicFile::Create(export_output_);
+  auto file = AtomicFile::Create(export_output_, AtomicFile::Streams::kWriteDirectly);
   Result<void> written = file ? file->Write(rendered.str()) : Result<void>(file.error());
   if (written) written = file->Commit();
   if (!written) {

@@ -136,18 +136,20 @@ TEST(CaptureStore, FileIsMode0600EvenWithAPermissiveUmask) {
   EXPECT_EQ(st.st_mode & 07777, 0600u);
 }
 
-TEST(CaptureStore, SymlinkAtTheTargetIsReplacedNotFollowed) {
+TEST(CaptureStore, SymlinkAtTheTargetIsNeitherFollowedNorReplaced) {
   TempDir dir;
   const std::string victim = dir.File("victim");
   WriteBytes(victim, "precious");
   const std::string path = dir.File("arcprof.db");
   ASSERT_EQ(::symlink(victim.c_str(), path.c_str()), 0);
-  ASSERT_TRUE(WriteCapture(path, SampleProfile()).ok());
+  auto written = WriteCapture(path, SampleProfile());
+  ASSERT_FALSE(written.ok());
+  EXPECT_NE(written.error().message.find("symbolic link"), std::string::npos) << written.error().message;
   EXPECT_EQ(ReadBytes(victim), "precious");
   struct stat st {};
   ASSERT_EQ(::lstat(path.c_str(), &st), 0);
-  EXPECT_TRUE(S_ISREG(st.st_mode));
-  EXPECT_TRUE(ReadCapture(path).ok());
+  EXPECT_TRUE(S_ISLNK(st.st_mode));
+  EXPECT_EQ(dir.Entries(), (std::vector<std::string>{"arcprof.db", "victim"}));
 }
 
 TEST(CaptureStore, OverwritesAnOlderCapture) {
