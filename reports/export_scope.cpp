@@ -40,6 +40,7 @@ constexpr uint32_t kDropped = 0xffffffffu;
 std::string RootMatchName(const FrameRecord& frame) {
   if (!frame.symbol.empty()) return frame.symbol;
   if (frame.reason == UnknownReason::kTruncated) return "[truncated]";
+  if (std::string at = UnknownFrameLocation(frame); !at.empty()) return at;
   if (!frame.module.empty()) return "[" + frame.module + "]";
   return "[unknown]";
 }

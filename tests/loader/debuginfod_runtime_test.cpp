@@ -157,6 +157,16 @@ TEST_F(Debuginfod, UnreachableServerLeavesOffsetsAndDoesNotStall) {
     if (f.module == stripped_ && f.symbol.empty()) offsets = offsets || f.address != 0;
   }
   EXPECT_TRUE(offsets) << "stripped frames stored without their offsets";
+  // Reports show them as module+offset, under their module in tprof.
+  auto [code, tprof] = RunCapture({kArcprof, "report", "-i", tmp_.path("unreachable.db")});
+  EXPECT_EQ(code, 0);
+  const size_t mod = tprof.find("MOD");
+  const size_t at = tprof.find("[work_stripped+0x");
+  EXPECT_NE(at, std::string::npos) << tprof;
+  EXPECT_LT(mod, at);
+  auto [fcode, folded] =
+      RunCapture({kArcprof, "export", "-i", tmp_.path("unreachable.db"), "--format", "folded"});
+  EXPECT_NE(folded.find("[work_stripped+0x"), std::string::npos) << folded.substr(0, 2000);
 }
 
 }  // namespace
