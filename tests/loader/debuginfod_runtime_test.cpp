@@ -134,7 +134,9 @@ TEST_F(Debuginfod, StrippedProgramNamedThroughLocalServer) {
   }
   EXPECT_TRUE(outer);
   for (const FrameRecord& f : p.frames.all()) {
-    if (f.module == stripped_) EXPECT_FALSE(f.symbol.empty()) << "0x" << std::hex << f.address;
+    // A frame without a file address (a sample caught while the mapping was
+    // being set up) cannot be looked up by anyone; every located one must be named.
+    if (f.module == stripped_ && f.address != 0) EXPECT_FALSE(f.symbol.empty()) << "0x" << std::hex << f.address;
   }
   // The file is in the client's cache now.
   EXPECT_TRUE(std::filesystem::exists(tmp_.path("cache/" + build_id_ + "/debuginfo")));
