@@ -18,6 +18,7 @@
 #define ARCPROF_SAMPLE_USTACK_ERR 0x4 /* bpf_get_stack failed for the user stack */
 #define ARCPROF_SAMPLE_HAS_REGS 0x8   /* a user_regs block and a stack copy follow the frames */
 #define ARCPROF_SAMPLE_STACK_FAULT 0x10 /* the stack copy stopped at a page it could not read */
+#define ARCPROF_SAMPLE_OFFCPU 0x20 /* an off-CPU stack: a struct offcpu_info follows the header */
 
 /* Unwinding modes (rodata unwind_mode). */
 #define ARCPROF_UNWIND_FP 0
@@ -56,6 +57,24 @@ struct user_regs_block {
 
 #define ARCPROF_USER_REGS_SIZE 144
 
+/* Off-CPU records (--off-cpu). At a context switch the stack of the thread
+ * going off CPU is recorded once per distinct key (thread, reason, user
+ * registers at the kernel entry); the time until the thread runs again is
+ * summed in BPF under that key, in the offcpu_time hash map (key -> struct
+ * offcpu_value). A record with ARCPROF_SAMPLE_OFFCPU carries its key: the
+ * loader folds the stack once and attributes the key's time to it. */
+struct offcpu_info {
+	__u64 key;
+	__s32 syscall; /* pt_regs orig_ax at the switch: syscall number, or -1 */
+	__u32 state;   /* the task's state at the switch; 0 = still runnable (preempted) */
+};
+#define ARCPROF_OFFCPU_INFO_SIZE 16
+
+struct offcpu_value {
+	__u64 ns;    /* off CPU: from the switch out to the next switch in */
+	__u64 count; /* completed off-CPU intervals */
+};
+
 /* Indexes of the per-CPU counters map. */
 enum arcprof_counter {
 	ARCPROF_CTR_SAMPLES = 0,       /* samples seen by the program (after filtering) */
@@ -65,7 +84,12 @@ enum arcprof_counter {
 	ARCPROF_CTR_FILTERED = 4,      /* samples of processes outside the pid filter */
 	ARCPROF_CTR_FOLLOWED_FORKS = 5, /* children added to the pid filter */
 	ARCPROF_CTR_STACK_FAULT = 6,   /* stack copies cut short by an unreadable page */
-	ARCPROF_CTR_COUNT = 8,
+	ARCPROF_CTR_OFFCPU_SWITCHES = 7, /* switches out of targeted threads */
+	ARCPROF_CTR_OFFCPU_STACKS = 8,   /* off-CPU stack records written (one per new key) */
+	ARCPROF_CTR_OFFCPU_LOST_STACKS = 9, /* ring buffer full: retried at the key's next switch */
+	ARCPROF_CTR_OFFCPU_DROPPED = 10, /* intervals whose key had no slot (offcpu_time full) */
+	ARCPROF_CTR_OFFCPU_DROPPED_NS = 11,
+	ARCPROF_CTR_COUNT = 16,
 };
 
 #ifdef __BPF__
@@ -74,10 +98,12 @@ _Static_assert(sizeof(struct sample_event) == ARCPROF_SAMPLE_HEADER_SIZE, "sampl
 #ifdef __cplusplus
 static_assert(sizeof(struct sample_event) == ARCPROF_SAMPLE_HEADER_SIZE, "sample_event header");
 static_assert(sizeof(struct user_regs_block) == ARCPROF_USER_REGS_SIZE, "user_regs_block");
+static_assert(sizeof(struct offcpu_info) == ARCPROF_OFFCPU_INFO_SIZE, "offcpu_info");
 #endif
 #endif
 #ifdef __BPF__
 _Static_assert(sizeof(struct user_regs_block) == ARCPROF_USER_REGS_SIZE, "user_regs_block");
+_Static_assert(sizeof(struct offcpu_info) == ARCPROF_OFFCPU_INFO_SIZE, "offcpu_info");
 #endif
 
 #endif /* ARCPROF_BPF_EVENTS_H */

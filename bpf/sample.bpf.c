@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 /* The sampler: a perf_event program attached to one sampling event per online
  * CPU. Each sample becomes one variable-size ring buffer record holding the
- * kernel and the user stack (frame-pointer walks by bpf_get_stack). */
+ * kernel and the user stack (frame-pointer walks by bpf_get_stack) and, for
+ * dwarf/hybrid unwinding, the user registers and a copy of the user stack.
+ * With --off-cpu, a sched_switch program writes the same records for threads
+ * going off CPU and sums their off-CPU time in BPF (see on_switch). */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
@@ -63,11 +66,16 @@ struct {
 	__uint(value_size, sizeof(__u32));
 } sideband SEC(".maps");
 
-static __always_inline void count(__u32 idx)
+static __always_inline void count_n(__u32 idx, __u64 n)
 {
 	__u64 *v = bpf_map_lookup_elem(&counters, &idx);
 	if (v)
-		*v += 1;
+		*v += n;
+}
+
+static __always_inline void count(__u32 idx)
+{
+	count_n(idx, 1);
 }
 
 /* Copies the user registers and up to `max` bytes of the user stack from sp
@@ -132,39 +140,25 @@ static __always_inline __u32 copy_user_state(__u8 *data, __u32 off, struct task_
 	return ARCPROF_USER_REGS_SIZE + (__u32)copied;
 }
 
-SEC("perf_event")
-int on_sample(struct bpf_perf_event_data *ctx)
+/* Builds one record in the per-CPU scratch buffer and writes it to the ring:
+ * header, `extra` bytes the caller already put after the header, the kernel
+ * stack (when `kernel`), the user stack, then the user registers and stack
+ * copy. The same path for samples and off-CPU stacks, so that both unwind
+ * alike. Returns 0 when the record was written. */
+static __always_inline int emit_record(void *ctx, __u8 *data, __u32 tgid, __u32 tid, __u32 cpu,
+				       __u16 flags, __u32 extra, int kernel)
 {
-	__u64 id = bpf_get_current_pid_tgid();
-	__u32 tgid = id >> 32;
-	__u32 tid = (__u32)id;
-
-	if (tgid == self_pid && tgid != 0)
-		return 0;
-	if (filter_pids && !bpf_map_lookup_elem(&target_pids, &tgid)) {
-		count(ARCPROF_CTR_FILTERED);
-		return 0;
-	}
-	count(ARCPROF_CTR_SAMPLES);
-
-	__u32 cpu = bpf_get_smp_processor_id();
-	struct scratch_buf *buf = bpf_map_lookup_elem(&scratch, &cpu);
-	if (!buf)
-		return 0;
-	__u8 *data = buf->data;
 	struct sample_event *e = (struct sample_event *)data;
-	__u64 *ips = (__u64 *)(data + ARCPROF_SAMPLE_HEADER_SIZE);
+	__u32 frames_off = ARCPROF_SAMPLE_HEADER_SIZE + (extra & 63);
+	__u64 *ips = (__u64 *)(data + frames_off);
 	e->timestamp_ns = bpf_ktime_get_ns();
 	e->pid = tgid;
 	e->tid = tid;
 	e->cpu = cpu;
-	/* The context only allows 8-byte loads; cs is the 18th u64 of pt_regs. */
-	__u64 cs = ((__u64 *)&ctx->regs)[17];
-	__u16 flags = (cs & 3) ? ARCPROF_SAMPLE_USER_MODE : 0;
 	bpf_get_current_comm(e->comm, sizeof(e->comm));
 
 	long kbytes = 0;
-	if (!(flags & ARCPROF_SAMPLE_USER_MODE)) {
+	if (kernel) {
 		kbytes = bpf_get_stack(ctx, ips, ARCPROF_MAX_STACK * sizeof(__u64), 0);
 		if (kbytes < 0) {
 			flags |= ARCPROF_SAMPLE_KSTACK_ERR;
@@ -195,7 +189,7 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	e->kstack_len = kn;
 	e->ustack_len = un;
 
-	__u32 size = ARCPROF_SAMPLE_HEADER_SIZE + (kn + un) * sizeof(__u64);
+	__u32 size = frames_off + (kn + un) * sizeof(__u64);
 	if (has_user) {
 		/* fp mode copies a little stack anyway: the unwind tables then
 		 * recover the caller of a leaf that has not set up its frame. */
@@ -208,8 +202,178 @@ int on_sample(struct bpf_perf_event_data *ctx)
 		size = SCRATCH_SIZE;
 	/* No wakeup: the loader drains the ring on a timer; waking it per sample
 	 * cost about 3 points of slowdown on the profiled workload. */
-	if (bpf_ringbuf_output(&samples, data, size, BPF_RB_NO_WAKEUP))
+	return bpf_ringbuf_output(&samples, data, size, BPF_RB_NO_WAKEUP) ? -1 : 0;
+}
+
+static __always_inline int targeted(__u32 tgid)
+{
+	if (tgid == self_pid && tgid != 0)
+		return 0;
+	return !filter_pids || bpf_map_lookup_elem(&target_pids, &tgid);
+}
+
+SEC("perf_event")
+int on_sample(struct bpf_perf_event_data *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tgid = id >> 32;
+	__u32 tid = (__u32)id;
+
+	if (tgid == self_pid && tgid != 0)
+		return 0;
+	if (filter_pids && !bpf_map_lookup_elem(&target_pids, &tgid)) {
+		count(ARCPROF_CTR_FILTERED);
+		return 0;
+	}
+	count(ARCPROF_CTR_SAMPLES);
+
+	__u32 cpu = bpf_get_smp_processor_id();
+	struct scratch_buf *buf = bpf_map_lookup_elem(&scratch, &cpu);
+	if (!buf)
+		return 0;
+	/* The context only allows 8-byte loads; cs is the 18th u64 of pt_regs. */
+	__u64 cs = ((__u64 *)&ctx->regs)[17];
+	__u16 flags = (cs & 3) ? ARCPROF_SAMPLE_USER_MODE : 0;
+	if (emit_record(ctx, buf->data, tgid, tid, cpu, flags, 0, !(flags & ARCPROF_SAMPLE_USER_MODE)))
 		count(ARCPROF_CTR_LOST_RINGBUF);
+	return 0;
+}
+
+/* ---------------------------------------------------------------- off-CPU */
+
+/* Per thread: when it went off CPU, under which key, and the time of closed
+ * intervals of that key not yet added to offcpu_time. Task storage is freed
+ * with the task, so exited threads leave nothing behind. */
+struct offcpu_start {
+	__u64 ts;            /* 0: on CPU (or not seen going off) */
+	__u64 key;           /* valid when `known` */
+	__u64 pending_ns;    /* closed intervals of `key` ... */
+	__u64 pending_count; /* ... not yet in offcpu_time */
+	__u64 known;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct offcpu_start);
+} offcpu_start SEC(".maps");
+
+/* key -> struct offcpu_value. A key is in the map once its stack record was
+ * written, so the loader always has a stack for the time it reads here. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536); /* resized by the loader */
+	__type(key, __u64);
+	__type(value, struct offcpu_value);
+} offcpu_time SEC(".maps");
+
+/* Pending time is moved to offcpu_time once it reaches this, when the thread
+ * blocks somewhere else, or never if the thread exits first: the loader
+ * misses less than this per thread and blocking place. */
+#define OFFCPU_FLUSH_NS 1000000ull
+
+static __always_inline __u64 mix64(__u64 h, __u64 v)
+{
+	h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+	return h;
+}
+
+static __always_inline void offcpu_flush(struct offcpu_start *st)
+{
+	if (!st->pending_count)
+		return;
+	struct offcpu_value *v = bpf_map_lookup_elem(&offcpu_time, &st->key);
+	if (v) {
+		__sync_fetch_and_add(&v->ns, st->pending_ns);
+		__sync_fetch_and_add(&v->count, st->pending_count);
+	} else {
+		count_n(ARCPROF_CTR_OFFCPU_DROPPED, st->pending_count);
+		count_n(ARCPROF_CTR_OFFCPU_DROPPED_NS, st->pending_ns);
+	}
+	st->pending_ns = 0;
+	st->pending_count = 0;
+}
+
+/* At every context switch: `prev` (the current task) goes off CPU, `next`
+ * comes back from wherever it was. Everything stays cheap but for the first
+ * time a key is seen: then its stack is written, with the same record and
+ * unwinding data as a sample. A key is the thread, its state and the user
+ * registers it entered the kernel with (syscall number, instruction, stack
+ * and frame pointer): a thread that blocks at the same place again has the
+ * same stack. A thread that keeps blocking at one place (a ping-pong, a
+ * worker loop) costs two task-storage lookups and a target check per switch;
+ * its time is summed in its task storage and added to offcpu_time once a
+ * millisecond has built up or it blocks elsewhere. */
+SEC("tp_btf/sched_switch")
+int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
+{
+	__u64 now = bpf_ktime_get_ns();
+
+	/* next comes back: close its interval. */
+	struct offcpu_start *st = bpf_task_storage_get(&offcpu_start, next, 0, 0);
+	if (st && st->ts) {
+		st->pending_ns += now > st->ts ? now - st->ts : 0;
+		st->pending_count += 1;
+		st->ts = 0;
+		if (st->pending_ns >= OFFCPU_FLUSH_NS)
+			offcpu_flush(st);
+	}
+
+	/* prev goes off CPU. */
+	__u32 tgid = prev->tgid;
+	__u32 tid = prev->pid;
+	if (tid == 0 || !targeted(tgid))
+		return 0;
+	count(ARCPROF_CTR_OFFCPU_SWITCHES);
+	st = bpf_task_storage_get(&offcpu_start, prev, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!st)
+		return 0;
+	/* A preempted task is still runnable (the tracepoint reports it so). */
+	__u32 state = preempt ? 0 : prev->__state;
+	__s64 nr = -1;
+	__u64 ip = 0, sp = 0, bp = 0;
+	if (prev->mm) {
+		/* A BTF pointer: plain loads, no probe-read helper calls. */
+		struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(prev);
+		nr = regs->orig_ax;
+		ip = regs->ip;
+		sp = regs->sp;
+		bp = regs->bp;
+	}
+	__u64 key = mix64(0x9e3779b97f4a7c15ull, (__u64)tgid << 32 | tid);
+	key = mix64(key, (__u64)state << 32 | (__u32)nr);
+	key = mix64(key, ip);
+	key = mix64(key, sp);
+	key = mix64(key, bp);
+
+	if (!st->known || st->key != key) {
+		offcpu_flush(st); /* the previous key's time */
+		if (!bpf_map_lookup_elem(&offcpu_time, &key)) {
+			__u32 cpu = bpf_get_smp_processor_id();
+			struct scratch_buf *buf = bpf_map_lookup_elem(&scratch, &cpu);
+			if (!buf)
+				return 0;
+			struct offcpu_info *info =
+				(struct offcpu_info *)(buf->data + ARCPROF_SAMPLE_HEADER_SIZE);
+			info->key = key;
+			info->syscall = (__s32)nr;
+			info->state = state;
+			if (emit_record(ctx, buf->data, tgid, tid, cpu, ARCPROF_SAMPLE_OFFCPU,
+					ARCPROF_OFFCPU_INFO_SIZE, 1)) {
+				/* No stack, no key: the next switch here tries again. */
+				count(ARCPROF_CTR_OFFCPU_LOST_STACKS);
+				st->known = 0;
+				return 0;
+			}
+			count(ARCPROF_CTR_OFFCPU_STACKS);
+			struct offcpu_value zero = {};
+			bpf_map_update_elem(&offcpu_time, &key, &zero, BPF_NOEXIST);
+		}
+		st->key = key;
+		st->known = 1;
+	}
+	st->ts = now;
 	return 0;
 }
 

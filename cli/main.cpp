@@ -147,6 +147,15 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::Range(1024, 4194304));
   record->get_option("--ptt")->excludes(record->get_option("--no-ptt"));
+  record->add_flag_callback("--off-cpu", [&rec] { rec.off_cpu = true; },
+                            "Off-CPU stacks and blocked time (default: on with -p or a command)");
+  record->add_flag_callback("--no-off-cpu", [&rec] { rec.off_cpu = false; },
+                            "No off-CPU stacks");
+  record->add_option("--off-cpu-max-stacks", rec.off_cpu_max_keys,
+                     "Distinct off-CPU (thread, blocking place) keys summed in BPF")
+      ->capture_default_str()
+      ->check(CLI::Range(1024, 4194304));
+  record->get_option("--off-cpu")->excludes(record->get_option("--no-off-cpu"));
   record->add_flag_callback("--java", [&rec] { rec.java = true; },
                             "Load the JVMTI agent into running HotSpot JVMs (default; docs/java.md)");
   record->add_flag_callback("--no-java", [&rec] { rec.java = false; },

@@ -15,6 +15,7 @@
 #include "store/capture_store.h"
 #include "reports/folded.h"
 #include "reports/irq_report.h"
+#include "model/metric.h"
 #include "reports/ptt_report.h"
 #include "reports/tprof.h"
 
@@ -96,6 +97,9 @@ ReportCommands::ReportCommands(CLI::App& app)
       ->capture_default_str();
   report_->add_option("--units", report_request_.units, "arcflow views: samples, ms or pct")
       ->capture_default_str();
+  report_->add_option("--metric", report_request_.metric,
+                      "Value of the call-tree views: samples, cpu, offcpu or wall (us)")
+      ->capture_default_str();
   report_->add_option("--by", report_request_.by,
                       "Nesting levels of the tprof view, any order of pid,tid,mod,sym")
       ->capture_default_str();
@@ -127,6 +131,9 @@ ReportCommands::ReportCommands(CLI::App& app)
   export_->add_flag("--icicle", export_options_.icicle, "Flame graphs: draw top-down");
   export_->add_flag("--by-tid", export_timeline_by_tid_, "timeline-svg: one line per thread");
   AddStoreRangeOptions(export_, export_range_);
+  export_->add_option("--metric", export_options_.metric,
+                      "Value shown: samples, cpu, offcpu or wall (pprof: its default type)")
+      ->capture_default_str();
 }
 
 void ReportCommands::AddView(const std::string& name, ReportView view) {
@@ -187,6 +194,14 @@ int ReportCommands::RunReport(std::ostream& out, std::ostream& err) {
     err << "arcprof report: " << profile.error().message << '\n';
     return ExitCode(profile.error());
   }
+  if (report_request_.metric != "samples") {
+    auto metric = model::WithMetric(*profile, report_request_.metric);
+    if (!metric) {
+      err << "arcprof report: " << metric.error().message << '\n';
+      return 1;
+    }
+    *profile = std::move(*metric);
+  }
   return view->second(*profile, report_request_, out, err);
 }
 
@@ -208,7 +223,7 @@ int ReportCommands::RunExport(std::ostream& out, std::ostream& err) {
       out << rendered.str();
       return out ? 0 : 1;
     }
-    auto file = AtomicFile::Create(export_output_);
+    auto file = AtomicFile::Create(export_output_, AtomicFile::Streams::kWriteDirectly);
     Result<void> written = file ? file->Write(rendered.str()) : Result<void>(file.error());
     if (written) written = file->Commit();
     if (!written) {
@@ -228,6 +243,15 @@ int ReportCommands::RunExport(std::ostream& out, std::ostream& err) {
     err << "arcprof export: " << profile.error().message << '\n';
     return ExitCode(profile.error());
   }
+  // pprof holds every value itself; the other formats show one.
+  if (export_options_.metric != "samples") {
+    auto metric = model::WithMetric(*profile, export_options_.metric);
+    if (!metric) {
+      err << "arcprof export: " << metric.error().message << '\n';
+      return 1;
+    }
+    if (export_format_ != "pprof") *profile = std::move(*metric);
+  }
   if (export_output_.empty()) {
     Result<void> written = exporter->second(*profile, export_options_, out);
     if (!written) {
@@ -242,7 +266,7 @@ int ReportCommands::RunExport(std::ostream& out, std::ostream& err) {
     err << "arcprof export: " << r.error().message << '\n';
     return ExitCode(r.error());
   }
-  auto file = AtomicFile::Create(export_output_);
+  auto file = AtomicFile::Create(export_output_, AtomicFile::Streams::kWriteDirectly);
   Result<void> written = file ? file->Write(rendered.str()) : Result<void>(file.error());
   if (written) written = file->Commit();
   if (!written) {

@@ -427,7 +427,11 @@ std::string MethodName(jvmtiEnv* jvmti, jmethodID method) {
       ++s;
       len -= 2;
     }
-    for (size_t i = 0; i < len; ++i) out.push_back(s[i] == '/' ? '.' : s[i]);
+    // JVMTI gives a hidden class's signature with '.' before its address
+    // suffix ("LFoo$$Lambda$6.0x0000000800c01234;"); HotSpot prints the class
+    // as Foo$$Lambda$6/0x0000000800c01234 (Class.getName()), and so do we.
+    // Ordinary class signatures never contain '.'.
+    for (size_t i = 0; i < len; ++i) out.push_back(s[i] == '/' ? '.' : s[i] == '.' ? '/' : s[i]);
   } else {
     out = "?";
   }

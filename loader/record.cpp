@@ -60,9 +60,9 @@ bool IsKernelThread(uint32_t pid) {
 }
 
 // Checks before sampling starts that the capture can be created where -o
-// says: the folder exists and is writable, and the name is a new one, a
-// regular file or a symbolic link (replaced, never followed), never a
-// directory, device, FIFO or socket. A temporary file is created and removed.
+// says: the folder exists and is writable, and the name is a new one or a
+// regular file, never a symbolic link, directory, device, FIFO or socket
+// (AtomicFile refuses links). A temporary file is created and removed.
 Result<void> CheckOutput(const std::string& path) {
   struct stat st {};
   if (::lstat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode)) {
@@ -213,6 +213,13 @@ Result<int> RunRecord(const RecordOptions& opt) {
   if (lost > 0) {
     fprintf(stderr, "arcprof: lost %llu samples (ring buffer full): raise --buffer-mb\n",
             static_cast<unsigned long long>(lost));
+  }
+  if (auto it = profile->counters.find("offcpu_dropped_intervals");
+      it != profile->counters.end() && it->second > 0) {
+    fprintf(stderr,
+            "arcprof: %lld off-CPU intervals had no slot and were dropped: raise "
+            "--off-cpu-max-stacks\n",
+            static_cast<long long>(it->second));
   }
   if (const uint64_t unprocessed = session.unprocessed_samples(); unprocessed > 0) {
     fprintf(stderr,

@@ -39,7 +39,14 @@ struct RecordOptions {
   // be looked up; lookups run in the background, the capture waits for what
   // is left of it at the end. 0: no debuginfod.
   double debuginfod_budget_s = 20;
+  // Off-CPU stacks and blocked time (docs/usage.md). Unset: on with -p or a
+  // command, off for whole-machine recordings.
+  std::optional<bool> off_cpu;
+  uint32_t off_cpu_max_keys = 65536;
 };
+
+// Whether these options record off-CPU time.
+bool OffCpuEnabled(const RecordOptions& options);
 
 // Checks that this process may load BPF programs and open perf events, and
 // that the kernel has BTF. One-line errors that say what to do.

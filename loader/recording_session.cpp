@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdio>
 #include <iterator>
+#include <unordered_map>
 #include <cstring>
 #include <ctime>
 #include <vector>
@@ -99,6 +100,11 @@ int StopSignals::stop_count() { return g_stop_count.load(); }
 bool StopSignals::stop_from_process() { return g_stop_from_process.load(); }
 bool StopSignals::TakeHangup() { return g_hangup.exchange(false); }
 
+bool OffCpuEnabled(const RecordOptions& options) {
+  if (options.off_cpu.has_value()) return *options.off_cpu;
+  return !options.command.empty() || !options.pids.empty();
+}
+
 std::string DescribeTarget(const RecordOptions& o) {
   if (!o.command.empty()) {
     std::string s = "command";
@@ -160,6 +166,20 @@ struct RecordingSession::State {
   uint64_t drain_ns = 100'000'000;
   uint64_t frequency_hz = 0;  // -F after the kernel's limit
   SamplerCounters reported;  // sampler counters at the previous window
+  // Off-CPU totals (ns, intervals) by key at the previous window.
+  bool off_cpu = false;
+  std::unordered_map<uint64_t, std::pair<uint64_t, uint64_t>> offcpu_reported;
+
+  // Adds the off-CPU time since the previous window to the open window.
+  void TakeOffCpu() {
+    if (!off_cpu) return;
+    for (const OffCpuTotal& t : sampler->ReadOffCpu()) {
+      auto& [ns, count] = offcpu_reported[t.key];
+      processor->AddOffCpu(t.key, t.ns - std::min(ns, t.ns), t.count - std::min(count, t.count));
+      ns = t.ns;
+      count = t.count;
+    }
+  }
   SamplerCounters final_counters;
   uint64_t unprocessed = 0;  // left in the ring when the final drain ran out of time
   uint64_t reported_sideband_lost = 0;
@@ -326,6 +346,9 @@ Result<std::unique_ptr<RecordingSession>> RecordingSession::Start(const RecordOp
   sopt.self_pid = static_cast<uint32_t>(getpid());
   sopt.unwind_mode = unwind_mode;
   sopt.stack_copy_bytes = opt.stack_kb * 1024;
+  sopt.off_cpu = OffCpuEnabled(opt);
+  sopt.off_cpu_max_keys = opt.off_cpu_max_keys;
+  s.off_cpu = sopt.off_cpu;
   auto loaded = Sampler::Load(sopt);
   if (!loaded) return loaded.error();
   s.sampler = std::move(*loaded);
@@ -450,6 +473,7 @@ Result<Profile> RecordingSession::Close(bool last, uint64_t end) {
     s.FinalDrain();
     counters = s.sampler->ReadCounters();
     sideband_lost = s.sampler->sideband_lost();
+    s.TakeOffCpu();  // every off-CPU stack record is processed by now
     s.sampler.reset();  // detach everything before the (slower) window close
     s.stopped = true;
     s.final_counters = counters;
@@ -458,6 +482,7 @@ Result<Profile> RecordingSession::Close(bool last, uint64_t end) {
     s.Drain(end, MonotonicNs() + kFinalDrainNs);
     counters = s.sampler->ReadCounters();
     sideband_lost = s.sampler->sideband_lost();
+    s.TakeOffCpu();
   }
 
   Profile window = s.processor->TakeWindow();
@@ -495,6 +520,15 @@ Result<Profile> RecordingSession::Close(bool last, uint64_t end) {
   window.counters["bpf_samples"] = delta(counters.samples, s.reported.samples);
   window.counters["followed_forks"] = delta(counters.followed_forks, s.reported.followed_forks);
   window.counters["stack_copy_faults"] = delta(counters.stack_faults, s.reported.stack_faults);
+  if (s.off_cpu) {
+    window.counters["offcpu_switches"] = delta(counters.offcpu_switches, s.reported.offcpu_switches);
+    window.counters["offcpu_lost_stacks"] =
+        delta(counters.offcpu_lost_stacks, s.reported.offcpu_lost_stacks);
+    window.counters["offcpu_dropped_intervals"] =
+        delta(counters.offcpu_dropped, s.reported.offcpu_dropped);
+    window.counters["offcpu_dropped_ns"] =
+        delta(counters.offcpu_dropped_ns, s.reported.offcpu_dropped_ns);
+  }
   if (last && s.unprocessed > 0) {
     window.counters["unprocessed_samples"] = static_cast<int64_t>(s.unprocessed);
   }

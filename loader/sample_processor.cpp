@@ -5,6 +5,7 @@
 #include <ctime>
 
 #include "events.h"
+#include "loader/offcpu_reason.h"
 
 namespace arcprof {
 using namespace arcprof::model;
@@ -137,6 +138,10 @@ void SampleProcessor::Process(const StackSample& e) {
     ~Timer() { *total += MonotonicNs() - start; }
   } timer{start_ns, &processing_ns_};
   UserStack(e);
+  if (e.offcpu) {
+    KeepOffCpuStack(e);
+    return;
+  }
   const size_t kstack_len = e.kernel_pcs.size();
   auto ip_at = [&](size_t i) { return e.kernel_pcs[i]; };
 
@@ -222,6 +227,83 @@ void SampleProcessor::Process(const StackSample& e) {
   ++samples_;
 }
 
+void SampleProcessor::KeepOffCpuStack(const StackSample& e) {
+  OffCpuStack& kept = offcpu_stacks_[e.offcpu_key];
+  kept.pid = e.pid;
+  kept.tid = e.tid;
+  kept.comm = std::string(e.comm);
+  kept.frames.clear();
+  auto add = [&](const SymbolizedFrame& f) {
+    FrameRecord record;
+    record.module = std::string(f.module);
+    record.symbol = std::string(f.symbol);
+    record.address = f.address;
+    record.kind = f.kind;
+    record.reason = f.reason;
+    kept.frames.push_back(record);
+    if (f.inlined) {
+      for (std::string_view method : *f.inlined) {
+        FrameRecord inlined;
+        inlined.module = record.module;
+        inlined.symbol = std::string(method);
+        inlined.kind = f.kind;
+        inlined.inlined = true;
+        kept.frames.push_back(std::move(inlined));
+      }
+    }
+  };
+  for (size_t i = user_pcs_.size(); i-- > 0;) {
+    uint64_t ip = user_pcs_[i];
+    if (ip == 0) continue;
+    if (i > 0) ip -= 1;
+    add(symbolizer_.ResolveUser(e.pid, ip, e.timestamp_ns));
+  }
+  // The stack is taken inside the sched_switch tracepoint: its leaf frames
+  // are our BPF program and the tracing glue, not the workload.
+  const auto& k = e.kernel_pcs;
+  size_t leaf = 0;
+  for (; leaf < k.size(); ++leaf) {
+    const uint64_t ip = k[leaf];
+    const std::string_view name = ip ? symbolizer_.ResolveKernel(leaf > 0 ? ip - 1 : ip).symbol : "";
+    if (!name.starts_with("bpf_") && !name.starts_with("__bpf_") &&
+        !name.starts_with("__traceiter_")) {
+      break;
+    }
+  }
+  for (size_t i = k.size(); i-- > leaf;) {
+    uint64_t ip = k[i];
+    if (ip == 0) continue;
+    if (i > 0) ip -= 1;
+    add(symbolizer_.ResolveKernel(ip));
+  }
+  // Why it went off CPU, as a pseudo-frame at the leaf.
+  FrameRecord reason;
+  reason.module = "[off-cpu]";
+  reason.symbol = std::string(OffCpuReasonFrame(ClassifyOffCpu(e.offcpu_syscall, e.offcpu_state)));
+  reason.kind = FrameKind::kKernel;
+  kept.frames.push_back(std::move(reason));
+  ++offcpu_records_;
+}
+
+void SampleProcessor::AddOffCpu(uint64_t key, uint64_t ns, uint64_t intervals) {
+  if (ns == 0 && intervals == 0) return;
+  auto it = offcpu_stacks_.find(key);
+  if (it == offcpu_stacks_.end()) {
+    offcpu_unattributed_ns_ += ns;  // its record was lost or malformed
+    return;
+  }
+  const OffCpuStack& kept = it->second;
+  const uint32_t thread = window_.ThreadIndex(kept.pid, kept.tid);
+  CallTree& tree = window_.trees[thread];
+  uint32_t node = 0;
+  for (const FrameRecord& f : kept.frames) node = tree.Child(node, window_.frames.Intern(f));
+  tree.mutable_nodes()[node].offcpu += ns;
+  ThreadRecord& t = window_.threads[thread];
+  if (t.comm.empty()) Rename(t, kept.comm);
+  offcpu_ns_ += ns;
+  offcpu_intervals_ += intervals;
+}
+
 // A thread's first sample, or a new name (exec): the process's command line
 // and name are taken now, while the symbolizer still knows the process (it
 // forgets processes some time after they exit).
@@ -262,6 +344,13 @@ Profile SampleProcessor::TakeWindow() {
     }
   }
   window_.counters["samples_total"] += static_cast<int64_t>(samples_);
+  if (offcpu_records_ > 0 || offcpu_ns_ > 0 || offcpu_unattributed_ns_ > 0) {
+    window_.counters["offcpu_stacks"] += static_cast<int64_t>(offcpu_records_);
+    window_.counters["offcpu_ns"] += static_cast<int64_t>(offcpu_ns_);
+    window_.counters["offcpu_intervals"] += static_cast<int64_t>(offcpu_intervals_);
+    window_.counters["offcpu_unattributed_ns"] += static_cast<int64_t>(offcpu_unattributed_ns_);
+    offcpu_records_ = offcpu_ns_ = offcpu_intervals_ = offcpu_unattributed_ns_ = 0;
+  }
   window_.counters["frames_total"] += static_cast<int64_t>(frames_);
   window_.counters["samples_malformed"] += static_cast<int64_t>(malformed_);
   window_.counters["truncated_stacks.kernel_stack_error"] += static_cast<int64_t>(truncated_kernel_);

@@ -40,6 +40,11 @@ class SampleProcessor {
   // One decoded sample, folded into the open window.
   void Process(const StackSample& sample);
 
+  // Adds off-CPU time summed in BPF under `key` (record --off-cpu) to the
+  // open window, at the stack the key's off-CPU record carried (kept across
+  // windows). Time of a key whose record never arrived is counted apart.
+  void AddOffCpu(uint64_t key, uint64_t ns, uint64_t intervals);
+
   // Closes the open window: fills thread names and command lines from what
   // the symbolizer knows, stores the counters since the previous window
   // (samples, unknown frames by reason, ...) and returns the window's profile.
@@ -110,6 +115,20 @@ class SampleProcessor {
   uint64_t truncated_user_ = 0;
   uint64_t total_samples_ = 0;
   uint64_t total_malformed_ = 0;
+  // Off-CPU stacks by key, root first with the reason pseudo-frame at the
+  // leaf. Frames by value: they outlive the window the record arrived in.
+  struct OffCpuStack {
+    uint32_t pid = 0;
+    uint32_t tid = 0;
+    std::string comm;
+    std::vector<model::FrameRecord> frames;
+  };
+  void KeepOffCpuStack(const StackSample& sample);
+  std::unordered_map<uint64_t, OffCpuStack> offcpu_stacks_;
+  uint64_t offcpu_records_ = 0;
+  uint64_t offcpu_ns_ = 0;
+  uint64_t offcpu_intervals_ = 0;
+  uint64_t offcpu_unattributed_ns_ = 0;
 };
 
 }  // namespace arcprof

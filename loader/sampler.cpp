@@ -70,6 +70,8 @@ Result<std::unique_ptr<Sampler>> Sampler::Load(const SamplerOptions& options) {
   if (!options.filter_pids) {
     bpf_program__set_autoload(s->skel_->progs.on_fork, false);
   }
+  bpf_program__set_autoload(s->skel_->progs.on_switch, options.off_cpu);
+  bpf_map__set_max_entries(s->skel_->maps.offcpu_time, std::max(1024u, options.off_cpu_max_keys));
 
   if (int err = sample__load(s->skel_.get()); err != 0) {
     if (err == -ENOMEM || err == -E2BIG) {
@@ -127,6 +129,15 @@ Result<void> Sampler::Attach(SampleFn on_sample) {
     bpf_link* link = bpf_program__attach(skel_->progs.on_fork);
     if (!link) {
       return MakeError(std::string("cannot attach to sched_process_fork: ") + strerror(errno));
+    }
+    links_.emplace_back(link);
+  }
+
+  if (options_.off_cpu) {
+    bpf_link* link = bpf_program__attach(skel_->progs.on_switch);
+    if (!link) {
+      return MakeError(std::string("cannot attach to sched_switch (--off-cpu): ") +
+                       strerror(errno));
     }
     links_.emplace_back(link);
   }
@@ -240,6 +251,26 @@ SamplerCounters Sampler::ReadCounters() const {
   out.ustack_errors = read(ARCPROF_CTR_USTACK_ERR);
   out.followed_forks = read(ARCPROF_CTR_FOLLOWED_FORKS);
   out.stack_faults = read(ARCPROF_CTR_STACK_FAULT);
+  out.offcpu_switches = read(ARCPROF_CTR_OFFCPU_SWITCHES);
+  out.offcpu_stacks = read(ARCPROF_CTR_OFFCPU_STACKS);
+  out.offcpu_lost_stacks = read(ARCPROF_CTR_OFFCPU_LOST_STACKS);
+  out.offcpu_dropped = read(ARCPROF_CTR_OFFCPU_DROPPED);
+  out.offcpu_dropped_ns = read(ARCPROF_CTR_OFFCPU_DROPPED_NS);
+  return out;
+}
+
+std::vector<OffCpuTotal> Sampler::ReadOffCpu() const {
+  std::vector<OffCpuTotal> out;
+  if (!options_.off_cpu) return out;
+  const int fd = bpf_map__fd(skel_->maps.offcpu_time);
+  uint64_t key = 0, next = 0;
+  const uint64_t* prev = nullptr;
+  while (bpf_map_get_next_key(fd, prev, &next) == 0) {
+    offcpu_value v{};
+    if (bpf_map_lookup_elem(fd, &next, &v) == 0) out.push_back({next, v.ns, v.count});
+    key = next;
+    prev = &key;
+  }
   return out;
 }
 

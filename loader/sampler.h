@@ -31,6 +31,8 @@ struct SamplerOptions {
   uint32_t self_pid = 0;
   uint32_t unwind_mode = 0;          // ARCPROF_UNWIND_*
   uint32_t stack_copy_bytes = 65536; // dwarf/hybrid user stack copy
+  bool off_cpu = false;              // stacks and time of threads going off CPU
+  uint32_t off_cpu_max_keys = 65536; // distinct (thread, blocking place) keys
 };
 
 struct SamplerCounters {
@@ -40,6 +42,18 @@ struct SamplerCounters {
   uint64_t ustack_errors = 0;
   uint64_t followed_forks = 0;
   uint64_t stack_faults = 0;
+  uint64_t offcpu_switches = 0;
+  uint64_t offcpu_stacks = 0;
+  uint64_t offcpu_lost_stacks = 0;
+  uint64_t offcpu_dropped = 0;
+  uint64_t offcpu_dropped_ns = 0;
+};
+
+// Off-CPU time summed in BPF under one key (bpf/events.h, struct offcpu_info).
+struct OffCpuTotal {
+  uint64_t key = 0;
+  uint64_t ns = 0;
+  uint64_t count = 0;
 };
 
 class Sampler {
@@ -77,6 +91,8 @@ class Sampler {
   // stay readable, so what was sampled before can still be drained.
   void Detach();
   SamplerCounters ReadCounters() const;
+  // Every off-CPU key and its time so far (--off-cpu; empty otherwise).
+  std::vector<OffCpuTotal> ReadOffCpu() const;
   uint64_t sideband_lost() const { return sideband_lost_; }
 
  private:

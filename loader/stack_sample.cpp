@@ -12,13 +12,24 @@ std::optional<StackSample> DecodeStackSample(const void* data, size_t size) {
   if (reinterpret_cast<uintptr_t>(data) % alignof(uint64_t) != 0) return std::nullopt;
   memcpy(&e, data, sizeof(e));
   if (e.kstack_len > ARCPROF_MAX_STACK || e.ustack_len > ARCPROF_MAX_STACK) return std::nullopt;
+  // Off-CPU records carry their key between the header and the frames.
+  const bool offcpu = (e.flags & ARCPROF_SAMPLE_OFFCPU) != 0;
+  const size_t frames_at = sizeof(e) + (offcpu ? sizeof(offcpu_info) : 0);
   const size_t nframes = static_cast<size_t>(e.kstack_len) + e.ustack_len;
-  const size_t frames_end = sizeof(e) + nframes * sizeof(uint64_t);
+  const size_t frames_end = frames_at + nframes * sizeof(uint64_t);
   if (frames_end > size) return std::nullopt;
 
   const auto* bytes = static_cast<const uint8_t*>(data);
-  const auto* pcs = reinterpret_cast<const uint64_t*>(bytes + sizeof(e));
+  const auto* pcs = reinterpret_cast<const uint64_t*>(bytes + frames_at);
   StackSample s;
+  if (offcpu) {
+    offcpu_info info;
+    memcpy(&info, bytes + sizeof(e), sizeof(info));
+    s.offcpu = true;
+    s.offcpu_key = info.key;
+    s.offcpu_syscall = info.syscall;
+    s.offcpu_state = info.state;
+  }
   s.timestamp_ns = e.timestamp_ns;
   s.pid = e.pid;
   s.tid = e.tid;

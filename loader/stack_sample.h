@@ -26,6 +26,13 @@ struct StackSample {
   std::span<const uint64_t> user_regs;
   std::span<const uint8_t> user_stack;
 
+  // With ARCPROF_SAMPLE_OFFCPU (record --off-cpu): not a sample but the
+  // stack of a thread going off CPU, with its key and why (bpf/events.h).
+  bool offcpu = false;
+  uint64_t offcpu_key = 0;
+  int32_t offcpu_syscall = -1;
+  uint32_t offcpu_state = 0;
+
   bool has_regs() const { return !user_regs.empty(); }
 };
 

@@ -1,5 +1,6 @@
 #include "model/profile.h"
 
+#include <cstdio>
 #include <functional>
 
 namespace arcprof::model {
@@ -20,6 +21,22 @@ uint32_t FrameTable::Intern(const FrameRecord& frame) {
   frames_.push_back(frame);
   index_.emplace(frame, id);
   return id;
+}
+
+std::string UnknownFrameLocation(const FrameRecord& frame) {
+  if (!frame.symbol.empty() || frame.kind != FrameKind::kNative || frame.module.empty() ||
+      frame.address == 0 || frame.inlined) {
+    return "";
+  }
+  const size_t slash = frame.module.rfind('/');
+  const std::string base = slash == std::string::npos ? frame.module : frame.module.substr(slash + 1);
+  if (base.empty()) return "";
+  char offset[24];
+  snprintf(offset, sizeof(offset), "+0x%llx", static_cast<unsigned long long>(frame.address));
+  if (base.front() == '[' && base.back() == ']') {
+    return base.substr(0, base.size() - 1) + offset + "]";  // [vdso]+...
+  }
+  return "[" + base + offset + "]";
 }
 
 CallTree::CallTree() { nodes_.push_back(Node{}); }
@@ -102,9 +119,11 @@ size_t Profile::RenameFrames(
       CallTree::Node& n = merged.mutable_nodes()[node_map[i]];
       n.n += old[i].n;
       n.base += old[i].base;
+      n.offcpu += old[i].offcpu;
     }
     merged.mutable_nodes()[0].n += old[0].n;
     merged.mutable_nodes()[0].base += old[0].base;
+    merged.mutable_nodes()[0].offcpu += old[0].offcpu;
     tree = std::move(merged);
   }
   return renamed;

@@ -30,6 +30,11 @@ struct FrameRecord {
   bool operator==(const FrameRecord&) const = default;
 };
 
+// Where an unnamed native frame is, as reports show it: "[libfoo.so+0x1a2b]"
+// (module base name, the instruction's file vaddr that the capture keeps);
+// "" for named frames and unknown frames without a module or an offset.
+std::string UnknownFrameLocation(const FrameRecord& frame);
+
 struct FrameRecordHash {
   size_t operator()(const FrameRecord& f) const;
 };
@@ -67,6 +72,7 @@ class CallTree {
     uint32_t frame = kNoFrame;
     uint64_t n = 0;     // occurrences ending in this node (samples or calls)
     uint64_t base = 0;  // resource consumed in the node itself
+    uint64_t offcpu = 0;  // ns off CPU with this node as the leaf (record --off-cpu)
   };
 
   CallTree();

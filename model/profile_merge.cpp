@@ -96,6 +96,7 @@ void MergeProfile(Profile& into, const Profile& from) {
       CallTree::Node& d = tree.mutable_nodes()[target];
       d.n += src[i].n;
       d.base += src[i].base;
+      d.offcpu += src[i].offcpu;
     }
   }
   for (const auto& [name, value] : from.counters) into.counters[name] += value;

@@ -66,13 +66,7 @@ Result<std::unique_ptr<CaptureWindows>> CaptureWindows::Open(const std::string& 
   sqlite3_db_config(db, SQLITE_DBCONFIG_ENABLE_VIEW, 0, nullptr);
   sqlite3_busy_timeout(db, 5000);
   char* message = nullptr;
-  rc = sqlite3_exec(db,
-                    "CREATE TABLE IF NOT EXISTS push_sent ("
-                    " window_id INTEGER NOT NULL REFERENCES windows(id),"
-                    " destination TEXT NOT NULL,"
-                    " sent_unix_ns INTEGER NOT NULL,"
-                    " PRIMARY KEY (window_id, destination)) WITHOUT ROWID",
-                    nullptr, nullptr, &message);
+  rc = sqlite3_exec(db, kPushSentTableSql, nullptr, nullptr, &message);
   if (rc != SQLITE_OK) {
     std::string text = message ? message : sqlite3_errmsg(db);
     sqlite3_free(message);

@@ -66,6 +66,7 @@ std::vector<uint32_t> ArcflowModel::Depths() const {
 std::string ArcflowFrameName(const FrameRecord& frame) {
   if (!frame.symbol.empty()) return frame.symbol;
   if (frame.reason == UnknownReason::kTruncated) return "[truncated]";
+  if (std::string at = UnknownFrameLocation(frame); !at.empty()) return at;
   if (!frame.module.empty()) return "[" + frame.module + "]";
   return "[unknown]";
 }

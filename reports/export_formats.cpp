@@ -102,7 +102,7 @@ Result<void> ExportSvg(const Profile& profile, const ExportOptions& options, std
 Result<void> ExportPprof(const Profile& profile, const ExportOptions& options, std::ostream& out) {
   auto selection = Select(profile, options);
   if (!selection) return selection.error();
-  auto bytes = PprofFile(*selection->profile, selection->filter);
+  auto bytes = PprofFile(*selection->profile, selection->filter, options.metric);
   if (!bytes) return bytes.error();
   out << *bytes;
   return {};

@@ -23,6 +23,9 @@ struct ExportOptions {
   double min_percent = 0;
   // Flame graphs: draw top-down (root at the top).
   bool icicle = false;
+  // --metric (model/metric.h): the value the export shows. pprof carries
+  // every value and makes this one its default sample type.
+  std::string metric = "samples";
 };
 
 // Renders `profile` (the whole capture: the writer applies `options`) to

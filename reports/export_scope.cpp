@@ -41,6 +41,7 @@ constexpr uint32_t kDropped = 0xffffffffu;
 std::string RootMatchName(const FrameRecord& frame) {
   if (!frame.symbol.empty()) return frame.symbol;
   if (frame.reason == UnknownReason::kTruncated) return "[truncated]";
+  if (std::string at = UnknownFrameLocation(frame); !at.empty()) return at;
   if (!frame.module.empty()) return "[" + frame.module + "]";
   return "[unknown]";
 }
@@ -89,6 +90,7 @@ Result<Profile> ScopeProfile(const Profile& profile, const ExportOptions& option
     if (!restrict && !nodes.empty()) {  // samples without any frame stay with their thread
       tree.mutable_nodes()[0].n += nodes[0].n;
       tree.mutable_nodes()[0].base += nodes[0].base;
+      tree.mutable_nodes()[0].offcpu += nodes[0].offcpu;
     }
     for (size_t i = 1; i < nodes.size(); ++i) {
       const CallTree::Node& node = nodes[i];
@@ -106,6 +108,7 @@ Result<Profile> ScopeProfile(const Profile& profile, const ExportOptions& option
       auto& target = tree.mutable_nodes()[id];
       target.n += node.n;
       target.base += node.base;
+      target.offcpu += node.offcpu;
       mapped[i] = id;
     }
   }
@@ -148,6 +151,7 @@ Result<Profile> ScopeProfile(const Profile& profile, const ExportOptions& option
       }
       kept.mutable_nodes()[id].n += nodes[i].n;
       kept.mutable_nodes()[id].base += nodes[i].base;
+      kept.mutable_nodes()[id].offcpu += nodes[i].offcpu;
       mapped[i] = id;
     }
     out.trees[t] = std::move(kept);

@@ -45,6 +45,8 @@ std::string FoldedFrameName(const FrameRecord& frame) {
     name = frame.symbol;
   } else if (frame.reason == UnknownReason::kTruncated) {
     name = "[truncated]";
+  } else if (std::string at = UnknownFrameLocation(frame); !at.empty()) {
+    name = std::move(at);
   } else {
     const std::string base = BaseName(frame.module);
     if (base.empty()) {

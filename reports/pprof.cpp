@@ -1,5 +1,7 @@
 #include "reports/pprof.h"
 
+#include "model/metric.h"
+
 #include <zlib.h>
 
 #include <algorithm>
@@ -167,7 +169,8 @@ void AddLabel(pb::Sample* sample, int64_t key, int64_t str) {
 
 }  // namespace
 
-std::string EncodePprof(const Profile& profile, const ThreadFilter& filter) {
+std::string EncodePprof(const Profile& profile, const ThreadFilter& filter,
+                        const std::string& default_metric) {
   pb::Profile out;
   PprofBuilder builder(profile, out);
   StringTable& strings = builder.strings();
@@ -180,6 +183,16 @@ std::string EncodePprof(const Profile& profile, const ThreadFilter& filter) {
   pb::ValueType* cpu_type = out.add_sample_type();
   cpu_type->set_type(strings.Index("cpu"));
   cpu_type->set_unit(strings.Index("nanoseconds"));
+  // Off-CPU captures add the blocked time and the wall-clock sum of both.
+  const bool offcpu = HasOffCpu(profile);
+  if (offcpu) {
+    for (const char* type : {"offcpu", "wall"}) {
+      pb::ValueType* t = out.add_sample_type();
+      t->set_type(strings.Index(type));
+      t->set_unit(strings.Index("nanoseconds"));
+    }
+  }
+  if (default_metric != "samples") out.set_default_sample_type(strings.Index(default_metric));
   out.mutable_period_type()->set_type(strings.Index("cpu"));
   out.mutable_period_type()->set_unit(strings.Index("nanoseconds"));
   out.set_period(period);
@@ -236,7 +249,7 @@ std::string EncodePprof(const Profile& profile, const ThreadFilter& filter) {
     const int64_t comm = strings.Index(ValidUtf8(ProcessName(thread)));
     const int64_t thread_name = thread.comm.empty() ? 0 : strings.Index(ValidUtf8(thread.comm));
     for (size_t leaf = 0; leaf < nodes.size(); ++leaf) {
-      if (nodes[leaf].base == 0) continue;
+      if (nodes[leaf].base == 0 && nodes[leaf].offcpu == 0) continue;
       pb::Sample* sample = out.add_sample();
       size_t n = leaf;
       bool valid = true;
@@ -263,6 +276,11 @@ std::string EncodePprof(const Profile& profile, const ThreadFilter& filter) {
       const int64_t count = static_cast<int64_t>(nodes[leaf].base);
       sample->add_value(count);
       sample->add_value(count * period);
+      if (offcpu) {
+        const int64_t blocked = static_cast<int64_t>(nodes[leaf].offcpu);
+        sample->add_value(blocked);
+        sample->add_value(count * period + blocked);
+      }
       pb::Label* pid = sample->add_label();
       pid->set_key(key_pid);
       pid->set_num(thread.pid);
@@ -301,8 +319,9 @@ Result<std::string> Gzip(std::string_view bytes) {
   return out;
 }
 
-Result<std::string> PprofFile(const Profile& profile, const ThreadFilter& filter) {
-  return Gzip(EncodePprof(profile, filter));
+Result<std::string> PprofFile(const Profile& profile, const ThreadFilter& filter,
+                              const std::string& default_metric) {
+  return Gzip(EncodePprof(profile, filter, default_metric));
 }
 
 }  // namespace arcprof::reports

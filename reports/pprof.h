@@ -21,10 +21,12 @@
 namespace arcprof::reports {
 
 // The serialized (uncompressed) Profile message of the selected threads.
-std::string EncodePprof(const model::Profile& profile, const model::ThreadFilter& filter);
+std::string EncodePprof(const model::Profile& profile, const model::ThreadFilter& filter,
+                        const std::string& default_metric = "samples");
 // gzip (RFC 1952) of `bytes`, as pprof files are stored.
 Result<std::string> Gzip(std::string_view bytes);
 // EncodePprof, gzipped: the content of a .pb.gz file.
-Result<std::string> PprofFile(const model::Profile& profile, const model::ThreadFilter& filter);
+Result<std::string> PprofFile(const model::Profile& profile, const model::ThreadFilter& filter,
+                              const std::string& default_metric = "samples");
 
 }  // namespace arcprof::reports

@@ -40,6 +40,7 @@ std::string ModuleDisplay(const FrameRecord* frame) {
 std::string SymbolDisplay(const FrameRecord* frame) {
   if (frame == nullptr) return "[no frames]";
   if (!frame->symbol.empty()) return frame->symbol;
+  if (std::string at = UnknownFrameLocation(*frame); !at.empty()) return at;
   return "[unknown: " + UnknownFrameReason(*frame) + "]";
 }
 

@@ -64,7 +64,7 @@ int RunArcflowView(const std::string& view, const Profile& profile, const Report
                    std::ostream& out, std::ostream& err) {
   // With per-thread time in the capture, milliseconds are measured CPU time,
   // not samples times the sampling interval.
-  if (request.units == "ms" && profile.ptt.recorded) {
+  if (request.units == "ms" && profile.ptt.recorded && request.metric == "samples") {
     return RenderArcflow(view, WithPttTime(profile), request, out, err);
   }
   return RenderArcflow(view, profile, request, out, err);

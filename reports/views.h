@@ -26,6 +26,7 @@ struct ReportRequest {
   std::string sort = "base";    // --sort base|cum
   std::string units = "samples";  // --units samples|ms|pct
   std::string interval = "1s";  // --interval: time buckets of the irq view
+  std::string metric = "samples";  // --metric samples|cpu|offcpu|wall (model/metric.h)
 };
 
 // Prints one view of `profile`; returns the process exit code (1 for a usage

@@ -1,6 +1,8 @@
 #include "store/atomic_file.h"
 
+#include <dirent.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -27,6 +29,43 @@ std::string BaseNameOf(const std::string& path) {
 
 std::string Errno(int err) { return std::strerror(err); }
 
+const char* KindOf(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISSOCK(mode)) return "a socket";
+  if (S_ISLNK(mode)) return "a symbolic link";
+  if (S_ISREG(mode)) return "a regular file";
+  return "not a regular file";
+}
+
+// Removes ".NAME.tmp.PID.*" files in `dir` whose writer is gone: regular
+// files owned by us, PID not running (and not ours). Best effort.
+void RemoveLeftovers(const std::string& dir) {
+  DIR* d = ::opendir(dir.c_str());
+  if (!d) return;
+  const int dir_fd = ::dirfd(d);
+  while (const dirent* e = ::readdir(d)) {
+    const std::string name = e->d_name;
+    if (name.size() < 2 || name[0] != '.') continue;
+    const auto tmp = name.find(".tmp.", 1);
+    if (tmp == std::string::npos) continue;
+    const std::string rest = name.substr(tmp + 5);
+    const auto dot = rest.find('.');
+    if (dot == std::string::npos || dot == 0) continue;
+    char* end = nullptr;
+    const long pid = std::strtol(rest.c_str(), &end, 10);
+    if (end != rest.c_str() + dot || pid <= 0 || pid == ::getpid()) continue;
+    if (::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) continue;
+    struct stat st {};
+    if (::fstatat(dir_fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+    if (!S_ISREG(st.st_mode) || st.st_uid != ::geteuid()) continue;
+    ::unlinkat(dir_fd, e->d_name, 0);
+  }
+  ::closedir(d);
+}
+
 }  // namespace
 
 AtomicFile::AtomicFile(std::string target_path, std::string temp_path, ScopedFd fd)
@@ -36,7 +75,8 @@ AtomicFile::AtomicFile(AtomicFile&& other) noexcept
     : target_path_(std::move(other.target_path_)),
       temp_path_(std::move(other.temp_path_)),
       fd_(std::move(other.fd_)),
-      committed_(std::exchange(other.committed_, true)) {}
+      committed_(std::exchange(other.committed_, true)),
+      direct_(other.direct_) {}
 
 AtomicFile& AtomicFile::operator=(AtomicFile&& other) noexcept {
   if (this != &other) {
@@ -45,6 +85,7 @@ AtomicFile& AtomicFile::operator=(AtomicFile&& other) noexcept {
     temp_path_ = std::move(other.temp_path_);
     fd_ = std::move(other.fd_);
     committed_ = std::exchange(other.committed_, true);
+    direct_ = other.direct_;
   }
   return *this;
 }
@@ -57,13 +98,54 @@ void AtomicFile::Discard() {
   committed_ = true;
 }
 
-Result<AtomicFile> AtomicFile::Create(const std::string& target_path) {
+Result<AtomicFile> AtomicFile::Create(const std::string& target_path, Streams streams) {
   if (target_path.empty()) return MakeError("output path is empty; pass a file name");
   const std::string dir = DirectoryOf(target_path);
   const std::string base = BaseNameOf(target_path);
+  struct stat st {};
+  if (::lstat(target_path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+    // A link is followed only when we or root own it (/dev/stdout), and
+    // only to write through it; one planted by another user is refused.
+    bool through_link = false;
+    if (S_ISLNK(st.st_mode)) {
+      if (st.st_uid != 0 && st.st_uid != ::geteuid()) {
+        return MakeError(target_path +
+                         ": is a symbolic link owned by another user; it is neither followed nor "
+                         "replaced: pass another name");
+      }
+      if (streams == Streams::kRefuse) {
+        return MakeError(target_path + ": is a symbolic link; pass the path of the file itself");
+      }
+      if (::stat(target_path.c_str(), &st) != 0) {
+        return MakeError(target_path + ": is a symbolic link to nothing (" + Errno(errno) + ")");
+      }
+      through_link = true;
+    }
+    const bool stream = S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode);
+    if (!(stream || (through_link && S_ISREG(st.st_mode))) || streams == Streams::kRefuse) {
+      return MakeError(target_path + ": is " + KindOf(st.st_mode) +
+                       (S_ISDIR(st.st_mode) ? "; pass a file name"
+                                            : "; only a regular file is written here, pass a file name"));
+    }
+    // Never renamed over: written in place. O_NONBLOCK so that a FIFO
+    // without a reader fails at once instead of hanging.
+    const int follow = through_link ? 0 : O_NOFOLLOW;
+    const int truncate = S_ISREG(st.st_mode) ? O_TRUNC : 0;
+    ScopedFd fd(::open(target_path.c_str(), O_WRONLY | follow | truncate | O_CLOEXEC | O_NONBLOCK | O_NOCTTY));
+    if (!fd.valid()) {
+      return MakeError(target_path + ": cannot write to " + KindOf(st.st_mode) + ": " +
+                       (errno == ENXIO ? std::string("no process reads the FIFO") : Errno(errno)));
+    }
+    const int flags = ::fcntl(fd.get(), F_GETFL);
+    if (flags >= 0) ::fcntl(fd.get(), F_SETFL, flags & ~O_NONBLOCK);
+    AtomicFile file(target_path, "", std::move(fd));
+    file.direct_ = true;
+    return file;
+  }
   if (base.empty() || base == "." || base == "..") {
     return MakeError(target_path + ": not a file name; pass a path to a file");
   }
+  RemoveLeftovers(dir);
   // A process-wide counter plus randomness: names never repeat within a process
   // and are hard to predict for another user racing us in /tmp.
   static std::atomic<uint64_t> counter{0};
@@ -104,12 +186,23 @@ Result<void> AtomicFile::Write(std::string_view bytes) {
 
 Result<void> AtomicFile::Commit() {
   if (committed_) return MakeError(target_path_ + ": internal error: file already committed");
+  if (direct_) {
+    fd_.reset();
+    committed_ = true;
+    return {};
+  }
   if (!fd_.valid()) {
     fd_.reset(::open(temp_path_.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
     if (!fd_.valid()) return MakeError(target_path_ + ": cannot reopen temporary file: " + Errno(errno));
   }
   if (::fsync(fd_.get()) != 0) return MakeError(target_path_ + ": fsync failed: " + Errno(errno));
   fd_.reset();
+  // The target may have changed since Create(): still never rename over
+  // anything but a regular file.
+  struct stat st {};
+  if (::lstat(target_path_.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+    return MakeError(target_path_ + ": is " + KindOf(st.st_mode) + " now; not replaced");
+  }
   if (::rename(temp_path_.c_str(), target_path_.c_str()) != 0) {
     return MakeError(target_path_ + ": cannot replace the file: " + Errno(errno) +
                      (errno == EISDIR ? "; it is a directory, pass a file name" : ""));

@@ -1,8 +1,20 @@
 // Creates an output file without ever exposing a partial one: the bytes go to a
 // temporary file next to the target (open(O_CREAT|O_EXCL|O_NOFOLLOW, 0600), so a
 // name planted in a shared directory such as /tmp is never followed or reused),
-// and Commit() renames it over the target. rename() replaces a symlink at the
-// target instead of following it. A file that was never committed is unlinked.
+// and Commit() renames it over the target. A file that was never committed is
+// unlinked.
+//
+// Only a new name or a regular file is ever renamed over. With
+// Streams::kWriteDirectly (exports) a character device or FIFO at the target
+// (/dev/null, a named pipe) is written in place, and so is what a symbolic
+// link owned by us or root leads to (/dev/stdout); without it (captures) all
+// of these are refused. A link owned by another user (planted in /tmp) is
+// never followed nor replaced; directories, block devices and sockets are
+// always refused.
+//
+// Temporary files of processes that died before Commit() (".NAME.tmp.PID...",
+// owned by us, PID no longer running) are removed from the folder on the next
+// Create() there.
 #pragma once
 
 #include <string>
@@ -15,8 +27,11 @@ namespace arcprof::store {
 
 class AtomicFile {
  public:
-  // Creates the temporary file in the target's directory, mode 0600.
-  static Result<AtomicFile> Create(const std::string& target_path);
+  enum class Streams { kRefuse, kWriteDirectly };
+  // Creates the temporary file in the target's directory, mode 0600 (or opens
+  // a device/FIFO target for writing, with Streams::kWriteDirectly).
+  static Result<AtomicFile> Create(const std::string& target_path,
+                                   Streams streams = Streams::kRefuse);
 
   AtomicFile(AtomicFile&& other) noexcept;
   AtomicFile& operator=(AtomicFile&& other) noexcept;
@@ -24,7 +39,9 @@ class AtomicFile {
   AtomicFile& operator=(const AtomicFile&) = delete;
   ~AtomicFile();
 
+  // Empty when writing directly to a device or FIFO.
   const std::string& temp_path() const { return temp_path_; }
+  bool direct() const { return direct_; }
   const std::string& target_path() const { return target_path_; }
   int fd() const { return fd_.get(); }
 
@@ -43,6 +60,7 @@ class AtomicFile {
   std::string temp_path_;
   ScopedFd fd_;
   bool committed_ = false;
+  bool direct_ = false;
 };
 
 }  // namespace arcprof::store

@@ -14,6 +14,12 @@
 #include <utility>
 #include <vector>
 
+#include <zlib.h>
+
+#include <algorithm>
+#include <map>
+
+#include "common/text.h"
 #include "store/atomic_file.h"
 #include "store/ptt_store.h"
 
@@ -85,8 +91,75 @@ CREATE TABLE counters (
 ) WITHOUT ROWID;
 )sql";
 
+// Nanoseconds off CPU of the call tree nodes that have any (record --off-cpu).
+constexpr const char* kOffCpuSchemaSql = R"sql(
+CREATE TABLE offcpu_nodes (
+  window_id INTEGER NOT NULL,
+  thread_id INTEGER NOT NULL,
+  node_id INTEGER NOT NULL,
+  ns INTEGER NOT NULL,
+  PRIMARY KEY (window_id, thread_id, node_id)
+) WITHOUT ROWID;
+)sql";
+
 constexpr const char* kTableNames[] = {"meta",    "captures", "windows", "threads",
                                        "modules", "frames",   "nodes",   "counters"};
+
+// Bounds on what a capture may hold, checked while reading: a file handed to
+// arcprof is outside input, and a 150 KB file must not make a report take GBs.
+constexpr int kMaxValueBytes = 1 << 20;          // any one text value (SQLITE_LIMIT_LENGTH)
+constexpr size_t kMaxPathBytes = 4096;           // module paths (PATH_MAX)
+constexpr size_t kMaxSymbolBytes = 64 * 1024;    // symbol names (long C++ templates fit)
+constexpr size_t kMaxNameBytes = 4096;           // thread and process names
+constexpr uint64_t kMaxCount = uint64_t{1} << 48;  // n or base of one node
+// Memory a report may spend on one capture's contents (strings, frames, nodes).
+constexpr uint64_t kMaxReadBytes = uint64_t{2} << 30;
+// meta (0, key) holding the content checksum (docs/capture-format.md).
+constexpr const char* kChecksumKey = "content_crc32";
+
+// The schema as SQLite stores it, comparable with what a writer ran: runs of
+// white space become one space, none next to brackets and commas, "IF NOT
+// EXISTS" and a trailing ';' dropped.
+std::string NormalizeSql(std::string_view sql) {
+  std::string out;
+  bool space = false;
+  for (char c : sql) {
+    if (c == ' ' || c == '\n' || c == '\t' || c == '\r') {
+      space = true;
+      continue;
+    }
+    const bool tight = c == '(' || c == ')' || c == ',';
+    if (space && !out.empty() && !tight && out.back() != '(' && out.back() != ',') out += ' ';
+    space = false;
+    out += c;
+  }
+  while (!out.empty() && (out.back() == ';' || out.back() == ' ')) out.pop_back();
+  const std::string if_not_exists = "CREATE TABLE IF NOT EXISTS ";
+  if (out.rfind(if_not_exists, 0) == 0) out = "CREATE TABLE " + out.substr(if_not_exists.size());
+  return out;
+}
+
+// Every table an arcprof writer creates: name -> normalized CREATE statement,
+// from the very constants the writers run, so the check follows the schema.
+const std::map<std::string, std::string>& KnownTables() {
+  static const std::map<std::string, std::string> tables = [] {
+    std::map<std::string, std::string> out;
+    for (const char* script : {kSchemaSql, kOffCpuSchemaSql, PttSchemaSql(), kPushSentTableSql}) {
+      std::string_view rest(script);
+      while (!rest.empty()) {
+        const size_t end = std::min(rest.find(';'), rest.size());
+        const std::string statement = NormalizeSql(rest.substr(0, end));
+        rest.remove_prefix(std::min(end + 1, rest.size()));
+        if (statement.empty()) continue;
+        const std::string prefix = "CREATE TABLE ";
+        const size_t name_end = statement.find_first_of(" (", prefix.size());
+        out[statement.substr(prefix.size(), name_end - prefix.size())] = statement;
+      }
+    }
+    return out;
+  }();
+  return tables;
+}
 
 struct DbCloser {
   void operator()(sqlite3* db) const { sqlite3_close_v2(db); }
@@ -292,6 +365,30 @@ Result<void> FillCapture(Writer& w, const Profile& profile) {
     }
   }
 
+  // Off-CPU time (record --off-cpu): an optional table, present only when
+  // some node has any, so that captures without it keep schema 1 as it was.
+  bool any_offcpu = false;
+  for (const CallTree& tree : profile.trees) {
+    for (const CallTree::Node& nd : tree.nodes()) any_offcpu = any_offcpu || nd.offcpu > 0;
+  }
+  if (any_offcpu) {
+    if (auto r = w.Exec(kOffCpuSchemaSql); !r) return r;
+    auto offcpu = w.Prepare(
+        "INSERT INTO offcpu_nodes (window_id, thread_id, node_id, ns) VALUES (?, ?, ?, ?)");
+    if (!offcpu) return offcpu.error();
+    for (size_t t = 0; t < profile.trees.size(); ++t) {
+      const auto& nodes = profile.trees[t].nodes();
+      for (size_t i = 0; i < nodes.size(); ++i) {
+        if (nodes[i].offcpu == 0) continue;
+        if (auto r = w.Insert(offcpu->get(), kWindowId, static_cast<int64_t>(t),
+                              static_cast<int64_t>(i), ToSql(nodes[i].offcpu));
+            !r) {
+          return r;
+        }
+      }
+    }
+  }
+
   auto counter = w.Prepare("INSERT INTO counters (window_id, name, value) VALUES (?, ?, ?)");
   if (!counter) return counter.error();
   for (const auto& [name, value] : profile.counters) {
@@ -300,6 +397,10 @@ Result<void> FillCapture(Writer& w, const Profile& profile) {
   if (profile.ptt.recorded) {
     if (auto r = WritePttTables(w.db(), profile.ptt, kCaptureId, kWindowId, w.path()); !r) return r;
   }
+  // Last: the checksum of everything above, read back the way readers see it.
+  auto sum = ContentChecksum(w.db());
+  if (!sum) return MakeError(w.path() + ": cannot write capture: " + sum.error().message, ErrorKind::kCapture);
+  if (auto r = w.Insert(meta->get(), kStoreMetaId, std::string(kChecksumKey), *sum); !r) return r;
   return w.Exec("COMMIT");
 }
 
@@ -334,6 +435,112 @@ std::string OneLine(std::string message) {
   if (message.size() > kMaxLength) message = message.substr(0, kMaxLength - 3) + "...";
   return message;
 }
+
+// A text column as stored (for checks that compare it with our constants).
+std::string ColumnTextRaw(sqlite3_stmt* stmt, int column) {
+  const auto* text = reinterpret_cast<const char*>(sqlite3_column_text(stmt, column));
+  return text ? std::string(text, static_cast<size_t>(sqlite3_column_bytes(stmt, column))) : "";
+}
+
+// A text column for the Profile: control characters escaped (docs/capture-format.md),
+// so no view prints a name that moves the cursor or forges a line.
+std::string ColumnText(sqlite3_stmt* stmt, int column) {
+  return EscapeControl(ColumnTextRaw(stmt, column));
+}
+
+// "file:" URI of a path, so that URI parameters can follow.
+std::string FileUri(const std::string& path) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out = "file:";
+  for (unsigned char c : path) {
+    if (c == '%' || c == '?' || c == '#' || c < 0x21 || c >= 0x7f) {
+      out += '%';
+      out += kHex[c >> 4];
+      out += kHex[c & 0xf];
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+// CRC-32 (zlib) over every row of every arcprof table in the file except
+// push_sent (marks added later) and the checksum's own meta row: tables by
+// name, rows by primary key, each value as a type byte and its bytes.
+Result<std::string> ContentChecksum(sqlite3* db) {
+  std::vector<std::string> tables;
+  {
+    sqlite3_stmt* raw = nullptr;
+    if (sqlite3_prepare_v2(db, "SELECT name FROM sqlite_schema WHERE type = 'table' ORDER BY name",
+                           -1, &raw, nullptr) != SQLITE_OK) {
+      return MakeError(sqlite3_errmsg(db));
+    }
+    StmtPtr stmt(raw);
+    while (sqlite3_step(raw) == SQLITE_ROW) {
+      const std::string name = ColumnTextRaw(raw, 0);
+      if (KnownTables().count(name) && name != "push_sent") tables.push_back(name);
+    }
+  }
+  uLong crc = crc32(0L, Z_NULL, 0);
+  auto add = [&](const void* data, size_t size) {
+    crc = crc32(crc, static_cast<const Bytef*>(data), static_cast<uInt>(size));
+  };
+  for (const std::string& table : tables) {
+    // Primary key columns in key order; rowid for tables without one.
+    std::vector<std::pair<int, std::string>> key;
+    {
+      sqlite3_stmt* raw = nullptr;
+      const std::string sql = "SELECT name, pk FROM pragma_table_info('" + table + "')";
+      if (sqlite3_prepare_v2(db, sql.c_str(), -1, &raw, nullptr) != SQLITE_OK) {
+        return MakeError(sqlite3_errmsg(db));
+      }
+      StmtPtr stmt(raw);
+      while (sqlite3_step(raw) == SQLITE_ROW) {
+        if (const int pk = sqlite3_column_int(raw, 1); pk > 0) key.emplace_back(pk, ColumnTextRaw(raw, 0));
+      }
+    }
+    std::sort(key.begin(), key.end());
+    std::string order;
+    for (const auto& [index, column] : key) order += (order.empty() ? "" : ", ") + column;
+    if (order.empty()) order = "rowid";
+    std::string sql = "SELECT * FROM " + table;
+    if (table == "meta") sql += std::string(" WHERE NOT (capture_id = 0 AND key = '") + kChecksumKey + "')";
+    sql += " ORDER BY " + order;
+    sqlite3_stmt* raw = nullptr;
+    if (sqlite3_prepare_v2(db, sql.c_str(), -1, &raw, nullptr) != SQLITE_OK) {
+      return MakeError(sqlite3_errmsg(db));
+    }
+    StmtPtr stmt(raw);
+    add(table.data(), table.size() + 1);
+    int rc;
+    while ((rc = sqlite3_step(raw)) == SQLITE_ROW) {
+      for (int c = 0; c < sqlite3_column_count(raw); ++c) {
+        const auto type = static_cast<unsigned char>(sqlite3_column_type(raw, c));
+        add(&type, 1);
+        if (type == SQLITE_INTEGER) {
+          const int64_t v = sqlite3_column_int64(raw, c);
+          add(&v, sizeof(v));
+        } else if (type == SQLITE_FLOAT) {
+          const double v = sqlite3_column_double(raw, c);
+          add(&v, sizeof(v));
+        } else if (type != SQLITE_NULL) {
+          const void* bytes = type == SQLITE_BLOB ? sqlite3_column_blob(raw, c) : sqlite3_column_text(raw, c);
+          const int64_t size = sqlite3_column_bytes(raw, c);
+          add(&size, sizeof(size));
+          if (size > 0) add(bytes, static_cast<size_t>(size));
+        }
+      }
+    }
+    if (rc != SQLITE_DONE) return MakeError(sqlite3_errmsg(db));
+  }
+  char hex[16];
+  snprintf(hex, sizeof(hex), "%08lx", static_cast<unsigned long>(crc));
+  return std::string(hex);
+}
+
+namespace {
 
 class Reader {
  public:
@@ -374,10 +581,25 @@ class Reader {
     if (!S_ISREG(st.st_mode)) return Fail("not a regular file; pass the path of a capture");
     if (st.st_size == 0) return Fail("not an arcprof capture (empty file)");
 
+    // A -journal or -wal file next to the capture that its owner did not
+    // write (planted in /tmp by another user, or a link) must not decide how
+    // the capture reads: open it as immutable, which ignores both.
+    bool immutable = false;
+    for (const char* suffix : {"-journal", "-wal"}) {
+      struct stat side {};
+      if (::lstat((path_ + suffix).c_str(), &side) == 0 &&
+          (!S_ISREG(side.st_mode) || side.st_uid != st.st_uid)) {
+        immutable = true;
+      }
+    }
     sqlite3* raw = nullptr;
-    const int rc = sqlite3_open_v2(path_.c_str(), &raw, SQLITE_OPEN_READONLY, nullptr);
+    const std::string uri = FileUri(path_) + (immutable ? "?immutable=1" : "");
+    const int rc =
+        sqlite3_open_v2(uri.c_str(), &raw, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, nullptr);
     db_.reset(raw);
     if (rc != SQLITE_OK) return FromSqlite(rc);
+    // No single value larger than this is read (SQLITE_TOOBIG instead).
+    sqlite3_limit(db_.get(), SQLITE_LIMIT_LENGTH, kMaxValueBytes);
     // The file is outside input: never run code it carries (views, triggers,
     // functions in its schema) and refuse writes to the schema.
     sqlite3_db_config(db_.get(), SQLITE_DBCONFIG_DEFENSIVE, 1, nullptr);
@@ -429,8 +651,78 @@ class Reader {
     if (rc != SQLITE_ROW) return FromSqlite(rc);
     const auto* text = reinterpret_cast<const char*>(sqlite3_column_text(stmt->get(), 0));
     const std::string result = text ? text : "";
-    if (result != "ok") return Corrupt("integrity check failed (" + FirstLine(result) + ")");
+    if (result != "ok") return Corrupt("integrity check failed: " + IntegrityMessage(result));
     return {};
+  }
+
+  // The schema must be exactly the one arcprof writes: known tables declared
+  // as our writers declare them (so no generated columns, no changed types or
+  // constraints), SQLite's own indexes for their keys, nothing else (no views,
+  // triggers, indexes on expressions or foreign tables).
+  Result<void> CheckSchema() {
+    auto stmt = Prepare("SELECT type, name, tbl_name, sql FROM sqlite_schema");
+    if (!stmt) return stmt.error();
+    const auto& known = KnownTables();
+    for (;;) {
+      const int rc = sqlite3_step(stmt->get());
+      if (rc == SQLITE_DONE) return {};
+      if (rc != SQLITE_ROW) return FromSqlite(rc);
+      const std::string type = ColumnTextRaw(stmt->get(), 0);
+      const std::string name = ColumnTextRaw(stmt->get(), 1);
+      const std::string table = ColumnTextRaw(stmt->get(), 2);
+      const bool has_sql = sqlite3_column_type(stmt->get(), 3) != SQLITE_NULL;
+      const std::string shown = "'" + EscapeControl(name.substr(0, 64)) + "'";
+      if (type == "table") {
+        auto it = known.find(name);
+        if (it == known.end()) return Corrupt("unexpected table " + shown + " (not an arcprof table)");
+        if (!has_sql || NormalizeSql(ColumnTextRaw(stmt->get(), 3)) != it->second) {
+          return Corrupt("table " + shown + " is not declared the way arcprof declares it");
+        }
+      } else if (type == "index" && !has_sql && name.rfind("sqlite_autoindex_" + table + "_", 0) == 0 &&
+                 known.count(table)) {
+        // SQLite's index for a UNIQUE or PRIMARY KEY constraint of our tables.
+      } else {
+        return Corrupt("unexpected " + EscapeControl(type.substr(0, 16)) + " " + shown +
+                       " in the schema");
+      }
+    }
+  }
+
+  // The writer's CRC-32 of every row (docs/capture-format.md), when the file
+  // has one: a changed byte anywhere in the data gives a different sum.
+  Result<void> CheckContentChecksum(const std::unordered_map<std::string, std::string>& store_meta) {
+    auto it = store_meta.find(kChecksumKey);
+    if (it == store_meta.end()) return {};
+    auto sum = ContentChecksum(db_.get());
+    if (!sum) return Corrupt(sum.error().message);
+    if (*sum != it->second) {
+      return Corrupt("content checksum mismatch (the file changed after it was written)");
+    }
+    return {};
+  }
+
+  // Charges `bytes` to the memory budget of this read.
+  Result<void> Spend(uint64_t bytes) {
+    spent_ += bytes;
+    if (spent_ > kMaxReadBytes) {
+      return Fail("capture too large to read: it needs more than " +
+                  std::to_string(kMaxReadBytes >> 20) + " MiB of memory");
+    }
+    return {};
+  }
+
+  Result<bool> HasTable(const char* name) {
+    auto stmt = Prepare("SELECT type FROM sqlite_schema WHERE name = ?");
+    if (!stmt) return stmt.error();
+    sqlite3_bind_text(stmt->get(), 1, name, -1, SQLITE_STATIC);
+    const int rc = sqlite3_step(stmt->get());
+    if (rc == SQLITE_DONE) return false;
+    if (rc != SQLITE_ROW) return FromSqlite(rc);
+    const auto* text = reinterpret_cast<const char*>(sqlite3_column_text(stmt->get(), 0));
+    if (std::string(text ? text : "") != "table") {
+      return Corrupt(std::string("'") + name + "' is not a table");
+    }
+    return true;
   }
 
   Result<void> CheckTables() {
@@ -453,15 +745,28 @@ class Reader {
   }
 
   // Steps through the rows of `sql`, calling `row(stmt)` for each; stops at the
-  // first error that `row` returns.
+  // first error that `row` returns. Column i must hold TEXT when bit i of
+  // `text_columns` is set, else an INTEGER (or NULL when bit i of `nullable`
+  // is set): text in an integer column must not read as 0.
   template <typename RowFn>
-  Result<void> ForEachRow(const char* sql, RowFn&& row) {
+  Result<void> ForEachRow(const char* sql, uint32_t text_columns, uint32_t nullable, RowFn&& row) {
     auto stmt = Prepare(sql);
     if (!stmt) return stmt.error();
+    const int columns = sqlite3_column_count(stmt->get());
     for (;;) {
       const int rc = sqlite3_step(stmt->get());
       if (rc == SQLITE_DONE) return {};
       if (rc != SQLITE_ROW) return FromSqlite(rc);
+      for (int c = 0; c < columns; ++c) {
+        const int type = sqlite3_column_type(stmt->get(), c);
+        const bool want_text = (text_columns >> c) & 1u;
+        if (type == SQLITE_NULL && ((nullable >> c) & 1u)) continue;
+        if (type != (want_text ? SQLITE_TEXT : SQLITE_INTEGER)) {
+          return Corrupt(std::string("column '") + sqlite3_column_name(stmt->get(), c) +
+                         "' holds " + (type == SQLITE_NULL ? "NULL" : "a value of the wrong type") +
+                         " (expected " + (want_text ? "text" : "an integer") + ")");
+        }
+      }
       if (auto r = row(stmt->get()); !r) return r;
     }
   }
@@ -469,17 +774,27 @@ class Reader {
   Result<Profile> ReadAll();
 
  private:
-  static std::string FirstLine(const std::string& s) { return s.substr(0, s.find('\n')); }
+  // quick_check's report without its "*** in database main ***" heading.
+  static std::string IntegrityMessage(const std::string& s) {
+    std::string out;
+    size_t start = 0;
+    while (start <= s.size()) {
+      const size_t end = std::min(s.find('\n', start), s.size());
+      const std::string line = s.substr(start, end - start);
+      if (!line.empty() && line.rfind("*** in database", 0) != 0) {
+        if (!out.empty()) out += "; ";
+        out += line;
+      }
+      start = end + 1;
+    }
+    return out.empty() ? "no details" : out;
+  }
 
   const std::string& path_;
   DbPtr db_;
   int schema_version_ = 0;
+  uint64_t spent_ = 0;
 };
-
-std::string ColumnText(sqlite3_stmt* stmt, int column) {
-  const auto* text = reinterpret_cast<const char*>(sqlite3_column_text(stmt, column));
-  return text ? std::string(text, static_cast<size_t>(sqlite3_column_bytes(stmt, column))) : "";
-}
 
 bool ParseUnsigned(const std::string& text, uint64_t& out) {
   const char* end = text.data() + text.size();
@@ -494,7 +809,7 @@ Result<Profile> Reader::ReadAll() {
   std::unordered_map<std::string, std::string> store_meta;
   std::unordered_map<std::string, std::string> capture_meta;
   int64_t first_capture = -1;
-  if (auto r = ForEachRow("SELECT id FROM captures ORDER BY id LIMIT 1",
+  if (auto r = ForEachRow("SELECT id FROM captures ORDER BY id LIMIT 1", 0, 0,
                           [&](sqlite3_stmt* s) -> Result<void> {
                             first_capture = sqlite3_column_int64(s, 0);
                             return {};
@@ -511,8 +826,15 @@ Result<Profile> Reader::ReadAll() {
       const int rc = sqlite3_step(stmt->get());
       if (rc == SQLITE_DONE) break;
       if (rc != SQLITE_ROW) return FromSqlite(rc);
+      if (sqlite3_column_type(stmt->get(), 0) != SQLITE_INTEGER ||
+          sqlite3_column_type(stmt->get(), 1) != SQLITE_TEXT ||
+          sqlite3_column_type(stmt->get(), 2) != SQLITE_TEXT) {
+        return Corrupt("a meta row holds values of the wrong type");
+      }
       auto& target = sqlite3_column_int64(stmt->get(), 0) == kStoreMetaId ? store_meta : capture_meta;
-      target[ColumnText(stmt->get(), 1)] = ColumnText(stmt->get(), 2);
+      std::string key = ColumnText(stmt->get(), 1), value = ColumnText(stmt->get(), 2);
+      if (auto r = Spend(key.size() + value.size()); !r) return r.error();
+      target[std::move(key)] = std::move(value);
     }
   }
   {
@@ -555,11 +877,17 @@ Result<Profile> Reader::ReadAll() {
 
   // Modules and frames: ids dense from 0, so a vector maps file ids to ours.
   std::vector<std::string> modules;
-  if (auto r = ForEachRow("SELECT id, path, build_id FROM modules ORDER BY id",
+  if (auto r = ForEachRow("SELECT id, path, build_id FROM modules ORDER BY id", 0b110, 0,
                           [&](sqlite3_stmt* s) -> Result<void> {
                             if (sqlite3_column_int64(s, 0) != static_cast<int64_t>(modules.size())) {
                               return Corrupt("module ids are not dense from 0");
                             }
+                            if (static_cast<size_t>(sqlite3_column_bytes(s, 1)) > kMaxPathBytes ||
+                                sqlite3_column_bytes(s, 2) > 128) {
+                              return Corrupt("module " + std::to_string(modules.size()) +
+                                             " has a path or build id longer than a file system allows");
+                            }
+                            if (auto r = Spend(static_cast<uint64_t>(sqlite3_column_bytes(s, 1)) + 64); !r) return r;
                             modules.push_back(ColumnText(s, 1));
                             std::string build_id = ColumnText(s, 2);
                             if (!build_id.empty()) profile.build_ids[modules.back()] = build_id;
@@ -571,7 +899,7 @@ Result<Profile> Reader::ReadAll() {
   std::vector<uint32_t> frame_ids;  // file frame id -> FrameTable id
   if (auto r = ForEachRow(
           "SELECT id, module_id, symbol, address, kind, reason, inlined FROM frames ORDER BY id",
-          [&](sqlite3_stmt* s) -> Result<void> {
+          0b100, 0, [&](sqlite3_stmt* s) -> Result<void> {
             if (sqlite3_column_int64(s, 0) != static_cast<int64_t>(frame_ids.size()) ||
                 frame_ids.size() >= CallTree::kNoFrame) {
               return Corrupt("frame ids are not dense from 0");
@@ -588,6 +916,17 @@ Result<Profile> Reader::ReadAll() {
                 reason >= kUnknownReasonCount || (inlined != 0 && inlined != 1)) {
               return Corrupt("frame " + std::to_string(frame_ids.size()) +
                              " has an invalid kind, reason or inlined flag");
+            }
+            if (static_cast<size_t>(sqlite3_column_bytes(s, 2)) > kMaxSymbolBytes) {
+              return Corrupt("frame " + std::to_string(frame_ids.size()) + " has a symbol of " +
+                             std::to_string(sqlite3_column_bytes(s, 2)) + " bytes (at most " +
+                             std::to_string(kMaxSymbolBytes) + ")");
+            }
+            // Each frame holds its own copy of the module path (bounded above).
+            if (auto r = Spend(sizeof(FrameRecord) + modules[static_cast<size_t>(module)].size() +
+                               static_cast<uint64_t>(sqlite3_column_bytes(s, 2)));
+                !r) {
+              return r;
             }
             FrameRecord frame;
             frame.module = modules[static_cast<size_t>(module)];
@@ -608,7 +947,7 @@ Result<Profile> Reader::ReadAll() {
   // the same (pid, tid) in several captures is one thread.
   std::unordered_map<int64_t, std::string> capture_hosts;
   std::vector<std::string> hosts;
-  if (auto r = ForEachRow("SELECT id, host FROM captures ORDER BY id", [&](sqlite3_stmt* s) -> Result<void> {
+  if (auto r = ForEachRow("SELECT id, host FROM captures ORDER BY id", 0b10, 0, [&](sqlite3_stmt* s) -> Result<void> {
         std::string host = ColumnText(s, 1);
         if (std::find(hosts.begin(), hosts.end(), host) == hosts.end()) hosts.push_back(host);
         capture_hosts[sqlite3_column_int64(s, 0)] = std::move(host);
@@ -626,7 +965,7 @@ Result<Profile> Reader::ReadAll() {
   std::vector<uint32_t> thread_ids;  // file thread id -> profile thread index
   if (auto r = ForEachRow(
           "SELECT id, pid, tid, comm, process_comm, cmdline, capture_id FROM threads ORDER BY id",
-          [&](sqlite3_stmt* s) -> Result<void> {
+          0b111000, 0, [&](sqlite3_stmt* s) -> Result<void> {
             const int64_t pid = sqlite3_column_int64(s, 1);
             const int64_t tid = sqlite3_column_int64(s, 2);
             if (sqlite3_column_int64(s, 0) != static_cast<int64_t>(thread_ids.size())) {
@@ -634,6 +973,18 @@ Result<Profile> Reader::ReadAll() {
             }
             if (pid < 0 || pid > UINT32_MAX || tid < 0 || tid > UINT32_MAX) {
               return Corrupt("thread " + std::to_string(thread_ids.size()) + " has an invalid pid or tid");
+            }
+            if (static_cast<size_t>(sqlite3_column_bytes(s, 3)) > kMaxNameBytes ||
+                static_cast<size_t>(sqlite3_column_bytes(s, 4)) > kMaxNameBytes) {
+              return Corrupt("thread " + std::to_string(thread_ids.size()) + " has a name longer than " +
+                             std::to_string(kMaxNameBytes) + " bytes");
+            }
+            if (auto r = Spend(sizeof(ThreadRecord) + sizeof(CallTree) +
+                               static_cast<uint64_t>(sqlite3_column_bytes(s, 3)) +
+                               static_cast<uint64_t>(sqlite3_column_bytes(s, 4)) +
+                               static_cast<uint64_t>(sqlite3_column_bytes(s, 5)));
+                !r) {
+              return r;
             }
             std::string host;
             if (multi_host) {
@@ -657,7 +1008,7 @@ Result<Profile> Reader::ReadAll() {
   }
 
   std::unordered_map<int64_t, bool> windows;
-  if (auto r = ForEachRow("SELECT id FROM windows", [&](sqlite3_stmt* s) -> Result<void> {
+  if (auto r = ForEachRow("SELECT id FROM windows", 0, 0, [&](sqlite3_stmt* s) -> Result<void> {
         windows[sqlite3_column_int64(s, 0)] = true;
         return {};
       });
@@ -670,10 +1021,16 @@ Result<Profile> Reader::ReadAll() {
   int64_t group_window = -1;
   int64_t group_thread = -1;
   std::vector<uint32_t> node_map;  // file node id -> node in the profile tree
+  auto has_offcpu = HasTable("offcpu_nodes");
+  if (!has_offcpu) return has_offcpu.error();
   if (auto r = ForEachRow(
-          "SELECT window_id, thread_id, node_id, parent_id, frame_id, n, base FROM nodes "
-          "ORDER BY window_id, thread_id, node_id",
-          [&](sqlite3_stmt* s) -> Result<void> {
+          *has_offcpu
+              ? "SELECT n.window_id, n.thread_id, n.node_id, n.parent_id, n.frame_id, n.n, "
+                "n.base, o.ns FROM nodes n LEFT JOIN offcpu_nodes o USING (window_id, "
+                "thread_id, node_id) ORDER BY n.window_id, n.thread_id, n.node_id"
+              : "SELECT window_id, thread_id, node_id, parent_id, frame_id, n, base, NULL "
+                "FROM nodes ORDER BY window_id, thread_id, node_id",
+          0, 0b10011000, [&](sqlite3_stmt* s) -> Result<void> {
             const int64_t window = sqlite3_column_int64(s, 0);
             const int64_t thread = sqlite3_column_int64(s, 1);
             const int64_t node = sqlite3_column_int64(s, 2);
@@ -695,7 +1052,16 @@ Result<Profile> Reader::ReadAll() {
             }
             const int64_t n = sqlite3_column_int64(s, 5);
             const int64_t base = sqlite3_column_int64(s, 6);
-            if (n < 0 || base < 0) return Corrupt("call tree node with a negative count");
+            const int64_t offcpu = sqlite3_column_int64(s, 7);  // 0 for NULL
+            if (n < 0 || base < 0 || offcpu < 0) {
+              return Corrupt("call tree node with a negative count");
+            }
+            if (static_cast<uint64_t>(n) > kMaxCount || static_cast<uint64_t>(base) > kMaxCount) {
+              return Corrupt("call tree node " + std::to_string(node) + " of thread " +
+                             std::to_string(thread) + " has an absurd count (" +
+                             std::to_string(std::max(n, base)) + ")");
+            }
+            if (auto r = Spend(sizeof(CallTree::Node) + sizeof(uint32_t)); !r) return r;
             const bool root_shape = sqlite3_column_type(s, 3) == SQLITE_NULL &&
                                     sqlite3_column_type(s, 4) == SQLITE_NULL;
             CallTree& tree = profile.trees[thread_ids[static_cast<size_t>(thread)]];
@@ -717,6 +1083,7 @@ Result<Profile> Reader::ReadAll() {
             CallTree::Node& dest = tree.mutable_nodes()[target];
             dest.n += FromSql(n);
             dest.base += FromSql(base);
+            dest.offcpu += FromSql(offcpu);
             node_map.push_back(target);
             return {};
           });
@@ -724,12 +1091,19 @@ Result<Profile> Reader::ReadAll() {
     return r.error();
   }
 
-  if (auto r = ForEachRow("SELECT window_id, name, value FROM counters",
+  if (auto r = ForEachRow("SELECT window_id, name, value FROM counters", 0b010, 0,
                           [&](sqlite3_stmt* s) -> Result<void> {
                             if (!windows.count(sqlite3_column_int64(s, 0))) {
                               return Corrupt("counter of a window that does not exist");
                             }
-                            profile.counters[ColumnText(s, 1)] += sqlite3_column_int64(s, 2);
+                            std::string name = ColumnText(s, 1);
+                            const int64_t value = sqlite3_column_int64(s, 2);
+                            if (value < 0 || value > (int64_t{1} << 62)) {
+                              return Corrupt("counter " + name.substr(0, 64) + " has an impossible value " +
+                                             std::to_string(value));
+                            }
+                            if (auto r = Spend(name.size() + 64); !r) return r;
+                            profile.counters[std::move(name)] += value;
                             return {};
                           });
       !r) {
@@ -737,6 +1111,8 @@ Result<Profile> Reader::ReadAll() {
   }
   // Optional tables: absent in captures recorded without --ptt.
   if (auto r = ReadPttTables(db_.get(), path_, profile.ptt); !r) return r.error();
+  // Last, so that the checks above name what is wrong when they can.
+  if (auto r = CheckContentChecksum(store_meta); !r) return r.error();
   return profile;
 }
 
@@ -777,6 +1153,7 @@ Result<Profile> ReadCapture(const std::string& path) {
   Reader reader(path);
   Result<void> checked = reader.Open();
   if (checked) checked = reader.CheckIdentity();
+  if (checked) checked = reader.CheckSchema();  // before anything reads a row
   if (checked) checked = reader.QuickCheck();
   if (checked) checked = reader.CheckTables();
   Result<Profile> profile = checked ? reader.ReadAll() : Result<Profile>(checked.error());

@@ -10,6 +10,8 @@
 #include "common/result.h"
 #include "model/profile.h"
 
+struct sqlite3;
+
 namespace arcprof::store {
 
 inline constexpr const char* kDefaultCapturePath = "arcprof.db";
@@ -18,6 +20,21 @@ inline constexpr int32_t kCaptureApplicationId = 0x61726370;
 // The schema this build writes and the newest one it reads. Bumped only when an
 // older reader would misread a newer file (see docs/capture-format.md).
 inline constexpr int kCaptureSchemaVersion = 1;
+
+// The table `arcprof push` adds to a capture to mark the windows it sent. Kept
+// here with the rest of the schema: readers accept exactly these tables.
+inline constexpr const char* kPushSentTableSql =
+    "CREATE TABLE IF NOT EXISTS push_sent ("
+    " window_id INTEGER NOT NULL REFERENCES windows(id),"
+    " destination TEXT NOT NULL,"
+    " sent_unix_ns INTEGER NOT NULL,"
+    " PRIMARY KEY (window_id, destination)) WITHOUT ROWID";
+
+// CRC-32 of the file's contents as stored in meta (0, 'content_crc32'): every
+// row of every arcprof table but push_sent and that meta row, tables by name,
+// rows by primary key. A writer that changes a capture in place (appending
+// windows) must store the new value, or readers report the file as corrupt.
+Result<std::string> ContentChecksum(sqlite3* db);
 
 // Writes `profile` as one capture with one time window. The file is created
 // mode 0600 as a temporary file in the same directory and renamed over `path`

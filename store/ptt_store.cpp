@@ -155,6 +155,8 @@ bool Id32(sqlite3_stmt* stmt, int column, int64_t max, uint32_t& out) {
 
 }  // namespace
 
+const char* PttSchemaSql() { return kPttSchemaSql; }
+
 Result<void> WritePttTables(sqlite3* db, const PttData& ptt, int64_t capture_id, int64_t window_id,
                             const std::string& path) {
   Sql sql(db, path + ": cannot write capture: ");

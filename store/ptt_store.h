@@ -14,6 +14,10 @@ struct sqlite3;
 
 namespace arcprof::store {
 
+// The CREATE TABLE statements of the ptt_* tables, as the writer runs them
+// (the capture reader compares a file's schema with them).
+const char* PttSchemaSql();
+
 // Creates the ptt_* tables and fills them for one capture and one window.
 // Errors read "<path>: cannot write capture: ...".
 Result<void> WritePttTables(sqlite3* db, const model::PttData& ptt, int64_t capture_id, int64_t window_id,

@@ -362,6 +362,12 @@ TEST(ContinuousPackaging, RunsAsAnUnprivilegedUserWithExactlyTheUnitsCapabilitie
   ARCPROF_REQUIRE_RECORD_CAPABLE();
   ARCPROF_REQUIRE_TOOL("/usr/bin/setpriv", "util-linux");
   AsNobody run;
+  // A root process on CPU in user and kernel code, so that a quiet machine
+  // has user frames (python3 exports its interpreter's symbols) and kernel
+  // frames (procfs reads) to name.
+  Subprocess busy({"/usr/bin/python3", "-c",
+                   "import os,time\nt=time.time()\nwhile time.time()-t<30:\n"
+                   "  os.stat('/'); open('/proc/self/stat').read(); sum(range(2000))"});
   Subprocess daemon(run.Argv(UnitCapabilities()));
   ASSERT_TRUE(daemon.WaitForStderr("continuous capture of system", 20)) << daemon.stderr_text();
   ASSERT_TRUE(WaitForWindows(run.store(), 2, 20)) << daemon.stderr_text();

@@ -92,7 +92,8 @@ inline bool NoArcprofProgramsLoaded(std::string* listing) {
     auto [code, text] = RunCapture({"/usr/sbin/bpftool", "prog", "list"});
     *listing = text;
     if (text.find("name on_sample") == std::string::npos &&
-        text.find("name on_fork") == std::string::npos) {
+        text.find("name on_fork") == std::string::npos &&
+        text.find("name on_switch") == std::string::npos) {
       return true;
     }
     usleep(100 * 1000);

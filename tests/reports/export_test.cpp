@@ -501,7 +501,7 @@ TEST_F(ExportCli, EveryFormatWritesAPrivateFile) {
 TEST_F(ExportCli, RootAndMinApplyToEveryFormat) {
   RunResult r = RunArcprof({"export", "--format", "folded", "-i", capture_, "--root", "main"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(r.out, "busy_loop;main;[libstripped.so] 25\nbusy_loop;main;f_heavy 750\n"
+  EXPECT_EQ(r.out, "busy_loop;main;[libstripped.so+0x4000] 25\nbusy_loop;main;f_heavy 750\n"
                    "busy_loop;main;f_heavy;inline_helper_[i] 60\nbusy_loop;main;f_light 250\n");
   r = RunArcprof({"export", "--format", "speedscope", "-i", capture_, "--min", "50"});
   ASSERT_EQ(r.exit_code, 0) << r.err;

@@ -37,6 +37,8 @@ TEST(FoldedNames, UnknownFramesShowTheirModule) {
   FrameRecord f = Named("/usr/lib/libz.so.1", "", FrameKind::kNative);
   f.reason = UnknownReason::kStripped;
   EXPECT_EQ(FoldedFrameName(f), "[libz.so.1]");
+  f.address = 0x1a2b;  // captures keep where an unnamed instruction is
+  EXPECT_EQ(FoldedFrameName(f), "[libz.so.1+0x1a2b]");
   EXPECT_EQ(FoldedFrameName(Named("[vdso]", "", FrameKind::kNative)), "[vdso]");
   EXPECT_EQ(FoldedFrameName(Named("", "", FrameKind::kUnknown)), "[unknown]");
   EXPECT_EQ(FoldedFrameName(Named("vmlinux", "", FrameKind::kKernel)), "[vmlinux]_[k]");

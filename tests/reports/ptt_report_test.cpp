@@ -97,7 +97,7 @@ INSTANTIATE_TEST_SUITE_P(
                     "corrupt capture: some ptt_* tables are missing"},
         CorruptCase{"ViewInsteadOfTable",
                     "DROP TABLE ptt_threads; CREATE VIEW ptt_threads AS SELECT 1",
-                    "'ptt_threads' is not a table"},
+                    "unexpected view 'ptt_threads'"},
         CorruptCase{"NegativeTime", "UPDATE ptt_threads SET cpu_ns = -5 WHERE tid = 101",
                     "ptt_threads row has a negative or non-numeric value"},
         CorruptCase{"TextCount", "UPDATE ptt_threads SET event2 = 'many' WHERE tid = 101",

@@ -106,17 +106,30 @@ TEST_F(ReportCli, ExportFoldedToAFileIsAtomicAnd0600) {
   EXPECT_EQ(dir_.Entries(), (std::vector<std::string>{"arcprof.db", "out.folded"}));
 }
 
-TEST_F(ReportCli, ExportDoesNotFollowASymlinkAtTheOutput) {
+// A link planted by another user (in /tmp, say) is neither followed nor
+// replaced; one of our own (or root's, like /dev/stdout) is written through.
+TEST_F(ReportCli, ExportFollowsOnlyItsOwnSymlinks) {
   const std::string victim = dir_.File("victim");
   std::ofstream(victim) << "precious";
   const std::string output = dir_.File("out.folded");
   ASSERT_EQ(::symlink(victim.c_str(), output.c_str()), 0);
+  if (geteuid() == 0) {
+    ASSERT_EQ(::lchown(output.c_str(), 65534, 65534), 0);
+    const RunResult r = RunArcprof({"export", "--format", "folded", "-i", capture_, "-o", output});
+    EXPECT_EQ(r.exit_code, 1) << r.err;
+    EXPECT_NE(r.err.find("owned by another user"), std::string::npos) << r.err;
+    EXPECT_EQ(ReadFile(victim), "precious");
+    struct stat st {};
+    ASSERT_EQ(::lstat(output.c_str(), &st), 0);
+    EXPECT_TRUE(S_ISLNK(st.st_mode));
+    ASSERT_EQ(::lchown(output.c_str(), 0, 0), 0);
+  }
   const RunResult r = RunArcprof({"export", "--format", "folded", "-i", capture_, "-o", output});
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(ReadFile(victim), "precious");
+  ExpectGolden("folded_all.txt", ReadFile(victim));
   struct stat st {};
   ASSERT_EQ(::lstat(output.c_str(), &st), 0);
-  EXPECT_TRUE(S_ISREG(st.st_mode));
+  EXPECT_TRUE(S_ISLNK(st.st_mode));
 }
 
 TEST_F(ReportCli, CaptureErrorsExitWith2AndOneLine) {

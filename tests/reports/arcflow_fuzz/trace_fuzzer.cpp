@@ -8,6 +8,6 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);
   arcprof::Result<arcprof::reports::ArcflowModel> model = arcprof::reports::ParseArcflowEventTrace(text);
-  if (model.ok()) arcprof::reports::ExerciseModel(*model);
+  if (model.ok()) arcprof::ExerciseModel(*model);
   return 0;
 }

@@ -1,0 +1,103 @@
+// Off-CPU records without root: reason classification, folding a synthetic
+// record with its key, the capture round trip and the metrics built on it.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+#include <vector>
+
+#include "events.h"
+#include "loader/offcpu_reason.h"
+#include "loader/sample_processor.h"
+#include "store/capture_store.h"
+#include "model/metric.h"
+
+#include "tests/layer_names.h"
+
+namespace arcprof {
+namespace {
+
+TEST(OffCpuReason, FromStateAndSyscall) {
+  EXPECT_EQ(ClassifyOffCpu(-1, 0), OffCpuReason::kPreempted);
+  EXPECT_EQ(ClassifyOffCpu(0, 0), OffCpuReason::kPreempted);  // runnable beats the syscall
+  EXPECT_EQ(ClassifyOffCpu(230, 1), OffCpuReason::kSleep);    // clock_nanosleep
+  EXPECT_EQ(ClassifyOffCpu(35, 1), OffCpuReason::kSleep);     // nanosleep
+  EXPECT_EQ(ClassifyOffCpu(202, 1), OffCpuReason::kLock);     // futex
+  EXPECT_EQ(ClassifyOffCpu(0, 1), OffCpuReason::kIo);         // read
+  EXPECT_EQ(ClassifyOffCpu(232, 1), OffCpuReason::kIo);       // epoll_wait
+  EXPECT_EQ(ClassifyOffCpu(-1, 2), OffCpuReason::kIo);        // D state outside a syscall
+  EXPECT_EQ(ClassifyOffCpu(61, 1), OffCpuReason::kOther);     // wait4
+  EXPECT_EQ(OffCpuReasonFrame(OffCpuReason::kLock), "off-cpu:lock");
+}
+
+std::vector<uint8_t> OffCpuRecord(uint32_t pid, uint64_t key, int32_t syscall, uint32_t state) {
+  sample_event e{};
+  e.timestamp_ns = 1;
+  e.pid = pid;
+  e.tid = pid;
+  e.flags = ARCPROF_SAMPLE_OFFCPU;
+  memcpy(e.comm, "blocker", 8);
+  offcpu_info info{key, syscall, state};
+  std::vector<uint8_t> r(sizeof(e) + sizeof(info));
+  memcpy(r.data(), &e, sizeof(e));
+  memcpy(r.data() + sizeof(e), &info, sizeof(info));
+  return r;
+}
+
+TEST(OffCpuRecords, FoldTimeUnderTheReasonAndRoundTrip) {
+  Symbolizer symbolizer;
+  SampleProcessor processor(symbolizer);
+  const auto sleep = OffCpuRecord(4242, 7, 35, 1);
+  const auto lock = OffCpuRecord(4242, 8, 202, 1);
+  ASSERT_TRUE(processor.Process(sleep.data(), sleep.size()));
+  ASSERT_TRUE(processor.Process(lock.data(), lock.size()));
+  // Cut short before its key: malformed, not folded.
+  std::vector<uint8_t> cut(sleep.begin(), sleep.begin() + sizeof(sample_event) + 4);
+  EXPECT_FALSE(processor.Process(cut.data(), cut.size()));
+  processor.AddOffCpu(7, 3'000'000, 3);
+  processor.AddOffCpu(8, 1'000'000, 10);
+  processor.AddOffCpu(9, 500, 1);  // a key whose record never came
+  Profile profile = processor.TakeWindow();
+  profile.meta.frequency_hz = 1000;
+  EXPECT_EQ(processor.samples(), 0u);  // off-CPU records are not samples
+  EXPECT_EQ(profile.counters["offcpu_ns"], 4'000'000);
+  EXPECT_EQ(profile.counters["offcpu_unattributed_ns"], 500);
+
+  const std::string path =
+      std::filesystem::temp_directory_path() / ("arcprof-offcpu-" + std::to_string(getpid()) + ".db");
+  std::filesystem::remove(path);
+  ASSERT_TRUE(WriteCapture(path, profile).ok());
+  auto read = ReadCapture(path);
+  std::filesystem::remove(path);
+  ASSERT_TRUE(read.ok()) << read.error().message;
+  ASSERT_EQ(read->threads.size(), 1u);
+  std::map<std::string, uint64_t> by_leaf;
+  for (const auto& node : read->trees[0].nodes()) {
+    if (node.offcpu > 0) by_leaf[read->frames.at(node.frame).symbol] += node.offcpu;
+  }
+  EXPECT_EQ(by_leaf["off-cpu:sleep"], 3'000'000u);
+  EXPECT_EQ(by_leaf["off-cpu:lock"], 1'000'000u);
+
+  auto wall = WithMetric(*read, "wall");
+  ASSERT_TRUE(wall.ok());
+  EXPECT_EQ(wall->trees[0].total_base(), 4000u);  // microseconds
+  EXPECT_EQ(wall->meta.unit, "wall-us");
+  EXPECT_FALSE(WithMetric(*read, "bogus").ok());
+  Profile empty;
+  EXPECT_FALSE(WithMetric(empty, "offcpu").ok());  // no off-CPU time recorded
+
+  // The next window: the stack comes back for the key's new time.
+  processor.AddOffCpu(7, 2'000, 1);
+  Profile next = processor.TakeWindow();
+  ASSERT_EQ(next.threads.size(), 1u);
+  EXPECT_EQ(next.threads[0].comm, "blocker");
+  uint64_t sleep_ns = 0;
+  for (const auto& node : next.trees[0].nodes()) {
+    if (node.offcpu > 0 && next.frames.at(node.frame).symbol == "off-cpu:sleep") sleep_ns += node.offcpu;
+  }
+  EXPECT_EQ(sleep_ns, 2'000u);
+}
+
+}  // namespace
+}  // namespace arcprof
