@@ -286,13 +286,23 @@ struct BlobFrame {
 bool FindBlobFrame(uint64_t code_addr, uint64_t code_size, uint64_t max_back, BlobFrame* out) {
   if (!g_layout.ok || code_addr < max_back) return false;
   static thread_local std::vector<char> window;
+  window.resize(max_back + 64);
+  // Smaller windows where less before the code is readable. A blob may start
+  // right at the beginning of a code heap segment, with unmapped memory just
+  // before it (native wrappers often do): the last tries start at the code's
+  // own page and the page before it.
+  const uint64_t in_page = code_addr & 4095;
   uint64_t back = max_back;
-  window.resize(back + 64);
-  while (back >= 1024 && !SafeRead(code_addr - back, window.data(), back + 64)) back /= 2;
-  if (back < 1024) return false;
+  while (!SafeRead(code_addr - back, window.data(), back + 64)) {
+    if (back / 2 > in_page + 4096) back /= 2;
+    else if (back > in_page + 4096) back = in_page + 4096;
+    else if (back > in_page && in_page >= 64) back = in_page;
+    else return false;
+  }
   const uint64_t lo = code_addr - back;
   const int field_end = g_layout.code_begin >= 0 ? g_layout.code_begin + 8 : g_layout.code_offset + 4;
-  for (uint64_t at = (back - 64) & ~uint64_t{7}; at + 8 > 8; at -= 8) {
+  for (uint64_t slot = (back - 64) / 8 + 1; slot-- > 0;) {
+    const uint64_t at = slot * 8;
     const uint64_t blob = lo + at;
     const char* b = window.data() + at;
     if (at + static_cast<uint64_t>(field_end) > back + 64) continue;

@@ -498,12 +498,25 @@ Unwinder::JitStep Unwinder::StepJit(const UnwindInput& input, bool leaf, uint64_
   };
   if (code->kind == FrameKind::kInterpreted) {
     // HotSpot's interpreter keeps rbp as its frame pointer: [rbp] the
-    // caller's rbp, [rbp+8] the return address, [rbp-24] the Method*.
+    // caller's rbp, [rbp+8] the return address, [rbp-8] the caller's stack
+    // pointer ("sender sp"), [rbp-24] the Method*.
     uint64_t next_bp;
     if (*bp < *sp || !read(*bp + 8, ra) || !read(*bp, &next_bp)) return JitStep::kStop;
     uint64_t method = 0;
     if (read(*bp - 24, &method)) *java_method = method;
-    *sp = *bp + 16;
+    // The caller's stack pointer is not always rbp + 16: a compiled caller
+    // reaches the interpreter through an adapter (c2i) that pushes the
+    // arguments below the caller's frame. The caller's frame size counts
+    // from its own stack pointer, which the interpreter saved at [rbp-8];
+    // stepping a compiled caller from rbp + 16 reads its return address in
+    // the wrong slot (measured: every walk through an interpreted callee of
+    // compiled code ended or skipped frames).
+    uint64_t sender_sp = 0;
+    if (read(*bp - 8, &sender_sp) && sender_sp >= *bp + 16 && sender_sp - *bp < (1u << 20)) {
+      *sp = sender_sp;
+    } else {
+      *sp = *bp + 16;
+    }
     *bp = next_bp;
     ++stats_.interpreted_frames;
     return *ra == 0 || plausible(*ra) ? JitStep::kStepped : JitStep::kStop;

@@ -47,6 +47,14 @@ struct SplitFigures {
   uint64_t java = 0, full = 0, alpha = 0, beta = 0, skipped = 0;
   uint64_t deep = 0, deep_full = 0, deep_skipped = 0;
   uint64_t interpreter_anonymous = 0;
+  int64_t interpreted_named = 0;
+
+  SplitFigures& operator+=(const SplitFigures& o) {
+    java += o.java, full += o.full, alpha += o.alpha, beta += o.beta, skipped += o.skipped;
+    deep += o.deep, deep_full += o.deep_full, deep_skipped += o.deep_skipped;
+    interpreter_anonymous += o.interpreter_anonymous, interpreted_named += o.interpreted_named;
+    return *this;
+  }
 };
 
 // `callee` anywhere but at the root of a stack must sit right under `caller`:
@@ -85,7 +93,45 @@ SplitFigures Measure(const Profile& p, pid_t pid) {
     for (size_t k = 1; k < chain.size(); ++k) skipped = skipped || Skips(stack, chain[k - 1], chain[k]);
     if (skipped) f.deep_skipped += n;
   }
+  f.interpreted_named = p.counters.count("java.interpreted_frames_named") ? p.counters.at("java.interpreted_frames_named") : 0;
   return f;
+}
+
+// The 3:1 split is a binomial sample: with n alpha+beta samples its
+// standard deviation is sqrt(0.75 * 0.25 / n) (measured over 24 runs of
+// ~1,250 samples at 999 Hz: pooled 74.86% of 30,158, the runs' spread 1.17
+// points against 1.22 expected: noise, no bias). For 2 points to be 4 sd the
+// test needs 7,500 samples: it samples Split at 4999 Hz and records further
+// windows of the same JVM until it has them (at most kMaxWindows; a loaded
+// machine gives this thread 15-100% of a CPU).
+constexpr uint64_t kSplitSamplesWanted = 7500;
+constexpr int kMaxWindows = 4;
+
+// Records `pid` (late attach by record -p on the first window) window after
+// window until kSplitSamplesWanted alpha+beta samples are in.
+SplitFigures RecordSplit(pid_t pid, const std::string& label, int* windows_out = nullptr) {
+  SplitFigures total;
+  TempDir tmp;
+  int windows = 0;
+  while (windows < kMaxWindows && total.alpha + total.beta < kSplitSamplesWanted) {
+    const std::string db = tmp.path("split" + std::to_string(windows) + ".db");
+    Subprocess rec({kArcprof, "record", "-q", "-F", "4999", "-o", db, "-d", "6", "-p", std::to_string(pid)});
+    EXPECT_EQ(rec.Wait(), 0) << label << ": " << rec.stderr_text();
+    ++windows;
+    total += Measure(LoadCapture(db), pid);
+  }
+  if (windows_out) *windows_out = windows;
+  return total;
+}
+
+// Within 2 points of 75%, or 4 standard deviations of the sample when a very
+// loaded machine left fewer than kSplitSamplesWanted after kMaxWindows.
+void ExpectThreeToOne(const SplitFigures& f, const std::string& label) {
+  const double n = static_cast<double>(f.alpha + f.beta);
+  ASSERT_GT(n, 0) << label;
+  const double tolerance = std::max(0.02, 4 * std::sqrt(0.75 * 0.25 / n));
+  EXPECT_NEAR(static_cast<double>(f.alpha) / n, 0.75, tolerance)
+      << label << ": alpha " << f.alpha << " beta " << f.beta << " (tolerance " << tolerance << ")";
 }
 
 const std::vector<std::string> kCompileFlags = {
@@ -111,45 +157,38 @@ TEST_P(JavaUnwind, LateAttachedSplitHasFullChainsAndThreeToOne) {
   std::vector<std::string> argv = {java, c.preserve_fp ? "-XX:+PreserveFramePointer" : "-XX:-PreserveFramePointer",
                                    "-XX:+EnableDynamicAgentLoading"};
   argv.insert(argv.end(), kCompileFlags.begin(), kCompileFlags.end());
-  argv.insert(argv.end(), {"-cp", kClasses, "Split", "30"});
+  argv.insert(argv.end(), {"-cp", kClasses, "Split", "60"});
   Subprocess jvm(argv);
   ASSERT_TRUE(jvm.WaitForStderr("split: running", 30)) << jvm.stderr_text();
   const pid_t pid = jvm.pid();
   // Warm-up: drive, alpha and beta compiled (C2) before the window.
   sleep(3);
-  TempDir tmp;
-  const std::string db = tmp.path("split.db");
-  Subprocess rec({kArcprof, "record", "-o", db, "-d", "8", "-p", std::to_string(pid)});
-  ASSERT_EQ(rec.Wait(), 0) << rec.stderr_text();
+  int windows = 0;
+  const SplitFigures f = RecordSplit(pid, c.name, &windows);
   jvm.Signal(SIGKILL);
   jvm.Wait();
   RemoveJitFiles(pid);
-  Profile p = LoadCapture(db);
-  const SplitFigures f = Measure(p, pid);
+  RecordProperty("windows", windows);
   RecordProperty("main_java_samples", static_cast<int>(f.java));
   RecordProperty("main_full_chain_permille", static_cast<int>(f.java ? 1000 * f.full / f.java : 0));
   RecordProperty("deep_full_chain_permille", static_cast<int>(f.deep ? 1000 * f.deep_full / f.deep : 0));
+  RecordProperty("alpha_beta_samples", static_cast<int>(f.alpha + f.beta));
   RecordProperty("alpha_permille", static_cast<int>(f.alpha + f.beta ? 1000 * f.alpha / (f.alpha + f.beta) : 0));
-  ASSERT_GT(f.java, 200u) << c.name;  // about 3000 on an idle machine
+  ASSERT_GT(f.java, 200u) << c.name;
   ASSERT_GT(f.deep, 200u) << c.name;
   EXPECT_GE(static_cast<double>(f.full) / static_cast<double>(f.java), 0.95)
       << c.name << ": " << f.full << "/" << f.java << " main-thread samples carry main;drive;alpha|beta";
-  // Within 2 points; on a loaded machine that gives the thread few samples,
-  // within 3 standard errors of a sample of that size (600 samples: 5.3).
-  const double n = static_cast<double>(f.alpha + f.beta);
-  const double tolerance = std::max(0.02, 3 * std::sqrt(0.75 * 0.25 / n));
-  EXPECT_NEAR(static_cast<double>(f.alpha) / n, 0.75, tolerance)
-      << c.name << ": alpha " << f.alpha << " beta " << f.beta;
-  // Known defect, open: a clean-clone run saw 1 main-thread sample in ~3000
-  // whose chain skipped a frame (openjdk17 without PreserveFramePointer). The
-  // goal is 0; until its cause is found the test allows 1 in 1000.
-  EXPECT_LE(f.skipped * 1000, f.java) << c.name << ": " << f.skipped << " skipped";
+  ExpectThreeToOne(f, c.name);
+  // No walk may jump over a frame. (A compiled caller of an interpreted
+  // callee used to be stepped from the wrong stack pointer: see
+  // InterpretedCalleeOfCompiledCode.)
+  EXPECT_EQ(f.skipped, 0u) << c.name << ": " << f.skipped << " of " << f.java << " main-thread samples skip a frame";
   EXPECT_GE(static_cast<double>(f.deep_full) / static_cast<double>(f.deep), 0.95)
       << c.name << ": " << f.deep_full << "/" << f.deep << " deep-thread samples carry d1..d7";
   EXPECT_EQ(f.deep_skipped, 0u) << c.name;
   // main stays interpreted: named by its Method*, not "Interpreter".
   EXPECT_LE(static_cast<double>(f.interpreter_anonymous) / static_cast<double>(f.java), 0.02) << c.name;
-  EXPECT_GT(p.counters["java.interpreted_frames_named"], 0);
+  EXPECT_GT(f.interpreted_named, 0);
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -182,6 +221,56 @@ TEST(JavaUnwindMisc, InterpretedOnlyProgramIsNamedByMethod) {
   EXPECT_EQ(f.skipped, 0u);
   for (const FrameRecord& fr : p.frames.all()) {
     if (fr.symbol == "Split.drive") EXPECT_EQ(fr.kind, FrameKind::kInterpreted);
+  }
+}
+
+// Compiled code calling interpreted code: `work` is never compiled
+// (CompileCommand=exclude), so compiled alpha, beta and d6 reach it through
+// HotSpot's c2i adapter, which pushes the arguments below the caller's frame.
+// The caller's stack pointer is then the interpreter's saved sender sp, not
+// the interpreted frame's rbp + 16; stepping from the latter made every such
+// walk end or skip frames. The same happens briefly in any JVM after a
+// deoptimization, the likely source of the one skipped chain a clean-clone
+// run once saw.
+TEST(JavaUnwindMisc, InterpretedCalleeOfCompiledCodeKeepsTheChain) {
+  ARCPROF_REQUIRE_RECORD_CAPABLE();
+  for (const auto& [label, home] : {std::pair<std::string, std::string>{"openjdk17", JDK17_HOME},
+                                    std::pair<std::string, std::string>{"temurin25", TEMURIN_HOME}}) {
+    const std::string java = home + "/bin/java";
+    if (access(java.c_str(), X_OK) != 0) {
+      if (InCi()) ADD_FAILURE() << java << " is missing (CI=true: must not skip)";
+      continue;
+    }
+    std::vector<std::string> argv = {java, "-XX:-PreserveFramePointer", "-XX:+EnableDynamicAgentLoading",
+                                     "-XX:CompileCommand=exclude,Split::work"};
+    argv.insert(argv.end(), kCompileFlags.begin(), kCompileFlags.end());
+    argv.insert(argv.end(), {"-cp", kClasses, "Split", "30"});
+    Subprocess jvm(argv);
+    ASSERT_TRUE(jvm.WaitForStderr("split: running", 30)) << jvm.stderr_text();
+    const pid_t pid = jvm.pid();
+    sleep(3);
+    TempDir tmp;
+    const std::string db = tmp.path("c2i.db");
+    Subprocess rec({kArcprof, "record", "-q", "-F", "2999", "-o", db, "-d", "5", "-p", std::to_string(pid)});
+    ASSERT_EQ(rec.Wait(), 0) << rec.stderr_text();
+    jvm.Signal(SIGKILL);
+    jvm.Wait();
+    RemoveJitFiles(pid);
+    Profile p = LoadCapture(db);
+    const SplitFigures f = Measure(p, pid);
+    ASSERT_GT(f.java, 200u) << label;
+    ASSERT_GT(f.deep, 200u) << label;
+    bool work_interpreted = false;
+    for (const FrameRecord& fr : p.frames.all()) {
+      if (fr.symbol == "Split.work" && fr.kind == FrameKind::kInterpreted) work_interpreted = true;
+    }
+    EXPECT_TRUE(work_interpreted) << label << ": Split.work was compiled after all";
+    EXPECT_GE(static_cast<double>(f.full) / static_cast<double>(f.java), 0.95)
+        << label << ": " << f.full << "/" << f.java << " main-thread samples carry main;drive;alpha|beta";
+    EXPECT_GE(static_cast<double>(f.deep_full) / static_cast<double>(f.deep), 0.95)
+        << label << ": " << f.deep_full << "/" << f.deep << " deep-thread samples carry d1..d7";
+    EXPECT_EQ(f.skipped, 0u) << label;
+    EXPECT_EQ(f.deep_skipped, 0u) << label;
   }
 }
 
@@ -222,7 +311,7 @@ TEST(JavaUnwindMisc, JvmInItsOwnMountAndPidNamespace) {
   sleep(3);
   TempDir tmp;
   const std::string db = tmp.path("container.db");
-  Subprocess rec({kArcprof, "record", "-o", db, "-d", "8", "-p", std::to_string(pid)});
+  Subprocess rec({kArcprof, "record", "-F", "4999", "-o", db, "-d", "8", "-p", std::to_string(pid)});
   ASSERT_EQ(rec.Wait(), 0) << rec.stderr_text();
   EXPECT_NE(rec.stderr_text().find("attached to JVM " + std::to_string(pid)), std::string::npos) << rec.stderr_text();
   kill(pid, SIGKILL);
@@ -232,9 +321,7 @@ TEST(JavaUnwindMisc, JvmInItsOwnMountAndPidNamespace) {
   ASSERT_GT(f.java, 200u) << "no samples on a thread named 'main': namespace tids not mapped?";
   ASSERT_GT(f.deep, 200u);
   EXPECT_GE(static_cast<double>(f.full) / static_cast<double>(f.java), 0.95) << f.full << "/" << f.java;
-  const double n = static_cast<double>(f.alpha + f.beta);
-  EXPECT_NEAR(static_cast<double>(f.alpha) / n, 0.75, std::max(0.02, 3 * std::sqrt(0.75 * 0.25 / n)))
-      << "alpha " << f.alpha << " beta " << f.beta;
+  ExpectThreeToOne(f, "namespaced JVM");
   EXPECT_EQ(f.skipped, 0u);
   EXPECT_EQ(f.deep_skipped, 0u);
 }
