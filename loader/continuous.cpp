@@ -1,6 +1,7 @@
 #include "loader/continuous.h"
 
 #include <fcntl.h>
+#include <malloc.h>
 #include <linux/capability.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -154,6 +155,10 @@ Result<int> RunContinuous(const ContinuousOptions& opt) {
       last_error_report = 0;
     }
     pending.reset();
+    // The window's trees and frames were freed just now; hand the heap's free
+    // pages back, so RSS follows what is live rather than the largest window
+    // (glibc keeps freed memory of its arenas otherwise, and RSS grows in steps).
+    malloc_trim(0);
     next_retry = UINT64_MAX;
     ++windows_written;
     if (opt.on_window_written) opt.on_window_written();

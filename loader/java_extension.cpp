@@ -1,8 +1,10 @@
 #include "loader/java_extension.h"
 
 #include <signal.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 
 #include <chrono>
@@ -29,8 +31,21 @@ using namespace arcprof::model;
 namespace {
 
 // New JVMs are looked for on every drain tick: samples taken before the
-// agent is in (its replay) cannot be named later.
+// agent is in (its replay) cannot be named later. Whole-machine sessions learn
+// of them from the side band (a process mapping libjvm.so), which costs no
+// /proc read; every kFullScanEveryNs they also list /proc, for mappings the
+// side band lost.
 constexpr uint64_t kScanEveryNs = 100'000'000;
+constexpr uint64_t kFullScanEveryNs = 5'000'000'000;
+
+// Whether a mapping is the executable code of a JVM (HotSpot or OpenJ9).
+bool MapsJvmLibrary(const MappingEvent& m) {
+  if ((m.prot & PROT_EXEC) == 0) return false;
+  std::string_view path = m.path;
+  const size_t slash = path.rfind('/');
+  if (slash != std::string_view::npos) path = path.substr(slash + 1);
+  return path == "libjvm.so" || path.starts_with("libj9vm");
+}
 // A process that just exec'd java maps libjvm.so and installs its signal
 // handlers within a fraction of a second; re-check it for this long.
 constexpr uint64_t kStartupGraceNs = 10'000'000'000;
@@ -78,6 +93,9 @@ std::string ReadComm(uint32_t pid) {
 class JavaExtension : public RecordExtension {
  public:
   explicit JavaExtension(const RecordOptions& options) : attach_(JavaAttachEnabled(options)), quiet_(options.quiet) {}
+  ~JavaExtension() override {
+    if (symbolizer_) symbolizer_->SetMappingObserver(nullptr);
+  }
 
   std::string_view name() const override { return "java"; }
 
@@ -90,6 +108,10 @@ class JavaExtension : public RecordExtension {
       return std::make_unique<SharedSource>(source);
     });
     if (!attach_) return {};
+    symbolizer_ = &context.symbolizer;
+    context.symbolizer.SetMappingObserver([this](uint32_t pid, const MappingEvent& mapping) {
+      if (MapsJvmLibrary(mapping)) mapped_jvm_.insert(pid);
+    });
     // JVMs already running are attached before sampling starts, so that the
     // replay of their existing code is stamped before the first sample.
     const uint64_t now = JitMonotonicNowNs();
@@ -99,6 +121,7 @@ class JavaExtension : public RecordExtension {
       if (!jvm.ok()) continue;
       if (jvm->hotspot && !jvm->catches_sigquit) {
         first_seen_.emplace(pid, now);  // still starting: the drain-tick scan retries it
+        starting_.insert(pid);
         continue;
       }
       attempted_.insert(pid);
@@ -114,6 +137,7 @@ class JavaExtension : public RecordExtension {
       }
     }
     last_scan_ns_ = now;
+    last_full_scan_ns_ = now;
     FlushMessages();
     return {};
   }
@@ -228,9 +252,17 @@ class JavaExtension : public RecordExtension {
 
   void ScanForNewJvms(RecordContext& context, uint64_t now) {
     std::vector<uint32_t> pids;
-    if (context.system_wide) {
+    if (context.system_wide && now - last_full_scan_ns_ < kFullScanEveryNs) {
+      // Between full scans: the processes the side band saw mapping a JVM,
+      // and JVMs still starting (not handling SIGQUIT yet).
+      for (uint32_t pid : mapped_jvm_) pids.push_back(pid);
+      mapped_jvm_.clear();
+      for (uint32_t pid : starting_) pids.push_back(pid);
+    } else if (context.system_wide) {
       // Only processes not looked at before: reading every process's maps
       // every second would cost more than the rest of the extension.
+      last_full_scan_ns_ = now;
+      mapped_jvm_.clear();
       std::set<uint32_t> alive;
       for (uint32_t pid : ListPids()) {
         alive.insert(pid);
@@ -244,6 +276,9 @@ class JavaExtension : public RecordExtension {
       pids = context.target_pids;
       for (auto& [pid, entry] : sources_) pids.push_back(pid);
     }
+    std::sort(pids.begin(), pids.end());
+    pids.erase(std::unique(pids.begin(), pids.end()), pids.end());
+    starting_.clear();
     for (uint32_t pid : pids) {
       if (attempted_.count(pid)) continue;
       auto jvm = InspectJvm(pid);
@@ -256,7 +291,10 @@ class JavaExtension : public RecordExtension {
       if (jvm->hotspot && !jvm->catches_sigquit) {
         // Still starting: signalling now would kill it. Try again later.
         auto [it, added] = first_seen_.emplace(pid, now);
-        if (now - it->second < kStartupGraceNs) continue;
+        if (now - it->second < kStartupGraceNs) {
+          starting_.insert(pid);
+          continue;
+        }
       }
       attempted_.insert(pid);
       pending_.push_back(std::async(std::launch::async, [this, pid] { AttachOne(pid); }));
@@ -337,6 +375,10 @@ class JavaExtension : public RecordExtension {
   std::set<uint32_t> attempted_;
   std::map<uint32_t, uint64_t> first_seen_;
   std::set<uint32_t> not_jvm_;  // looked at for longer than the start-up grace
+  std::set<uint32_t> mapped_jvm_;  // mapped libjvm.so since the last scan (side band)
+  std::set<uint32_t> starting_;    // JVMs not handling SIGQUIT yet: looked at every scan
+  uint64_t last_full_scan_ns_ = 0;
+  Symbolizer* symbolizer_ = nullptr;  // holds our mapping observer while attaching
   std::vector<std::future<void>> pending_;
   uint64_t last_scan_ns_ = 0;
   std::mutex mu_;  // attach threads report through messages_ and the counters

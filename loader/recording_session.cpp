@@ -170,7 +170,14 @@ struct RecordingSession::State {
   bool off_cpu = false;
   std::unordered_map<uint64_t, std::pair<uint64_t, uint64_t>> offcpu_reported;
 
+  // Keys whose thread had exited at the previous window close.
+  std::vector<uint64_t> offcpu_gone;
+
   // Adds the off-CPU time since the previous window to the open window.
+  // Keys of threads that had already exited at the previous close have all
+  // their time counted by now: they leave the BPF map, the processor and
+  // offcpu_reported, so a session under thread churn stays flat (and the
+  // fixed-size map does not fill up).
   void TakeOffCpu() {
     if (!off_cpu) return;
     for (const OffCpuTotal& t : sampler->ReadOffCpu()) {
@@ -178,6 +185,15 @@ struct RecordingSession::State {
       processor->AddOffCpu(t.key, t.ns - std::min(ns, t.ns), t.count - std::min(count, t.count));
       ns = t.ns;
       count = t.count;
+    }
+    for (uint64_t key : offcpu_gone) {
+      sampler->DeleteOffCpu(key);
+      processor->ForgetOffCpu(key);
+      offcpu_reported.erase(key);
+    }
+    offcpu_gone.clear();
+    for (const auto& [key, tid] : processor->OffCpuKeys()) {
+      if (tid != 0 && kill(static_cast<pid_t>(tid), 0) != 0 && errno == ESRCH) offcpu_gone.push_back(key);
     }
   }
   SamplerCounters final_counters;

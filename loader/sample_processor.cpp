@@ -304,6 +304,15 @@ void SampleProcessor::AddOffCpu(uint64_t key, uint64_t ns, uint64_t intervals) {
   offcpu_intervals_ += intervals;
 }
 
+std::vector<std::pair<uint64_t, uint32_t>> SampleProcessor::OffCpuKeys() const {
+  std::vector<std::pair<uint64_t, uint32_t>> out;
+  out.reserve(offcpu_stacks_.size());
+  for (const auto& [key, stack] : offcpu_stacks_) out.emplace_back(key, stack.tid);
+  return out;
+}
+
+void SampleProcessor::ForgetOffCpu(uint64_t key) { offcpu_stacks_.erase(key); }
+
 // A thread's first sample, or a new name (exec): the process's command line
 // and name are taken now, while the symbolizer still knows the process (it
 // forgets processes some time after they exit).

@@ -44,6 +44,10 @@ class SampleProcessor {
   // open window, at the stack the key's off-CPU record carried (kept across
   // windows). Time of a key whose record never arrived is counted apart.
   void AddOffCpu(uint64_t key, uint64_t ns, uint64_t intervals);
+  // Every off-CPU key kept with its thread, and forgetting a key whose thread exited (a long session sees
+  // millions of threads: their stacks must not be kept forever).
+  std::vector<std::pair<uint64_t, uint32_t>> OffCpuKeys() const;  // (key, tid)
+  void ForgetOffCpu(uint64_t key);
 
   // Closes the open window: fills thread names and command lines from what
   // the symbolizer knows, stores the counters since the previous window

@@ -259,6 +259,10 @@ SamplerCounters Sampler::ReadCounters() const {
   return out;
 }
 
+void Sampler::DeleteOffCpu(uint64_t key) {
+  if (options_.off_cpu) bpf_map_delete_elem(bpf_map__fd(skel_->maps.offcpu_time), &key);
+}
+
 std::vector<OffCpuTotal> Sampler::ReadOffCpu() const {
   std::vector<OffCpuTotal> out;
   if (!options_.off_cpu) return out;

@@ -93,6 +93,8 @@ class Sampler {
   SamplerCounters ReadCounters() const;
   // Every off-CPU key and its time so far (--off-cpu; empty otherwise).
   std::vector<OffCpuTotal> ReadOffCpu() const;
+  // Removes an off-CPU key (its thread exited and its time was read).
+  void DeleteOffCpu(uint64_t key);
   uint64_t sideband_lost() const { return sideband_lost_; }
 
  private:

@@ -93,6 +93,7 @@ struct Symbolizer::Impl {
   KernelResolver kernel;
   JitResolver jit;
   std::vector<UserCacheEntry> user_cache;
+  Symbolizer::MappingObserver mapping_observer;
   std::map<std::string, std::string> build_ids;  // module -> build-id, kept after files close
   uint64_t next_forget_ns = 0;
   uint64_t next_liveness_ns = 0;
@@ -265,6 +266,7 @@ void Symbolizer::OnMmap(uint32_t pid, uint64_t t_ns, const MappingEvent& mapping
   impl_->MaybeForget(t_ns);
   impl_->EnsureKnown(pid, t_ns);
   impl_->AddMapping(pid, t_ns, mapping, /*dedupe=*/false);
+  if (impl_->mapping_observer) impl_->mapping_observer(pid, mapping);
 }
 
 void Symbolizer::OnExec(uint32_t pid, uint64_t t_ns, std::string_view comm) {
@@ -406,6 +408,10 @@ void Symbolizer::SetJitSymbolSourceFactory(JitSymbolSourceFactory factory) {
   impl_->jit.SetFactory(std::move(factory));
   // Cached kJitNoMap answers predate the source.
   for (auto& slot : impl_->user_cache) slot.valid_until = 0;
+}
+
+void Symbolizer::SetMappingObserver(MappingObserver observer) {
+  impl_->mapping_observer = std::move(observer);
 }
 
 const SymbolizerStats& Symbolizer::stats() const {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -161,6 +162,12 @@ class Symbolizer {
 
   // Installs the source of JIT symbols for anonymous executable memory.
   void SetJitSymbolSourceFactory(JitSymbolSourceFactory factory);
+
+  // Called from OnMmap for every mapping event (after the mapping is added),
+  // so that an extension learns which processes map its runtime (libjvm.so)
+  // from the side band instead of reading every process's /proc maps.
+  using MappingObserver = std::function<void(uint32_t pid, const MappingEvent& mapping)>;
+  void SetMappingObserver(MappingObserver observer);
 
   const SymbolizerStats& stats() const;
 
