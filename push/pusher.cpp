@@ -217,7 +217,15 @@ void Pusher::Run() {
     const bool done = Pass(remaining, wait);
     {
       std::lock_guard lock(mutex_);
-      if (stopping_ && (remaining == 0 || !done || Clock::now() >= stop_deadline_)) return;
+      if (stopping_ && (remaining == 0 || !done || Clock::now() >= stop_deadline_)) {
+        // A window written while this pass ran (the last one, at SIGTERM) is
+        // not in its count: one more pass sends it.
+        if (done && remaining == 0 && pending_ && Clock::now() < stop_deadline_) {
+          pending_ = false;
+          continue;
+        }
+        return;
+      }
     }
     if (done && remaining == 0) {
       if (Wait(Clock::now() + std::chrono::hours(1), true)) {

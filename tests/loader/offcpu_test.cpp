@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <vector>
@@ -97,6 +98,19 @@ TEST(OffCpuRecords, FoldTimeUnderTheReasonAndRoundTrip) {
     if (node.offcpu > 0 && next.frames.at(node.frame).symbol == "off-cpu:sleep") sleep_ns += node.offcpu;
   }
   EXPECT_EQ(sleep_ns, 2'000u);
+
+  // A long session forgets the stacks of keys whose thread exited: their
+  // time later is unattributed, not kept forever.
+  auto keys = processor.OffCpuKeys();
+  std::sort(keys.begin(), keys.end());
+  ASSERT_EQ(keys.size(), 2u);
+  EXPECT_EQ(keys[0], (std::pair<uint64_t, uint32_t>{7, 4242}));
+  EXPECT_EQ(keys[1], (std::pair<uint64_t, uint32_t>{8, 4242}));
+  processor.ForgetOffCpu(7);
+  ASSERT_EQ(processor.OffCpuKeys().size(), 1u);
+  processor.AddOffCpu(7, 900, 1);
+  Profile after = processor.TakeWindow();
+  EXPECT_EQ(after.counters["offcpu_unattributed_ns"], 900);
 }
 
 }  // namespace

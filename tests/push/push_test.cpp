@@ -11,6 +11,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <map>
 #include <mutex>
 #include <regex>
@@ -477,6 +478,89 @@ TEST(PushCli, StoreServerDownForTwoWindowsThenUp) {
   }
   ASSERT_EQ(received.size(), 3u);
   for (const std::string& id : ids) EXPECT_EQ(received[ProfileUuid(id)], 1) << id;
+}
+
+// End to end: a real `arcprof continuous --push URL` (root: BPF sampling) with
+// the server down for its first two windows, then up. Every window of the
+// store arrives exactly once (its profile id from the store's window id), is
+// decoded with the real protos by the server and read by `go tool pprof`
+// with the window's own sample count; the store ends with no unsent window.
+TEST(PushContinuous, ServerDownForTwoWindowsThenUpEveryWindowOnce) {
+  REQUIRE_TOOLS();
+  if (geteuid() != 0) {
+    if (InCi()) FAIL() << "needs root to load BPF programs (CI=true: must not skip)";
+    GTEST_SKIP() << "needs root to load BPF programs";
+  }
+  TempDir tmp;
+  const std::string dir = tmp.File("store");
+  const int port = FreePort();
+  const std::string url = "http://127.0.0.1:" + std::to_string(port);
+  Subprocess spin({"/bin/sh", "-c", "while :; do :; done"}, false);
+  Subprocess daemon({kArcprof, "continuous", "--store", dir, "--window", "2s", "-p",
+                     std::to_string(spin.pid()), "--no-java", "--push", url, "--service-name",
+                     "arcprof-e2e"});
+  ASSERT_TRUE(daemon.WaitForStderr("continuous capture", 30)) << daemon.stderr_text();
+  auto windows = [&] {
+    auto store = WindowStore::OpenForReading(dir);
+    return store.ok() ? store->List() : std::vector<StoredWindow>{};
+  };
+  ASSERT_TRUE(WaitFor([&] { return windows().size() >= 2; }, 30s)) << daemon.stderr_text();
+  for (const StoredWindow& w : windows()) EXPECT_FALSE(w.sent) << w.id;  // nobody listening yet
+
+  std::filesystem::create_directory(tmp.File("srv-out"));
+  Server server(tmp.File("srv-out"), port);
+  ASSERT_EQ(server.port(), port) << server.stderr_text();
+  // The backed-up windows and at least one more arrive while it runs.
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        const auto w = windows();
+        size_t sent = 0;
+        for (const StoredWindow& x : w) sent += x.sent;
+        return w.size() >= 4 && sent >= 3;
+      },
+      60s))
+      << daemon.stderr_text();
+  daemon.Signal(SIGTERM);
+  ASSERT_EQ(daemon.Wait(), 0) << daemon.stderr_text();
+
+  std::map<std::string, int> received;
+  std::map<std::string, std::string> file_of;
+  uint64_t request_bytes = 0;
+  size_t requests = 0;
+  for (const auto& request : server.Requests()) {
+    EXPECT_EQ(request["path"], "/push.v1.PusherService/Push");
+    ++requests;
+    for (const auto& series : request["series"]) {
+      EXPECT_EQ(series["labels"]["__name__"], "process_cpu");
+      EXPECT_EQ(series["labels"]["service_name"], "arcprof-e2e");
+      for (const auto& sample : series["samples"]) {
+        const std::string id = sample["id"].get<std::string>();
+        ++received[id];
+        file_of[id] = sample["file"].get<std::string>();
+        request_bytes += sample["bytes"].get<uint64_t>();
+      }
+    }
+  }
+  const auto stored = windows();
+  ASSERT_GE(stored.size(), 4u);
+  EXPECT_EQ(received.size(), stored.size());
+  auto store = WindowStore::OpenForReading(dir);
+  ASSERT_TRUE(store.ok());
+  uint64_t samples = 0;
+  for (const StoredWindow& w : stored) {
+    EXPECT_TRUE(w.sent) << w.id;
+    const std::string uuid = ProfileUuid(w.id);
+    EXPECT_EQ(received[uuid], 1) << "window " << w.id;
+    auto profile = store->Read(w.id);
+    ASSERT_TRUE(profile.ok()) << profile.error().message;
+    samples += profile->total_samples();
+    if (profile->total_samples() == 0 || !file_of.count(uuid)) continue;
+    std::string top;
+    EXPECT_EQ(GoPprofTotal(tmp.path(), file_of[uuid], &top), profile->total_samples()) << top;
+  }
+  EXPECT_GT(samples, 0u);
+  std::cout << stored.size() << " windows, " << requests << " requests, " << request_bytes
+            << " pprof bytes pushed (" << request_bytes / stored.size() << " per 2 s window)\n";
 }
 
 }  // namespace
