@@ -23,22 +23,6 @@ uint32_t FrameTable::Intern(const FrameRecord& frame) {
   return id;
 }
 
-std::string UnknownFrameLocation(const FrameRecord& frame) {
-  if (!frame.symbol.empty() || frame.kind != FrameKind::kNative || frame.module.empty() ||
-      frame.address == 0 || frame.inlined) {
-    return "";
-  }
-  const size_t slash = frame.module.rfind('/');
-  const std::string base = slash == std::string::npos ? frame.module : frame.module.substr(slash + 1);
-  if (base.empty()) return "";
-  char offset[24];
-  snprintf(offset, sizeof(offset), "+0x%llx", static_cast<unsigned long long>(frame.address));
-  if (base.front() == '[' && base.back() == ']') {
-    return base.substr(0, base.size() - 1) + offset + "]";  // [vdso]+...
-  }
-  return "[" + base + offset + "]";
-}
-
 CallTree::CallTree() { nodes_.push_back(Node{}); }
 
 uint32_t CallTree::Child(uint32_t parent, uint32_t frame) {

@@ -30,10 +30,7 @@ struct FrameRecord {
   bool operator==(const FrameRecord&) const = default;
 };
 
-// Where an unnamed native frame is, as reports show it: "[libfoo.so+0x1a2b]"
-// (module base name, the instruction's file vaddr that the capture keeps);
-// "" for named frames and unknown frames without a module or an offset.
-std::string UnknownFrameLocation(const FrameRecord& frame);
+// How a frame is shown (the one display name of every view): model/frame_name.h.
 
 struct FrameRecordHash {
   size_t operator()(const FrameRecord& f) const;

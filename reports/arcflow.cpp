@@ -1,6 +1,8 @@
 // The arcflow model and its transforms (merge threads, --root, --min).
 #include "reports/arcflow.h"
 
+#include "model/frame_name.h"
+
 #include <algorithm>
 #include <regex.h>
 #include <utility>
@@ -62,14 +64,6 @@ std::vector<uint32_t> ArcflowModel::Depths() const {
 }
 
 // ---------------------------------------------------------------- from a Profile
-
-std::string ArcflowFrameName(const FrameRecord& frame) {
-  if (!frame.symbol.empty()) return frame.symbol;
-  if (frame.reason == UnknownReason::kTruncated) return "[truncated]";
-  if (std::string at = UnknownFrameLocation(frame); !at.empty()) return at;
-  if (!frame.module.empty()) return "[" + frame.module + "]";
-  return "[unknown]";
-}
 
 namespace {
 
@@ -141,7 +135,7 @@ ArcflowModel ArcflowFromProfile(const Profile& profile, const ArcflowThreadFilte
     }
     uint32_t& c = consumer_of_frame[frame];
     if (c == ArcflowModel::kNone) {
-      c = model.InternConsumer(ArcflowFrameName(profile.frames.at(frame)), ConsumerKind::kFunction);
+      c = model.InternConsumer(FrameDisplayName(profile.frames.at(frame)), ConsumerKind::kFunction);
     }
     return c;
   };

@@ -105,8 +105,7 @@ struct ArcflowThreadFilter {
 // with the same display name become one consumer.
 ArcflowModel ArcflowFromProfile(const model::Profile& profile, const ArcflowThreadFilter& filter,
                                 bool merge_threads);
-// The name a frame has as a consumer.
-std::string ArcflowFrameName(const model::FrameRecord& frame);
+// A frame's consumer name is model::FrameDisplayName (model/frame_name.h).
 
 // (b) A complete call tree: one line per context, "<consumer>... <n> <Y>"
 // (whitespace separated), "#!" directives for the bindings and threads.

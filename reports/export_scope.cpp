@@ -1,5 +1,7 @@
 #include "reports/export_scope.h"
 
+#include "model/frame_name.h"
+
 #include <regex.h>
 
 #include <vector>
@@ -38,14 +40,6 @@ constexpr uint32_t kDropped = 0xffffffffu;
 
 }  // namespace
 
-std::string RootMatchName(const FrameRecord& frame) {
-  if (!frame.symbol.empty()) return frame.symbol;
-  if (frame.reason == UnknownReason::kTruncated) return "[truncated]";
-  if (std::string at = UnknownFrameLocation(frame); !at.empty()) return at;
-  if (!frame.module.empty()) return "[" + frame.module + "]";
-  return "[unknown]";
-}
-
 Result<Profile> ScopeProfile(const Profile& profile, const ExportOptions& options) {
   if (!(options.min_percent >= 0 && options.min_percent <= 100)) {
     return MakeError("--min must be a percentage between 0 and 100");
@@ -61,7 +55,7 @@ Result<Profile> ScopeProfile(const Profile& profile, const ExportOptions& option
     root_frame.resize(profile.frames.size());
     bool any = false;
     for (size_t f = 0; f < profile.frames.size(); ++f) {
-      const std::string name = RootMatchName(profile.frames.at(static_cast<uint32_t>(f)));
+      const std::string name = FrameDisplayName(profile.frames.at(static_cast<uint32_t>(f)));
       root_frame[f] = name == options.root || regex.Matches(name);
       any = any || root_frame[f];
     }

@@ -10,9 +10,8 @@
 
 namespace arcprof::reports {
 
-// The name --root matches against: the frame's symbol, "[module]", "[truncated]"
-// or "[unknown]" (the names of the arcflow reports).
-std::string RootMatchName(const model::FrameRecord& frame);
+// --root matches a frame's display name (model::FrameDisplayName), the name
+// every view shows.
 
 // A copy of `profile` with only the selected threads, each tree restricted to
 // the subtrees under the outermost frames matching options.root (re-rooted

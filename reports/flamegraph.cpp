@@ -1,5 +1,7 @@
 #include "reports/flamegraph.h"
 
+#include "model/frame_name.h"
+
 #include <algorithm>
 #include <charconv>
 #include <cmath>
@@ -236,7 +238,7 @@ FlameTree FlameTreeFromProfile(const Profile& profile, const ThreadFilter& filte
       if (parent == FlameTree::kNone) continue;
       if (!named[node.frame]) {
         const FrameRecord& frame = profile.frames.at(node.frame);
-        names[node.frame] = std::string(StripFoldedSuffix(FoldedFrameName(frame)));
+        names[node.frame] = FrameDisplayName(frame);
         kinds[node.frame] = KindOfFrame(frame);
         named[node.frame] = true;
       }

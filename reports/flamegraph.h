@@ -83,7 +83,7 @@ class FlameTree {
 
 // The selected threads of a capture: "all", then the process name (threads of
 // one process merge, as in folded stacks), then the frames root first, named
-// as FoldedFrameName without its colour suffix.
+// by model::FrameDisplayName (the SVG/HTML writers escape them).
 FlameTree FlameTreeFromProfile(const model::Profile& profile, const model::ThreadFilter& filter);
 
 // Folded stacks ("frame;frame;...;leaf COUNT" per line, the output of

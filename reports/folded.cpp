@@ -1,5 +1,7 @@
 #include "reports/folded.h"
 
+#include "model/frame_name.h"
+
 #include <algorithm>
 #include <ostream>
 #include <string_view>
@@ -32,32 +34,10 @@ std::string Sanitize(std::string name) {
   return name;
 }
 
-std::string BaseName(const std::string& path) {
-  const auto slash = path.rfind('/');
-  return slash == std::string::npos ? path : path.substr(slash + 1);
-}
-
 }  // namespace
 
 std::string FoldedFrameName(const FrameRecord& frame) {
-  std::string name;
-  if (!frame.symbol.empty()) {
-    name = frame.symbol;
-  } else if (frame.reason == UnknownReason::kTruncated) {
-    name = "[truncated]";
-  } else if (std::string at = UnknownFrameLocation(frame); !at.empty()) {
-    name = std::move(at);
-  } else {
-    const std::string base = BaseName(frame.module);
-    if (base.empty()) {
-      name = "[unknown]";
-    } else if (base.front() == '[' && base.back() == ']') {
-      name = base;  // already a pseudo name such as [vdso]
-    } else {
-      name = "[" + base + "]";
-    }
-  }
-  name = Sanitize(std::move(name));
+  std::string name = Sanitize(FrameDisplayName(frame));
   if (frame.inlined) return name + "_[i]";
   switch (frame.kind) {
     case FrameKind::kKernel: return name + "_[k]";

@@ -13,9 +13,8 @@
 
 namespace arcprof::reports {
 
-// The frame as a folded-stack element: ';' -> ':', control characters -> '?',
-// unknown frames as "[<module basename>]" or "[unknown]", then the FlameGraph
-// color suffix: "_[i]" inlined, "_[k]" kernel, "_[j]" JIT or interpreted.
+// The frame as a folded-stack element: model::FrameDisplayName with ';' -> ':'
+// and control characters -> '?', then the FlameGraph color suffix: "_[i]" inlined, "_[k]" kernel, "_[j]" JIT or interpreted.
 std::string FoldedFrameName(const model::FrameRecord& frame);
 // The first element of every line: the process name, spaces -> '_'.
 std::string FoldedProcessName(const model::ThreadRecord& thread);

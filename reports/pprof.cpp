@@ -1,5 +1,7 @@
 #include "reports/pprof.h"
 
+#include "model/frame_name.h"
+
 #include "model/metric.h"
 
 #include <zlib.h>
@@ -11,7 +13,6 @@
 
 #include "proto/profile.pb.h"
 #include "reports/export_text.h"
-#include "reports/folded.h"
 
 namespace arcprof::reports {
 using namespace arcprof::model;
@@ -33,12 +34,8 @@ class StringTable {
   std::unordered_map<std::string, int64_t> index_;
 };
 
-// The name pprof shows: the symbol as recorded; unknown frames get the
-// placeholder of the folded export ("[libz.so.1]", "[unknown]", "[truncated]").
-std::string FunctionName(const FrameRecord& frame) {
-  if (!frame.symbol.empty()) return ValidUtf8(frame.symbol);
-  return ValidUtf8(StripFoldedSuffix(FoldedFrameName(frame)));
-}
+// The name pprof shows: the frame's display name, as every view shows it.
+std::string FunctionName(const FrameRecord& frame) { return ValidUtf8(FrameDisplayName(frame)); }
 
 // Kernel frames share pprof's conventional kernel mapping name; JIT and
 // interpreted code and frames without a module have no mapping.

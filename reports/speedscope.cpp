@@ -1,22 +1,20 @@
 #include "reports/speedscope.h"
 
+#include "model/frame_name.h"
+
 #include <algorithm>
 #include <map>
 #include <ostream>
 #include <vector>
 
 #include "reports/export_text.h"
-#include "reports/folded.h"
 
 namespace arcprof::reports {
 using namespace arcprof::model;
 namespace {
 
 // Frames are keyed by index in speedscope, so equal (name, file) pairs share one.
-std::string FrameName(const FrameRecord& frame) {
-  if (!frame.symbol.empty()) return frame.symbol;
-  return std::string(StripFoldedSuffix(FoldedFrameName(frame)));
-}
+std::string FrameName(const FrameRecord& frame) { return FrameDisplayName(frame); }
 
 }  // namespace
 

@@ -1,5 +1,7 @@
 #include "reports/tprof.h"
 
+#include "model/frame_name.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -39,9 +41,7 @@ std::string ModuleDisplay(const FrameRecord* frame) {
 
 std::string SymbolDisplay(const FrameRecord* frame) {
   if (frame == nullptr) return "[no frames]";
-  if (!frame->symbol.empty()) return frame->symbol;
-  if (std::string at = UnknownFrameLocation(*frame); !at.empty()) return at;
-  return "[unknown: " + UnknownFrameReason(*frame) + "]";
+  return FrameDisplayName(*frame);
 }
 
 // A row while it is being built: children keyed by identity, not by display.

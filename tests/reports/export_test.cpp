@@ -2,6 +2,7 @@
 // --root/--min scoping, flame trees (from captures and from folded text), the
 // SVG writer, pprof (decoded with the generated protobuf classes), speedscope
 // JSON, the differential report and the CLI glue.
+#include <algorithm>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <zlib.h>
@@ -16,6 +17,8 @@
 
 #include "proto/profile.pb.h"
 #include "store/capture_store.h"
+#include "model/frame_name.h"
+#include "reports/arcflow.h"
 #include "reports/diff.h"
 #include "reports/export_formats.h"
 #include "reports/export_scope.h"
@@ -25,6 +28,7 @@
 #include "reports/pprof.h"
 #include "cli/report_cli.h"
 #include "reports/speedscope.h"
+#include "reports/tprof.h"
 #include "tests/reports/golden.h"
 #include "tests/reports/test_profiles.h"
 #include "tests/layer_names.h"
@@ -53,14 +57,19 @@ uint64_t ValueAt(const FlameTree& tree, const std::string& path) {
 }
 
 // Every root-to-node path of the tree with its value, for comparing trees.
-std::map<std::string, uint64_t> AllPaths(const FlameTree& tree) {
+// folded_names: each name as the folded format can carry it (';' -> ':').
+std::map<std::string, uint64_t> AllPaths(const FlameTree& tree, bool folded_names = false) {
   std::map<std::string, uint64_t> paths;
   std::vector<std::pair<uint32_t, std::string>> stack = {{FlameTree::kRoot, "all"}};
   while (!stack.empty()) {
     auto [node, path] = stack.back();
     stack.pop_back();
     paths[path] = tree.node(node).value;
-    for (uint32_t c : tree.children(node)) stack.emplace_back(c, path + ";" + tree.name(c));
+    for (uint32_t c : tree.children(node)) {
+      std::string name(tree.name(c));
+      if (folded_names) std::replace(name.begin(), name.end(), ';', ':');
+      stack.emplace_back(c, path + ";" + name);
+    }
   }
   return paths;
 }
@@ -180,7 +189,13 @@ TEST(FlameTree, FoldedTextGivesTheSameTreeAsTheCapture) {
   WriteFolded(SampleProfile(), {}, folded);
   auto parsed = ParseFoldedStacks(folded.str());
   ASSERT_TRUE(parsed.ok()) << parsed.error().message;
-  EXPECT_EQ(AllPaths(*parsed), AllPaths(FlameTreeFromProfile(SampleProfile(), {})));
+  // The capture's tree carries the display names (model/frame_name.h), Java's
+  // "Lcom/acme/App;.run()V" included; folded text has ':' for the ';'.
+  const FlameTree from_capture = FlameTreeFromProfile(SampleProfile(), {});
+  EXPECT_EQ(AllPaths(*parsed), AllPaths(from_capture, true));
+  EXPECT_EQ(AllPaths(from_capture).count(
+                "all;java;__libc_start_main;JavaThread::run();Lcom/acme/App;.run()V"),
+            1u);
   // Kinds from the colour suffixes.
   const uint32_t java = parsed->FindChild(FlameTree::kRoot, "java", FlameKind::kProcess);
   ASSERT_NE(java, FlameTree::kNone);
@@ -390,6 +405,93 @@ TEST(Speedscope, OneSampledProfilePerThread) {
   // Stacks root first: the busy loop's first sample starts at __libc_start_main.
   const auto& busy = json["profiles"][2];
   EXPECT_EQ(frames[busy["samples"][0][0].get<size_t>()]["name"], "__libc_start_main");
+}
+
+// ---------------------------------------------------------------- one frame name
+
+// A stripped libc frame (with and without the offset the capture keeps), a
+// vDSO frame, a frame of nothing known and a Java frame: every view and export
+// shows each by model::FrameDisplayName, the same text.
+TEST(FrameDisplayName, EveryViewAndExportShowsTheSameName) {
+  Profile profile;
+  profile.meta.frequency_hz = 99;
+  auto frame = [&](std::string module, std::string symbol, FrameKind kind, uint64_t address,
+                   UnknownReason reason) {
+    FrameRecord f;
+    f.module = std::move(module);
+    f.symbol = std::move(symbol);
+    f.kind = kind;
+    f.address = address;
+    f.reason = reason;
+    return profile.frames.Intern(f);
+  };
+  const uint32_t main_f = frame("/usr/bin/app", "main", FrameKind::kNative, 0x1000, UnknownReason::kNone);
+  const std::string libc = "/usr/lib/x86_64-linux-gnu/libc.so.6";
+  const uint32_t stripped = frame(libc, "", FrameKind::kNative, 0, UnknownReason::kStripped);
+  const uint32_t located = frame(libc, "", FrameKind::kNative, 0x9a1b0, UnknownReason::kStripped);
+  const uint32_t vdso = frame("[vdso]", "", FrameKind::kNative, 0, UnknownReason::kNoSymbols);
+  const uint32_t nothing = frame("", "", FrameKind::kUnknown, 0, UnknownReason::kUnmapped);
+  const uint32_t java = frame("JITCODE", "Lcom/acme/App;.run()V", FrameKind::kJit, 0x7f00, UnknownReason::kNone);
+  const std::vector<std::pair<uint32_t, std::string>> expected = {
+      {stripped, "[libc.so.6]"}, {located, "[libc.so.6+0x9a1b0]"}, {vdso, "[vdso]"},
+      {nothing, "[unknown]"}, {java, "Lcom/acme/App;.run()V"}};
+  const uint32_t t = profile.ThreadIndex(7, 7);
+  profile.threads[t].comm = profile.threads[t].process_comm = "app";
+  uint64_t count = 1;
+  for (const auto& [id, name] : expected) {
+    EXPECT_EQ(FrameDisplayName(profile.frames.at(id)), name);
+    const uint32_t stack[] = {main_f, id};
+    profile.trees[t].AddStack(stack, count++);
+  }
+
+  // Views: tprof symbol rows, arcflow consumers (xtree, xarc, xprof), the flame tree
+  // (SVG, HTML, diff).
+  TprofOptions by_sym;
+  by_sym.levels = {TprofLevel::kModule, TprofLevel::kSymbol};
+  std::set<std::string> tprof_names, arcflow_names, flame_names, speedscope_names, pprof_names;
+  for (const auto& module : BuildTprof(profile, by_sym).rows) {
+    for (const auto& row : module.children) tprof_names.insert(row.name);
+  }
+  const ArcflowModel model = ArcflowFromProfile(profile, {}, true);
+  for (uint32_t i = 1; i < model.nodes().size(); ++i) arcflow_names.insert(model.name(i));
+  const FlameTree tree = FlameTreeFromProfile(profile, {});
+  std::vector<uint32_t> todo = {FlameTree::kRoot};
+  while (!todo.empty()) {
+    const uint32_t node = todo.back();
+    todo.pop_back();
+    for (uint32_t c : tree.children(node)) {
+      flame_names.insert(tree.name(c));
+      todo.push_back(c);
+    }
+  }
+  std::ostringstream svg;
+  WriteFlameGraphSvg(tree, {}, svg);
+  // Exports: speedscope, pprof, folded.
+  std::ostringstream speedscope;
+  WriteSpeedscope(profile, {}, speedscope);
+  const auto speedscope_json = nlohmann::json::parse(speedscope.str());
+  for (const auto& f : speedscope_json["shared"]["frames"]) {
+    speedscope_names.insert(f["name"].get<std::string>());
+  }
+  perftools::profiles::Profile pprof;
+  ASSERT_TRUE(pprof.ParseFromString(EncodePprof(profile, {})));
+  for (const auto& f : pprof.function()) pprof_names.insert(pprof.string_table(static_cast<int>(f.name())));
+  std::ostringstream folded;
+  WriteFolded(profile, {}, folded);
+
+  for (const auto& [id, name] : expected) {
+    SCOPED_TRACE(name);
+    EXPECT_EQ(tprof_names.count(name), 1u);
+    EXPECT_EQ(arcflow_names.count(name), 1u);
+    EXPECT_EQ(flame_names.count(name), 1u);
+    EXPECT_NE(svg.str().find("<title>" + XmlEscape(name) + " ("), std::string::npos);
+    EXPECT_EQ(speedscope_names.count(name), 1u);
+    EXPECT_EQ(pprof_names.count(name), 1u);
+    // Folded text cannot hold ';' (it separates frames): ':' instead, then the kind suffix.
+    std::string in_folded = name;
+    std::replace(in_folded.begin(), in_folded.end(), ';', ':');
+    EXPECT_NE(folded.str().find(";" + in_folded), std::string::npos) << folded.str();
+  }
 }
 
 // ---------------------------------------------------------------- diff
