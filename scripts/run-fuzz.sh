@@ -21,7 +21,7 @@ for line in listing.splitlines():
     if m:
         argv = shlex.split(m.group(1))
         name = argv[0].rsplit("/", 1)[-1]
-        if re.search(only, name):
+        if re.search(only, name) and not name.endswith(".sh"):  # not the smoke test of this script
             commands.append((name, argv))
 def run(item):
     name, argv = item
