@@ -7,9 +7,11 @@
 #include <cerrno>
 #include <charconv>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <random>
 #include <string_view>
+#include <tuple>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -21,6 +23,7 @@
 
 #include "common/text.h"
 #include "store/atomic_file.h"
+#include "store/capture_blocks.h"
 #include "store/ptt_store.h"
 
 namespace arcprof::store {
@@ -63,6 +66,16 @@ CREATE TABLE modules (
   build_id TEXT NOT NULL DEFAULT '',
   UNIQUE (path, build_id)
 );
+CREATE TABLE counters (
+  window_id INTEGER NOT NULL REFERENCES windows(id),
+  name TEXT NOT NULL,
+  value INTEGER NOT NULL,
+  PRIMARY KEY (window_id, name)
+) WITHOUT ROWID;
+)sql";
+
+// Schema 1: one row per frame and per call tree node.
+constexpr const char* kSchema1Sql = R"sql(
 CREATE TABLE frames (
   id INTEGER PRIMARY KEY,
   module_id INTEGER NOT NULL REFERENCES modules(id),
@@ -83,12 +96,26 @@ CREATE TABLE nodes (
   base INTEGER NOT NULL,
   PRIMARY KEY (window_id, thread_id, node_id)
 ) WITHOUT ROWID;
-CREATE TABLE counters (
-  window_id INTEGER NOT NULL REFERENCES windows(id),
+)sql";
+
+// Schema 2: frames and call trees as compressed blocks (store/capture_blocks.h).
+constexpr const char* kSchema2Sql = R"sql(
+CREATE TABLE value_types (
+  id INTEGER PRIMARY KEY,
   name TEXT NOT NULL,
-  value INTEGER NOT NULL,
-  PRIMARY KEY (window_id, name)
-) WITHOUT ROWID;
+  unit TEXT NOT NULL
+);
+CREATE TABLE frame_blocks (
+  id INTEGER PRIMARY KEY,
+  raw_bytes INTEGER NOT NULL,
+  data BLOB NOT NULL
+);
+CREATE TABLE tree_blocks (
+  id INTEGER PRIMARY KEY,
+  window_id INTEGER NOT NULL REFERENCES windows(id),
+  raw_bytes INTEGER NOT NULL,
+  data BLOB NOT NULL
+);
 )sql";
 
 // Nanoseconds off CPU of the call tree nodes that have any (record --off-cpu).
@@ -102,8 +129,24 @@ CREATE TABLE offcpu_nodes (
 ) WITHOUT ROWID;
 )sql";
 
-constexpr const char* kTableNames[] = {"meta",    "captures", "windows", "threads",
-                                       "modules", "frames",   "nodes",   "counters"};
+// Tables every capture has, and those only one schema version has (the
+// optional offcpu_nodes belongs to schema 1; schema 2 keeps off-CPU time as a
+// value type of the tree blocks).
+constexpr const char* kCommonTables[] = {"meta", "captures", "windows", "threads", "modules", "counters"};
+constexpr const char* kSchema1Tables[] = {"frames", "nodes"};
+constexpr const char* kSchema2Tables[] = {"value_types", "frame_blocks", "tree_blocks"};
+
+// The schema version a table belongs to only, or 0 for tables of every version.
+int TableVersion(std::string_view name) {
+  if (name == "offcpu_nodes") return 1;
+  for (const char* t : kSchema1Tables) {
+    if (name == t) return 1;
+  }
+  for (const char* t : kSchema2Tables) {
+    if (name == t) return 2;
+  }
+  return 0;
+}
 
 // Bounds on what a capture may hold, checked while reading: a file handed to
 // arcprof is outside input, and a 150 KB file must not make a report take GBs.
@@ -144,7 +187,8 @@ std::string NormalizeSql(std::string_view sql) {
 const std::map<std::string, std::string>& KnownTables() {
   static const std::map<std::string, std::string> tables = [] {
     std::map<std::string, std::string> out;
-    for (const char* script : {kSchemaSql, kOffCpuSchemaSql, PttSchemaSql(), kPushSentTableSql}) {
+    for (const char* script : {kSchemaSql, kSchema1Sql, kSchema2Sql, kOffCpuSchemaSql, PttSchemaSql(),
+                                kPushSentTableSql}) {
       std::string_view rest(script);
       while (!rest.empty()) {
         const size_t end = std::min(rest.find(';'), rest.size());
@@ -189,6 +233,10 @@ std::string Hex128() {
 
 // ---------------------------------------------------------------- writing
 
+struct Blob {
+  std::string bytes;
+};
+
 class Writer {
  public:
   Writer(sqlite3* db, const std::string& path) : db_(db), path_(path) {}
@@ -231,6 +279,9 @@ class Writer {
     sqlite3_bind_text(stmt, index, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
   }
   static void Bind(sqlite3_stmt* stmt, int index, std::nullptr_t) { sqlite3_bind_null(stmt, index); }
+  static void Bind(sqlite3_stmt* stmt, int index, const Blob& v) {
+    sqlite3_bind_blob64(stmt, index, v.bytes.data(), v.bytes.size(), SQLITE_TRANSIENT);
+  }
 
   Error Fail(const std::string& what) const {
     return MakeError(path_ + ": cannot write capture: " + what, ErrorKind::kCapture);
@@ -259,70 +310,11 @@ std::vector<std::pair<std::string, std::string>> CaptureMetaRows(const CaptureMe
   };
 }
 
-Result<void> FillCapture(Writer& w, const Profile& profile) {
-  constexpr int64_t kCaptureId = 1;
+using CaptureOf = std::function<int64_t(const ThreadRecord&)>;
+
+// Schema 1: one row per module, frame and node; off-CPU time in offcpu_nodes.
+Result<void> FillFramesAndNodes1(Writer& w, const Profile& profile, const CaptureOf& capture_of) {
   constexpr int64_t kWindowId = 1;
-  if (auto r = w.Exec("BEGIN"); !r) return r;
-  if (auto r = w.Exec(kSchemaSql); !r) return r;
-
-  auto meta = w.Prepare("INSERT INTO meta (capture_id, key, value) VALUES (?, ?, ?)");
-  if (!meta) return meta.error();
-  for (const auto& [key, value] : std::vector<std::pair<std::string, std::string>>{
-           {"format", "arcprof capture"},
-           {"schema_version", std::to_string(kCaptureSchemaVersion)},
-       }) {
-    if (auto r = w.Insert(meta->get(), kStoreMetaId, key, value); !r) return r;
-  }
-
-  // A merge of several machines (ThreadRecord::host) is one capture and one
-  // window per host, each thread under its host's capture; otherwise one of each.
-  std::vector<std::string> hosts;
-  std::unordered_map<std::string, int64_t> host_ids;
-  for (const ThreadRecord& t : profile.threads) {
-    if (!t.host.empty() && host_ids.try_emplace(t.host, static_cast<int64_t>(hosts.size()) + 1).second) {
-      hosts.push_back(t.host);
-    }
-  }
-  if (hosts.empty()) hosts.push_back(profile.meta.host);
-  auto capture_of = [&](const ThreadRecord& t) -> int64_t {
-    auto it = host_ids.find(t.host);
-    return it == host_ids.end() ? kCaptureId : it->second;
-  };
-  for (size_t h = 0; h < hosts.size(); ++h) {
-    CaptureMeta host_meta = profile.meta;
-    host_meta.host = hosts[h];
-    for (const auto& [key, value] : CaptureMetaRows(host_meta)) {
-      if (auto r = w.Insert(meta->get(), static_cast<int64_t>(h) + 1, key, value); !r) return r;
-    }
-  }
-
-  auto capture = w.Prepare("INSERT INTO captures (id, uuid, host) VALUES (?, ?, ?)");
-  if (!capture) return capture.error();
-  auto window = w.Prepare("INSERT INTO windows (id, capture_id, start_ns, end_ns) VALUES (?, ?, ?, ?)");
-  if (!window) return window.error();
-  for (size_t h = 0; h < hosts.size(); ++h) {
-    const int64_t id = static_cast<int64_t>(h) + 1;  // capture h+1 has window h+1
-    if (auto r = w.Insert(capture->get(), id, Hex128(), hosts[h]); !r) return r;
-    if (auto r = w.Insert(window->get(), id, id, ToSql(profile.meta.start_monotonic_ns),
-                          ToSql(profile.meta.end_monotonic_ns));
-        !r) {
-      return r;
-    }
-  }
-
-  auto thread = w.Prepare(
-      "INSERT INTO threads (id, capture_id, pid, tid, comm, process_comm, cmdline) "
-      "VALUES (?, ?, ?, ?, ?, ?, ?)");
-  if (!thread) return thread.error();
-  for (size_t i = 0; i < profile.threads.size(); ++i) {
-    const ThreadRecord& t = profile.threads[i];
-    if (auto r = w.Insert(thread->get(), static_cast<int64_t>(i), capture_of(t), int64_t{t.pid},
-                          int64_t{t.tid}, t.comm, t.process_comm, t.cmdline);
-        !r) {
-      return r;
-    }
-  }
-
   auto module = w.Prepare("INSERT INTO modules (id, path, build_id) VALUES (?, ?, ?)");
   if (!module) return module.error();
   auto frame = w.Prepare(
@@ -389,6 +381,167 @@ Result<void> FillCapture(Writer& w, const Profile& profile) {
     }
   }
 
+  return {};
+}
+
+// Schema 2: modules as rows; frames and trees as compressed blocks
+// (store/capture_blocks.h, docs/capture-format.md "Blocks").
+Result<void> FillBlocks(Writer& w, const Profile& profile, const CaptureOf& capture_of) {
+  // Frames in (module, address, symbol) order, so addresses are small steps.
+  const auto& frames = profile.frames.all();
+  std::vector<uint32_t> order(frames.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<uint32_t>(i);
+  std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
+    const FrameRecord& x = frames[a];
+    const FrameRecord& y = frames[b];
+    return std::tie(x.module, x.address, x.symbol, x.kind, x.reason, x.inlined) <
+           std::tie(y.module, y.address, y.symbol, y.kind, y.reason, y.inlined);
+  });
+  auto module = w.Prepare("INSERT INTO modules (id, path, build_id) VALUES (?, ?, ?)");
+  if (!module) return module.error();
+  std::unordered_map<std::string, uint32_t> module_ids;
+  std::vector<uint32_t> file_frame(frames.size());
+  std::vector<BlockFrame> block_frames;
+  block_frames.reserve(frames.size());
+  for (uint32_t id : order) {
+    const FrameRecord& f = frames[id];
+    auto [it, inserted] = module_ids.try_emplace(f.module, static_cast<uint32_t>(module_ids.size()));
+    if (inserted) {
+      auto build_id = profile.build_ids.find(f.module);
+      const std::string bid = build_id == profile.build_ids.end() ? "" : build_id->second;
+      if (auto r = w.Insert(module->get(), int64_t{it->second}, f.module, bid); !r) return r;
+    }
+    file_frame[id] = static_cast<uint32_t>(block_frames.size());
+    block_frames.push_back(BlockFrame{it->second, &f});
+  }
+  auto frame_block = w.Prepare("INSERT INTO frame_blocks (id, raw_bytes, data) VALUES (?, ?, ?)");
+  if (!frame_block) return frame_block.error();
+  int64_t block_id = 0;
+  for (const std::string& raw : EncodeFrameBlocks(block_frames)) {
+    if (auto r = w.Insert(frame_block->get(), block_id++, static_cast<int64_t>(raw.size()), Blob{Deflate(raw)}); !r) {
+      return r;
+    }
+  }
+
+  // Value types: 0 is base (in meta unit); off-CPU nanoseconds when any node has some.
+  bool any_offcpu = false;
+  for (const CallTree& tree : profile.trees) {
+    for (const CallTree::Node& nd : tree.nodes()) any_offcpu = any_offcpu || nd.offcpu > 0;
+  }
+  const size_t value_count = any_offcpu ? 2 : 1;
+  auto value_type = w.Prepare("INSERT INTO value_types (id, name, unit) VALUES (?, ?, ?)");
+  if (!value_type) return value_type.error();
+  if (auto r = w.Insert(value_type->get(), int64_t{0}, std::string("base"), profile.meta.unit); !r) return r;
+  if (any_offcpu) {
+    if (auto r = w.Insert(value_type->get(), int64_t{1}, std::string("offcpu"), std::string("nanoseconds")); !r) {
+      return r;
+    }
+  }
+
+  // Trees grouped by window (one per host), each in its blocks.
+  std::map<int64_t, std::vector<FlatTree>> windows;
+  for (size_t t = 0; t < profile.trees.size(); ++t) {
+    const auto& nodes = profile.trees[t].nodes();
+    FlatTree flat;
+    flat.thread = static_cast<uint32_t>(t);
+    flat.parent.resize(nodes.size());
+    flat.frame.resize(nodes.size());
+    flat.n.resize(nodes.size());
+    flat.values.resize(nodes.size() * value_count);
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      flat.parent[i] = nodes[i].parent;
+      flat.frame[i] = i == 0 ? 0 : file_frame[nodes[i].frame];
+      flat.n[i] = nodes[i].n;
+      flat.values[i * value_count] = nodes[i].base;
+      if (any_offcpu) flat.values[i * value_count + 1] = nodes[i].offcpu;
+    }
+    windows[capture_of(profile.threads[t])].push_back(std::move(flat));
+  }
+  auto tree_block = w.Prepare("INSERT INTO tree_blocks (id, window_id, raw_bytes, data) VALUES (?, ?, ?, ?)");
+  if (!tree_block) return tree_block.error();
+  block_id = 0;
+  for (const auto& [window_id, trees] : windows) {
+    for (const std::string& raw : EncodeTreeBlocks(trees, value_count)) {
+      if (auto r = w.Insert(tree_block->get(), block_id++, window_id, static_cast<int64_t>(raw.size()),
+                            Blob{Deflate(raw)});
+          !r) {
+        return r;
+      }
+    }
+  }
+  return {};
+}
+
+Result<void> FillCapture(Writer& w, const Profile& profile, int schema_version) {
+  constexpr int64_t kCaptureId = 1;
+  constexpr int64_t kWindowId = 1;
+  if (auto r = w.Exec("BEGIN"); !r) return r;
+  if (auto r = w.Exec(kSchemaSql); !r) return r;
+  if (auto r = w.Exec(schema_version == 1 ? kSchema1Sql : kSchema2Sql); !r) return r;
+
+  auto meta = w.Prepare("INSERT INTO meta (capture_id, key, value) VALUES (?, ?, ?)");
+  if (!meta) return meta.error();
+  for (const auto& [key, value] : std::vector<std::pair<std::string, std::string>>{
+           {"format", "arcprof capture"},
+           {"schema_version", std::to_string(schema_version)},
+       }) {
+    if (auto r = w.Insert(meta->get(), kStoreMetaId, key, value); !r) return r;
+  }
+
+  // A merge of several machines (ThreadRecord::host) is one capture and one
+  // window per host, each thread under its host's capture; otherwise one of each.
+  std::vector<std::string> hosts;
+  std::unordered_map<std::string, int64_t> host_ids;
+  for (const ThreadRecord& t : profile.threads) {
+    if (!t.host.empty() && host_ids.try_emplace(t.host, static_cast<int64_t>(hosts.size()) + 1).second) {
+      hosts.push_back(t.host);
+    }
+  }
+  if (hosts.empty()) hosts.push_back(profile.meta.host);
+  auto capture_of = [&](const ThreadRecord& t) -> int64_t {
+    auto it = host_ids.find(t.host);
+    return it == host_ids.end() ? kCaptureId : it->second;
+  };
+  for (size_t h = 0; h < hosts.size(); ++h) {
+    CaptureMeta host_meta = profile.meta;
+    host_meta.host = hosts[h];
+    for (const auto& [key, value] : CaptureMetaRows(host_meta)) {
+      if (auto r = w.Insert(meta->get(), static_cast<int64_t>(h) + 1, key, value); !r) return r;
+    }
+  }
+
+  auto capture = w.Prepare("INSERT INTO captures (id, uuid, host) VALUES (?, ?, ?)");
+  if (!capture) return capture.error();
+  auto window = w.Prepare("INSERT INTO windows (id, capture_id, start_ns, end_ns) VALUES (?, ?, ?, ?)");
+  if (!window) return window.error();
+  for (size_t h = 0; h < hosts.size(); ++h) {
+    const int64_t id = static_cast<int64_t>(h) + 1;  // capture h+1 has window h+1
+    if (auto r = w.Insert(capture->get(), id, Hex128(), hosts[h]); !r) return r;
+    if (auto r = w.Insert(window->get(), id, id, ToSql(profile.meta.start_monotonic_ns),
+                          ToSql(profile.meta.end_monotonic_ns));
+        !r) {
+      return r;
+    }
+  }
+
+  auto thread = w.Prepare(
+      "INSERT INTO threads (id, capture_id, pid, tid, comm, process_comm, cmdline) "
+      "VALUES (?, ?, ?, ?, ?, ?, ?)");
+  if (!thread) return thread.error();
+  for (size_t i = 0; i < profile.threads.size(); ++i) {
+    const ThreadRecord& t = profile.threads[i];
+    if (auto r = w.Insert(thread->get(), static_cast<int64_t>(i), capture_of(t), int64_t{t.pid},
+                          int64_t{t.tid}, t.comm, t.process_comm, t.cmdline);
+        !r) {
+      return r;
+    }
+  }
+
+  if (schema_version == 1) {
+    if (auto r = FillFramesAndNodes1(w, profile, capture_of); !r) return r;
+  } else {
+    if (auto r = FillBlocks(w, profile, capture_of); !r) return r;
+  }
   auto counter = w.Prepare("INSERT INTO counters (window_id, name, value) VALUES (?, ?, ?)");
   if (!counter) return counter.error();
   for (const auto& [name, value] : profile.counters) {
@@ -678,6 +831,10 @@ class Reader {
         if (!has_sql || NormalizeSql(ColumnTextRaw(stmt->get(), 3)) != it->second) {
           return Corrupt("table " + shown + " is not declared the way arcprof declares it");
         }
+        if (const int version = TableVersion(name); version != 0 && version != schema_version_) {
+          return Corrupt("table " + shown + " does not belong in a schema " + std::to_string(schema_version_) +
+                         " capture");
+        }
       } else if (type == "index" && !has_sql && name.rfind("sqlite_autoindex_" + table + "_", 0) == 0 &&
                  known.count(table)) {
         // SQLite's index for a UNIQUE or PRIMARY KEY constraint of our tables.
@@ -728,7 +885,13 @@ class Reader {
   Result<void> CheckTables() {
     auto stmt = Prepare("SELECT type FROM sqlite_schema WHERE name = ?");
     if (!stmt) return stmt.error();
-    for (const char* name : kTableNames) {
+    std::vector<const char*> names(std::begin(kCommonTables), std::end(kCommonTables));
+    if (schema_version_ == 1) {
+      names.insert(names.end(), std::begin(kSchema1Tables), std::end(kSchema1Tables));
+    } else {
+      names.insert(names.end(), std::begin(kSchema2Tables), std::end(kSchema2Tables));
+    }
+    for (const char* name : names) {
       sqlite3_bind_text(stmt->get(), 1, name, -1, SQLITE_STATIC);
       const int rc = sqlite3_step(stmt->get());
       std::string type;
@@ -749,7 +912,8 @@ class Reader {
   // `text_columns` is set, else an INTEGER (or NULL when bit i of `nullable`
   // is set): text in an integer column must not read as 0.
   template <typename RowFn>
-  Result<void> ForEachRow(const char* sql, uint32_t text_columns, uint32_t nullable, RowFn&& row) {
+  Result<void> ForEachRow(const char* sql, uint32_t text_columns, uint32_t nullable, RowFn&& row,
+                          uint32_t blob_columns = 0) {
     auto stmt = Prepare(sql);
     if (!stmt) return stmt.error();
     const int columns = sqlite3_column_count(stmt->get());
@@ -760,11 +924,13 @@ class Reader {
       for (int c = 0; c < columns; ++c) {
         const int type = sqlite3_column_type(stmt->get(), c);
         const bool want_text = (text_columns >> c) & 1u;
+        const bool want_blob = (blob_columns >> c) & 1u;
         if (type == SQLITE_NULL && ((nullable >> c) & 1u)) continue;
-        if (type != (want_text ? SQLITE_TEXT : SQLITE_INTEGER)) {
+        const int want = want_blob ? SQLITE_BLOB : want_text ? SQLITE_TEXT : SQLITE_INTEGER;
+        if (type != want) {
           return Corrupt(std::string("column '") + sqlite3_column_name(stmt->get(), c) +
                          "' holds " + (type == SQLITE_NULL ? "NULL" : "a value of the wrong type") +
-                         " (expected " + (want_text ? "text" : "an integer") + ")");
+                         " (expected " + (want_blob ? "a blob" : want_text ? "text" : "an integer") + ")");
         }
       }
       if (auto r = row(stmt->get()); !r) return r;
@@ -772,6 +938,11 @@ class Reader {
   }
 
   Result<Profile> ReadAll();
+  Result<void> ReadFrameBlocks(const std::vector<std::string>& modules, Profile& profile,
+                               std::vector<uint32_t>& frame_ids);
+  Result<void> ReadTreeBlocks(const std::unordered_map<int64_t, bool>& windows,
+                              const std::vector<uint32_t>& thread_ids, const std::vector<uint32_t>& frame_ids,
+                              Profile& profile);
 
  private:
   // quick_check's report without its "*** in database main ***" heading.
@@ -800,6 +971,147 @@ bool ParseUnsigned(const std::string& text, uint64_t& out) {
   const char* end = text.data() + text.size();
   auto [ptr, ec] = std::from_chars(text.data(), end, out);
   return ec == std::errc() && ptr == end && !text.empty();
+}
+
+// Schema 2 frames: blocks in id order (dense from 0), each a run of frames
+// whose file ids follow on from the previous block's.
+Result<void> Reader::ReadFrameBlocks(const std::vector<std::string>& modules, Profile& profile,
+                                     std::vector<uint32_t>& frame_ids) {
+  int64_t next_block = 0;
+  std::vector<std::pair<uint32_t, FrameRecord>> decoded;
+  return ForEachRow(
+      "SELECT id, raw_bytes, data FROM frame_blocks ORDER BY id", 0, 0,
+      [&](sqlite3_stmt* s) -> Result<void> {
+        if (sqlite3_column_int64(s, 0) != next_block++) return Corrupt("frame block ids are not dense from 0");
+        const int64_t raw_bytes = sqlite3_column_int64(s, 1);
+        if (raw_bytes < 0 || static_cast<uint64_t>(raw_bytes) > kMaxBlockRawBytes) {
+          return Corrupt("frame block " + std::to_string(next_block - 1) + " of " + std::to_string(raw_bytes) +
+                         " bytes (at most " + std::to_string(kMaxBlockRawBytes) + ")");
+        }
+        if (auto r = Spend(static_cast<uint64_t>(raw_bytes)); !r) return r;
+        const std::string_view data(static_cast<const char*>(sqlite3_column_blob(s, 2)),
+                                    static_cast<size_t>(sqlite3_column_bytes(s, 2)));
+        auto raw = Inflate(data, static_cast<uint64_t>(raw_bytes));
+        if (!raw) return Corrupt("frame block " + std::to_string(next_block - 1) + ": " + raw.error().message);
+        decoded.clear();
+        if (auto r = DecodeFrameBlock(*raw, modules.size(), decoded); !r) {
+          return Corrupt("frame block " + std::to_string(next_block - 1) + ": " + r.error().message);
+        }
+        for (auto& [module, frame] : decoded) {
+          if (frame_ids.size() >= CallTree::kNoFrame) return Corrupt("too many frames");
+          if (auto r = Spend(sizeof(FrameRecord) + modules[module].size() + frame.symbol.size()); !r) return r;
+          frame.module = modules[module];
+          frame.symbol = EscapeControl(frame.symbol);
+          frame_ids.push_back(profile.frames.Intern(frame));
+        }
+        return {};
+      },
+      0b100);
+}
+
+// Schema 2 trees: blocks of a window in id order; each record starts a tree
+// (its first node the root) or continues the previous record's tree, nodes in
+// depth-first preorder, each placed `pops` levels above the previous node.
+Result<void> Reader::ReadTreeBlocks(const std::unordered_map<int64_t, bool>& windows,
+                                    const std::vector<uint32_t>& thread_ids, const std::vector<uint32_t>& frame_ids,
+                                    Profile& profile) {
+  // Value types: dense ids; "base" and "offcpu" are the ones this reader
+  // knows, others are read past.
+  size_t value_count = 0;
+  int base_index = -1, offcpu_index = -1;
+  std::vector<std::string> names;
+  if (auto r = ForEachRow("SELECT id, name, unit FROM value_types ORDER BY id", 0b110, 0,
+                          [&](sqlite3_stmt* s) -> Result<void> {
+                            if (sqlite3_column_int64(s, 0) != static_cast<int64_t>(value_count) ||
+                                value_count >= kMaxValueTypes) {
+                              return Corrupt("value type ids are not dense from 0 or more than " +
+                                             std::to_string(kMaxValueTypes));
+                            }
+                            if (sqlite3_column_bytes(s, 1) > 64 || sqlite3_column_bytes(s, 2) > 64) {
+                              return Corrupt("a value type name or unit longer than 64 bytes");
+                            }
+                            const std::string name = ColumnTextRaw(s, 1);
+                            if (std::find(names.begin(), names.end(), name) != names.end()) {
+                              return Corrupt("value type " + EscapeControl(name) + " declared twice");
+                            }
+                            names.push_back(name);
+                            if (name == "base") base_index = static_cast<int>(value_count);
+                            if (name == "offcpu") offcpu_index = static_cast<int>(value_count);
+                            ++value_count;
+                            return {};
+                          });
+      !r) {
+    return r;
+  }
+  int64_t window = -1;
+  int64_t thread = -1;             // file thread of the open tree, -1 when none
+  std::vector<uint32_t> path;      // nodes from the root to the previous node, in the profile's tree
+  return ForEachRow(
+      "SELECT id, window_id, raw_bytes, data FROM tree_blocks ORDER BY window_id, id", 0, 0,
+      [&](sqlite3_stmt* s) -> Result<void> {
+        const int64_t block = sqlite3_column_int64(s, 0);
+        const std::string where = "tree block " + std::to_string(block);
+        if (sqlite3_column_int64(s, 1) != window) {
+          window = sqlite3_column_int64(s, 1);
+          thread = -1;
+          if (!windows.count(window)) {
+            return Corrupt(where + " of window " + std::to_string(window) + ", which does not exist");
+          }
+        }
+        const int64_t raw_bytes = sqlite3_column_int64(s, 2);
+        if (raw_bytes < 0 || static_cast<uint64_t>(raw_bytes) > kMaxBlockRawBytes) {
+          return Corrupt(where + " of " + std::to_string(raw_bytes) + " bytes (at most " +
+                         std::to_string(kMaxBlockRawBytes) + ")");
+        }
+        if (auto r = Spend(static_cast<uint64_t>(raw_bytes)); !r) return r;
+        const std::string_view data(static_cast<const char*>(sqlite3_column_blob(s, 3)),
+                                    static_cast<size_t>(sqlite3_column_bytes(s, 3)));
+        auto raw = Inflate(data, static_cast<uint64_t>(raw_bytes));
+        if (!raw) return Corrupt(where + ": " + raw.error().message);
+        auto records = DecodeTreeBlock(*raw, value_count, thread_ids.size(), frame_ids.size());
+        if (!records) return Corrupt(where + ": " + records.error().message);
+        for (const TreeRecord& rec : *records) {
+          if (rec.continues && rec.thread != thread) {
+            return Corrupt(where + " continues a call tree of thread " + std::to_string(rec.thread) +
+                           " that no record before it started");
+          }
+          thread = rec.thread;
+          CallTree& tree = profile.trees[thread_ids[rec.thread]];
+          if (auto r = Spend((sizeof(CallTree::Node) + sizeof(uint32_t)) * rec.n.size()); !r) return r;
+          size_t first = 0;
+          if (!rec.continues) {
+            path.assign(1, 0);
+            first = 1;
+          }
+          for (size_t i = 0; i < rec.n.size(); ++i) {
+            uint32_t target = 0;
+            if (i >= first) {
+              const uint32_t pops = rec.pops[i - first];
+              if (pops >= path.size()) {
+                return Corrupt(where + ": a call tree node of thread " + std::to_string(rec.thread) +
+                               " climbs above its root");
+              }
+              path.resize(path.size() - pops);
+              target = tree.Child(path.back(), frame_ids[rec.frames[i - first]]);
+              path.push_back(target);
+            }
+            const uint64_t n = rec.n[i];
+            const uint64_t base = base_index < 0 ? 0 : rec.values[i * value_count + static_cast<size_t>(base_index)];
+            const uint64_t offcpu =
+                offcpu_index < 0 ? 0 : rec.values[i * value_count + static_cast<size_t>(offcpu_index)];
+            if (n > kMaxCount || base > kMaxCount || offcpu > (uint64_t{1} << 62)) {
+              return Corrupt(where + ": a call tree node of thread " + std::to_string(rec.thread) +
+                             " has an absurd count (" + std::to_string(std::max(n, base)) + ")");
+            }
+            CallTree::Node& dest = tree.mutable_nodes()[target];
+            dest.n += n;
+            dest.base += base;
+            dest.offcpu += offcpu;
+          }
+        }
+        return {};
+      },
+      0b1000);
 }
 
 Result<Profile> Reader::ReadAll() {
@@ -897,49 +1209,53 @@ Result<Profile> Reader::ReadAll() {
     return r.error();
   }
   std::vector<uint32_t> frame_ids;  // file frame id -> FrameTable id
-  if (auto r = ForEachRow(
-          "SELECT id, module_id, symbol, address, kind, reason, inlined FROM frames ORDER BY id",
-          0b100, 0, [&](sqlite3_stmt* s) -> Result<void> {
-            if (sqlite3_column_int64(s, 0) != static_cast<int64_t>(frame_ids.size()) ||
-                frame_ids.size() >= CallTree::kNoFrame) {
-              return Corrupt("frame ids are not dense from 0");
-            }
-            const int64_t module = sqlite3_column_int64(s, 1);
-            const int64_t kind = sqlite3_column_int64(s, 4);
-            const int64_t reason = sqlite3_column_int64(s, 5);
-            const int64_t inlined = sqlite3_column_int64(s, 6);
-            if (module < 0 || module >= static_cast<int64_t>(modules.size())) {
-              return Corrupt("frame " + std::to_string(frame_ids.size()) + " names module " +
-                             std::to_string(module) + ", which does not exist");
-            }
-            if (kind < 0 || kind > static_cast<int64_t>(FrameKind::kUnknown) || reason < 0 ||
-                reason >= kUnknownReasonCount || (inlined != 0 && inlined != 1)) {
-              return Corrupt("frame " + std::to_string(frame_ids.size()) +
-                             " has an invalid kind, reason or inlined flag");
-            }
-            if (static_cast<size_t>(sqlite3_column_bytes(s, 2)) > kMaxSymbolBytes) {
-              return Corrupt("frame " + std::to_string(frame_ids.size()) + " has a symbol of " +
-                             std::to_string(sqlite3_column_bytes(s, 2)) + " bytes (at most " +
-                             std::to_string(kMaxSymbolBytes) + ")");
-            }
-            // Each frame holds its own copy of the module path (bounded above).
-            if (auto r = Spend(sizeof(FrameRecord) + modules[static_cast<size_t>(module)].size() +
-                               static_cast<uint64_t>(sqlite3_column_bytes(s, 2)));
-                !r) {
-              return r;
-            }
-            FrameRecord frame;
-            frame.module = modules[static_cast<size_t>(module)];
-            frame.symbol = ColumnText(s, 2);
-            frame.address = FromSql(sqlite3_column_int64(s, 3));
-            frame.kind = static_cast<FrameKind>(kind);
-            frame.reason = static_cast<UnknownReason>(reason);
-            frame.inlined = inlined == 1;
-            frame_ids.push_back(profile.frames.Intern(frame));
-            return {};
-          });
-      !r) {
-    return r.error();
+  if (schema_version_ >= 2) {
+    if (auto r = ReadFrameBlocks(modules, profile, frame_ids); !r) return r.error();
+  } else {
+    if (auto r = ForEachRow(
+            "SELECT id, module_id, symbol, address, kind, reason, inlined FROM frames ORDER BY id",
+            0b100, 0, [&](sqlite3_stmt* s) -> Result<void> {
+              if (sqlite3_column_int64(s, 0) != static_cast<int64_t>(frame_ids.size()) ||
+                  frame_ids.size() >= CallTree::kNoFrame) {
+                return Corrupt("frame ids are not dense from 0");
+              }
+              const int64_t module = sqlite3_column_int64(s, 1);
+              const int64_t kind = sqlite3_column_int64(s, 4);
+              const int64_t reason = sqlite3_column_int64(s, 5);
+              const int64_t inlined = sqlite3_column_int64(s, 6);
+              if (module < 0 || module >= static_cast<int64_t>(modules.size())) {
+                return Corrupt("frame " + std::to_string(frame_ids.size()) + " names module " +
+                               std::to_string(module) + ", which does not exist");
+              }
+              if (kind < 0 || kind > static_cast<int64_t>(FrameKind::kUnknown) || reason < 0 ||
+                  reason >= kUnknownReasonCount || (inlined != 0 && inlined != 1)) {
+                return Corrupt("frame " + std::to_string(frame_ids.size()) +
+                               " has an invalid kind, reason or inlined flag");
+              }
+              if (static_cast<size_t>(sqlite3_column_bytes(s, 2)) > kMaxSymbolBytes) {
+                return Corrupt("frame " + std::to_string(frame_ids.size()) + " has a symbol of " +
+                               std::to_string(sqlite3_column_bytes(s, 2)) + " bytes (at most " +
+                               std::to_string(kMaxSymbolBytes) + ")");
+              }
+              // Each frame holds its own copy of the module path (bounded above).
+              if (auto r = Spend(sizeof(FrameRecord) + modules[static_cast<size_t>(module)].size() +
+                                 static_cast<uint64_t>(sqlite3_column_bytes(s, 2)));
+                  !r) {
+                return r;
+              }
+              FrameRecord frame;
+              frame.module = modules[static_cast<size_t>(module)];
+              frame.symbol = ColumnText(s, 2);
+              frame.address = FromSql(sqlite3_column_int64(s, 3));
+              frame.kind = static_cast<FrameKind>(kind);
+              frame.reason = static_cast<UnknownReason>(reason);
+              frame.inlined = inlined == 1;
+              frame_ids.push_back(profile.frames.Intern(frame));
+              return {};
+            });
+        !r) {
+      return r.error();
+    }
   }
 
   // Captures of several machines (a merge): each thread keeps its host, and
@@ -1016,79 +1332,83 @@ Result<Profile> Reader::ReadAll() {
     return r.error();
   }
 
-  // Nodes come grouped by (window, thread) and ordered by node id; each group is
-  // replayed into the thread's tree so windows add up node by node.
-  int64_t group_window = -1;
-  int64_t group_thread = -1;
-  std::vector<uint32_t> node_map;  // file node id -> node in the profile tree
-  auto has_offcpu = HasTable("offcpu_nodes");
-  if (!has_offcpu) return has_offcpu.error();
-  if (auto r = ForEachRow(
-          *has_offcpu
-              ? "SELECT n.window_id, n.thread_id, n.node_id, n.parent_id, n.frame_id, n.n, "
-                "n.base, o.ns FROM nodes n LEFT JOIN offcpu_nodes o USING (window_id, "
-                "thread_id, node_id) ORDER BY n.window_id, n.thread_id, n.node_id"
-              : "SELECT window_id, thread_id, node_id, parent_id, frame_id, n, base, NULL "
-                "FROM nodes ORDER BY window_id, thread_id, node_id",
-          0, 0b10011000, [&](sqlite3_stmt* s) -> Result<void> {
-            const int64_t window = sqlite3_column_int64(s, 0);
-            const int64_t thread = sqlite3_column_int64(s, 1);
-            const int64_t node = sqlite3_column_int64(s, 2);
-            if (window != group_window || thread != group_thread) {
-              if (!windows.count(window)) {
-                return Corrupt("call tree node of window " + std::to_string(window) +
-                               ", which does not exist");
+  if (schema_version_ >= 2) {
+    if (auto r = ReadTreeBlocks(windows, thread_ids, frame_ids, profile); !r) return r.error();
+  } else {
+    // Nodes come grouped by (window, thread) and ordered by node id; each group is
+    // replayed into the thread's tree so windows add up node by node.
+    int64_t group_window = -1;
+    int64_t group_thread = -1;
+    std::vector<uint32_t> node_map;  // file node id -> node in the profile tree
+    auto has_offcpu = HasTable("offcpu_nodes");
+    if (!has_offcpu) return has_offcpu.error();
+    if (auto r = ForEachRow(
+            *has_offcpu
+                ? "SELECT n.window_id, n.thread_id, n.node_id, n.parent_id, n.frame_id, n.n, "
+                  "n.base, o.ns FROM nodes n LEFT JOIN offcpu_nodes o USING (window_id, "
+                  "thread_id, node_id) ORDER BY n.window_id, n.thread_id, n.node_id"
+                : "SELECT window_id, thread_id, node_id, parent_id, frame_id, n, base, NULL "
+                  "FROM nodes ORDER BY window_id, thread_id, node_id",
+            0, 0b10011000, [&](sqlite3_stmt* s) -> Result<void> {
+              const int64_t window = sqlite3_column_int64(s, 0);
+              const int64_t thread = sqlite3_column_int64(s, 1);
+              const int64_t node = sqlite3_column_int64(s, 2);
+              if (window != group_window || thread != group_thread) {
+                if (!windows.count(window)) {
+                  return Corrupt("call tree node of window " + std::to_string(window) +
+                                 ", which does not exist");
+                }
+                if (thread < 0 || thread >= static_cast<int64_t>(thread_ids.size())) {
+                  return Corrupt("call tree of thread " + std::to_string(thread) + ", which does not exist");
+                }
+                group_window = window;
+                group_thread = thread;
+                node_map.clear();
               }
-              if (thread < 0 || thread >= static_cast<int64_t>(thread_ids.size())) {
-                return Corrupt("call tree of thread " + std::to_string(thread) + ", which does not exist");
+              if (node != static_cast<int64_t>(node_map.size()) || node >= UINT32_MAX) {
+                return Corrupt("call tree node ids of thread " + std::to_string(thread) +
+                               " are not dense from 0");
               }
-              group_window = window;
-              group_thread = thread;
-              node_map.clear();
-            }
-            if (node != static_cast<int64_t>(node_map.size()) || node >= UINT32_MAX) {
-              return Corrupt("call tree node ids of thread " + std::to_string(thread) +
-                             " are not dense from 0");
-            }
-            const int64_t n = sqlite3_column_int64(s, 5);
-            const int64_t base = sqlite3_column_int64(s, 6);
-            const int64_t offcpu = sqlite3_column_int64(s, 7);  // 0 for NULL
-            if (n < 0 || base < 0 || offcpu < 0) {
-              return Corrupt("call tree node with a negative count");
-            }
-            if (static_cast<uint64_t>(n) > kMaxCount || static_cast<uint64_t>(base) > kMaxCount) {
-              return Corrupt("call tree node " + std::to_string(node) + " of thread " +
-                             std::to_string(thread) + " has an absurd count (" +
-                             std::to_string(std::max(n, base)) + ")");
-            }
-            if (auto r = Spend(sizeof(CallTree::Node) + sizeof(uint32_t)); !r) return r;
-            const bool root_shape = sqlite3_column_type(s, 3) == SQLITE_NULL &&
-                                    sqlite3_column_type(s, 4) == SQLITE_NULL;
-            CallTree& tree = profile.trees[thread_ids[static_cast<size_t>(thread)]];
-            uint32_t target = 0;
-            if (node == 0) {
-              if (!root_shape) return Corrupt("call tree root node has a parent or frame");
-            } else {
-              const int64_t parent = sqlite3_column_int64(s, 3);
-              const int64_t frame = sqlite3_column_int64(s, 4);
-              if (root_shape || sqlite3_column_type(s, 3) == SQLITE_NULL ||
-                  sqlite3_column_type(s, 4) == SQLITE_NULL || parent < 0 || parent >= node ||
-                  frame < 0 || frame >= static_cast<int64_t>(frame_ids.size())) {
+              const int64_t n = sqlite3_column_int64(s, 5);
+              const int64_t base = sqlite3_column_int64(s, 6);
+              const int64_t offcpu = sqlite3_column_int64(s, 7);  // 0 for NULL
+              if (n < 0 || base < 0 || offcpu < 0) {
+                return Corrupt("call tree node with a negative count");
+              }
+              if (static_cast<uint64_t>(n) > kMaxCount || static_cast<uint64_t>(base) > kMaxCount) {
                 return Corrupt("call tree node " + std::to_string(node) + " of thread " +
-                               std::to_string(thread) + " has an invalid parent or frame");
+                               std::to_string(thread) + " has an absurd count (" +
+                               std::to_string(std::max(n, base)) + ")");
               }
-              target = tree.Child(node_map[static_cast<size_t>(parent)],
-                                  frame_ids[static_cast<size_t>(frame)]);
-            }
-            CallTree::Node& dest = tree.mutable_nodes()[target];
-            dest.n += FromSql(n);
-            dest.base += FromSql(base);
-            dest.offcpu += FromSql(offcpu);
-            node_map.push_back(target);
-            return {};
-          });
-      !r) {
-    return r.error();
+              if (auto r = Spend(sizeof(CallTree::Node) + sizeof(uint32_t)); !r) return r;
+              const bool root_shape = sqlite3_column_type(s, 3) == SQLITE_NULL &&
+                                      sqlite3_column_type(s, 4) == SQLITE_NULL;
+              CallTree& tree = profile.trees[thread_ids[static_cast<size_t>(thread)]];
+              uint32_t target = 0;
+              if (node == 0) {
+                if (!root_shape) return Corrupt("call tree root node has a parent or frame");
+              } else {
+                const int64_t parent = sqlite3_column_int64(s, 3);
+                const int64_t frame = sqlite3_column_int64(s, 4);
+                if (root_shape || sqlite3_column_type(s, 3) == SQLITE_NULL ||
+                    sqlite3_column_type(s, 4) == SQLITE_NULL || parent < 0 || parent >= node ||
+                    frame < 0 || frame >= static_cast<int64_t>(frame_ids.size())) {
+                  return Corrupt("call tree node " + std::to_string(node) + " of thread " +
+                                 std::to_string(thread) + " has an invalid parent or frame");
+                }
+                target = tree.Child(node_map[static_cast<size_t>(parent)],
+                                    frame_ids[static_cast<size_t>(frame)]);
+              }
+              CallTree::Node& dest = tree.mutable_nodes()[target];
+              dest.n += FromSql(n);
+              dest.base += FromSql(base);
+              dest.offcpu += FromSql(offcpu);
+              node_map.push_back(target);
+              return {};
+            });
+        !r) {
+      return r.error();
+    }
   }
 
   if (auto r = ForEachRow("SELECT window_id, name, value FROM counters", 0b010, 0,
@@ -1118,7 +1438,12 @@ Result<Profile> Reader::ReadAll() {
 
 }  // namespace
 
-Result<void> WriteCapture(const std::string& path, const Profile& profile) {
+Result<void> WriteCapture(const std::string& path, const Profile& profile,
+                          const CaptureWriteOptions& options) {
+  if (options.schema_version != 1 && options.schema_version != kCaptureSchemaVersion) {
+    return MakeError(path + ": cannot write capture schema version " + std::to_string(options.schema_version),
+                     ErrorKind::kCapture);
+  }
   if (auto r = ValidateForWriting(path, profile); !r) return r;
   auto file = AtomicFile::Create(path);
   if (!file) return MakeError(file.error().message, ErrorKind::kCapture);
@@ -1139,10 +1464,13 @@ Result<void> WriteCapture(const std::string& path, const Profile& profile) {
     // The temporary file is discarded on any failure, so a rollback journal on
     // disk would buy nothing; keep it in memory so no second file is created.
     if (auto r = writer.Exec("PRAGMA journal_mode = MEMORY"); !r) return r;
-    const std::string pragmas = "PRAGMA application_id = " + std::to_string(kCaptureApplicationId) +
-                                "; PRAGMA user_version = " + std::to_string(kCaptureSchemaVersion) + ";";
+    // 1 KiB pages: a capture has a dozen tables, each at least one page, and
+    // its bulk is in blobs, which fill overflow pages of any size alike.
+    const std::string pragmas = "PRAGMA page_size = 1024; PRAGMA application_id = " +
+                                std::to_string(kCaptureApplicationId) +
+                                "; PRAGMA user_version = " + std::to_string(options.schema_version) + ";";
     if (auto r = writer.Exec(pragmas.c_str()); !r) return r;
-    if (auto r = FillCapture(writer, profile); !r) return r;
+    if (auto r = FillCapture(writer, profile, options.schema_version); !r) return r;
     db.reset();  // close before the rename so every page is on disk
   }
   if (auto r = file->Commit(); !r) return MakeError(r.error().message, ErrorKind::kCapture);

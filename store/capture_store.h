@@ -19,7 +19,7 @@ inline constexpr const char* kDefaultCapturePath = "arcprof.db";
 inline constexpr int32_t kCaptureApplicationId = 0x61726370;
 // The schema this build writes and the newest one it reads. Bumped only when an
 // older reader would misread a newer file (see docs/capture-format.md).
-inline constexpr int kCaptureSchemaVersion = 1;
+inline constexpr int kCaptureSchemaVersion = 2;
 
 // The table `arcprof push` adds to a capture to mark the windows it sent. Kept
 // here with the rest of the schema: readers accept exactly these tables.
@@ -40,7 +40,13 @@ Result<std::string> ContentChecksum(sqlite3* db);
 // mode 0600 as a temporary file in the same directory and renamed over `path`
 // only when complete: a failure never leaves a partial file, and a symlink at
 // `path` is replaced, not followed.
-Result<void> WriteCapture(const std::string& path, const model::Profile& profile);
+struct CaptureWriteOptions {
+  // kCaptureSchemaVersion (compact blocks), or 1 (a row per frame and node)
+  // for tools that read only schema 1.
+  int schema_version = kCaptureSchemaVersion;
+};
+Result<void> WriteCapture(const std::string& path, const model::Profile& profile,
+                          const CaptureWriteOptions& options = {});
 
 // Reads a capture, merging every time window (and every capture, for merged
 // stores) into one Profile: trees are summed node by node, counters are summed

@@ -11,6 +11,7 @@
 #include <fstream>
 #include <random>
 
+#include "store/capture_blocks.h"
 #include "store/capture_store.h"
 #include "tests/reports/test_profiles.h"
 
@@ -67,7 +68,9 @@ TEST_P(HostileCapture, IsRejectedWithOneLine) {
   const std::string path = dir.File("hostile.db");
   Profile profile = SampleProfile();
   profile.meta.unit = "samples";  // as `record` writes it
-  ASSERT_TRUE(WriteCapture(path, profile).ok());
+  // Schema 1: the cases break frame and node rows one by one (schema 2's
+  // blocks have their own cases below).
+  ASSERT_TRUE(WriteCapture(path, profile, {.schema_version = 1}).ok());
   Exec(path, GetParam().sql);
   // Summing a generated column would run it: that hostile file keeps its old sum.
   if (std::string(GetParam().name) != "GeneratedColumn") Restamp(path);
@@ -114,12 +117,201 @@ INSTANTIATE_TEST_SUITE_P(
                 "impossible value -5"}),
     [](const ::testing::TestParamInfo<Hostile>& info) { return std::string(info.param.name); });
 
+// ------------------------------------------------------------ schema 2 blocks
+
+// Raw block bytes, written the way the format says (docs/capture-format.md, "Blocks").
+class Raw {
+ public:
+  Raw& V(uint64_t v) {
+    while (v >= 0x80) {
+      bytes_.push_back(static_cast<char>((v & 0x7f) | 0x80));
+      v >>= 7;
+    }
+    bytes_.push_back(static_cast<char>(v));
+    return *this;
+  }
+  Raw& S(const std::string& s) {
+    bytes_ += s;
+    return *this;
+  }
+  const std::string& bytes() const { return bytes_; }
+
+ private:
+  std::string bytes_;
+};
+
+std::string Hex(const std::string& bytes) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string out = "X'";
+  for (unsigned char c : bytes) {
+    out += kDigits[c >> 4];
+    out += kDigits[c & 15];
+  }
+  return out + "'";
+}
+
+// SQL that replaces every tree block of window 1 by one block holding `raw`.
+std::string OneTreeBlock(const std::string& raw, int64_t raw_bytes = -1) {
+  return "DELETE FROM tree_blocks; INSERT INTO tree_blocks (id, window_id, raw_bytes, data) VALUES (0, 1, " +
+         std::to_string(raw_bytes < 0 ? static_cast<int64_t>(raw.size()) : raw_bytes) + ", " +
+         Hex(store::Deflate(raw)) + ")";
+}
+std::string OneFrameBlock(const std::string& raw) {
+  return "DELETE FROM frame_blocks; INSERT INTO frame_blocks (id, raw_bytes, data) VALUES (0, " +
+         std::to_string(raw.size()) + ", " + Hex(store::Deflate(raw)) + ")";
+}
+
+// A tree block of one record: thread 0, a root and `nodes` given as
+// (pops, frame); n = 1 and base = n for every node (one value type).
+std::string TreeRecord(const std::vector<std::pair<uint64_t, uint64_t>>& nodes, uint64_t flags = 0,
+                       uint64_t thread = 0) {
+  Raw r;
+  r.V(1).V(thread).V(flags).V(nodes.size() + (flags ? 0 : 1));
+  for (const auto& node : nodes) r.V(node.first);
+  for (const auto& node : nodes) r.V(node.second);
+  for (size_t i = 0; i < nodes.size() + (flags ? 0 : 1); ++i) r.V(1);
+  for (size_t i = 0; i < nodes.size() + (flags ? 0 : 1); ++i) r.V(0);
+  return r.bytes();
+}
+
+class HostileBlocks : public ::testing::TestWithParam<Hostile> {};
+
+// Schema 2 (the default): blocks written by a hostile writer that knows the
+// format and restamps the checksum.
+TEST_P(HostileBlocks, AreRejectedWithOneLine) {
+  TempDir dir;
+  const std::string path = dir.File("hostile.db");
+  ASSERT_TRUE(WriteCapture(path, SampleProfile()).ok());
+  ASSERT_TRUE(ReadCapture(path).ok());
+  Exec(path, GetParam().sql);
+  Restamp(path);
+  const std::string message = Rejected(path);
+  EXPECT_NE(message.find(GetParam().expected), std::string::npos) << message;
+}
+
+const std::string kZeros(8 << 20, '\0');
+
+INSTANTIATE_TEST_SUITE_P(
+    Captures, HostileBlocks,
+    ::testing::Values(
+        Hostile{"HugeStatedSize", "UPDATE tree_blocks SET raw_bytes = 2000000000", "(at most 1048576)"},
+        Hostile{"NegativeStatedSize", "UPDATE frame_blocks SET raw_bytes = -1", "at most"},
+        Hostile{"SizeThatLies", "UPDATE tree_blocks SET raw_bytes = raw_bytes - 1", "does not inflate to its stated size"},
+        Hostile{"NotZlib", "UPDATE tree_blocks SET data = X'00112233445566778899'", "does not inflate"},
+        Hostile{"ZipBomb", "DELETE FROM tree_blocks; INSERT INTO tree_blocks VALUES (0, 1, 1048576, " +
+                               Hex(store::Deflate(kZeros)) + ")",
+                "does not inflate to its stated size"},
+        Hostile{"TextInsteadOfBlob", "UPDATE tree_blocks SET data = 'abc'", "expected a blob"},
+        Hostile{"AbsurdRecordCount", OneTreeBlock(Raw().V(1u << 30).V(0).V(0).V(1).V(1).V(0).bytes()),
+                "impossible record count"},
+        Hostile{"AbsurdNodeCount", OneTreeBlock(Raw().V(1).V(0).V(0).V(1u << 30).V(1).V(0).bytes()),
+                "impossible node count"},
+        Hostile{"UnknownThread", OneTreeBlock(TreeRecord({{0, 1}}, 0, 4000)), "thread 4000, which does not exist"},
+        Hostile{"FrameOutOfRange", OneTreeBlock(TreeRecord({{0, 1}, {0, 999}})), "frame 999, which does not exist"},
+        Hostile{"ClimbsAboveTheRoot", OneTreeBlock(TreeRecord({{0, 1}, {2, 2}})), "climbs above its root"},
+        Hostile{"ContinuesNothing", OneTreeBlock(TreeRecord({{0, 1}}, 1)), "that no record before it started"},
+        Hostile{"InvalidFlags", OneTreeBlock(TreeRecord({{0, 1}}, 6)), "invalid flags"},
+        Hostile{"TrailingBytes", OneTreeBlock(TreeRecord({{0, 1}}) + "x"), "trailing bytes"},
+        Hostile{"Truncated", OneTreeBlock(TreeRecord({{0, 1}, {0, 2}}).substr(0, 9)), "tree block"},
+        Hostile{"OverlongVarint", OneTreeBlock(Raw().V(1).V(0).V(0).V(1).S(std::string(11, '\xff')).bytes()),
+                "truncated"},
+        Hostile{"AbsurdCount", OneTreeBlock(Raw().V(1).V(0).V(0).V(1).V(uint64_t{1} << 50).V(0).bytes()),
+                "absurd count"},
+        Hostile{"BlockOfUnknownWindow", "UPDATE tree_blocks SET window_id = 9", "window 9, which does not exist"},
+        Hostile{"FrameOfUnknownModule", OneFrameBlock(Raw().V(1).V(99).V(1).V(0).V(0).bytes()),
+                "module 99, which does not exist"},
+        Hostile{"FrameOfUnknownKind", OneFrameBlock(Raw().V(1).V(0).V(7).V(0).V(0).bytes()), "invalid kind"},
+        Hostile{"FrameSymbolTooLong", OneFrameBlock(Raw().V(1).V(0).V(1).V(0).V(100000).S(std::string(100000, 's')).bytes()),
+                "symbol longer than 65536"},
+        Hostile{"FrameSymbolsShort", OneFrameBlock(Raw().V(1).V(0).V(1).V(0).V(5).S("abc").bytes()),
+                "symbols do not fill it"},
+        Hostile{"FrameBlockIdsWithAGap", "UPDATE frame_blocks SET id = 3", "frame block ids are not dense"},
+        Hostile{"TooManyValueTypes",
+                "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 20) "
+                "INSERT INTO value_types SELECT x, 'v' || x, 'u' FROM c",
+                "more than 16"},
+        Hostile{"ValueTypeTwice", "INSERT INTO value_types VALUES (1, 'base', 'samples')", "declared twice"},
+        Hostile{"NodesTableInSchema2",
+                "CREATE TABLE nodes (window_id INTEGER NOT NULL REFERENCES windows(id), thread_id INTEGER NOT "
+                "NULL REFERENCES threads(id), node_id INTEGER NOT NULL, parent_id INTEGER, frame_id INTEGER "
+                "REFERENCES frames(id), n INTEGER NOT NULL, base INTEGER NOT NULL, PRIMARY KEY (window_id, "
+                "thread_id, node_id)) WITHOUT ROWID",
+                "does not belong in a schema 2 capture"}),
+    [](const ::testing::TestParamInfo<Hostile>& info) { return std::string(info.param.name); });
+
+// The control for the cases above: a block written by hand the same way is read.
+TEST(HostileBlocks, AHandWrittenBlockIsRead) {
+  TempDir dir;
+  const std::string path = dir.File("hand.db");
+  ASSERT_TRUE(WriteCapture(path, SampleProfile()).ok());
+  Exec(path, OneTreeBlock(TreeRecord({{0, 1}, {0, 2}, {1, 3}})));
+  Restamp(path);
+  auto read = ReadCapture(path);
+  ASSERT_TRUE(read.ok()) << read.error().message;
+  EXPECT_EQ(read->total_samples(), 4u);  // root and three nodes, n = 1 each
+  EXPECT_EQ(read->trees[0].nodes().size(), 4u);
+}
+
+// The codec round-trips trees of any shape, including ones split over blocks,
+// and every prefix of a valid block is rejected, never misread.
+TEST(CaptureBlocks, LargeTreesSplitOverBlocksRoundTrip) {
+  TempDir dir;
+  const std::string path = dir.File("large.db");
+  Profile profile = testing::LargeProfile(2'000'000, 60'000, 30);
+  for (auto& tree : profile.trees) {
+    for (size_t i = 0; i < tree.nodes().size(); i += 7) tree.mutable_nodes()[i].offcpu = 1000 * i + 1;
+  }
+  ASSERT_TRUE(WriteCapture(path, profile).ok());
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  sqlite3_stmt* stmt = nullptr;
+  ASSERT_EQ(sqlite3_prepare_v2(db, "SELECT count(*) FROM tree_blocks", -1, &stmt, nullptr), SQLITE_OK);
+  ASSERT_EQ(sqlite3_step(stmt), SQLITE_ROW);
+  EXPECT_GT(sqlite3_column_int(stmt, 0), 1);  // the trees did not fit one block
+  sqlite3_finalize(stmt);
+  sqlite3_close(db);
+  auto read = ReadCapture(path);
+  ASSERT_TRUE(read.ok()) << read.error().message;
+  EXPECT_EQ(read->total_samples(), profile.total_samples());
+  uint64_t offcpu_in = 0, offcpu_out = 0, nodes_in = 0, nodes_out = 0;
+  for (const auto& tree : profile.trees) {
+    nodes_in += tree.nodes().size();
+    for (const auto& node : tree.nodes()) offcpu_in += node.offcpu;
+  }
+  for (const auto& tree : read->trees) {
+    nodes_out += tree.nodes().size();
+    for (const auto& node : tree.nodes()) offcpu_out += node.offcpu;
+  }
+  EXPECT_EQ(nodes_in, nodes_out);
+  EXPECT_EQ(offcpu_in, offcpu_out);
+}
+
+TEST(CaptureBlocks, EveryPrefixOfATreeBlockIsRejected) {
+  std::vector<store::FlatTree> trees(1);
+  store::FlatTree& t = trees[0];
+  t.parent = {0, 0, 1, 1, 0};
+  t.frame = {0, 3, 4, 5, 6};
+  t.n = {0, 0, 2, 3, 1};
+  t.values = {0, 0, 2, 3, 1};
+  const auto blocks = store::EncodeTreeBlocks(trees, 1);
+  ASSERT_EQ(blocks.size(), 1u);
+  ASSERT_TRUE(store::DecodeTreeBlock(blocks[0], 1, 1, 7).ok());
+  for (size_t cut = 0; cut < blocks[0].size(); ++cut) {
+    EXPECT_FALSE(store::DecodeTreeBlock(blocks[0].substr(0, cut), 1, 1, 7).ok()) << "cut at " << cut;
+  }
+  // Depth-first preorder: 1 (pops 0), 2 (0), 3 (1), 4 (2).
+  auto records = store::DecodeTreeBlock(blocks[0], 1, 1, 7);
+  ASSERT_EQ(records->size(), 1u);
+  EXPECT_EQ((*records)[0].pops, (std::vector<uint32_t>{0, 0, 1, 2}));
+  EXPECT_EQ((*records)[0].frames, (std::vector<uint32_t>{3, 4, 5, 6}));
+}
+
 // A writer that does not restamp: any changed value, even one that keeps every
 // other invariant (a symbol's text), is found by the checksum.
 TEST(HostileCapture, ChangedTextIsFoundByTheChecksum) {
   TempDir dir;
   const std::string path = dir.File("flipped.db");
-  ASSERT_TRUE(WriteCapture(path, SampleProfile()).ok());
+  ASSERT_TRUE(WriteCapture(path, SampleProfile(), {.schema_version = 1}).ok());
   Exec(path, "UPDATE frames SET symbol = 'f_hebvy' WHERE symbol = 'f_heavy'");
   EXPECT_NE(Rejected(path).find("content checksum mismatch"), std::string::npos);
 }

@@ -1,5 +1,6 @@
 // Writes the fuzzer's seed corpus at build time: a small valid capture of the
-// sample profile (so no binary is committed) and one that is cut short.
+// sample profile (so no binary is committed) in schema 2 and in schema 1, and
+// one that is cut short.
 #include <filesystem>
 #include <iostream>
 
@@ -15,6 +16,11 @@ int main(int argc, char** argv) {
   std::filesystem::create_directories(dir);
   const std::string valid = (dir / "valid.db").string();
   if (auto r = arcprof::store::WriteCapture(valid, arcprof::testing::SampleProfile()); !r) {
+    std::cerr << r.error().message << "\n";
+    return 1;
+  }
+  const std::string schema1 = (dir / "valid-schema1.db").string();
+  if (auto r = arcprof::store::WriteCapture(schema1, arcprof::testing::SampleProfile(), {.schema_version = 1}); !r) {
     std::cerr << r.error().message << "\n";
     return 1;
   }

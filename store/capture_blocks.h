@@ -1,0 +1,93 @@
+// The compact encoding of frames and call trees in a capture (schema 2): rows
+// of the frame_blocks and tree_blocks tables hold zlib-compressed blocks of
+// varint columns. Encoding and decoding only; which rows exist and what they
+// mean is in store/capture_store.cpp and docs/capture-format.md ("Blocks").
+//
+// A block comes from a capture, which is outside input: every decoder here is
+// bounded by the size of its input (no count read from the block can make it
+// allocate more than a small multiple of the block's bytes), checks every id
+// against the limits it is given and rejects trailing bytes.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/result.h"
+#include "model/profile.h"
+
+namespace arcprof::store {
+
+// A block is closed once its columns reach this many bytes, so a block (raw
+// and compressed) stays far below the reader's 1 MiB limit on one value.
+inline constexpr size_t kBlockTargetBytes = 256 * 1024;
+// The largest inflated block a reader accepts.
+inline constexpr size_t kMaxBlockRawBytes = 1 << 20;
+// The most value types a capture may declare (value i of each node).
+inline constexpr size_t kMaxValueTypes = 16;
+// The longest symbol a frame may hold (same bound as schema 1).
+inline constexpr size_t kMaxBlockSymbolBytes = 64 * 1024;
+
+// ------------------------------------------------------------ compression
+
+// zlib (deflate, level 9) of `raw`.
+std::string Deflate(std::string_view raw);
+// Inflates `data`, which must give exactly `raw_bytes` bytes (at most
+// kMaxBlockRawBytes). Errors say what is wrong in a few words.
+Result<std::string> Inflate(std::string_view data, uint64_t raw_bytes);
+
+// ------------------------------------------------------------ frames
+
+// One frame as a block holds it: the file's module id and the frame's content
+// (FrameRecord::module is not encoded).
+struct BlockFrame {
+  uint32_t module = 0;
+  const model::FrameRecord* frame = nullptr;
+};
+
+// Encodes frames (in the order given: their file ids) into raw blocks.
+std::vector<std::string> EncodeFrameBlocks(const std::vector<BlockFrame>& frames);
+
+// Decodes one raw frame block, appending its frames to `out` with module ids
+// in `modules` (checked < module_count); FrameRecord::module is left empty.
+Result<void> DecodeFrameBlock(std::string_view raw, size_t module_count,
+                              std::vector<std::pair<uint32_t, model::FrameRecord>>& out);
+
+// ------------------------------------------------------------ call trees
+
+// One call tree to encode: node 0 is the root (the thread itself), every other
+// node's parent has a smaller index. values holds value_count values per node,
+// node-major (values[i * value_count + j] is value j of node i).
+struct FlatTree {
+  uint32_t thread = 0;
+  std::vector<uint32_t> parent;  // parent[0] is ignored
+  std::vector<uint32_t> frame;   // frame[0] is ignored
+  std::vector<uint64_t> n;
+  std::vector<uint64_t> values;
+};
+
+// Encodes trees (each in depth-first preorder) into raw blocks. A tree larger
+// than a block continues in a record of the next block.
+std::vector<std::string> EncodeTreeBlocks(const std::vector<FlatTree>& trees, size_t value_count);
+
+// One record of a tree block: consecutive nodes of one thread's tree in
+// depth-first preorder. When `continues` is false the record starts a tree and
+// its first node is the root (no pops or frame); otherwise it continues the
+// tree of the record before it.
+struct TreeRecord {
+  uint32_t thread = 0;
+  bool continues = false;
+  std::vector<uint32_t> pops;    // per non-root node: levels to climb from the previous node
+  std::vector<uint32_t> frames;  // per non-root node: file frame id (< frame_count)
+  std::vector<uint64_t> n;       // per node
+  std::vector<uint64_t> values;  // per node, value_count each, node-major
+};
+
+// Decodes one raw tree block. Threads and frames are checked against the
+// counts given; pops are checked by whoever rebuilds the tree (it holds the path).
+Result<std::vector<TreeRecord>> DecodeTreeBlock(std::string_view raw, size_t value_count,
+                                                size_t thread_count, size_t frame_count);
+
+}  // namespace arcprof::store
