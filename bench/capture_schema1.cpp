@@ -1,0 +1,24 @@
+// Rewrites a capture in schema 1 (a table row per frame and call-tree node),
+// so that bench/capture_size_bench.sh can compare the sizes and `report` times
+// of the same contents in both schemas.
+// Usage: capture_schema1 IN.db OUT.db
+#include <cstdio>
+
+#include "store/capture_store.h"
+
+int main(int argc, char** argv) {
+  if (argc != 3) {
+    std::fprintf(stderr, "usage: capture_schema1 IN.db OUT.db\n");
+    return 2;
+  }
+  auto profile = arcprof::store::ReadCapture(argv[1]);
+  if (!profile) {
+    std::fprintf(stderr, "%s\n", profile.error().message.c_str());
+    return 1;
+  }
+  if (auto r = arcprof::store::WriteCapture(argv[2], *profile, {.schema_version = 1}); !r) {
+    std::fprintf(stderr, "%s\n", r.error().message.c_str());
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# Capture size, side by side with perf on the same execution: each workload
+# runs once under `arcprof record -- perf record -F 999 -g -- CMD`, so both
+# tools sample the very same run (arcprof also sees perf itself, a few
+# samples). Prints a markdown table of bytes per sample: arcprof's capture
+# (schema 2), the same capture rewritten in schema 1 (the format before the
+# compact blocks) and perf.data with frame-pointer call graphs; and the time of
+# `arcprof report` on both schemas (median of 5).
+# Workloads: g++ -O2 of three large test files, xz -9, python3 (compileall,
+# ast, json), node with a perf map, a JDK 17 program, sqlite3 with a recursive
+# CTE. Only tools scripts/install-deps.sh installs.
+# Usage: bench/capture_size_bench.sh [BUILD_DIR]   (as root; SECONDS=N per workload, default 20)
+set -euo pipefail
+build=$(realpath "${1:-build}")
+arcprof=$build/arcprof
+schema1=$build/bench/capture_schema1
+src=$(cd "$(dirname "$0")/.." && pwd)
+seconds=${SECONDS_PER_WORKLOAD:-${SECONDS:-20}}
+for f in "$arcprof" "$schema1"; do
+  [ -x "$f" ] || { echo "capture_size_bench: $f missing: build first (cmake --build $build)" >&2; exit 1; }
+done
+if [ "$(id -u)" -ne 0 ]; then
+  echo "capture_size_bench: records with BPF: run as root" >&2
+  exit 1
+fi
+command -v perf >/dev/null || { echo "capture_size_bench: perf missing (scripts/install-deps.sh)" >&2; exit 1; }
+tmp=$(mktemp -d /tmp/arcprof-capture-bench.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+java17=/usr/lib/jvm/java-17-openjdk-amd64/bin
+
+# Inputs prepared outside the recordings.
+head -c $((24 << 20)) /usr/lib/x86_64-linux-gnu/libLLVM*.so* /usr/lib/jvm/java-17-openjdk-amd64/lib/modules \
+  2>/dev/null > "$tmp/xz-input" || true
+"$java17/javac" -d "$tmp/java" "$src/bench/workloads/CaptureBench.java"
+mkdir -p "$tmp/py"
+# The recursive CTE's row count grows with SECONDS (about 1.2M rows a second here).
+rows=$((seconds * 1200000))
+# Three test sources with heavy headers (gtest, nlohmann/json, the STL).
+gxx_files=(tests/reports/arcflow_test.cpp tests/reports/capture_store_test.cpp tests/reports/export_test.cpp)
+
+declare -A cmd
+cmd[gxx]="cd $src && for f in ${gxx_files[*]}; do g++ -O2 -std=c++20 -I. -w -c \$f -o /dev/null; done"
+cmd[xz]="xz -9 -T1 -c $tmp/xz-input > /dev/null"
+cmd[python3]="/usr/bin/python3 $src/bench/workloads/python_workload.py $tmp/py $seconds > /dev/null"
+cmd[node]="node --perf-basic-prof $src/bench/workloads/node_workload.js $seconds > /dev/null"
+cmd[java]="$java17/java -XX:+PreserveFramePointer -cp $tmp/java CaptureBench $seconds > /dev/null"
+cmd[sqlite3]="sqlite3 :memory: 'WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < $rows) SELECT sum(x) FROM c;' > /dev/null"
+order=(gxx xz python3 node java sqlite3)
+
+median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
+report_s() {  # median wall seconds of `arcprof report -i $1`
+  local t=()
+  for _ in 1 2 3 4 5; do
+    local s e
+    s=$(date +%s.%N)
+    "$arcprof" report -i "$1" > /dev/null
+    e=$(date +%s.%N)
+    t+=("$(awk -v s="$s" -v e="$e" 'BEGIN {printf "%.3f", e - s}')")
+  done
+  median "${t[@]}"
+}
+per() { awk -v b="$1" -v n="$2" 'BEGIN {if (n > 0) printf "%.1f", b / n; else print "-"}'; }
+
+echo "## Capture size: bytes per sample, arcprof vs perf -g on the same execution (999 Hz)"
+echo
+echo "| workload | samples (arcprof) | arcprof B/sample | schema 1 B/sample | samples (perf) | perf -g B/sample | report s (schema 2 / 1) |"
+echo "|---|---|---|---|---|---|---|"
+for w in "${order[@]}"; do
+  a=$tmp/$w.db p=$tmp/$w.perf.data
+  if ! "$arcprof" record -q -o "$a" -- perf record -q -F 999 -g -o "$p" -- sh -c "${cmd[$w]}" \
+       > "$tmp/$w.log" 2>&1; then
+    echo "| $w | failed: $(tail -1 "$tmp/$w.log") | | | | | |"
+    continue
+  fi
+  "$schema1" "$a" "$tmp/$w.v1.db"
+  a_samples=$(sqlite3 "$a" "SELECT value FROM counters WHERE name = 'samples_total'")
+  a_bytes=$(stat -c %s "$a")
+  v1_bytes=$(stat -c %s "$tmp/$w.v1.db")
+  p_samples=$(perf report -i "$p" --stats 2>/dev/null | awk '/SAMPLE events/ {print $3; exit}')
+  p_bytes=$(stat -c %s "$p")
+  r2=$(report_s "$a")
+  r1=$(report_s "$tmp/$w.v1.db")
+  echo "| $w | $a_samples | **$(per "$a_bytes" "$a_samples")** ($a_bytes B) | $(per "$v1_bytes" "$a_samples") | ${p_samples:-?} | $(per "$p_bytes" "${p_samples:-0}") ($p_bytes B) | $r2 / $r1 |"
+  rm -f "$p" "$tmp/$w.v1.db"
+done
+echo
+echo "arcprof records with its defaults for a command (hybrid unwinding, off-CPU stacks, PTT);"
+echo "perf record -F 999 -g keeps raw frame-pointer stacks. Load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)."
