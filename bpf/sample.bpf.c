@@ -283,6 +283,9 @@ static __always_inline void offcpu_flush(struct offcpu_start *st)
 {
 	if (!st->pending_count)
 		return;
+	/* Switches are counted here, per flushed batch, not at every switch:
+	 * the hot path stays free of the counters map. */
+	count_n(ARCPROF_CTR_OFFCPU_SWITCHES, st->pending_count);
 	struct offcpu_value *v = bpf_map_lookup_elem(&offcpu_time, &st->key);
 	if (v) {
 		__sync_fetch_and_add(&v->ns, st->pending_ns);
@@ -302,17 +305,20 @@ static __always_inline void offcpu_flush(struct offcpu_start *st)
  * registers it entered the kernel with (syscall number, instruction, stack
  * and frame pointer): a thread that blocks at the same place again has the
  * same stack. A thread that keeps blocking at one place (a ping-pong, a
- * worker loop) costs two task-storage lookups and a target check per switch;
- * its time is summed in its task storage and added to offcpu_time once a
- * millisecond has built up or it blocks elsewhere. */
+ * worker loop) costs two task-storage lookups, one clock read and a hash of
+ * its registers per switch: task storage exists only for targeted threads,
+ * so a thread that has it needs no target check; its time is summed there
+ * and added to offcpu_time once a millisecond has built up or it blocks
+ * elsewhere. Switches between untargeted threads cost the two lookups. */
 SEC("tp_btf/sched_switch")
 int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
 {
-	__u64 now = bpf_ktime_get_ns();
+	__u64 now = 0;
 
 	/* next comes back: close its interval. */
 	struct offcpu_start *st = bpf_task_storage_get(&offcpu_start, next, 0, 0);
 	if (st && st->ts) {
+		now = bpf_ktime_get_ns();
 		st->pending_ns += now > st->ts ? now - st->ts : 0;
 		st->pending_count += 1;
 		st->ts = 0;
@@ -323,12 +329,16 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 	/* prev goes off CPU. */
 	__u32 tgid = prev->tgid;
 	__u32 tid = prev->pid;
-	if (tid == 0 || !targeted(tgid))
+	if (tid == 0)
 		return 0;
-	count(ARCPROF_CTR_OFFCPU_SWITCHES);
-	st = bpf_task_storage_get(&offcpu_start, prev, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
-	if (!st)
-		return 0;
+	st = bpf_task_storage_get(&offcpu_start, prev, 0, 0);
+	if (!st) {
+		if (!targeted(tgid))
+			return 0;
+		st = bpf_task_storage_get(&offcpu_start, prev, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+		if (!st)
+			return 0;
+	}
 	/* A preempted task is still runnable (the tracepoint reports it so). */
 	__u32 state = preempt ? 0 : prev->__state;
 	__s64 nr = -1;
@@ -373,7 +383,7 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 		st->key = key;
 		st->known = 1;
 	}
-	st->ts = now;
+	st->ts = now ? now : bpf_ktime_get_ns();
 	return 0;
 }
 
