@@ -84,7 +84,7 @@ enum arcprof_counter {
 	ARCPROF_CTR_FILTERED = 4,      /* samples of processes outside the pid filter */
 	ARCPROF_CTR_FOLLOWED_FORKS = 5, /* children added to the pid filter */
 	ARCPROF_CTR_STACK_FAULT = 6,   /* stack copies cut short by an unreadable page */
-	ARCPROF_CTR_OFFCPU_SWITCHES = 7, /* switches out of targeted threads */
+	ARCPROF_CTR_OFFCPU_SWITCHES = 7, /* switches out of targeted threads, added when their time is (per batch) */
 	ARCPROF_CTR_OFFCPU_STACKS = 8,   /* off-CPU stack records written (one per new key) */
 	ARCPROF_CTR_OFFCPU_LOST_STACKS = 9, /* ring buffer full: retried at the key's next switch */
 	ARCPROF_CTR_OFFCPU_DROPPED = 10, /* intervals whose key had no slot (offcpu_time full) */
