@@ -1,4 +1,5 @@
 #include "cli/diff_cli.h"
+#include "cli/error_stream.h"
 
 #include "cli/exit_codes.h"
 
@@ -67,12 +68,12 @@ std::optional<int> DiffCommand::RunIfSelected(std::ostream& out, std::ostream& e
     }
     auto profile = LoadProfile(path, range, err);
     if (!profile) {
-      err << "arcprof diff: " << profile.error().message << '\n';
+      err << ErrorLine("diff", profile.error().message);
       return ExitCode(profile.error());
     }
     auto tree = ExportFlameTree(*profile, options_);
     if (!tree) {
-      err << "arcprof diff: " << path << ": " << tree.error().message << '\n';
+      err << ErrorLine("diff", path + ": " + tree.error().message);
       return ExitCode(tree.error());
     }
     trees.push_back(std::move(*tree));
@@ -90,7 +91,7 @@ std::optional<int> DiffCommand::RunIfSelected(std::ostream& out, std::ostream& e
   Result<void> written = file ? file->Write(svg.str()) : Result<void>(file.error());
   if (written) written = file->Commit();
   if (!written) {
-    err << "arcprof diff: " << written.error().message << '\n';
+    err << ErrorLine("diff", written.error().message);
     return 1;
   }
   if (format_ == "json") {

@@ -1,4 +1,5 @@
 #include "cli/java_cli.h"
+#include "cli/error_stream.h"
 
 #include <sys/stat.h>
 
@@ -32,7 +33,7 @@ std::optional<int> JavaCommands::RunIfSelected(std::ostream& out, std::ostream& 
     options.timeout_s = timeout_s_;
     auto result = AttachAgent(attach_pid_, options);
     if (!result.ok()) {
-      err << "arcprof: " << result.error().message << "\n";
+      err << ErrorLine("", result.error().message);
       return 1;
     }
     auto jvm = InspectJvm(attach_pid_);
@@ -42,7 +43,7 @@ std::optional<int> JavaCommands::RunIfSelected(std::ostream& out, std::ostream& 
   }
   auto jvm = InspectJvm(status_pid_);
   if (!jvm.ok()) {
-    err << "arcprof: " << jvm.error().message << "\n";
+    err << ErrorLine("", jvm.error().message);
     return 1;
   }
   out << fmt::format("pid {} (pid {} in its namespace), uid {}: {}\n", jvm->pid, jvm->ns_pid, jvm->uid,

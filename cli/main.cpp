@@ -12,6 +12,7 @@
 #include <optional>
 
 #include "loader/continuous.h"
+#include "cli/error_stream.h"
 #include "cli/exit_codes.h"
 #include "cli/java_cli.h"
 #include "loader/record.h"
@@ -79,6 +80,9 @@ CLI::Validator CallGraphValidator() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Every error and warning goes through the escaping stream and logger (cli/error_stream.h).
+  arcprof::cli::SafeErrorStream err(std::cerr);
+  using arcprof::cli::ErrorLine;
   CLI::App app{"arcprof: system-wide CPU profiler (eBPF sampling, tprof and arcflow reports)",
                "arcprof"};
   app.set_version_flag("--version", ARCPROF_VERSION);
@@ -240,9 +244,10 @@ int main(int argc, char** argv) {
     // Usage errors: one line, exit code 1 (CLI11's own codes vary).
     std::string what = e.what();
     std::replace(what.begin(), what.end(), '\n', ' ');
-    fprintf(stderr, "arcprof: %s (see arcprof --help)\n", what.c_str());
+    err << ErrorLine("", what + " (see arcprof --help)");
     return 1;
   }
+  arcprof::cli::InstallEscapingLogger();
   spdlog::set_level(verbose ? spdlog::level::debug : spdlog::level::warn);
   spdlog::set_pattern("arcprof: %v");
 
@@ -256,17 +261,17 @@ int main(int argc, char** argv) {
     }
     auto result = arcprof::RunRecord(rec);
     if (!result) {
-      fprintf(stderr, "arcprof: %s\n", result.error().message.c_str());
+      err << ErrorLine("", result.error().message);
       return arcprof::cli::ExitCode(result.error());
     }
     return *result;
   }
   if (continuous->parsed()) {
     cont.record.command_line = JoinArgs(argc, argv);
-    auto parse = [](const std::string& text, const char* option, auto parser) -> std::optional<uint64_t> {
+    auto parse = [&err](const std::string& text, const char* option, auto parser) -> std::optional<uint64_t> {
       if (text == "0") return 0;
       auto v = parser(text);
-      if (!v) fprintf(stderr, "arcprof: %s: '%s' is not valid (see arcprof continuous --help)\n", option, text.c_str());
+      if (!v) err << ErrorLine("", std::string(option) + ": '" + text + "' is not valid (see arcprof continuous --help)");
       return v;
     };
     auto w = parse(window, "--window", arcprof::store::ParseDurationNs);
@@ -282,7 +287,7 @@ int main(int argc, char** argv) {
     if (!push_flags.url.empty()) {
       auto push_options = push_flags.Resolve();
       if (!push_options) {
-        fprintf(stderr, "arcprof: %s\n", push_options.error().message.c_str());
+        err << ErrorLine("", push_options.error().message);
         return 1;
       }
       cont.on_start = [&, options = *push_options](const std::string& dir) -> arcprof::Result<void> {
@@ -302,7 +307,7 @@ int main(int argc, char** argv) {
     }
     auto result = arcprof::RunContinuous(cont);
     if (!result) {
-      fprintf(stderr, "arcprof: %s\n", result.error().message.c_str());
+      err << ErrorLine("", result.error().message);
       return arcprof::cli::ExitCode(result.error());
     }
     return *result;
@@ -310,24 +315,24 @@ int main(int argc, char** argv) {
   if (store_info->parsed()) {
     auto opened = arcprof::store::WindowStore::OpenForReading(store_dir);
     if (!opened) {
-      fprintf(stderr, "arcprof: %s\n", opened.error().message.c_str());
+      err << ErrorLine("", opened.error().message);
       return arcprof::cli::ExitCode(opened.error());
     }
-    return arcprof::reports::PrintStoreInfo(*opened, store_format, std::cout, std::cerr);
+    return arcprof::reports::PrintStoreInfo(*opened, store_format, std::cout, err);
   }
-  if (auto code = reports.RunIfSelected(std::cout, std::cerr)) return *code;
-  if (auto code = java.RunIfSelected(std::cout, std::cerr)) return *code;
-  if (auto code = push.RunIfSelected(std::cout, std::cerr)) return *code;
+  if (auto code = reports.RunIfSelected(std::cout, err)) return *code;
+  if (auto code = java.RunIfSelected(std::cout, err)) return *code;
+  if (auto code = push.RunIfSelected(std::cout, err)) return *code;
   if (merge->parsed()) {
     auto merged = arcprof::store::MergeCaptures(merge_inputs, merge_hosts);
     if (!merged) {
-      fprintf(stderr, "arcprof: %s\n", merged.error().message.c_str());
+      err << ErrorLine("", merged.error().message);
       return arcprof::cli::ExitCode(merged.error());
     }
-    for (const std::string& note : merged->notes) fprintf(stderr, "arcprof: note: %s\n", note.c_str());
+    for (const std::string& note : merged->notes) err << ErrorLine("", "note: " + note);
     merged->profile.meta.command_line = JoinArgs(argc, argv);
     if (auto r = arcprof::store::WriteCapture(merge_output, merged->profile); !r) {
-      fprintf(stderr, "arcprof: %s\n", r.error().message.c_str());
+      err << ErrorLine("", r.error().message);
       return arcprof::cli::ExitCode(r.error());
     }
     return 0;

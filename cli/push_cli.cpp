@@ -1,4 +1,5 @@
 #include "cli/push_cli.h"
+#include "cli/error_stream.h"
 
 #include "cli/exit_codes.h"
 
@@ -8,6 +9,7 @@
 #include "push/store_windows.h"
 
 namespace arcprof::push {
+using arcprof::cli::ErrorLine;
 using namespace arcprof::model;
 using namespace arcprof::store;
 
@@ -54,7 +56,7 @@ std::optional<int> PushCommands::RunIfSelected(std::ostream& out, std::ostream& 
   if (!push_->parsed()) return std::nullopt;
   auto options = flags_.Resolve();
   if (!options) {
-    err << "arcprof: " << options.error().message << "\n";
+    err << ErrorLine("", options.error().message);
     return 1;
   }
   // A directory is a continuous store, a file a capture.
@@ -69,7 +71,7 @@ std::optional<int> PushCommands::RunIfSelected(std::ostream& out, std::ostream& 
                     : Result<std::unique_ptr<WindowSource>>(opened.error());
   }
   if (!source) {
-    err << "arcprof: " << source.error().message << "\n";
+    err << ErrorLine("", source.error().message);
     return cli::ExitCode(source.error());
   }
   Pusher pusher(*options, **source);
@@ -79,14 +81,16 @@ std::optional<int> PushCommands::RunIfSelected(std::ostream& out, std::ostream& 
   const PushStats stats = pusher.stats();
   const std::string where = Destination(options->url);
   if (!left) {
-    err << "arcprof: " << left.error().message << "\n";
+    err << ErrorLine("", left.error().message);
     return cli::ExitCode(left.error());
   }
   out << "pushed " << stats.windows_sent << " window" << (stats.windows_sent == 1 ? "" : "s") << " ("
       << stats.bytes_sent << " bytes) to " << where << (stats.using_ingest ? " (/ingest)" : "") << "\n";
   if (*left > 0 || stats.rejected > 0) {
-    err << "arcprof: " << *left + stats.rejected << " window(s) not sent to " << where << " (last error: "
-        << stats.last_error << "); they stay in " << store_ << " for the next run\n";
+    // The last error may quote the server's reply: ErrorLine escapes it.
+    err << ErrorLine("", std::to_string(*left + stats.rejected) + " window(s) not sent to " +
+                             std::string(where) + " (last error: " + stats.last_error + "); they stay in " +
+                             store_ + " for the next run");
     return 1;
   }
   return 0;

@@ -1,4 +1,5 @@
 #include "cli/report_cli.h"
+#include "cli/error_stream.h"
 
 #include "cli/exit_codes.h"
 
@@ -93,7 +94,8 @@ ReportCommands::ReportCommands(CLI::App& app)
                     "arcflow views: fold all threads into one tree");
   report_->add_option("--sort", report_request_.sort,
                       "xprof: base or cum; ptt: cpu, irq, dispatches, interrupts, pid, tid, "
-                      "name, cpi or a --ptt-events counter")
+                      "name, cpi or a --ptt-events counter; tprof: perf's keys pid, tid, dso, sym "
+                      "(as --by pid,tid,mod,sym)")
       ->capture_default_str();
   report_->add_option("--units", report_request_.units, "arcflow views: samples, ms or pct")
       ->capture_default_str();
@@ -110,9 +112,12 @@ ReportCommands::ReportCommands(CLI::App& app)
   report_->add_option("--interval", report_request_.interval,
                       "irq view: time buckets (1s, 250ms, ...)")
       ->capture_default_str();
-  report_->add_option("--format", report_request_.format, "Output format")
+  auto* format = report_->add_option("--format", report_request_.format, "Output format")
       ->check(CLI::IsMember({"text", "json"}))
       ->capture_default_str();
+  // perf's habit: text on standard output is what report does anyway.
+  report_->add_flag("--stdio", "Text output (accepted as in perf; text is the default)")
+      ->excludes(format);
   AddStoreRangeOptions(report_, report_range_);
 
   export_ = app.add_subcommand("export", "Convert a capture to another format (docs/exports.md)");
@@ -159,9 +164,11 @@ void ReportCommands::AddExportWriter(const std::string& name, ExportWriter write
 }
 
 std::optional<int> ReportCommands::RunIfSelected(std::ostream& out, std::ostream& err) {
-  if (report_->parsed()) return RunReport(out, err);
-  if (export_->parsed()) return RunExport(out, err);
-  if (auto code = diff_.RunIfSelected(out, err)) return code;
+  // Views and exports write their errors here: escaped (cli/error_stream.h).
+  SafeErrorStream safe_err(err);
+  if (report_->parsed()) return RunReport(out, safe_err);
+  if (export_->parsed()) return RunExport(out, safe_err);
+  if (auto code = diff_.RunIfSelected(out, safe_err)) return code;
   return std::nullopt;
 }
 
@@ -172,7 +179,7 @@ int ReportCommands::RunReport(std::ostream& out, std::ostream& err) {
     auto read = ForEachWindow(report_request_.capture_path, report_range_, err,
                               [&](const Profile& window) { builder.Add(window); });
     if (!read) {
-      err << "arcprof report: " << read.error().message << '\n';
+      err << ErrorLine("report", read.error().message);
       return ExitCode(read.error());
     }
     const Timeline timeline = builder.Build();
@@ -183,21 +190,34 @@ int ReportCommands::RunReport(std::ostream& out, std::ostream& err) {
     }
     return out ? 0 : 1;
   }
+  if (report_request_.view == "tprof" && report_->count("--sort") > 0) {
+    // perf's --sort keys name tprof levels: --sort pid,tid,dso,sym is --by pid,tid,mod,sym.
+    if (report_->count("--by") > 0) {
+      err << ErrorLine("report", "give the tprof levels with --by or with --sort, not both");
+      return 1;
+    }
+    auto by = PerfSortToTprofLevels(report_request_.sort);
+    if (!by) {
+      err << ErrorLine("report", by.error().message);
+      return 1;
+    }
+    report_request_.by = *by;
+  }
   auto view = views_.find(report_request_.view);
   if (view == views_.end()) {
-    err << "arcprof report: unknown view '" << report_request_.view << "'; use one of "
-        << Names(views_) << ", timeline" << '\n';
+    err << ErrorLine("report", "unknown view '" + report_request_.view + "'; use one of " +
+                                   Names(views_) + ", timeline");
     return 1;
   }
   auto profile = LoadProfile(report_request_.capture_path, report_range_, err);
   if (!profile) {
-    err << "arcprof report: " << profile.error().message << '\n';
+    err << ErrorLine("report", profile.error().message);
     return ExitCode(profile.error());
   }
   if (report_request_.metric != "samples") {
     auto metric = model::WithMetric(*profile, report_request_.metric);
     if (!metric) {
-      err << "arcprof report: " << metric.error().message << '\n';
+      err << ErrorLine("report", metric.error().message);
       return 1;
     }
     *profile = std::move(*metric);
@@ -211,7 +231,7 @@ int ReportCommands::RunExport(std::ostream& out, std::ostream& err) {
     auto read = ForEachWindow(export_input_, export_range_, err,
                               [&](const Profile& window) { builder.Add(window); });
     if (!read) {
-      err << "arcprof export: " << read.error().message << '\n';
+      err << ErrorLine("export", read.error().message);
       return ExitCode(read.error());
     }
     const std::string title = "CPU per " + std::string(export_timeline_by_tid_ ? "thread" : "process") +
@@ -227,27 +247,27 @@ int ReportCommands::RunExport(std::ostream& out, std::ostream& err) {
     Result<void> written = file ? file->Write(rendered.str()) : Result<void>(file.error());
     if (written) written = file->Commit();
     if (!written) {
-      err << "arcprof export: " << written.error().message << '\n';
+      err << ErrorLine("export", written.error().message);
       return 1;
     }
     return 0;
   }
   auto exporter = exporters_.find(export_format_);
   if (exporter == exporters_.end()) {
-    err << "arcprof export: unknown format '" << export_format_ << "'; use one of "
-        << Names(exporters_) << ", timeline-svg" << '\n';
+    err << ErrorLine("export", "unknown format '" + export_format_ + "'; use one of " +
+                                   Names(exporters_) + ", timeline-svg");
     return 1;
   }
   auto profile = LoadProfile(export_input_, export_range_, err);
   if (!profile) {
-    err << "arcprof export: " << profile.error().message << '\n';
+    err << ErrorLine("export", profile.error().message);
     return ExitCode(profile.error());
   }
   // pprof holds every value itself; the other formats show one.
   if (export_options_.metric != "samples") {
     auto metric = model::WithMetric(*profile, export_options_.metric);
     if (!metric) {
-      err << "arcprof export: " << metric.error().message << '\n';
+      err << ErrorLine("export", metric.error().message);
       return 1;
     }
     if (export_format_ != "pprof") *profile = std::move(*metric);
@@ -255,7 +275,7 @@ int ReportCommands::RunExport(std::ostream& out, std::ostream& err) {
   if (export_output_.empty()) {
     Result<void> written = exporter->second(*profile, export_options_, out);
     if (!written) {
-      err << "arcprof export: " << written.error().message << '\n';
+      err << ErrorLine("export", written.error().message);
       return ExitCode(written.error());
     }
     return out ? 0 : 1;
@@ -263,14 +283,14 @@ int ReportCommands::RunExport(std::ostream& out, std::ostream& err) {
   // Render fully first: the output file appears only once it is complete.
   std::ostringstream rendered;
   if (Result<void> r = exporter->second(*profile, export_options_, rendered); !r) {
-    err << "arcprof export: " << r.error().message << '\n';
+    err << ErrorLine("export", r.error().message);
     return ExitCode(r.error());
   }
   auto file = AtomicFile::Create(export_output_, AtomicFile::Streams::kWriteDirectly);
   Result<void> written = file ? file->Write(rendered.str()) : Result<void>(file.error());
   if (written) written = file->Commit();
   if (!written) {
-    err << "arcprof export: " << written.error().message << '\n';
+    err << ErrorLine("export", written.error().message);
     return 1;
   }
   return 0;

@@ -65,4 +65,21 @@ inline std::string EscapeControl(std::string_view text) {
   return out;
 }
 
+// The one form of an error or warning line: "arcprof COMMAND: MESSAGE\n"
+// ("arcprof: MESSAGE\n" without a command), the message escaped whole, its
+// newlines too, so text from outside in it is one inert line. Every layer that
+// prints an error builds it here (the CLI's stderr is also a SafeErrorStream,
+// cli/error_stream.h).
+inline std::string ErrorLine(std::string_view command, std::string_view message) {
+  std::string line = "arcprof";
+  if (!command.empty()) {
+    line += ' ';
+    line += EscapeControl(command);
+  }
+  line += ": ";
+  line += EscapeControl(message);
+  line += '\n';
+  return line;
+}
+
 }  // namespace arcprof

@@ -1,5 +1,7 @@
 #include "reports/irq_report.h"
 
+#include "common/text.h"
+
 #include <algorithm>
 #include <charconv>
 #include <cctype>
@@ -260,12 +262,12 @@ int RunIrqView(const Profile& profile, const ReportRequest& request, std::ostrea
                std::ostream& err) {
   auto interval = ParseInterval(request.interval);
   if (!interval) {
-    err << "arcprof report: " << interval.error().message << '\n';
+    err << ErrorLine("report", interval.error().message);
     return 1;
   }
   auto report = BuildIrqReport(profile, *interval);
   if (!report) {
-    err << "arcprof report: " << report.error().message << '\n';
+    err << ErrorLine("report", report.error().message);
     return 1;
   }
   if (request.format == "json") {

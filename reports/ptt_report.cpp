@@ -1,5 +1,7 @@
 #include "reports/ptt_report.h"
 
+#include "common/text.h"
+
 #include <algorithm>
 #include <cctype>
 #include <functional>
@@ -283,7 +285,7 @@ int RunPttView(const Profile& profile, const ReportRequest& request, std::ostrea
   options.filter = request.filter;
   auto report = BuildPttReport(profile, options);
   if (!report) {
-    err << "arcprof report: " << report.error().message << '\n';
+    err << ErrorLine("report", report.error().message);
     return 1;
   }
   if (request.format == "json") {

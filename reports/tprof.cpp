@@ -269,6 +269,32 @@ Result<std::vector<TprofLevel>> ParseTprofLevels(std::string_view spec) {
   return levels;
 }
 
+Result<std::string> PerfSortToTprofLevels(std::string_view keys) {
+  // perf's sort keys that are a tprof level; anything else has no clean mapping.
+  static constexpr std::pair<std::string_view, std::string_view> kPerfKeys[] = {
+      {"pid", "pid"}, {"tid", "tid"}, {"dso", "mod"}, {"mod", "mod"},
+      {"sym", "sym"}, {"symbol", "sym"}, {"host", "host"}};
+  std::string by;
+  size_t start = 0;
+  while (start <= keys.size()) {
+    const size_t comma = std::min(keys.find(',', start), keys.size());
+    const std::string_view key = keys.substr(start, comma - start);
+    std::string_view level;
+    for (const auto& [perf, ours] : kPerfKeys) {
+      if (perf == key) level = ours;
+    }
+    if (level.empty()) {
+      return MakeError("--sort: '" + std::string(key) +
+                       "' does not map onto a tprof level; the tprof view takes perf's pid, tid, "
+                       "dso and sym (= --by pid,tid,mod,sym)");
+    }
+    if (!by.empty()) by += ',';
+    by += level;
+    start = comma + 1;
+  }
+  return by;
+}
+
 bool IsUnknownFrame(const FrameRecord& frame) {
   return frame.symbol.empty() || frame.reason != UnknownReason::kNone;
 }

@@ -25,6 +25,10 @@ std::string_view TprofLevelName(TprofLevel level);
 std::string_view TprofLevelLabel(TprofLevel level);
 // Parses "pid,tid,mod,sym" (any order, each level at most once). Errors are ErrorKind::kFailed.
 Result<std::vector<TprofLevel>> ParseTprofLevels(std::string_view spec);
+// perf's `--sort` keys as --by levels: pid, tid, dso -> mod, sym/symbol -> sym
+// ("pid,tid,dso,sym" -> "pid,tid,mod,sym"). Any other key (comm, cpu, srcline,
+// ...) is an error of one line: it has no tprof level.
+Result<std::string> PerfSortToTprofLevels(std::string_view keys);
 
 struct TprofOptions {
   std::vector<TprofLevel> levels = {TprofLevel::kPid, TprofLevel::kTid, TprofLevel::kModule,

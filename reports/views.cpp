@@ -1,5 +1,7 @@
 #include "reports/views.h"
 
+#include "common/text.h"
+
 #include <cmath>
 #include <map>
 
@@ -13,7 +15,7 @@ int RunTprofView(const Profile& profile, const ReportRequest& request, std::ostr
                  std::ostream& err) {
   auto levels = ParseTprofLevels(request.by);
   if (!levels) {
-    err << "arcprof report: " << levels.error().message << '\n';
+    err << ErrorLine("report", levels.error().message);
     return 1;
   }
   TprofOptions options;
@@ -80,7 +82,7 @@ int RenderArcflow(const std::string& view, const Profile& profile, const ReportR
                          sort.ok() ? nullptr : &sort.error(),
                          units.ok() ? nullptr : &units.error()}) {
     if (e) {
-      err << "arcprof report: " << e->message << "\n";
+      err << ErrorLine("report", e->message);
       return 1;
     }
   }
@@ -93,7 +95,7 @@ int RenderArcflow(const std::string& view, const Profile& profile, const ReportR
   options.merge_threads = request.merge_threads;
   options.filter = {request.filter.pids, request.filter.tids, request.filter.comms};
   if (auto ok = RenderArcflowView(profile, options, out); !ok) {
-    err << "arcprof report: " << ok.error().message << "\n";
+    err << ErrorLine("report", ok.error().message);
     return 1;
   }
   return 0;

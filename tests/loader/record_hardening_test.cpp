@@ -82,6 +82,27 @@ INSTANTIATE_TEST_SUITE_P(
         BadOption{"CallGraphSize", {"--call-graph", "dwarf,0"}, "stack size"}),
     [](const auto& info) { return std::string(info.param.name); });
 
+// Errors of the arcprof binary (CLI11's usage errors, report's and record's own)
+// reach the terminal with control characters escaped, on one line.
+TEST(CliErrors, ControlCharactersInErrorsAreEscaped) {
+  TempDir tmp;
+  const std::string hostile = "x\x1b]0;owned\x07\nforged line";
+  auto expect_safe = [](Subprocess& p, const std::string& what) {
+    EXPECT_NE(p.Wait(), 0) << what;
+    const std::string& err = p.stderr_text();
+    EXPECT_EQ(Lines(err), 1u) << what << ": " << err;
+    EXPECT_EQ(err.find('\x1b'), std::string::npos) << what << ": " << err;
+    EXPECT_EQ(err.find('\x07'), std::string::npos) << what << ": " << err;
+    EXPECT_NE(err.find("forged line"), std::string::npos) << what << ": " << err;
+  };
+  Subprocess usage({kArcprof, "report", "--no-such-option", hostile});
+  expect_safe(usage, "usage error");
+  Subprocess report({kArcprof, "report", "-i", tmp.path(hostile + ".db")});
+  expect_safe(report, "report -i");
+  Subprocess record({kArcprof, "record", "-d", "1", "-o", tmp.path(hostile + "/x.db")});
+  expect_safe(record, "record -o");
+}
+
 // ------------------------------------------------------ outputs, before sampling
 
 TEST(RecordOutput, BadOutputsAreRefusedBeforeSamplingAndNothingIsReplaced) {

@@ -1,12 +1,15 @@
 #include "cli/report_cli.h"
 
 #include <gtest/gtest.h>
+#include <spdlog/spdlog.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <fstream>
 #include <sstream>
 
+#include "cli/error_stream.h"
 #include "store/capture_store.h"
 #include "tests/reports/golden.h"
 #include "tests/reports/test_profiles.h"
@@ -194,6 +197,98 @@ TEST_F(ReportCli, AddingAViewIsOneCall) {
   });
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out, "1995\n");
+}
+
+// perf's habits: --stdio is accepted (text is the default), --sort keys that
+// name tprof levels map onto --by, the others are refused with one line.
+TEST_F(ReportCli, PerfStdioAndSortAliases) {
+  const RunResult plain = RunArcprof({"report", "-i", capture_});
+  RunResult r = RunArcprof({"report", "--stdio", "-i", capture_});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, plain.out);
+  EXPECT_NE(RunArcprof({"report", "--stdio", "--format", "json", "-i", capture_}).exit_code, 0);
+
+  r = RunArcprof({"report", "-i", capture_, "--sort", "pid,tid,dso,sym"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, plain.out);
+  r = RunArcprof({"report", "-i", capture_, "--sort", "dso,symbol"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, RunArcprof({"report", "-i", capture_, "--by", "mod,sym"}).out);
+  EXPECT_NE(r.out.find("Levels:             mod,sym\n"), std::string::npos) << r.out;
+
+  for (const std::string& keys : {"comm", "pid,cpu", "srcline", ""}) {
+    r = RunArcprof({"report", "-i", capture_, "--sort", keys});
+    EXPECT_EQ(r.exit_code, 1) << keys;
+    EXPECT_EQ(r.out, "");
+    EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << r.err;
+    EXPECT_EQ(r.err.rfind("arcprof report: --sort: '", 0), 0u) << r.err;
+    EXPECT_NE(r.err.find("does not map onto a tprof level"), std::string::npos) << r.err;
+  }
+  r = RunArcprof({"report", "-i", capture_, "--sort", "pid", "--by", "tid"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err, "arcprof report: give the tprof levels with --by or with --sort, not both\n");
+  // Other views keep their own --sort.
+  r = RunArcprof({"report", "-i", capture_, "--view", "xprof", "--sort", "cum"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+}
+
+// A path, view or format name holding ESC, BEL, CSI (U+009B) or a newline
+// reaches the terminal escaped, on one line, in every error of report/export/diff.
+TEST_F(ReportCli, ErrorMessagesEscapeControlCharacters) {
+  const std::string hostile = "x\x1b]0;owned\x07\xc2\x9b" "2J\nforged line";
+  auto expect_safe = [](const RunResult& r, const std::string& what) {
+    EXPECT_NE(r.exit_code, 0) << what;
+    ASSERT_FALSE(r.err.empty()) << what;
+    EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << what << ": " << r.err;
+    for (char c : r.err.substr(0, r.err.size() - 1)) {
+      EXPECT_FALSE(static_cast<unsigned char>(c) < 0x20 || c == 0x7f) << what << ": " << r.err;
+    }
+    EXPECT_EQ(r.err.find("\xc2\x9b"), std::string::npos) << what;
+    // The text is still there, inert (escaped as \xNN, or blanked by the capture reader).
+    EXPECT_NE(r.err.find("owned"), std::string::npos) << what << ": " << r.err;
+    EXPECT_NE(r.err.find("forged line"), std::string::npos) << what << ": " << r.err;
+  };
+  const std::string path = dir_.File(hostile + ".db");
+  expect_safe(RunArcprof({"report", "-i", path}), "report -i");
+  expect_safe(RunArcprof({"export", "--format", "folded", "-i", path}), "export -i");
+  expect_safe(RunArcprof({"report", "-i", capture_, "--view", hostile}), "report --view");
+  expect_safe(RunArcprof({"export", "--format", hostile, "-i", capture_}), "export --format");
+  expect_safe(RunArcprof({"report", "-i", capture_, "--by", hostile}), "report --by (the view's error)");
+  expect_safe(RunArcprof({"report", "-i", capture_, "--sort", hostile}), "report --sort");
+  expect_safe(RunArcprof({"export", "--format", "folded", "-i", capture_, "-o", dir_.File(hostile + "/out")}),
+              "export -o");
+  expect_safe(RunArcprof({"diff", capture_, path}), "diff");
+}
+
+TEST(SafeErrorStream, EscapesEveryControlButTheLineEnds) {
+  std::ostringstream target;
+  {
+    cli::SafeErrorStream err(target);
+    err << "arcprof: a\x1b[31mred\x07 " << 42 << '\n' << "b\tc\xc2\x9b" << "\xff" << '\n' << "tail";
+  }
+  EXPECT_EQ(target.str(), "arcprof: a\\x1b[31mred\\x07 42\nb\\x09c\\xc2\\x9b\\xff\ntail");
+  EXPECT_EQ(cli::ErrorLine("report", "bad\nname\x1b"), "arcprof report: bad\\x0aname\\x1b\n");
+  EXPECT_EQ(cli::ErrorLine("", "plain"), "arcprof: plain\n");
+}
+
+// Warnings of every layer (spdlog) are escaped whole by the CLI's logger.
+TEST(SafeErrorStream, LoggerEscapesWarnings) {
+  TempDir dir;
+  const std::string path = dir.File("stderr.txt");
+  const int saved = dup(STDERR_FILENO);
+  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(dup2(fd, STDERR_FILENO), STDERR_FILENO);
+  auto previous = spdlog::default_logger();
+  cli::InstallEscapingLogger();
+  spdlog::set_pattern("arcprof: %v");
+  spdlog::warn("perf map of {}: bad line", "evil\x1b]0;t\x07\nforged");
+  spdlog::default_logger()->flush();
+  dup2(saved, STDERR_FILENO);
+  close(saved);
+  close(fd);
+  spdlog::set_default_logger(previous);
+  EXPECT_EQ(ReadFile(path), "arcprof: perf map of evil\\x1b]0;t\\x07\\x0aforged: bad line\n");
 }
 
 }  // namespace
