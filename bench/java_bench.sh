@@ -44,6 +44,22 @@ done
 rm -f /tmp/jit-*.dump /tmp/jit-*.arcprof 2>/dev/null || true
 p=$(median "${plain[@]}"); a=$(median "${with_agent[@]}"); s=$(median "${sampled[@]}")
 
+# 1b. JVM start-up (`java Burn 0`: start, one check of the clock, exit), ms.
+startup_ms() {
+  local t0 t1
+  t0=$(date +%s%N)
+  "$java" "$@" -cp "$classes" Burn 0 > /dev/null 2>&1
+  t1=$(date +%s%N)
+  echo $(( (t1 - t0) / 1000000 ))
+}
+start_plain=() start_agent=()
+for r in $(seq $((rounds * 2))); do
+  start_plain+=("$(startup_ms)")
+  start_agent+=("$(startup_ms -agentpath:"$agent=quiet")")
+done
+rm -f /tmp/jit-*.dump /tmp/jit-*.arcprof 2>/dev/null || true
+sp=$(median "${start_plain[@]}"); sa=$(median "${start_agent[@]}")
+
 # 2. shares and breadth of one whole-machine capture.
 "$java" -XX:+PreserveFramePointer -cp "$classes" Burn "$((secs + 4))" 2> "$out/burn.err" &
 jpid=$!
@@ -138,6 +154,11 @@ cat <<EOT
 | no agent | $p | |
 | agent loaded at start | $a | $(awk -v a="$a" -v p="$p" 'BEGIN {printf "%+.2f%%", 100*(a-p)/p}') |
 | agent + arcprof record -F 99 (whole machine) | $s | $(awk -v a="$s" -v p="$p" 'BEGIN {printf "%+.2f%%", 100*(a-p)/p}') |
+
+| JVM start-up (\`java Burn 0\`, median of $((rounds * 2))) | ms |
+|---|---|
+| no agent | $sp |
+| agent at start | $sa |
 
 | 3:1 program, whole-machine capture | value |
 |---|---|

@@ -26,6 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -62,7 +63,30 @@ struct Agent {
   uint64_t write_errors = 0;
   uint64_t frames_unknown = 0;  // compiled methods whose CodeBlob was not found
   uint64_t methods_named = 0;
+  uint64_t methods_renamed = 0;  // Method*s replaced by class redefinition, named again
 };
+
+// Every method the agent has named, by its jmethodID and the Method* it
+// pointed at then. Class redefinition and retransformation give a method a
+// new Method* (the jmethodID follows it); the watcher thread notices and
+// names the new one. Its own lock: class preparation appends from any thread.
+struct Watch {
+  pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+  std::vector<jmethodID> ids;
+  std::vector<uint64_t> methods;
+  jrawMonitorID monitor = nullptr;  // the watcher sleeps on it; VMDeath and the hook wake it
+  // Classes being redefined right now (ClassFileLoadHook): their methods'
+  // jmethodIDs and Method*s before, watched closely until they change.
+  struct Pending {
+    uint64_t t_ns = 0;  // the hook's time: the new Method*s exist only after it
+    std::string prefix;
+    std::vector<jmethodID> ids;
+    std::vector<uint64_t> before;
+  };
+  std::vector<Pending> pending;
+};
+
+Watch g_watch;
 
 Agent g_agent;  // one per loaded copy of the library: JVMTI hands us no other place
 
@@ -85,6 +109,12 @@ void Log(const char* fmt, ...) {
 uint64_t MonotonicNs() {
   timespec ts{};
   clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+uint64_t ThreadCpuNs() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
   return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
 }
 
@@ -592,17 +622,8 @@ void JNICALL OnDynamicCodeGenerated(jvmtiEnv* jvmti, const char* name, const voi
   if (have_frame) WriteFrame(reinterpret_cast<uint64_t>(address), index, frame, t_ns);
 }
 
-// Method* -> name for every method of a class: the interpreter's frames hold
-// the Method* of the method they run. A jmethodID points at its Method*.
-void WriteClassMethods(jvmtiEnv* jvmti, jclass klass) {
-  jint count = 0;
-  jmethodID* methods = nullptr;
-  if (jvmti->GetClassMethods(klass, &count, &methods) != JVMTI_ERROR_NONE || count <= 0) {
-    Deallocate(jvmti, methods);
-    return;
-  }
-  // The class part of every name once ("com.example.Burn."), then each
-  // method's own name.
+// "com.example.Burn." for a class: the first part of its methods' names.
+std::string ClassPrefix(jvmtiEnv* jvmti, jclass klass) {
   std::string prefix;
   char* class_sig = nullptr;
   if (jvmti->GetClassSignature(klass, &class_sig, nullptr) == JVMTI_ERROR_NONE && class_sig) {
@@ -618,40 +639,242 @@ void WriteClassMethods(jvmtiEnv* jvmti, jclass klass) {
   }
   Deallocate(jvmti, class_sig);
   prefix.push_back('.');
-  std::string addrs, names;
-  uint32_t written = 0;
-  for (jint i = 0; i < count; ++i) {
-    uint64_t method = 0;
-    if (!methods[i] || !SafeRead(reinterpret_cast<uint64_t>(methods[i]), &method, 8) || method == 0) continue;
-    char* name = nullptr;
-    char* sig = nullptr;
-    if (jvmti->GetMethodName(methods[i], &name, g_agent.options.signatures ? &sig : nullptr, nullptr) !=
-        JVMTI_ERROR_NONE) {
-      continue;
-    }
-    Put64(addrs, method);
-    names += prefix;
-    names += name ? name : "?";
-    if (sig) names += sig;
-    names.push_back('\0');
-    Deallocate(jvmti, name);
-    Deallocate(jvmti, sig);
-    ++written;
+  return prefix;
+}
+
+// Appends one method's Method* and name to a METHODS record under way.
+bool AddMethodName(jvmtiEnv* jvmti, jmethodID id, uint64_t method, const std::string& prefix, std::string* addrs,
+                   std::string* names) {
+  char* name = nullptr;
+  char* sig = nullptr;
+  if (jvmti->GetMethodName(id, &name, g_agent.options.signatures ? &sig : nullptr, nullptr) != JVMTI_ERROR_NONE) {
+    return false;
   }
-  Deallocate(jvmti, methods);
-  if (written == 0) return;
+  Put64(*addrs, method);
+  *names += prefix;
+  *names += name ? name : "?";
+  if (sig) *names += sig;
+  names->push_back('\0');
+  Deallocate(jvmti, name);
+  Deallocate(jvmti, sig);
+  return true;
+}
+
+// One METHODS record, stamped t_ns.
+void WriteMethods(uint32_t count, const std::string& addrs, const std::string& names, uint64_t t_ns) {
+  if (count == 0) return;
   std::string record;
   const uint64_t total = jd::kSideMethodsFixedSize + addrs.size() + names.size();
   if (total > (16u << 20)) return;
   Locked lock;
   if (!g_agent.active || g_agent.closed) return;
-  WriteRecordHeader(record, jd::kSideMethods, static_cast<uint32_t>(total), MonotonicNs());
-  Put32(record, written);
+  WriteRecordHeader(record, jd::kSideMethods, static_cast<uint32_t>(total), t_ns);
+  Put32(record, count);
   Put32(record, 0);
   record += addrs;
   record += names;
   WriteSide(record);
-  g_agent.methods_named += written;
+  g_agent.methods_named += count;
+}
+
+// Method* -> name for every method of a class: the interpreter's frames hold
+// the Method* of the method they run. A jmethodID points at its Method*.
+void WriteClassMethods(jvmtiEnv* jvmti, jclass klass) {
+  jint count = 0;
+  jmethodID* methods = nullptr;
+  if (jvmti->GetClassMethods(klass, &count, &methods) != JVMTI_ERROR_NONE || count <= 0) {
+    Deallocate(jvmti, methods);
+    return;
+  }
+  // The class part of every name once, then each method's own name.
+  const std::string prefix = ClassPrefix(jvmti, klass);
+  std::string addrs, names;
+  uint32_t written = 0;
+  std::vector<std::pair<jmethodID, uint64_t>> watched;
+  for (jint i = 0; i < count; ++i) {
+    uint64_t method = 0;
+    if (!methods[i] || !SafeRead(reinterpret_cast<uint64_t>(methods[i]), &method, 8) || method == 0) continue;
+    if (!AddMethodName(jvmti, methods[i], method, prefix, &addrs, &names)) continue;
+    watched.emplace_back(methods[i], method);
+    ++written;
+  }
+  Deallocate(jvmti, methods);
+  WriteMethods(written, addrs, names, MonotonicNs());
+  pthread_mutex_lock(&g_watch.lock);
+  for (const auto& [id, method] : watched) {
+    g_watch.ids.push_back(id);
+    g_watch.methods.push_back(method);
+  }
+  pthread_mutex_unlock(&g_watch.lock);
+}
+
+// ---- class redefinition ----
+//
+// RedefineClasses and RetransformClasses replace a class's methods with new
+// Method*s and point the methods' jmethodIDs at them; no JVMTI event says so
+// after the fact (ClassFileLoadHook comes before, and only to environments
+// that ask for every class load). The watcher thread re-reads every
+// jmethodID it knows, in batches of one process_vm_readv each, and names the
+// Method*s that changed. The record is stamped with the time of the previous
+// scan, the earliest the new Method* can exist: a sample in between that
+// hits the new Method* gets its name, and no sample before it can (the
+// address held nothing that ran). The interval adapts to the scan's CPU
+// cost (100 times it, between 250 ms and 2 s), so the watch costs at most 1%
+// of one CPU however many methods the JVM has.
+
+constexpr size_t kWatchBatch = 1024;  // IOV_MAX
+
+// Reads the Method* behind ids[0..n) into out; a jmethodID that cannot be
+// read gives 0.
+void ReadMethods(const jmethodID* ids, size_t n, uint64_t* out) {
+  static const pid_t self = getpid();
+  iovec remote[kWatchBatch];
+  size_t done = 0;
+  while (done < n) {
+    const size_t count = n - done;
+    for (size_t i = 0; i < count; ++i) remote[i] = {reinterpret_cast<void*>(ids[done + i]), 8};
+    iovec local{out + done, count * 8};
+    const ssize_t got = process_vm_readv(self, &local, 1, remote, count, 0);
+    // A partial read stops at the first jmethodID that could not be read.
+    const size_t whole = got > 0 ? static_cast<size_t>(got) / 8 : 0;
+    done += whole;
+    if (done < n) out[done++] = 0;
+  }
+}
+
+void ScanForRedefinedMethods(jvmtiEnv* jvmti, uint64_t since_ns) {
+  std::vector<jmethodID> ids(kWatchBatch);
+  std::vector<uint64_t> now(kWatchBatch);
+  std::vector<std::pair<jmethodID, uint64_t>> changed;
+  for (size_t start = 0;; start += kWatchBatch) {
+    size_t n;
+    pthread_mutex_lock(&g_watch.lock);
+    n = start < g_watch.ids.size() ? std::min(kWatchBatch, g_watch.ids.size() - start) : 0;
+    std::copy_n(g_watch.ids.begin() + static_cast<std::ptrdiff_t>(start), n, ids.begin());
+    pthread_mutex_unlock(&g_watch.lock);
+    if (n == 0) break;
+    ReadMethods(ids.data(), n, now.data());
+    pthread_mutex_lock(&g_watch.lock);
+    for (size_t i = 0; i < n; ++i) {
+      uint64_t& known = g_watch.methods[start + i];
+      if (now[i] == known || known == 0) continue;
+      // A class that was unloaded leaves its jmethodIDs pointing at nothing
+      // (0 or a small marker): stop watching them.
+      if (now[i] < 4096) {
+        known = 0;
+        continue;
+      }
+      known = now[i];
+      changed.emplace_back(ids[i], now[i]);
+    }
+    pthread_mutex_unlock(&g_watch.lock);
+  }
+  if (changed.empty()) return;
+  std::string addrs, names;
+  uint32_t written = 0;
+  for (const auto& [id, method] : changed) {
+    jclass klass = nullptr;
+    if (jvmti->GetMethodDeclaringClass(id, &klass) != JVMTI_ERROR_NONE) continue;
+    if (AddMethodName(jvmti, id, method, ClassPrefix(jvmti, klass), &addrs, &names)) ++written;
+  }
+  WriteMethods(written, addrs, names, since_ns);
+  Locked lock;
+  g_agent.methods_renamed += written;
+}
+
+// The classes the hook announced: names their methods' new Method*s as soon
+// as the redefinition has replaced them (within a millisecond or two, long
+// before arcprof resolves the samples that hit them), stamped with the
+// hook's time. Returns whether some are still waiting.
+bool CheckPending(jvmtiEnv* jvmti) {
+  std::vector<Watch::Pending> work;
+  pthread_mutex_lock(&g_watch.lock);
+  work.swap(g_watch.pending);
+  pthread_mutex_unlock(&g_watch.lock);
+  std::vector<Watch::Pending> still;
+  const uint64_t now = MonotonicNs();
+  for (Watch::Pending& p : work) {
+    std::vector<uint64_t> after(p.ids.size());
+    ReadMethods(p.ids.data(), p.ids.size(), after.data());
+    std::string addrs, names;
+    uint32_t written = 0;
+    bool waiting = false;
+    for (size_t i = 0; i < p.ids.size(); ++i) {
+      if (after[i] == p.before[i]) {
+        waiting = true;
+        continue;
+      }
+      if (after[i] < 4096) continue;
+      if (AddMethodName(jvmti, p.ids[i], after[i], p.prefix, &addrs, &names)) ++written;
+      p.before[i] = after[i];
+    }
+    WriteMethods(written, addrs, names, p.t_ns);
+    if (written) {
+      Locked lock;
+      g_agent.methods_renamed += written;
+    }
+    // A redefinition that failed (or left a method as it was) stops being
+    // watched after a second; the regular scan still sees later changes.
+    if (waiting && now - p.t_ns < 1000000000ull) still.push_back(std::move(p));
+  }
+  pthread_mutex_lock(&g_watch.lock);
+  for (Watch::Pending& p : still) g_watch.pending.push_back(std::move(p));
+  const bool any = !g_watch.pending.empty();
+  pthread_mutex_unlock(&g_watch.lock);
+  return any;
+}
+
+void JNICALL OnClassFileLoadHook(jvmtiEnv* jvmti, JNIEnv* jni, jclass class_being_redefined, jobject loader,
+                                 const char* name, jobject protection_domain, jint class_data_len,
+                                 const unsigned char* class_data, jint* new_class_data_len,
+                                 unsigned char** new_class_data) {
+  if (!class_being_redefined) return;  // an ordinary class load: nothing to do
+  Watch::Pending p;
+  p.t_ns = MonotonicNs();
+  jint count = 0;
+  jmethodID* methods = nullptr;
+  if (jvmti->GetClassMethods(class_being_redefined, &count, &methods) != JVMTI_ERROR_NONE || count <= 0) {
+    Deallocate(jvmti, methods);
+    return;
+  }
+  p.ids.assign(methods, methods + count);
+  Deallocate(jvmti, methods);
+  p.before.resize(p.ids.size());
+  ReadMethods(p.ids.data(), p.ids.size(), p.before.data());
+  p.prefix = ClassPrefix(jvmti, class_being_redefined);
+  pthread_mutex_lock(&g_watch.lock);
+  g_watch.pending.push_back(std::move(p));
+  pthread_mutex_unlock(&g_watch.lock);
+  if (g_watch.monitor && jvmti->RawMonitorEnter(g_watch.monitor) == JVMTI_ERROR_NONE) {
+    jvmti->RawMonitorNotifyAll(g_watch.monitor);
+    jvmti->RawMonitorExit(g_watch.monitor);
+  }
+}
+
+void JNICALL WatchRedefinitions(jvmtiEnv* jvmti, JNIEnv* jni, void*) {
+  uint64_t since = MonotonicNs();
+  jlong interval_ms = 250;
+  uint64_t next_scan = since + 250000000ull;
+  bool fast = false;
+  while (true) {
+    jvmti->RawMonitorEnter(g_watch.monitor);
+    jvmti->RawMonitorWait(g_watch.monitor, fast ? 1 : interval_ms);
+    jvmti->RawMonitorExit(g_watch.monitor);
+    {
+      Locked lock;
+      if (!g_agent.active || g_agent.closed) return;
+    }
+    fast = CheckPending(jvmti);
+    if (MonotonicNs() < next_scan) continue;
+    const uint64_t t0 = MonotonicNs();
+    const uint64_t cpu0 = ThreadCpuNs();
+    ScanForRedefinedMethods(jvmti, since);
+    since = t0;
+    // CPU time, not elapsed time: on a loaded machine a scan waits for a CPU.
+    const uint64_t cost_us = (ThreadCpuNs() - cpu0) / 1000;
+    interval_ms = static_cast<jlong>(std::min<uint64_t>(2000, std::max<uint64_t>(250, cost_us / 10)));
+    next_scan = MonotonicNs() + static_cast<uint64_t>(interval_ms) * 1000000ull;
+  }
 }
 
 void JNICALL OnClassPrepare(jvmtiEnv* jvmti, JNIEnv* jni, jthread thread, jclass klass) {
@@ -715,19 +938,37 @@ void JNICALL ReplayAtStart(jvmtiEnv* jvmti, JNIEnv* jni, void*) {
   WriteLoadedClasses(jvmti, jni);
 }
 
-void JNICALL OnVMInit(jvmtiEnv* jvmti, JNIEnv* jni, jthread thread) {
-  // On an agent thread of our own, not on the thread that goes on to run
-  // main() (a few milliseconds of JVM start-up otherwise).
+// The agent thread started with -agentpath: the replay, then the watch.
+void JNICALL ReplayThenWatch(jvmtiEnv* jvmti, JNIEnv* jni, void* arg) {
+  ReplayAtStart(jvmti, jni, arg);
+  WatchRedefinitions(jvmti, jni, arg);
+}
+
+// A Java thread of the agent's own ("arcprof agent", a daemon) running fn.
+bool StartAgentThread(jvmtiEnv* jvmti, JNIEnv* jni, jvmtiStartFunction fn) {
+  if (!jni) return false;
   bool started = false;
   if (jclass thread_class = jni->FindClass("java/lang/Thread")) {
     jmethodID init = jni->GetMethodID(thread_class, "<init>", "(Ljava/lang/String;)V");
     jstring name = jni->NewStringUTF("arcprof agent");
     jobject agent_thread = init && name ? jni->NewObject(thread_class, init, name) : nullptr;
-    started = agent_thread && jvmti->RunAgentThread(agent_thread, ReplayAtStart, nullptr,
-                                                    JVMTI_THREAD_NORM_PRIORITY) == JVMTI_ERROR_NONE;
+    started = agent_thread &&
+              jvmti->RunAgentThread(agent_thread, fn, nullptr, JVMTI_THREAD_NORM_PRIORITY) == JVMTI_ERROR_NONE;
   }
   if (jni->ExceptionCheck()) jni->ExceptionClear();
-  if (!started) ReplayAtStart(jvmti, jni, nullptr);
+  return started;
+}
+
+void JNICALL OnVMInit(jvmtiEnv* jvmti, JNIEnv* jni, jthread thread) {
+  // On an agent thread of our own, not on the thread that goes on to run
+  // main() (a few milliseconds of JVM start-up otherwise).
+  if (!g_watch.monitor || !StartAgentThread(jvmti, jni, ReplayThenWatch)) {
+    ReplayAtStart(jvmti, jni, nullptr);
+    if (!g_agent.options.quiet) Log("no agent thread: redefined classes' interpreted frames will not be named");
+  } else {
+    // Only from the live phase on: classes loaded during start-up need no hook.
+    jvmti->SetEventNotificationMode(JVMTI_ENABLE, JVMTI_EVENT_CLASS_FILE_LOAD_HOOK, nullptr);
+  }
   OnThreadStart(jvmti, jni, thread);
 }
 
@@ -739,6 +980,10 @@ void JNICALL OnVMDeath(jvmtiEnv* jvmti, JNIEnv* jni) {
   iovec iov{record.data(), record.size()};
   if (!WriteAll(g_agent.dump_fd, &iov, 1)) NoteWriteError("the jitdump");
   g_agent.closed = true;
+  if (g_watch.monitor && jvmti->RawMonitorEnter(g_watch.monitor) == JVMTI_ERROR_NONE) {
+    jvmti->RawMonitorNotifyAll(g_watch.monitor);
+    jvmti->RawMonitorExit(g_watch.monitor);
+  }
 }
 
 // Attached late, the agent saw no ThreadStart for the threads that already
@@ -962,8 +1207,17 @@ jint Start(JavaVM* vm, const char* options, bool attached) {
     jvmti->DisposeEnvironment();
     return JNI_ERR;
   }
+  // Optional: ClassFileLoadHook for RetransformClasses, not only for
+  // RedefineClasses (the hook only announces them; the agent never changes a
+  // class).
+  jvmtiCapabilities retransform{};
+  retransform.can_retransform_classes = 1;
+  jvmti->AddCapabilities(&retransform);
   const bool preserve_fp = PreserveFramePointerOn();
   ReadVmLayout();
+  if (!g_watch.monitor && jvmti->CreateRawMonitor("arcprof watch", &g_watch.monitor) != JVMTI_ERROR_NONE) {
+    g_watch.monitor = nullptr;
+  }
   {
     Locked lock;
     g_agent.jvmti = jvmti;
@@ -995,6 +1249,7 @@ jint Start(JavaVM* vm, const char* options, bool attached) {
   callbacks.VMInit = OnVMInit;
   callbacks.VMDeath = OnVMDeath;
   callbacks.ClassPrepare = OnClassPrepare;
+  callbacks.ClassFileLoadHook = OnClassFileLoadHook;
   jvmtiError err = jvmti->SetEventCallbacks(&callbacks, sizeof(callbacks));
   const jvmtiEvent events[] = {JVMTI_EVENT_COMPILED_METHOD_LOAD, JVMTI_EVENT_COMPILED_METHOD_UNLOAD,
                                JVMTI_EVENT_DYNAMIC_CODE_GENERATED, JVMTI_EVENT_THREAD_START,
@@ -1023,6 +1278,11 @@ jint Start(JavaVM* vm, const char* options, bool attached) {
     if (vm->GetEnv(reinterpret_cast<void**>(&jni), JNI_VERSION_1_6) != JNI_OK) jni = nullptr;
     NameExistingThreads(jvmti, jni);
     WriteLoadedClasses(jvmti, jni);
+    if (!g_watch.monitor || !StartAgentThread(jvmti, jni, WatchRedefinitions)) {
+      if (!parsed.quiet) Log("no agent thread: redefined classes' interpreted frames will not be named");
+    } else {
+      jvmti->SetEventNotificationMode(JVMTI_ENABLE, JVMTI_EVENT_CLASS_FILE_LOAD_HOOK, nullptr);
+    }
   }
   if (!parsed.quiet && attached) {
     Locked lock;
