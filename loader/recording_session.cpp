@@ -192,8 +192,29 @@ struct RecordingSession::State {
       offcpu_reported.erase(key);
     }
     offcpu_gone.clear();
-    for (const auto& [key, tid] : processor->OffCpuKeys()) {
-      if (tid != 0 && kill(static_cast<pid_t>(tid), 0) != 0 && errno == ESRCH) offcpu_gone.push_back(key);
+    for (const SampleProcessor::OffCpuKey& k : processor->OffCpuKeys()) {
+      if (k.tid != 0 && kill(static_cast<pid_t>(k.tid), 0) != 0 && errno == ESRCH) offcpu_gone.push_back(k.key);
+    }
+  }
+
+  // Once a second: the keys of processes whose exit the side band reported
+  // have their last time added to the open window and are dropped at once,
+  // so that under process churn (hundreds of processes a second) the kept
+  // stacks follow the live processes rather than a window's worth of dead
+  // ones. Threads exiting inside live processes wait for TakeOffCpu.
+  uint64_t next_offcpu_retire = 0;
+  void RetireOffCpuOfExitedProcesses(uint64_t now) {
+    if (!off_cpu || now < next_offcpu_retire) return;
+    next_offcpu_retire = now + 1'000'000'000;
+    for (const SampleProcessor::OffCpuKey& k : processor->OffCpuKeys()) {
+      if (!symbolizer.ProcessExited(k.pid)) continue;
+      if (auto t = sampler->ReadOffCpu(k.key)) {
+        auto& [ns, count] = offcpu_reported[k.key];
+        processor->AddOffCpu(k.key, t->ns - std::min(ns, t->ns), t->count - std::min(count, t->count));
+      }
+      sampler->DeleteOffCpu(k.key);
+      processor->ForgetOffCpu(k.key);
+      offcpu_reported.erase(k.key);
     }
   }
   SamplerCounters final_counters;
@@ -452,6 +473,7 @@ std::optional<std::string> RecordingSession::Tick(uint64_t wake_ns) {
     // Samples up to `now` only: their processes' events are all read by then.
     // Never past the end of the open window: later samples wait for the next.
     s.Drain(std::min(now, s.window_end_ns), now + 2 * s.drain_ns);
+    s.RetireOffCpuOfExitedProcesses(now);
     for (auto& ext : s.extensions) ext->Poll(*s.context);
     s.next_drain = MonotonicNs() + s.drain_ns;
   }

@@ -304,10 +304,10 @@ void SampleProcessor::AddOffCpu(uint64_t key, uint64_t ns, uint64_t intervals) {
   offcpu_intervals_ += intervals;
 }
 
-std::vector<std::pair<uint64_t, uint32_t>> SampleProcessor::OffCpuKeys() const {
-  std::vector<std::pair<uint64_t, uint32_t>> out;
+std::vector<SampleProcessor::OffCpuKey> SampleProcessor::OffCpuKeys() const {
+  std::vector<OffCpuKey> out;
   out.reserve(offcpu_stacks_.size());
-  for (const auto& [key, stack] : offcpu_stacks_) out.emplace_back(key, stack.tid);
+  for (const auto& [key, stack] : offcpu_stacks_) out.push_back({key, stack.pid, stack.tid});
   return out;
 }
 

@@ -46,7 +46,11 @@ class SampleProcessor {
   void AddOffCpu(uint64_t key, uint64_t ns, uint64_t intervals);
   // Every off-CPU key kept with its thread, and forgetting a key whose thread exited (a long session sees
   // millions of threads: their stacks must not be kept forever).
-  std::vector<std::pair<uint64_t, uint32_t>> OffCpuKeys() const;  // (key, tid)
+  struct OffCpuKey {
+    uint64_t key = 0;
+    uint32_t pid = 0, tid = 0;
+  };
+  std::vector<OffCpuKey> OffCpuKeys() const;
   void ForgetOffCpu(uint64_t key);
 
   // Closes the open window: fills thread names and command lines from what

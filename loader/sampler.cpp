@@ -259,6 +259,13 @@ SamplerCounters Sampler::ReadCounters() const {
   return out;
 }
 
+std::optional<OffCpuTotal> Sampler::ReadOffCpu(uint64_t key) const {
+  if (!options_.off_cpu) return std::nullopt;
+  offcpu_value v{};
+  if (bpf_map_lookup_elem(bpf_map__fd(skel_->maps.offcpu_time), &key, &v) != 0) return std::nullopt;
+  return OffCpuTotal{key, v.ns, v.count};
+}
+
 void Sampler::DeleteOffCpu(uint64_t key) {
   if (options_.off_cpu) bpf_map_delete_elem(bpf_map__fd(skel_->maps.offcpu_time), &key);
 }

@@ -9,6 +9,7 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -93,6 +94,8 @@ class Sampler {
   SamplerCounters ReadCounters() const;
   // Every off-CPU key and its time so far (--off-cpu; empty otherwise).
   std::vector<OffCpuTotal> ReadOffCpu() const;
+  // One key's time so far, if the key is in the map.
+  std::optional<OffCpuTotal> ReadOffCpu(uint64_t key) const;
   // Removes an off-CPU key (its thread exited and its time was read).
   void DeleteOffCpu(uint64_t key);
   uint64_t sideband_lost() const { return sideband_lost_; }

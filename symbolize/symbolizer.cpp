@@ -301,6 +301,11 @@ uint64_t Symbolizer::forget_epoch() const { return impl_->forget_epoch; }
 
 bool Symbolizer::KnowsProcess(uint32_t pid) const { return impl_->timeline.Find(pid) != nullptr; }
 
+bool Symbolizer::ProcessExited(uint32_t pid) const {
+  const TimelineProcess* p = impl_->timeline.Find(pid);
+  return p != nullptr && p->exited;
+}
+
 bool Symbolizer::FileOpen(uint32_t file_id) const { return impl_->modules.Get(file_id) != nullptr; }
 
 const ProcessInfo* Symbolizer::Process(uint32_t pid) const {

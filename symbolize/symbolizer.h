@@ -119,6 +119,8 @@ class Symbolizer {
   // file id (the unwinder's) check KnowsProcess / FileOpen then.
   uint64_t forget_epoch() const;
   bool KnowsProcess(uint32_t pid) const;
+  // Known and its exit event seen (false for a process never seen).
+  bool ProcessExited(uint32_t pid) const;
   bool FileOpen(uint32_t file_id) const;
 
   // The process as last known (comm, command line, uid); nullptr when never

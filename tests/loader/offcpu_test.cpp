@@ -102,10 +102,12 @@ TEST(OffCpuRecords, FoldTimeUnderTheReasonAndRoundTrip) {
   // A long session forgets the stacks of keys whose thread exited: their
   // time later is unattributed, not kept forever.
   auto keys = processor.OffCpuKeys();
-  std::sort(keys.begin(), keys.end());
+  std::sort(keys.begin(), keys.end(), [](const auto& a, const auto& b) { return a.key < b.key; });
   ASSERT_EQ(keys.size(), 2u);
-  EXPECT_EQ(keys[0], (std::pair<uint64_t, uint32_t>{7, 4242}));
-  EXPECT_EQ(keys[1], (std::pair<uint64_t, uint32_t>{8, 4242}));
+  EXPECT_EQ(keys[0].key, 7u);
+  EXPECT_EQ(keys[1].key, 8u);
+  EXPECT_EQ(keys[0].pid, 4242u);
+  EXPECT_EQ(keys[1].tid, 4242u);
   processor.ForgetOffCpu(7);
   ASSERT_EQ(processor.OffCpuKeys().size(), 1u);
   processor.AddOffCpu(7, 900, 1);
