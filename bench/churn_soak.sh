@@ -5,9 +5,12 @@
 #  - churn: RATE short processes per second (tests/programs/churn: a quarter
 #    burn 3 ms in storm_work, the rest are /bin/true, sh -c :, env true) and a
 #    JVM restarted every 4 s, for SECONDS (default 3600);
-#  - every 10 s: arcprof's VmRSS, RssAnon, RssFile and open fds -> CSV;
-#  - an SVG plot of RSS over time (written here, no plotting tool needed).
-# Usage: bench/churn_soak.sh BUILD_DIR   (as root). Env: SECONDS_TOTAL, RATE, OUT.
+#  - every 10 s: arcprof's VmRSS, RssAnon, RssFile, open fds and own CPU -> CSV;
+#  - an SVG plot of RSS over time (written here, no plotting tool needed);
+#  - every window pushed (`--push`) to the local stand-in Pyroscope server of
+#    tests/push/ (decoding with the real protos): request bytes per window;
+#  - arcprof's own CPU (utime+stime from /proc/PID/stat) over the run.
+# Usage: bench/churn_soak.sh BUILD_DIR   (as root). Env: SECONDS_TOTAL, RATE, OUT, WINDOW.
 set -euo pipefail
 build=$(realpath "${1:-build}")
 arcprof="$build/arcprof"
@@ -24,10 +27,19 @@ peak() { /usr/bin/time -f "%M" "$@" 2>&1 >/dev/null | tail -1; }
 arc_true=$(peak "$arcprof" record -q -o "$work/true.db" -- /bin/true)
 perf_true=$(peak perf record -q -g -o "$work/true.data" -- /bin/true)
 
-# 2. The soak.
-"$arcprof" continuous --store "$work/store" --window 60s 2> "$work/daemon.err" &
+# 2. The soak, pushing every window to the stand-in server.
+mkdir -p "$work/server"
+python3 "$(dirname "$0")/../tests/push/pyroscope_server.py" --port 0 \
+  --descriptors "$build/push/push_protos.desc" --out "$work/server" &
+server=$!
+for _ in $(seq 100); do [ -s "$work/server/port" ] && break; sleep 0.1; done
+"$arcprof" continuous --store "$work/store" --window "${WINDOW:-60s}" \
+  --push "http://127.0.0.1:$(cat "$work/server/port")" 2> "$work/daemon.err" &
 daemon=$!
+clk=$(getconf CLK_TCK)
+cpu_ticks() { awk '{sub(/.*\) /, ""); print $12 + $13}' "/proc/$daemon/stat"; }
 sleep 5
+cpu0=$(cpu_ticks); t0=$(date +%s.%N)
 "$programs/churn" "$rate" "$total" "$programs/storm_child" > "$work/churned" &
 churn=$!
 java_src=$(realpath "$(dirname "$0")/../tests/loader/churn/ChurnSpin.java")
@@ -35,18 +47,36 @@ java_src=$(realpath "$(dirname "$0")/../tests/loader/churn/ChurnSpin.java")
     /usr/bin/java -XX:+UseSerialGC -Xmx64m "$java_src" 4 > /dev/null 2>&1 || true; done ) &
 jvm_loop=$!
 csv="$out/rss.csv"
-echo "seconds,rss_kb,anon_kb,file_kb,fds" > "$csv"
+echo "seconds,rss_kb,anon_kb,file_kb,fds,cpu_ticks" > "$csv"
 start=$(date +%s)
 while kill -0 "$churn" 2> /dev/null; do
   now=$(( $(date +%s) - start ))
-  awk -v t="$now" -v fds="$(ls /proc/$daemon/fd | wc -l)" '
+  awk -v t="$now" -v fds="$(ls /proc/$daemon/fd | wc -l)" -v cpu="$(cpu_ticks)" '
     /^VmRSS:/ {r=$2} /^RssAnon:/ {a=$2} /^RssFile:/ {f=$2}
-    END {print t "," r "," a "," f "," fds}' "/proc/$daemon/status" >> "$csv"
+    END {print t "," r "," a "," f "," fds "," cpu}' "/proc/$daemon/status" >> "$csv"
   sleep 10
 done
 wait "$churn" "$jvm_loop" || true
+cpu1=$(cpu_ticks); t1=$(date +%s.%N)
+cpu_pct=$(awk -v a="$cpu0" -v b="$cpu1" -v s="$t0" -v e="$t1" -v hz="$clk" 'BEGIN {printf "%.2f", 100 * (b - a) / hz / (e - s)}')
+load=$(cut -d' ' -f1-3 /proc/loadavg)
 kill -TERM "$daemon"; wait "$daemon" || true
+kill -TERM "$server" 2> /dev/null || true
 store_bytes=$(du -sb "$work/store" | cut -f1)
+# Push: request bytes per window (every window exactly once, by profile id).
+push=$(python3 - "$work/server/requests.jsonl" <<'PY'
+import json, sys
+ok = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+ok = [r for r in ok if r.get("status") == 200]
+ids = [s["id"] for r in ok for se in r.get("series", []) for s in se["samples"]]
+body = sorted(r["body_bytes"] for r in ok)
+if body:
+    print("%d windows (%d ids, %d distinct), request bytes per window: median %d, max %d" % (
+        len(body), len(ids), len(set(ids)), body[len(body) // 2], body[-1]))
+else:
+    print("nothing pushed")
+PY
+)
 
 # 3. SVG: RSS (MB) over time (min).
 awk -F, -v w=800 -v h=300 '
@@ -71,7 +101,7 @@ awk -F, -v w=800 -v h=300 '
 # 4. Summary: warm-up is the first 10 minutes (or a sixth of a shorter run).
 warm=$(( total >= 3600 ? 600 : total / 6 ))
 awk -F, -v warm="$warm" -v arc="$arc_true" -v perf="$perf_true" -v procs="$(cat "$work/churned")" \
-    -v store="$store_bytes" -v secs="$total" '
+    -v store="$store_bytes" -v secs="$total" -v cpu="$cpu_pct" -v load="$load" -v push="$push" '
   NR == 1 {next}
   $1 <= warm {base = $2; bf = $5}
   $1 > warm {if ($2 > max) max = $2; if ($5 > mf) mf = $5}
@@ -83,6 +113,8 @@ awk -F, -v warm="$warm" -v arc="$arc_true" -v perf="$perf_true" -v procs="$(cat 
     printf "| RSS at the end | %.0f MB |\n", last / 1024
     printf "| open fds after warm-up / max / end | %d / %d / %d |\n", bf, mf, lf
     printf "| store bytes per hour | %.1f MB |\n", store / 1048576 * 3600 / secs
+    printf "| arcprof CPU (utime+stime), %% of one CPU | %s%% (load average at the end %s) |\n", cpu, load
+    printf "| push (Pyroscope PushRequest) | %s |\n", push
     printf "| record -- /bin/true peak RSS: arcprof / perf record -g | %.0f MB / %.0f MB (%.1fx) |\n", arc / 1024, perf / 1024, perf ? arc / perf : 0
   }' "$csv" | tee "$out/summary.md"
 echo "RSS series: $csv, plot: $out/rss.svg"

@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <iterator>
 #include <unordered_map>
+#include <unordered_set>
 #include <cstring>
 #include <ctime>
 #include <vector>
@@ -172,6 +173,8 @@ struct RecordingSession::State {
 
   // Keys whose thread had exited at the previous window close.
   std::vector<uint64_t> offcpu_gone;
+  // Keys read without a kept stack at the previous window close.
+  std::unordered_set<uint64_t> offcpu_orphans;
 
   // Adds the off-CPU time since the previous window to the open window.
   // Keys of threads that had already exited at the previous close have all
@@ -180,12 +183,20 @@ struct RecordingSession::State {
   // fixed-size map does not fill up).
   void TakeOffCpu() {
     if (!off_cpu) return;
+    std::unordered_set<uint64_t> orphans;
     for (const OffCpuTotal& t : sampler->ReadOffCpu()) {
       auto& [ns, count] = offcpu_reported[t.key];
       processor->AddOffCpu(t.key, t.ns - std::min(ns, t.ns), t.count - std::min(count, t.count));
       ns = t.ns;
       count = t.count;
+      // A key without a stack at two reads in a row (its record was lost,
+      // or its thread's last switch re-added a dropped key) is dropped too.
+      if (!processor->KeepsOffCpu(t.key)) {
+        if (offcpu_orphans.count(t.key)) offcpu_gone.push_back(t.key);
+        else orphans.insert(t.key);
+      }
     }
+    offcpu_orphans = std::move(orphans);
     for (uint64_t key : offcpu_gone) {
       sampler->DeleteOffCpu(key);
       processor->ForgetOffCpu(key);
@@ -206,8 +217,15 @@ struct RecordingSession::State {
   void RetireOffCpuOfExitedProcesses(uint64_t now) {
     if (!off_cpu || now < next_offcpu_retire) return;
     next_offcpu_retire = now + 1'000'000'000;
-    for (const SampleProcessor::OffCpuKey& k : processor->OffCpuKeys()) {
-      if (!symbolizer.ProcessExited(k.pid)) continue;
+    const auto keys = processor->OffCpuKeys();
+    size_t retired = 0;
+    for (const SampleProcessor::OffCpuKey& k : keys) {
+      // A process the side band never told us about: ask the kernel.
+      const bool exited = symbolizer.KnowsProcess(k.pid)
+                              ? symbolizer.ProcessExited(k.pid)
+                              : kill(static_cast<pid_t>(k.pid), 0) != 0 && errno == ESRCH;
+      if (!exited) continue;
+      ++retired;
       if (auto t = sampler->ReadOffCpu(k.key)) {
         auto& [ns, count] = offcpu_reported[k.key];
         processor->AddOffCpu(k.key, t->ns - std::min(ns, t->ns), t->count - std::min(count, t->count));
@@ -216,6 +234,8 @@ struct RecordingSession::State {
       processor->ForgetOffCpu(k.key);
       offcpu_reported.erase(k.key);
     }
+    spdlog::debug("off-CPU: {} stacks kept, {} of exited processes dropped, {} keys read", keys.size(),
+                  retired, offcpu_reported.size());
   }
   SamplerCounters final_counters;
   uint64_t unprocessed = 0;  // left in the ring when the final drain ran out of time
@@ -234,8 +254,28 @@ struct RecordingSession::State {
   // kernel counts lost samples, but the caller (and its signal checks) goes on.
   void Drain(uint64_t horizon, uint64_t budget_end) {
     sampler->DrainSideband();
+    FollowAllAfterLoss();
     sideband.ApplyTo(symbolizer);
+    ForgetExitedTargets();
     sampler->DrainSamples(horizon, budget_end);
+  }
+
+  // Lost side-band records may hide a fork of a followed process: from then
+  // on every process's events are applied.
+  // The followed set is then taken again from the BPF filter's map, which
+  // follows forks by itself and loses nothing.
+  uint64_t sideband_lost_seen = 0;
+  void FollowAllAfterLoss() {
+    if (!sampler->options().filter_pids) return;
+    if (const uint64_t lost = sampler->sideband_lost(); lost != sideband_lost_seen) {
+      sideband_lost_seen = lost;
+      sideband.Follow(sampler->TargetPids());
+      spdlog::debug("side band lost records: following the BPF filter's processes again");
+    }
+  }
+  // Followed processes that exited leave the BPF filter.
+  void ForgetExitedTargets() {
+    for (uint32_t pid : sideband.TakeExited()) sampler->RemoveTargetPid(pid);
   }
 
   // After Detach(): what was sampled, within kFinalDrainNs and until another
@@ -398,6 +438,12 @@ Result<std::unique_ptr<RecordingSession>> RecordingSession::Start(const RecordOp
     }
   }
 
+  // A session of some processes symbolizes only them and their children.
+  if (sopt.filter_pids) {
+    std::vector<uint32_t> followed = opt.pids;
+    if (s.command) followed.push_back(static_cast<uint32_t>(s.command->pid()));
+    s.sideband.Follow(followed);
+  }
   s.unwinder = std::make_unique<Unwinder>(s.symbolizer);
   s.processor = std::make_unique<SampleProcessor>(s.symbolizer, s.mode, s.unwinder.get());
   if (auto ok = s.sampler->OpenSideband([&s](const perf_event_header* h) {
@@ -467,7 +513,9 @@ std::optional<std::string> RecordingSession::Tick(uint64_t wake_ns) {
   const uint64_t wake = std::min(s.next_drain, wake_ns);
   const int timeout_ms = wake > now ? static_cast<int>((wake - now + 999999) / 1000000) : 0;
   s.sampler->PollSideband(timeout_ms);
+  s.FollowAllAfterLoss();
   s.sideband.ApplyTo(s.symbolizer);
+  s.ForgetExitedTargets();
   now = MonotonicNs();
   if (now >= s.next_drain) {
     // Samples up to `now` only: their processes' events are all read by then.
@@ -518,6 +566,12 @@ Result<Profile> RecordingSession::Close(bool last, uint64_t end) {
     s.final_sideband_lost = sideband_lost;
   } else {
     s.Drain(end, MonotonicNs() + kFinalDrainNs);
+    // Exits the side band lost: the filter map must not fill up over days.
+    if (s.sampler->options().filter_pids) {
+      for (uint32_t pid : s.sampler->TargetPids()) {
+        if (!ProcessAlive(pid)) s.sampler->RemoveTargetPid(pid);
+      }
+    }
     counters = s.sampler->ReadCounters();
     sideband_lost = s.sampler->sideband_lost();
     s.TakeOffCpu();

@@ -232,6 +232,7 @@ void SampleProcessor::KeepOffCpuStack(const StackSample& e) {
   kept.pid = e.pid;
   kept.tid = e.tid;
   kept.comm = std::string(e.comm);
+  ReleaseFrames(kept.frames);
   kept.frames.clear();
   auto add = [&](const SymbolizedFrame& f) {
     FrameRecord record;
@@ -240,7 +241,7 @@ void SampleProcessor::KeepOffCpuStack(const StackSample& e) {
     record.address = f.address;
     record.kind = f.kind;
     record.reason = f.reason;
-    kept.frames.push_back(record);
+    kept.frames.push_back(KeepFrame(FrameRecord(record)));
     if (f.inlined) {
       for (std::string_view method : *f.inlined) {
         FrameRecord inlined;
@@ -248,7 +249,7 @@ void SampleProcessor::KeepOffCpuStack(const StackSample& e) {
         inlined.symbol = std::string(method);
         inlined.kind = f.kind;
         inlined.inlined = true;
-        kept.frames.push_back(std::move(inlined));
+        kept.frames.push_back(KeepFrame(std::move(inlined)));
       }
     }
   };
@@ -281,7 +282,7 @@ void SampleProcessor::KeepOffCpuStack(const StackSample& e) {
   reason.module = "[off-cpu]";
   reason.symbol = std::string(OffCpuReasonFrame(ClassifyOffCpu(e.offcpu_syscall, e.offcpu_state)));
   reason.kind = FrameKind::kKernel;
-  kept.frames.push_back(std::move(reason));
+  kept.frames.push_back(KeepFrame(std::move(reason)));
   ++offcpu_records_;
 }
 
@@ -296,7 +297,7 @@ void SampleProcessor::AddOffCpu(uint64_t key, uint64_t ns, uint64_t intervals) {
   const uint32_t thread = window_.ThreadIndex(kept.pid, kept.tid);
   CallTree& tree = window_.trees[thread];
   uint32_t node = 0;
-  for (const FrameRecord& f : kept.frames) node = tree.Child(node, window_.frames.Intern(f));
+  for (uint32_t f : kept.frames) node = tree.Child(node, window_.frames.Intern(kept_frames_[f]));
   tree.mutable_nodes()[node].offcpu += ns;
   ThreadRecord& t = window_.threads[thread];
   if (t.comm.empty()) Rename(t, kept.comm);
@@ -311,7 +312,42 @@ std::vector<SampleProcessor::OffCpuKey> SampleProcessor::OffCpuKeys() const {
   return out;
 }
 
-void SampleProcessor::ForgetOffCpu(uint64_t key) { offcpu_stacks_.erase(key); }
+void SampleProcessor::ForgetOffCpu(uint64_t key) {
+  auto it = offcpu_stacks_.find(key);
+  if (it == offcpu_stacks_.end()) return;
+  ReleaseFrames(it->second.frames);
+  offcpu_stacks_.erase(it);
+}
+
+uint32_t SampleProcessor::KeepFrame(FrameRecord&& frame) {
+  auto found = kept_ids_.find(frame);
+  if (found != kept_ids_.end()) {
+    ++kept_refs_[found->second];
+    return found->second;
+  }
+  uint32_t id;
+  if (!kept_free_.empty()) {
+    id = kept_free_.back();
+    kept_free_.pop_back();
+    kept_frames_[id] = std::move(frame);
+    kept_refs_[id] = 1;
+  } else {
+    id = static_cast<uint32_t>(kept_frames_.size());
+    kept_frames_.push_back(std::move(frame));
+    kept_refs_.push_back(1);
+  }
+  kept_ids_.emplace(kept_frames_[id], id);
+  return id;
+}
+
+void SampleProcessor::ReleaseFrames(const std::vector<uint32_t>& ids) {
+  for (uint32_t id : ids) {
+    if (--kept_refs_[id] != 0) continue;
+    kept_ids_.erase(kept_frames_[id]);
+    kept_frames_[id] = FrameRecord();  // its strings freed now
+    kept_free_.push_back(id);
+  }
+}
 
 // A thread's first sample, or a new name (exec): the process's command line
 // and name are taken now, while the symbolizer still knows the process (it

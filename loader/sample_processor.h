@@ -52,6 +52,7 @@ class SampleProcessor {
   };
   std::vector<OffCpuKey> OffCpuKeys() const;
   void ForgetOffCpu(uint64_t key);
+  bool KeepsOffCpu(uint64_t key) const { return offcpu_stacks_.count(key) != 0; }
 
   // Closes the open window: fills thread names and command lines from what
   // the symbolizer knows, stores the counters since the previous window
@@ -129,9 +130,18 @@ class SampleProcessor {
     uint32_t pid = 0;
     uint32_t tid = 0;
     std::string comm;
-    std::vector<model::FrameRecord> frames;
+    std::vector<uint32_t> frames;  // ids in kept_frames_
   };
   void KeepOffCpuStack(const StackSample& sample);
+  // The kept stacks' frames, each distinct frame once with a count of the
+  // stacks holding it (thousands of stacks share libc and kernel frames);
+  // a frame no kept stack holds is freed.
+  uint32_t KeepFrame(model::FrameRecord&& frame);
+  void ReleaseFrames(const std::vector<uint32_t>& ids);
+  std::vector<model::FrameRecord> kept_frames_;
+  std::vector<uint32_t> kept_refs_;
+  std::vector<uint32_t> kept_free_;
+  std::unordered_map<model::FrameRecord, uint32_t, model::FrameRecordHash> kept_ids_;
   std::unordered_map<uint64_t, OffCpuStack> offcpu_stacks_;
   uint64_t offcpu_records_ = 0;
   uint64_t offcpu_ns_ = 0;

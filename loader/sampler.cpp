@@ -98,6 +98,24 @@ Result<void> Sampler::AddTargetPid(uint32_t pid) {
   return {};
 }
 
+std::vector<uint32_t> Sampler::TargetPids() const {
+  std::vector<uint32_t> out;
+  if (!options_.filter_pids) return out;
+  const int fd = bpf_map__fd(skel_->maps.target_pids);
+  uint32_t key = 0, next = 0;
+  const uint32_t* prev = nullptr;
+  while (bpf_map_get_next_key(fd, prev, &next) == 0) {
+    out.push_back(next);
+    key = next;
+    prev = &key;
+  }
+  return out;
+}
+
+void Sampler::RemoveTargetPid(uint32_t pid) {
+  if (options_.filter_pids) bpf_map_delete_elem(bpf_map__fd(skel_->maps.target_pids), &pid);
+}
+
 Result<void> Sampler::OpenSideband(SidebandFn on_record) {
   on_sideband_ = std::move(on_record);
   auto cpus = OnlineCpus();
@@ -109,7 +127,9 @@ Result<void> Sampler::OpenSideband(SidebandFn on_record) {
   opts.cpu_cnt = static_cast<int>(cpus->size());
   opts.cpus = cpus->data();
   opts.map_keys = keys.data();
-  perf_buffer* pb = perf_buffer__new_raw(bpf_map__fd(skel_->maps.sideband), 64, &attr,
+  // 128 pages (512 KiB) per CPU: a build machine forks hundreds of processes
+  // a second, each a burst of ~20 mmap records; 64 pages lost records there.
+  perf_buffer* pb = perf_buffer__new_raw(bpf_map__fd(skel_->maps.sideband), 128, &attr,
                                          &Sampler::OnPerfRecord, this, &opts);
   if (!pb) {
     return MakeError(std::string("cannot open the side-band perf events: ") + strerror(errno));

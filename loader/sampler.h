@@ -69,6 +69,11 @@ class Sampler {
   ~Sampler();
 
   Result<void> AddTargetPid(uint32_t pid);
+  // The followed processes (the BPF filter adds children as they fork), and
+  // taking one out once it exited: the map is fixed-size, and a session of
+  // days under process churn would fill it (new children then unsampled).
+  std::vector<uint32_t> TargetPids() const;
+  void RemoveTargetPid(uint32_t pid);
   // Opens side-band events on every online CPU; records go to `on_record`.
   Result<void> OpenSideband(SidebandFn on_record);
   // Opens the sampling events on every online CPU and attaches the program.
@@ -99,6 +104,7 @@ class Sampler {
   // Removes an off-CPU key (its thread exited and its time was read).
   void DeleteOffCpu(uint64_t key);
   uint64_t sideband_lost() const { return sideband_lost_; }
+  const SamplerOptions& options() const { return options_; }
 
  private:
   Sampler() = default;

@@ -129,6 +129,11 @@ std::optional<SidebandEvent> DecodeSidebandRecord(const void* record, size_t siz
   }
 }
 
+void SidebandQueue::Follow(const std::vector<uint32_t>& pids) {
+  filtering_ = true;
+  followed_.insert(pids.begin(), pids.end());
+}
+
 void SidebandQueue::ApplyTo(Symbolizer& symbolizer) {
   if (pending_.empty()) return;
   std::stable_sort(pending_.begin(), pending_.end(),
@@ -136,6 +141,14 @@ void SidebandQueue::ApplyTo(Symbolizer& symbolizer) {
                      return a.time_ns < b.time_ns;
                    });
   for (const SidebandEvent& ev : pending_) {
+    if (filtering_) {
+      if (ev.kind == SidebandEvent::Kind::kFork && ev.pid != ev.parent_pid && followed_.count(ev.parent_pid)) {
+        followed_.insert(ev.pid);
+      } else if (!followed_.count(ev.pid)) {
+        ++skipped_;
+        continue;
+      }
+    }
     switch (ev.kind) {
       case SidebandEvent::Kind::kMmap:
         symbolizer.OnMmap(ev.pid, ev.time_ns, ev.mapping);
@@ -151,6 +164,7 @@ void SidebandQueue::ApplyTo(Symbolizer& symbolizer) {
         break;
       case SidebandEvent::Kind::kExit:
         symbolizer.OnExit(ev.pid, ev.time_ns);
+        if (filtering_ && followed_.erase(ev.pid)) exited_.push_back(ev.pid);  // a later process with this pid is someone else
         break;
       case SidebandEvent::Kind::kThreadStart:
       case SidebandEvent::Kind::kThreadExit:

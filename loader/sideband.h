@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <unordered_set>
+#include <utility>
 #include <vector>
 
 #include "symbolize/symbolizer.h"
@@ -33,15 +35,32 @@ class Symbolizer;
 
 // Applies side-band events to the symbolizer in time order. Records arrive
 // per CPU, so a batch is sorted before it is applied.
+//
+// The side band is machine-wide. A session that follows some processes (-p,
+// a command) calls Follow(): then only events of those processes and of the
+// children they fork (from fork events, as the BPF filter follows them) reach
+// the symbolizer, so its memory follows the profiled processes, not whatever
+// else the machine runs. FollowAll() turns the filter off again (after lost
+// side-band records, when a fork may have been missed).
 class SidebandQueue {
  public:
   void Push(SidebandEvent event) { pending_.push_back(std::move(event)); }
   void ApplyTo(Symbolizer& symbolizer);
   uint64_t applied() const { return applied_; }
+  uint64_t skipped() const { return skipped_; }
+  void Follow(const std::vector<uint32_t>& pids);
+  void FollowAll() { filtering_ = false; followed_.clear(); }
+  // Followed processes whose exit was applied since the last call.
+  std::vector<uint32_t> TakeExited() { return std::exchange(exited_, {}); }
+  bool follows(uint32_t pid) const { return !filtering_ || followed_.count(pid) != 0; }
 
  private:
   std::vector<SidebandEvent> pending_;
   uint64_t applied_ = 0;
+  uint64_t skipped_ = 0;
+  bool filtering_ = false;
+  std::unordered_set<uint32_t> followed_;
+  std::vector<uint32_t> exited_;
 };
 
 }  // namespace arcprof

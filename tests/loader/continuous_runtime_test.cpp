@@ -187,6 +187,27 @@ TEST(ContinuousRuntime, FullDiskKeepsTheWindowInMemoryLogsOnceAndRecovers) {
   for (const StoredWindow& w : windows) EXPECT_TRUE(ReadCapture(w.path).ok()) << w.id;
 }
 
+// The store directory deleted under a running daemon (a cleanup job, an
+// operator): windows fail to write with one clear line, and SIGTERM still
+// ends it promptly (once reported as ignored; with --push the sender thread
+// reads the vanished store too). The window in memory is lost, said plainly.
+TEST(ContinuousRuntime, SigtermEndsItAfterTheStoreDirectoryWasDeleted) {
+  ARCPROF_REQUIRE_RECORD_CAPABLE();
+  TempDir tmp;
+  const std::string store = tmp.path("store");
+  Subprocess daemon(Continuous(store, {"--push", "http://127.0.0.1:1"}));
+  ASSERT_TRUE(WaitForWindows(store, 1, 20)) << daemon.stderr_text();
+  std::filesystem::remove_all(store);
+  ASSERT_TRUE(daemon.WaitForStderr("cannot write window", 20)) << daemon.stderr_text();
+  const auto start = std::chrono::steady_clock::now();
+  daemon.Signal(SIGTERM);
+  EXPECT_EQ(daemon.Wait(), 1) << daemon.stderr_text();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(15));
+  EXPECT_NE(daemon.stderr_text().find("the last window could not be written and is lost"), std::string::npos)
+      << daemon.stderr_text();
+  EXPECT_EQ(Count(daemon.stderr_text(), "cannot write window"), 1u) << daemon.stderr_text();
+}
+
 TEST(ContinuousRuntime, RefusesForeignAndReadOnlyStoresBeforeSampling) {
   ARCPROF_REQUIRE_RECORD_CAPABLE();
   TempDir tmp;

@@ -122,6 +122,57 @@ TEST(Sideband, DecodesCommExecForkExit) {
   EXPECT_EQ(DecodeSidebandRecord(t.data(), t.size())->kind, SidebandEvent::Kind::kThreadStart);
 }
 
+// A session following some processes applies only their events and those
+// of the children they fork; a pid reused after an exit is someone else.
+TEST(Sideband, FollowAppliesOnlyTheFollowedTree) {
+  SymbolizerOptions options;
+  options.proc_root = "/nonexistent-proc";  // no snapshots from the real /proc
+  Symbolizer symbolizer(options);
+  SidebandQueue queue;
+  queue.Follow({10});
+  auto fork = [](uint32_t parent, uint32_t child, uint64_t t) {
+    SidebandEvent e;
+    e.kind = SidebandEvent::Kind::kFork;
+    e.pid = e.tid = child;
+    e.parent_pid = parent;
+    e.time_ns = t;
+    return e;
+  };
+  auto exec = [](uint32_t pid, uint64_t t) {
+    SidebandEvent e;
+    e.kind = SidebandEvent::Kind::kExec;
+    e.pid = e.tid = pid;
+    e.comm = "child";
+    e.time_ns = t;
+    return e;
+  };
+  SidebandEvent exit;
+  exit.kind = SidebandEvent::Kind::kExit;
+  exit.pid = exit.tid = 20;
+  exit.time_ns = 5;
+  queue.Push(fork(10, 20, 1));  // a child of the followed process
+  queue.Push(fork(30, 40, 2));  // someone else's
+  queue.Push(exec(40, 3));
+  queue.Push(exec(20, 4));
+  queue.Push(exit);
+  queue.Push(fork(50, 20, 6));  // pid 20 reused by another process's child
+  queue.Push(exec(20, 7));
+  queue.ApplyTo(symbolizer);
+  EXPECT_TRUE(queue.follows(10));
+  EXPECT_FALSE(queue.follows(20));
+  EXPECT_FALSE(queue.follows(40));
+  EXPECT_FALSE(symbolizer.KnowsProcess(40));
+  ASSERT_TRUE(symbolizer.KnowsProcess(20));
+  EXPECT_TRUE(symbolizer.ProcessExited(20));  // the reuse at t=6 was not applied
+  EXPECT_EQ(queue.skipped(), 4u);
+  EXPECT_EQ(queue.applied(), 3u);
+  queue.FollowAll();
+  queue.Push(exec(40, 8));
+  queue.ApplyTo(symbolizer);
+  EXPECT_TRUE(queue.follows(40));
+  EXPECT_EQ(queue.applied(), 4u);
+}
+
 TEST(Sideband, RejectsTruncatedAndUnterminated) {
   std::vector<uint8_t> body;
   Put<uint32_t>(body, 9);

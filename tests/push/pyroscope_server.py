@@ -7,7 +7,7 @@ are decoded with protobuf (Debian's python3-protobuf) from the descriptor set
 of push/proto/, which carries Pyroscope's message names and field numbers.
 
 Every request is logged as one JSON line to OUT/requests.jsonl:
-  {"path": ..., "status": ..., "series": [{"labels": {...}, "samples":
+  {"path": ..., "status": ..., "body_bytes": ..., "series": [{"labels": {...}, "samples":
    [{"id": ..., "file": ..., "bytes": ...}]}], "query": {...}}
 Each accepted profile is written to OUT/profile-N.pb.gz for `go tool pprof`.
 
@@ -83,7 +83,7 @@ def main():
             length = int(self.headers.get("Content-Length", "0"))
             body = self.rfile.read(length)
             url = urllib.parse.urlsplit(self.path)
-            entry = {"path": url.path, "query": dict(urllib.parse.parse_qsl(url.query)),
+            entry = {"path": url.path, "query": dict(urllib.parse.parse_qsl(url.query)), "body_bytes": length,
                      "content_type": self.headers.get("Content-Type", ""),
                      "tenant": self.headers.get("X-Scope-OrgID", "")}
             with lock:
