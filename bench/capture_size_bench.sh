@@ -9,13 +9,13 @@
 # Workloads: g++ -O2 of three large test files, xz -9, python3 (compileall,
 # ast, json), node with a perf map, a JDK 17 program, sqlite3 with a recursive
 # CTE. Only tools scripts/install-deps.sh installs.
-# Usage: bench/capture_size_bench.sh [BUILD_DIR]   (as root; SECONDS=N per workload, default 20)
+# Usage: bench/capture_size_bench.sh [BUILD_DIR]   (as root; SECONDS_PER_WORKLOAD=N, default 20)
 set -euo pipefail
 build=$(realpath "${1:-build}")
 arcprof=$build/arcprof
 schema1=$build/bench/capture_schema1
 src=$(cd "$(dirname "$0")/.." && pwd)
-seconds=${SECONDS_PER_WORKLOAD:-${SECONDS:-20}}
+seconds=${SECONDS_PER_WORKLOAD:-20}
 for f in "$arcprof" "$schema1"; do
   [ -x "$f" ] || { echo "capture_size_bench: $f missing: build first (cmake --build $build)" >&2; exit 1; }
 done
@@ -33,7 +33,7 @@ head -c $((24 << 20)) /usr/lib/x86_64-linux-gnu/libLLVM*.so* /usr/lib/jvm/java-1
   2>/dev/null > "$tmp/xz-input" || true
 "$java17/javac" -d "$tmp/java" "$src/bench/workloads/CaptureBench.java"
 mkdir -p "$tmp/py"
-# The recursive CTE's row count grows with SECONDS (about 1.2M rows a second here).
+# The recursive CTE's row count grows with SECONDS_PER_WORKLOAD (about 1.2M rows a second here).
 rows=$((seconds * 1200000))
 # Three test sources with heavy headers (gtest, nlohmann/json, the STL).
 gxx_files=(tests/reports/arcflow_test.cpp tests/reports/capture_store_test.cpp tests/reports/export_test.cpp)

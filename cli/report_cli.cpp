@@ -2,6 +2,8 @@
 #include "cli/error_stream.h"
 
 #include "cli/exit_codes.h"
+#include "loader/debuginfod_naming.h"
+#include "symbolize/debuginfod.h"
 
 #include "store/profile_source.h"
 #include "reports/timeline.h"
@@ -119,6 +121,7 @@ ReportCommands::ReportCommands(CLI::App& app)
   report_->add_flag("--stdio", "Text output (accepted as in perf; text is the default)")
       ->excludes(format);
   AddStoreRangeOptions(report_, report_range_);
+  AddDebuginfodOption(report_, report_debuginfod_budget_s_);
 
   export_ = app.add_subcommand("export", "Convert a capture to another format (docs/exports.md)");
   export_->add_option("--format", export_format_,
@@ -139,6 +142,26 @@ ReportCommands::ReportCommands(CLI::App& app)
   export_->add_option("--metric", export_options_.metric,
                       "Value shown: samples, cpu, offcpu or wall (pprof: its default type)")
       ->capture_default_str();
+  AddDebuginfodOption(export_, export_debuginfod_budget_s_);
+}
+
+void AddDebuginfodOption(CLI::App* command, double& budget_s) {
+  command->add_option("--debuginfod-budget", budget_s,
+                      "With DEBUGINFOD_URLS set: seconds for fetching the debug files of modules "
+                      "whose frames are still unnamed (0: no debuginfod)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 3600.0));
+}
+
+void NameFromDebuginfod(Profile& profile, double budget_s, const char* command, std::ostream& err) {
+  if (budget_s <= 0) return;
+  auto fetcher = DebuginfodFetcher::FromEnvironment(
+      std::chrono::milliseconds(static_cast<int64_t>(budget_s * 1000)));
+  if (!fetcher) return;  // DEBUGINFOD_URLS unset or empty
+  const DebuginfodNaming named = NameFramesFromDebuginfod(profile, *fetcher, /*wait=*/true);
+  const std::string line = DebuginfodSummaryLine(static_cast<int64_t>(named.modules_named),
+                                                 static_cast<int64_t>(named.modules_not_found));
+  if (!line.empty()) err << "arcprof " << command << ": " << line << '\n';
 }
 
 void ReportCommands::AddView(const std::string& name, ReportView view) {
@@ -214,6 +237,7 @@ int ReportCommands::RunReport(std::ostream& out, std::ostream& err) {
     err << ErrorLine("report", profile.error().message);
     return ExitCode(profile.error());
   }
+  NameFromDebuginfod(*profile, report_debuginfod_budget_s_, "report", err);
   if (report_request_.metric != "samples") {
     auto metric = model::WithMetric(*profile, report_request_.metric);
     if (!metric) {
@@ -263,6 +287,7 @@ int ReportCommands::RunExport(std::ostream& out, std::ostream& err) {
     err << ErrorLine("export", profile.error().message);
     return ExitCode(profile.error());
   }
+  NameFromDebuginfod(*profile, export_debuginfod_budget_s_, "export", err);
   // pprof holds every value itself; the other formats show one.
   if (export_options_.metric != "samples") {
     auto metric = model::WithMetric(*profile, export_options_.metric);

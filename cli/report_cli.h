@@ -30,6 +30,15 @@ namespace arcprof::cli {
 // --store/--since/--until: read a range of a continuous store (store/profile_source.h).
 void AddStoreRangeOptions(CLI::App* command, store::StoreRange& range);
 
+// --debuginfod-budget of report and export (record has its own, same default).
+void AddDebuginfodOption(CLI::App* command, double& budget_s);
+
+// With DEBUGINFOD_URLS set, names the frames of stripped modules that are
+// still unnamed in a capture (they keep module and offset) from debug files
+// fetched by build-id within `budget_s`, and prints record's summary line
+// ("1 module named from debuginfod, 0 not found") on `err`.
+void NameFromDebuginfod(model::Profile& profile, double budget_s, const char* command, std::ostream& err);
+
 class ReportCommands {
  public:
   // Adds the subcommands "report" and "export" to `app`. The object must
@@ -64,6 +73,8 @@ class ReportCommands {
   reports::ReportRequest report_request_;
   store::StoreRange report_range_;
   store::StoreRange export_range_;
+  double report_debuginfod_budget_s_ = 20;
+  double export_debuginfod_budget_s_ = 20;
   bool export_timeline_by_tid_ = false;
   std::string export_input_;
   std::string export_output_;

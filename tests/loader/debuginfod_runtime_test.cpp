@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <thread>
 
 #include "tests/loader/runtime_util.h"
@@ -141,6 +142,44 @@ TEST_F(Debuginfod, StrippedProgramNamedThroughLocalServer) {
   }
   // The file is in the client's cache now.
   EXPECT_TRUE(std::filesystem::exists(tmp_.path("cache/" + build_id_ + "/debuginfo")));
+}
+
+// A capture recorded without debuginfod keeps module and offset of its
+// stripped frames; report and export name them later from the server.
+TEST_F(Debuginfod, ReportAndExportNameACaptureLater) {
+  ARCPROF_REQUIRE_RECORD_CAPABLE();
+  unsetenv("DEBUGINFOD_URLS");  // a login shell's default must not name them at record time
+  std::string err;
+  Profile p = Record("later", &err);
+  EXPECT_EQ(err.find("from debuginfod"), std::string::npos) << err;
+  bool unnamed = false;
+  for (const FrameRecord& f : p.frames.all()) {
+    unnamed = unnamed || (f.module == stripped_ && f.symbol.empty() && f.address != 0);
+  }
+  ASSERT_TRUE(unnamed) << "the capture has no unnamed frame of the stripped program";
+  ASSERT_NO_FATAL_FAILURE(StartServer());
+  env_.Set("DEBUGINFOD_CACHE_PATH", tmp_.path("cache"));
+  const std::string db = tmp_.path("later.db");
+
+  Subprocess exported({kArcprof, "export", "-i", db, "--format", "folded", "-o", tmp_.path("later.folded")});
+  EXPECT_EQ(exported.Wait(), 0) << exported.stderr_text();
+  EXPECT_NE(exported.stderr_text().find("arcprof export: 1 module named from debuginfod, 0 not found"),
+            std::string::npos)
+      << exported.stderr_text();
+  std::ifstream in(tmp_.path("later.folded"));
+  const std::string folded((std::istreambuf_iterator<char>(in)), {});
+  EXPECT_NE(folded.find("stripped_outer;stripped_hot"), std::string::npos) << folded.substr(0, 2000);
+  EXPECT_EQ(folded.find("[work_stripped+0x"), std::string::npos) << folded.substr(0, 2000);
+
+  // report: the file is in the client's cache now, the view shows the names.
+  auto [code, tprof] = RunCapture({kArcprof, "report", "-i", db});
+  EXPECT_EQ(code, 0);
+  EXPECT_NE(tprof.find("stripped_hot"), std::string::npos) << tprof;
+  EXPECT_EQ(tprof.find("[work_stripped+0x"), std::string::npos) << tprof;
+  // --debuginfod-budget 0 turns it off: the offsets stay.
+  auto [off_code, off] = RunCapture({kArcprof, "report", "-i", db, "--debuginfod-budget", "0"});
+  EXPECT_EQ(off_code, 0);
+  EXPECT_NE(off.find("[work_stripped+0x"), std::string::npos) << off;
 }
 
 TEST_F(Debuginfod, UnreachableServerLeavesOffsetsAndDoesNotStall) {
