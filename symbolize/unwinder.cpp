@@ -15,6 +15,15 @@
 
 namespace arcprof {
 
+namespace {
+
+// HotSpot's i2c/c2i adapters, as the agent names them (JDK 17 and 25).
+bool IsHotSpotAdapter(std::string_view name) {
+  return name.rfind("I2C/C2I adapters", 0) == 0 || name == "adapters";
+}
+
+}  // namespace
+
 const char* UnwindStopName(UnwindStop stop) {
   switch (stop) {
     case UnwindStop::kComplete: return "complete";
@@ -541,6 +550,12 @@ Unwinder::JitStep Unwinder::StepJit(const UnwindInput& input, bool leaf, uint64_
     ++stats_.jit_frames_stepped;
     return JitStep::kStepped;
   }
+  // HotSpot's i2c/c2i adapters have no frame of their own: they move the
+  // return address and the arguments between the interpreter's and compiled
+  // code's conventions, and rbp still belongs to the caller (the
+  // interpreter's frame pointer, or anything in compiled code). Stepping
+  // through rbp would skip the caller: end the walk here instead.
+  if (IsHotSpotAdapter(code->name)) return JitStep::kStop;
   return code->rbp_unreliable ? JitStep::kStop : JitStep::kNotJit;
 }
 
@@ -549,7 +564,7 @@ void Unwinder::EndAtUnreliableJit(const UnwindInput& input, UnwindResult* result
     const uint64_t lookup = i == 0 ? result->pcs[i] : result->pcs[i] - 1;
     if (symbolizer_.FindMappedFile(input.pid, lookup, input.t_ns)) continue;
     std::optional<JitSymbol> code = symbolizer_.FindJitCode(input.pid, lookup, input.t_ns);
-    if (code && code->rbp_unreliable) {
+    if (code && (code->rbp_unreliable || IsHotSpotAdapter(code->name))) {
       result->pcs.resize(i + 1);
       result->stop = UnwindStop::kJitFrame;
       return;
