@@ -19,6 +19,7 @@
 #include "reports/export_formats.h"
 #include "reports/flamegraph.h"
 #include "reports/folded.h"
+#include "reports/registry.h"
 #include "tests/layer_names.h"
 
 namespace arcprof {
@@ -121,7 +122,7 @@ double PeakRssMiB() {
 
 void Export(benchmark::State& state, const std::string& format) {
   const std::string& path = CapturePath();
-  const auto writers = ExportWriters();
+  const auto writers = BuiltinRegistry().formats;
   size_t bytes = 0;
   uint64_t samples = 0;
   for (auto _ : state) {

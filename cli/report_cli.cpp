@@ -20,6 +20,7 @@
 #include "reports/irq_report.h"
 #include "model/metric.h"
 #include "reports/ptt_report.h"
+#include "reports/registry.h"
 #include "reports/tprof.h"
 
 namespace arcprof::cli {
@@ -27,29 +28,6 @@ using namespace arcprof::model;
 using namespace arcprof::store;
 using namespace arcprof::reports;
 namespace {
-
-// The built-in views and export formats: one line each.
-const std::map<std::string, ReportView>& BuiltinViews() {
-  static const std::map<std::string, ReportView> views = {
-      {"tprof", &RunTprofView},
-      {"ptt", &RunPttView},
-      {"irq", &RunIrqView},
-      {"xtree", [](const Profile& p, const ReportRequest& r, std::ostream& o,
-                   std::ostream& e) { return RunArcflowView("xtree", p, r, o, e); }},
-      {"xarc", [](const Profile& p, const ReportRequest& r, std::ostream& o,
-                  std::ostream& e) { return RunArcflowView("xarc", p, r, o, e); }},
-      {"xprof", [](const Profile& p, const ReportRequest& r, std::ostream& o,
-                   std::ostream& e) { return RunArcflowView("xprof", p, r, o, e); }},
-  };
-  return views;
-}
-
-const std::map<std::string, Exporter>& BuiltinExporters() {
-  static const std::map<std::string, Exporter> exporters = {
-      {"folded", &WriteFolded},
-  };
-  return exporters;
-}
 
 template <typename Table>
 std::string Names(const Table& table) {
@@ -80,8 +58,7 @@ void AddStoreRangeOptions(CLI::App* command, StoreRange& range) {
 }
 
 ReportCommands::ReportCommands(CLI::App& app)
-    : views_(BuiltinViews()), exporters_(ExportWriters()), diff_(app) {
-  for (const auto& [name, exporter] : BuiltinExporters()) AddExporter(name, exporter);
+    : registry_(BuiltinRegistry()), diff_(app) {
   report_request_.capture_path = kDefaultCapturePath;
   export_input_ = kDefaultCapturePath;
 
@@ -165,25 +142,15 @@ void NameFromDebuginfod(Profile& profile, double budget_s, const char* command, 
 }
 
 void ReportCommands::AddView(const std::string& name, ReportView view) {
-  views_[name] = std::move(view);
+  registry_.AddView(name, std::move(view));
 }
 
 void ReportCommands::AddExporter(const std::string& name, Exporter exporter) {
-  exporters_[name] = [exporter = std::move(exporter)](const Profile& profile, const ExportOptions& options,
-                                                      std::ostream& out) -> Result<void> {
-    if (ScopeIsOnlyFilter(options)) {
-      exporter(profile, options.filter, out);
-      return {};
-    }
-    auto scoped = ScopeProfile(profile, options);
-    if (!scoped) return scoped.error();
-    exporter(*scoped, ThreadFilter{}, out);
-    return {};
-  };
+  registry_.AddExporter(name, std::move(exporter));
 }
 
 void ReportCommands::AddExportWriter(const std::string& name, ExportWriter writer) {
-  exporters_[name] = std::move(writer);
+  registry_.AddExportWriter(name, std::move(writer));
 }
 
 std::optional<int> ReportCommands::RunIfSelected(std::ostream& out, std::ostream& err) {
@@ -226,10 +193,10 @@ int ReportCommands::RunReport(std::ostream& out, std::ostream& err) {
     }
     report_request_.by = *by;
   }
-  auto view = views_.find(report_request_.view);
-  if (view == views_.end()) {
+  auto view = registry_.views.find(report_request_.view);
+  if (view == registry_.views.end()) {
     err << ErrorLine("report", "unknown view '" + report_request_.view + "'; use one of " +
-                                   Names(views_) + ", timeline");
+                                   Names(registry_.views) + ", timeline");
     return 1;
   }
   auto profile = LoadProfile(report_request_.capture_path, report_range_, err);
@@ -276,10 +243,10 @@ int ReportCommands::RunExport(std::ostream& out, std::ostream& err) {
     }
     return 0;
   }
-  auto exporter = exporters_.find(export_format_);
-  if (exporter == exporters_.end()) {
+  auto exporter = registry_.formats.find(export_format_);
+  if (exporter == registry_.formats.end()) {
     err << ErrorLine("export", "unknown format '" + export_format_ + "'; use one of " +
-                                   Names(exporters_) + ", timeline-svg");
+                                   Names(registry_.formats) + ", timeline-svg");
     return 1;
   }
   auto profile = LoadProfile(export_input_, export_range_, err);

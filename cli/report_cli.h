@@ -6,8 +6,8 @@
 //                  [--pid ..] [--tid ..] [--comm ..] [--root NAME] [--min PCT] [--icicle]
 //   arcprof diff BEFORE.db AFTER.db [-o arcprof-diff.svg] ... (reports/diff.h)
 //
-// Views (report) and formats (export) are looked up by name in small tables, so
-// adding one is a single line in report_cli.cpp or one AddView/AddExporter call.
+// Views (report) and formats (export) are looked up by name in the one registry
+// (reports/registry.h): adding one is a line there or one AddView/AddExporter call.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -20,6 +20,7 @@
 
 #include "cli/diff_cli.h"
 #include "reports/export_options.h"
+#include "reports/registry.h"
 #include "reports/views.h"
 #include "model/profile.h"
 #include "store/profile_source.h"
@@ -68,8 +69,7 @@ class ReportCommands {
 
   CLI::App* report_ = nullptr;
   CLI::App* export_ = nullptr;
-  std::map<std::string, reports::ReportView> views_;
-  std::map<std::string, reports::ExportWriter> exporters_;
+  reports::Registry registry_;  // the views and formats (reports/registry.h)
   reports::ReportRequest report_request_;
   store::StoreRange report_range_;
   store::StoreRange export_range_;

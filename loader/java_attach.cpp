@@ -1,4 +1,5 @@
 #include "loader/java_attach.h"
+#include "common/clock.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -31,12 +32,6 @@ std::string ReadText(const std::string& path, size_t cap = 8u << 20) {
   ssize_t n;
   while ((n = read(fd.get(), buf, sizeof(buf))) > 0 && out.size() < cap) out.append(buf, static_cast<size_t>(n));
   return out;
-}
-
-uint64_t NowNs() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
 }
 
 // "SigCgt:\t0000000000004a0c" -> whether signal `sig` has a handler.
@@ -114,7 +109,7 @@ void RunExchange(Exchange& x) {
     }
     for (int delay_ms = 5;; delay_ms = std::min(delay_ms * 2, 200)) {
       if (lstat(socket_path.c_str(), &st) == 0 && S_ISSOCK(st.st_mode)) break;
-      if (NowNs() > x.deadline_ns) {
+      if (MonotonicNs() > x.deadline_ns) {
         if (!trigger.empty()) unlink(trigger.c_str());
         return Fail(x, "the JVM did not open its attach socket in time (started with "
                        "-XX:+DisableAttachMechanism, or too busy?)");
@@ -158,7 +153,7 @@ void RunExchange(Exchange& x) {
   // The JVM answers and closes the connection.
   std::string answer;
   for (;;) {
-    const uint64_t now = NowNs();
+    const uint64_t now = MonotonicNs();
     if (now > x.deadline_ns) return Fail(x, "the JVM did not answer the attach request in time");
     pollfd p{sock.get(), POLLIN, 0};
     const int wait_ms = static_cast<int>(std::min<uint64_t>((x.deadline_ns - now) / 1000000 + 1, 1000));
@@ -351,7 +346,7 @@ class AgentCopy {
     ScopedFd random(open("/dev/urandom", O_RDONLY | O_CLOEXEC));
     for (int attempt = 0; attempt < 16 && dir_.empty(); ++attempt) {
       uint64_t r = 0;
-      if (!random.valid() || read(random.get(), &r, sizeof(r)) != sizeof(r)) r = NowNs() ^ (static_cast<uint64_t>(attempt) << 40);
+      if (!random.valid() || read(random.get(), &r, sizeof(r)) != sizeof(r)) r = MonotonicNs() ^ (static_cast<uint64_t>(attempt) << 40);
       std::string name = fmt::format(".arcprof-agent-{:016x}", r);
       if (mkdirat(tmp_.get(), name.c_str(), 0755) == 0) dir_ = name;
       else if (errno != EEXIST) return MakeError(fmt::format("cannot create a folder in the JVM's /tmp: {}", std::strerror(errno)));
@@ -411,7 +406,7 @@ Result<std::string> AttachAgent(uint32_t pid, const JavaAttachOptions& options) 
     x.request += part;
     x.request.push_back('\0');
   }
-  x.deadline_ns = NowNs() + static_cast<uint64_t>(options.timeout_s * 1e9);
+  x.deadline_ns = MonotonicNs() + static_cast<uint64_t>(options.timeout_s * 1e9);
   std::thread helper([&x] { RunExchange(x); });
   helper.join();
   if (!x.ok) return MakeError(fmt::format("cannot attach to JVM {}: {}", pid, x.error));

@@ -1,4 +1,5 @@
 #include "loader/ptt_extension.h"
+#include "common/clock.h"
 
 #include <time.h>
 
@@ -12,12 +13,6 @@
 namespace arcprof {
 using namespace arcprof::model;
 namespace {
-
-uint64_t MonotonicNs() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
 
 class PttExtension final : public RecordExtension {
  public:

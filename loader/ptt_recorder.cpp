@@ -1,4 +1,5 @@
 #include "loader/ptt_recorder.h"
+#include "common/clock.h"
 
 #include <bpf/bpf.h>
 #include <bpf/btf.h>
@@ -29,12 +30,6 @@
 namespace arcprof {
 using namespace arcprof::model;
 namespace {
-
-uint64_t MonotonicNs() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
 
 // A counting (not sampling) event on one CPU for all tasks: the BPF program
 // reads it with bpf_perf_event_read_value at each context switch.

@@ -1,4 +1,5 @@
 #include "loader/recording_session.h"
+#include "common/clock.h"
 
 #include <signal.h>
 #include <sys/resource.h>
@@ -120,11 +121,7 @@ std::string DescribeTarget(const RecordOptions& o) {
   return "system";
 }
 
-uint64_t RecordingSession::MonotonicNs() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
+uint64_t RecordingSession::MonotonicNs() { return arcprof::MonotonicNs(); }
 
 uint64_t RecordingSession::RealtimeNs() {
   timespec ts;

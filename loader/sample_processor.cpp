@@ -1,4 +1,5 @@
 #include "loader/sample_processor.h"
+#include "common/clock.h"
 
 #include <algorithm>
 #include <cstring>
@@ -10,12 +11,6 @@
 namespace arcprof {
 using namespace arcprof::model;
 namespace {
-
-uint64_t MonotonicNs() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
 
 }  // namespace
 

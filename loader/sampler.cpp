@@ -1,4 +1,5 @@
 #include "loader/sampler.h"
+#include "common/clock.h"
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -191,11 +192,6 @@ void Sampler::DrainSideband() {
 }
 
 namespace {
-uint64_t MonotonicNs() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
 // Records handled between two looks at the clock.
 constexpr uint32_t kRecordsPerClockCheck = 64;
 }  // namespace

@@ -2,9 +2,9 @@
 #include "reports/arcflow.h"
 
 #include "model/frame_name.h"
+#include "model/name_regex.h"
 
 #include <algorithm>
-#include <regex.h>
 #include <utility>
 
 #include <fmt/format.h>
@@ -67,19 +67,6 @@ std::vector<uint32_t> ArcflowModel::Depths() const {
 
 namespace {
 
-bool ThreadPasses(const ThreadRecord& thread, const ArcflowThreadFilter& filter) {
-  auto contains = [](const std::vector<uint32_t>& v, uint32_t x) {
-    return std::find(v.begin(), v.end(), x) != v.end();
-  };
-  if (!filter.pids.empty() && !contains(filter.pids, thread.pid)) return false;
-  if (!filter.tids.empty() && !contains(filter.tids, thread.tid)) return false;
-  if (!filter.comms.empty() &&
-      std::find(filter.comms.begin(), filter.comms.end(), thread.comm) == filter.comms.end() &&
-      std::find(filter.comms.begin(), filter.comms.end(), thread.process_comm) == filter.comms.end())
-    return false;
-  return true;
-}
-
 // Tree nodes in an order where every parent precedes its children. Trees
 // built with CallTree::Child are already in that order; a tree filled through
 // mutable_nodes() may not be, and nodes whose parent chain does not reach
@@ -121,7 +108,7 @@ std::vector<uint32_t> ParentFirstOrder(const std::vector<CallTree::Node>& nodes)
 
 }  // namespace
 
-ArcflowModel ArcflowFromProfile(const Profile& profile, const ArcflowThreadFilter& filter,
+ArcflowModel ArcflowFromProfile(const Profile& profile, const ThreadFilter& filter,
                                 bool merge_threads) {
   ArcflowModel model;
   model.bindings = ArcflowBindings{profile.meta.consumers, profile.meta.unit,
@@ -149,7 +136,7 @@ ArcflowModel ArcflowFromProfile(const Profile& profile, const ArcflowThreadFilte
   const size_t thread_count = std::min(profile.threads.size(), profile.trees.size());
   for (size_t t = 0; t < thread_count; ++t) {
     const ThreadRecord& thread = profile.threads[t];
-    if (!ThreadPasses(thread, filter)) continue;
+    if (!filter.Matches(thread)) continue;
     const auto& nodes = profile.trees[t].nodes();
     uint32_t thread_node;
     if (merge_threads && !thread.host.empty()) {
@@ -273,51 +260,15 @@ ArcflowModel MergeThreads(const ArcflowModel& model) {
   return out;
 }
 
-namespace {
-
-// A POSIX extended regex (grep -E syntax) matched against whole names.
-// glibc's matcher is used rather than std::regex, whose libstdc++ executor
-// recurses once per character and backtracks exponentially: long C++ names
-// overflowed the stack in fuzzing. The pattern is compiled anchored and with
-// REG_NOSUB, which lets glibc match without tracking subexpressions (that
-// tracking made a 200 kB name take a minute).
-class PosixRegex {
- public:
-  explicit PosixRegex(const std::string& pattern) {
-    regex_t alone;
-    // Checked on its own first: only a pattern with balanced groups keeps its
-    // meaning inside "^(...)$".
-    if (regcomp(&alone, pattern.c_str(), REG_EXTENDED | REG_NOSUB) != 0) return;
-    regfree(&alone);
-    ok_ = regcomp(&regex_, ("^(" + pattern + ")$").c_str(), REG_EXTENDED | REG_NOSUB) == 0;
-  }
-  ~PosixRegex() {
-    if (ok_) regfree(&regex_);
-  }
-  PosixRegex(const PosixRegex&) = delete;
-  PosixRegex& operator=(const PosixRegex&) = delete;
-
-  bool MatchesWhole(const std::string& text) const {
-    if (!ok_ || text.find('\0') != std::string::npos) return false;
-    return regexec(&regex_, text.c_str(), 0, nullptr, 0) == 0;
-  }
-
- private:
-  regex_t regex_{};
-  bool ok_ = false;
-};
-
-}  // namespace
-
 Result<ArcflowModel> RestrictToRoot(const ArcflowModel& model, const std::string& pattern) {
   std::vector<bool> matches(model.consumers().size(), false);
   // A pattern that is not a valid regex still matches an exact name ("operator()(").
-  const PosixRegex regex(pattern);
+  const WholeNameRegex regex(pattern);
   bool any = false;
   for (size_t c = 0; c < model.consumers().size(); ++c) {
     const auto& consumer = model.consumer(static_cast<uint32_t>(c));
     if (consumer.kind != ConsumerKind::kFunction) continue;
-    matches[c] = consumer.name == pattern || regex.MatchesWhole(consumer.name);
+    matches[c] = consumer.name == pattern || regex.Matches(consumer.name);
     any = any || matches[c];
   }
   if (!any) {

@@ -18,6 +18,7 @@
 #include "common/result.h"
 #include "reports/arcflow_index.h"
 #include "model/profile.h"
+#include "model/thread_filter.h"
 
 namespace arcprof::reports {
 
@@ -95,15 +96,11 @@ class ArcflowModel {
 
 // ---------------------------------------------------------------- inputs
 
-struct ArcflowThreadFilter {
-  std::vector<uint32_t> pids;  // empty = all
-  std::vector<uint32_t> tids;  // empty = all
-  std::vector<std::string> comms;  // exact thread or process names; empty = all
-};
+// Threads are selected by the one thread filter of every report (model/thread_filter.h).
 
 // (a) Stacks from a capture: n and base are the samples of each node. Frames
 // with the same display name become one consumer.
-ArcflowModel ArcflowFromProfile(const model::Profile& profile, const ArcflowThreadFilter& filter,
+ArcflowModel ArcflowFromProfile(const model::Profile& profile, const model::ThreadFilter& filter,
                                 bool merge_threads);
 // A frame's consumer name is model::FrameDisplayName (model/frame_name.h).
 
@@ -164,7 +161,7 @@ struct ArcflowOptions {
   bool merge_threads = false;
   ArcflowSort sort = ArcflowSort::kBase;  // xprof only
   ArcflowUnits units = ArcflowUnits::kSamples;
-  ArcflowThreadFilter filter;  // applies to Profile input only
+  model::ThreadFilter filter;  // applies to Profile input only
 };
 
 Result<ArcflowView> ParseArcflowView(std::string_view text);

@@ -49,14 +49,6 @@ Result<Selection> Select(const Profile& profile, const ExportOptions& options) {
   return s;
 }
 
-ArcflowThreadFilter ToArcflowFilter(const ThreadFilter& filter) {
-  ArcflowThreadFilter f;
-  f.pids = filter.pids;
-  f.tids = filter.tids;
-  f.comms = filter.comms;
-  return f;
-}
-
 void WriteTprofHtml(const std::vector<TprofRow>& rows, int depth, std::ostream& out) {
   for (const TprofRow& row : rows) {
     out << "<tr class=\"" << TprofLevelName(row.level) << "\"><td>" << TprofLevelLabel(row.level)
@@ -121,7 +113,7 @@ Result<void> ExportXprof(const Profile& profile, const ExportOptions& options, s
   arcflow.format = ArcflowFormat::kText;
   arcflow.min_pct = options.min_percent;
   arcflow.root = options.root;
-  arcflow.filter = ToArcflowFilter(options.filter);
+  arcflow.filter = options.filter;
   return RenderArcflowView(profile, arcflow, out);
 }
 
@@ -145,7 +137,7 @@ Result<void> ExportHtml(const Profile& profile, const ExportOptions& options, st
   tprof_options.filter = selection->filter;
   const TprofReport tprof = BuildTprof(*selection->profile, tprof_options);
 
-  ArcflowModel model = ArcflowFromProfile(profile, ToArcflowFilter(options.filter), true);
+  ArcflowModel model = ArcflowFromProfile(profile, options.filter, true);
   if (!options.root.empty()) {
     auto restricted = RestrictToRoot(model, options.root);
     if (!restricted) return restricted.error();
@@ -198,16 +190,6 @@ Result<void> ExportHtml(const Profile& profile, const ExportOptions& options, st
   }
   out << "</section>\n</body></html>\n";
   return {};
-}
-
-std::map<std::string, ExportWriter> ExportWriters() {
-  return {
-      {"svg", &ExportSvg},
-      {"html", &ExportHtml},
-      {"pprof", &ExportPprof},
-      {"speedscope", &ExportSpeedscope},
-      {"xprof", &ExportXprof},
-  };
 }
 
 }  // namespace arcprof::reports

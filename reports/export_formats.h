@@ -1,7 +1,7 @@
 // The export formats of docs/exports.md behind `arcprof export --format NAME`:
 // svg (interactive flame graph), html (flame graph + tprof table + xprof list),
 // pprof (gzipped profile.proto), speedscope (JSON) and xprof (arcflow text).
-// ExportWriters() in export_options.h lists them for the command line.
+// reports/registry.h lists them for the command line.
 #pragma once
 
 #include <iosfwd>

@@ -33,7 +33,6 @@ struct ExportOptions {
 using ExportWriter =
     std::function<Result<void>(const model::Profile& profile, const ExportOptions& options, std::ostream& out)>;
 
-// The formats of docs/exports.md: svg, html, pprof, speedscope, xprof.
-std::map<std::string, ExportWriter> ExportWriters();
+// The formats are listed in the one registry, reports/registry.h.
 
 }  // namespace arcprof::reports

@@ -1,40 +1,13 @@
 #include "reports/export_scope.h"
 
 #include "model/frame_name.h"
-
-#include <regex.h>
+#include "model/name_regex.h"
 
 #include <vector>
 
 namespace arcprof::reports {
 using namespace arcprof::model;
 namespace {
-
-// glibc's POSIX regex, anchored to the whole name. std::regex recurses per
-// character and can exhaust the stack on long names (see reports/arcflow.cpp).
-class WholeNameRegex {
- public:
-  explicit WholeNameRegex(const std::string& pattern) {
-    regex_t alone;
-    if (regcomp(&alone, pattern.c_str(), REG_EXTENDED | REG_NOSUB) != 0) return;
-    regfree(&alone);
-    ok_ = regcomp(&regex_, ("^(" + pattern + ")$").c_str(), REG_EXTENDED | REG_NOSUB) == 0;
-  }
-  ~WholeNameRegex() {
-    if (ok_) regfree(&regex_);
-  }
-  WholeNameRegex(const WholeNameRegex&) = delete;
-  WholeNameRegex& operator=(const WholeNameRegex&) = delete;
-
-  bool Matches(const std::string& text) const {
-    if (!ok_ || text.find('\0') != std::string::npos) return false;
-    return regexec(&regex_, text.c_str(), 0, nullptr, 0) == 0;
-  }
-
- private:
-  regex_t regex_{};
-  bool ok_ = false;
-};
 
 constexpr uint32_t kDropped = 0xffffffffu;
 

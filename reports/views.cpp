@@ -93,7 +93,7 @@ int RenderArcflow(const std::string& view, const Profile& profile, const ReportR
   options.min_pct = request.min_percent;
   options.root = request.root;
   options.merge_threads = request.merge_threads;
-  options.filter = {request.filter.pids, request.filter.tids, request.filter.comms};
+  options.filter = request.filter;
   if (auto ok = RenderArcflowView(profile, options, out); !ok) {
     err << ErrorLine("report", ok.error().message);
     return 1;

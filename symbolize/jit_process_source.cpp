@@ -1,4 +1,5 @@
 #include "symbolize/jit_process_source.h"
+#include "common/clock.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -56,11 +57,7 @@ FrameKind KindOf(std::string_view name) {
 
 }  // namespace
 
-uint64_t JitMonotonicNowNs() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
+uint64_t JitMonotonicNowNs() { return MonotonicNs(); }
 
 JitProcessSource::JitProcessSource(const ProcessInfo& process, JitSourceOptions options)
     : pid_(process.pid), ns_pid_(process.ns_pid ? process.ns_pid : process.pid), uid_(process.uid),

@@ -55,7 +55,7 @@ TEST(ArcflowCapture, GroundTruthInvariantsAndShares) {
     }
   }
 
-  ArcflowThreadFilter filter;
+  model::ThreadFilter filter;
   filter.comms = {"ground_truth"};
   const ArcflowModel gt = ArcflowFromProfile(profile, filter, true);
   const auto xprof = ComputeXprof(gt, ArcflowSort::kBase);

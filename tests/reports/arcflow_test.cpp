@@ -456,13 +456,13 @@ TEST(ArcflowProfile, ThreadsFiltersAndMerge) {
   EXPECT_EQ(all.total(), 120u);
   EXPECT_EQ(all.Children(ArcflowModel::kRootNode).size(), 2u);
 
-  ArcflowThreadFilter by_comm;
+  model::ThreadFilter by_comm;
   by_comm.comms = {"worker"};
   EXPECT_EQ(ArcflowFromProfile(profile, by_comm, false).total(), 20u);
-  ArcflowThreadFilter by_process;
+  model::ThreadFilter by_process;
   by_process.comms = {"groundtruth"};
   EXPECT_EQ(ArcflowFromProfile(profile, by_process, false).total(), 120u);
-  ArcflowThreadFilter by_tid;
+  model::ThreadFilter by_tid;
   by_tid.tids = {4242};
   EXPECT_EQ(ArcflowFromProfile(profile, by_tid, false).total(), 100u);
 

@@ -1,0 +1,18 @@
+// CLOCK_MONOTONIC in nanoseconds: the clock of BPF's bpf_ktime_get_ns, of
+// perf samples (attr.clockid) and of jitdump records, so one reading compares
+// with all of them. The one definition every layer uses.
+#pragma once
+
+#include <time.h>
+
+#include <cstdint>
+
+namespace arcprof {
+
+inline uint64_t MonotonicNs() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+}  // namespace arcprof

@@ -1,0 +1,33 @@
+// The one regex helper: --root NAME|REGEX of the arcflow views and of every
+// export matches frame display names (model/frame_name.h) with it.
+#pragma once
+
+#include <regex.h>
+
+#include <string>
+
+namespace arcprof::model {
+
+// A POSIX extended regex (grep -E syntax) matched against whole names.
+// glibc's matcher is used rather than std::regex, whose libstdc++ executor
+// recurses once per character and backtracks exponentially: long C++ names
+// overflowed the stack in fuzzing. The pattern is compiled anchored and with
+// REG_NOSUB, which lets glibc match without tracking subexpressions (that
+// tracking made a 200 kB name take a minute).
+class WholeNameRegex {
+ public:
+  explicit WholeNameRegex(const std::string& pattern);
+  ~WholeNameRegex();
+  WholeNameRegex(const WholeNameRegex&) = delete;
+  WholeNameRegex& operator=(const WholeNameRegex&) = delete;
+
+  // False for a pattern that did not compile (callers still compare names
+  // exactly: "operator()(" is a name, not a regex) and for names holding NUL.
+  bool Matches(const std::string& name) const;
+
+ private:
+  regex_t regex_{};
+  bool ok_ = false;
+};
+
+}  // namespace arcprof::model
