@@ -12,6 +12,7 @@
 
 #include "reports/arcflow.h"
 #include "reports/arcflow_index.h"
+#include "reports/export_text.h"
 
 namespace arcprof::reports {
 using namespace arcprof::model;
@@ -236,10 +237,6 @@ Result<double> MillisecondsPerUnit(const ArcflowModel& model) {
   return MakeError(fmt::format("--units ms: the resource unit '{}' is neither samples nor a time; "
                                "use --units samples or pct",
                                model.bindings.unit));
-}
-
-std::string JsonString(std::string_view s) {
-  return nlohmann::json(std::string(s)).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 // Formats values in the chosen units into a buffer that is flushed to the

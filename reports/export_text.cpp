@@ -3,6 +3,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include <nlohmann/json.hpp>
+
 namespace arcprof::reports {
 namespace {
 
@@ -85,21 +87,19 @@ std::string XmlEscape(std::string_view text) {
 }
 
 std::string JsonString(std::string_view text) {
-  const std::string valid = ValidUtf8(text);
+  // The one JSON writer is nlohmann::json; ValidUtf8 first, so every report
+  // replaces bad bytes the same way.
+  const std::string quoted = nlohmann::json(ValidUtf8(text)).dump();
+  // '<' as \u003c: the JSON may be embedded in an HTML <script>.
   std::string out;
-  out.reserve(valid.size() + 2);
-  out += '"';
-  for (char c : valid) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\t': out += "\\t"; break;
-      // '<' as \u003c: the JSON may be embedded in an HTML <script>.
-      case '<': out += "\\u003c"; break;
-      default: out += c;
+  out.reserve(quoted.size());
+  for (char c : quoted) {
+    if (c == '<') {
+      out += "\\u003c";
+    } else {
+      out += c;
     }
   }
-  out += '"';
   return out;
 }
 

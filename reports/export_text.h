@@ -16,7 +16,8 @@ namespace arcprof::reports {
 std::string ValidUtf8(std::string_view text);
 // ValidUtf8, then & < > " ' as character references: safe in XML/HTML text and attributes.
 std::string XmlEscape(std::string_view text);
-// ValidUtf8, then JSON string escapes, with the quotes.
+// ValidUtf8, then the string as nlohmann::json writes it (with the quotes), '<'
+// as \u003c. The one JSON string writer of every report and export.
 std::string JsonString(std::string_view text);
 // 1234567 -> "1,234,567" (FlameGraph's tooltips).
 std::string WithThousands(uint64_t value);
