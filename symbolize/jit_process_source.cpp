@@ -320,10 +320,10 @@ std::optional<JitSymbol> JitProcessSource::Find(uint64_t addr, uint64_t t_ns) {
   // general register; the interpreter and the stubs that set up frames of
   // their own (call_stub, ...) keep it a frame pointer. Java methods are
   // named Class.method, stubs are not.
-  if (found && vm_flags_ && !(*vm_flags_ & jitdump::kVmPreserveFramePointer) && found->kind == FrameKind::kJit &&
-      found->name.find('.') != std::string_view::npos &&
+  if (found && vm_flags_ && found->kind == FrameKind::kJit && found->name.find('.') != std::string_view::npos &&
       found->name.find(' ') == std::string_view::npos) {
-    found->rbp_unreliable = true;
+    if (*vm_flags_ & jitdump::kVmPreserveFramePointer) found->rbp_frame_pointer = true;
+    else found->rbp_unreliable = true;
   }
   return found;
 }

@@ -31,6 +31,11 @@ struct JitSymbol {
   // rbp is not a frame pointer here (compiled Java code in a JVM without
   // -XX:+PreserveFramePointer): step by frame_size or not at all.
   bool rbp_unreliable = false;
+  // rbp is this code's frame pointer (compiled Java code in a JVM with
+  // -XX:+PreserveFramePointer): inside the body it points frame_size - 16
+  // above the stack pointer, which tells the body from its prologue and
+  // epilogue.
+  bool rbp_frame_pointer = false;
 };
 
 // Symbols of one process's JIT code, versioned by time like the mapping
