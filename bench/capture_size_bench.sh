@@ -9,13 +9,13 @@
 # Workloads: g++ -O2 of three large test files, xz -9, python3 (compileall,
 # ast, json), node with a perf map, a JDK 17 program, sqlite3 with a recursive
 # CTE. Only tools scripts/install-deps.sh installs.
-# Usage: bench/capture_size_bench.sh [BUILD_DIR]   (as root; SECONDS_PER_WORKLOAD=N, default 20)
+# Usage: bench/capture_size_bench.sh [BUILD_DIR]   (as root; SECONDS_PER_WORKLOAD=N, default 15)
 set -euo pipefail
 build=$(realpath "${1:-build}")
 arcprof=$build/arcprof
 schema1=$build/bench/capture_schema1
 src=$(cd "$(dirname "$0")/.." && pwd)
-seconds=${SECONDS_PER_WORKLOAD:-20}
+seconds=${SECONDS_PER_WORKLOAD:-15}  # of CPU per workload, so samples do not depend on load
 for f in "$arcprof" "$schema1"; do
   [ -x "$f" ] || { echo "capture_size_bench: $f missing: build first (cmake --build $build)" >&2; exit 1; }
 done
@@ -29,8 +29,9 @@ trap 'rm -rf "$tmp"' EXIT
 java17=/usr/lib/jvm/java-17-openjdk-amd64/bin
 
 # Inputs prepared outside the recordings.
-head -c $((24 << 20)) /usr/lib/x86_64-linux-gnu/libLLVM*.so* /usr/lib/jvm/java-17-openjdk-amd64/lib/modules \
-  2>/dev/null > "$tmp/xz-input" || true
+# xz -9 compresses about 220 KB per CPU second here: SECONDS_PER_WORKLOAD of work.
+cat /usr/lib/jvm/java-17-openjdk-amd64/lib/modules /usr/lib/x86_64-linux-gnu/lib*.so* 2>/dev/null |
+  head -c $((seconds * 220 * 1024)) > "$tmp/xz-input" || true
 "$java17/javac" -d "$tmp/java" "$src/bench/workloads/CaptureBench.java"
 mkdir -p "$tmp/py"
 # The recursive CTE's row count grows with SECONDS_PER_WORKLOAD (about 1.2M rows a second here).

@@ -1464,9 +1464,9 @@ Result<void> WriteCapture(const std::string& path, const Profile& profile,
     // The temporary file is discarded on any failure, so a rollback journal on
     // disk would buy nothing; keep it in memory so no second file is created.
     if (auto r = writer.Exec("PRAGMA journal_mode = MEMORY"); !r) return r;
-    // 1 KiB pages: a capture has a dozen tables, each at least one page, and
+    // 512-byte pages (the smallest): a capture has a dozen tables, each at least one page, and
     // its bulk is in blobs, which fill overflow pages of any size alike.
-    const std::string pragmas = "PRAGMA page_size = 1024; PRAGMA application_id = " +
+    const std::string pragmas = "PRAGMA page_size = 512; PRAGMA application_id = " +
                                 std::to_string(kCaptureApplicationId) +
                                 "; PRAGMA user_version = " + std::to_string(options.schema_version) + ";";
     if (auto r = writer.Exec(pragmas.c_str()); !r) return r;

@@ -1,6 +1,9 @@
 // A JDK 17 workload for bench/capture_size_bench.sh: collections, streams,
 // lambdas, string building and regular expressions, so the JIT compiles many
-// methods at several tiers. Runs for about `args[0]` seconds of CPU.
+// methods at several tiers. Runs until its main thread used `args[0]` seconds of
+// CPU (not wall time: a loaded machine gives the same number of samples).
+import java.lang.management.ManagementFactory;
+import java.lang.management.ThreadMXBean;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.HashMap;
@@ -40,10 +43,11 @@ public class CaptureBench {
 
   public static void main(String[] args) {
     long seconds = args.length > 0 ? Long.parseLong(args[0]) : 10;
-    long end = System.nanoTime() + seconds * 1_000_000_000L;
+    ThreadMXBean threads = ManagementFactory.getThreadMXBean();
+    long end = threads.getCurrentThreadCpuTime() + seconds * 1_000_000_000L;
     Pattern p = Pattern.compile("[a-f]{2}[0-9]+");
     long checksum = 0;
-    for (long round = 0; System.nanoTime() < end; round++) {
+    for (long round = 0; threads.getCurrentThreadCpuTime() < end; round++) {
       List<Item> items = makeItems(20000, round);
       items.sort(Comparator.comparingInt(Item::weight).thenComparing(Item::name));
       Map<Integer, Double> g = group(items);
