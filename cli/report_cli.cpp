@@ -19,6 +19,7 @@
 #include "reports/folded.h"
 #include "reports/irq_report.h"
 #include "model/metric.h"
+#include "model/signature.h"
 #include "reports/ptt_report.h"
 #include "reports/registry.h"
 #include "reports/tprof.h"
@@ -99,6 +100,8 @@ ReportCommands::ReportCommands(CLI::App& app)
       ->excludes(format);
   AddStoreRangeOptions(report_, report_range_);
   AddDebuginfodOption(report_, report_debuginfod_budget_s_);
+  report_->add_flag("--no-params", report_no_params_,
+                    "C++ functions without their parameter lists (as c++filt -p)");
 
   export_ = app.add_subcommand("export", "Convert a capture to another format (docs/exports.md)");
   export_->add_option("--format", export_format_,
@@ -120,6 +123,8 @@ ReportCommands::ReportCommands(CLI::App& app)
                       "Value shown: samples, cpu, offcpu or wall (pprof: its default type)")
       ->capture_default_str();
   AddDebuginfodOption(export_, export_debuginfod_budget_s_);
+  export_->add_flag("--no-params", export_no_params_,
+                    "C++ functions without their parameter lists (as c++filt -p)");
 }
 
 void AddDebuginfodOption(CLI::App* command, double& budget_s) {
@@ -205,6 +210,7 @@ int ReportCommands::RunReport(std::ostream& out, std::ostream& err) {
     return ExitCode(profile.error());
   }
   NameFromDebuginfod(*profile, report_debuginfod_budget_s_, "report", err);
+  if (report_no_params_) model::DropParams(*profile);
   if (report_request_.metric != "samples") {
     auto metric = model::WithMetric(*profile, report_request_.metric);
     if (!metric) {
@@ -255,6 +261,7 @@ int ReportCommands::RunExport(std::ostream& out, std::ostream& err) {
     return ExitCode(profile.error());
   }
   NameFromDebuginfod(*profile, export_debuginfod_budget_s_, "export", err);
+  if (export_no_params_) model::DropParams(*profile);
   // pprof holds every value itself; the other formats show one.
   if (export_options_.metric != "samples") {
     auto metric = model::WithMetric(*profile, export_options_.metric);

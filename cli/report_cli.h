@@ -75,6 +75,8 @@ class ReportCommands {
   store::StoreRange export_range_;
   double report_debuginfod_budget_s_ = 20;
   double export_debuginfod_budget_s_ = 20;
+  bool report_no_params_ = false;
+  bool export_no_params_ = false;
   bool export_timeline_by_tid_ = false;
   std::string export_input_;
   std::string export_output_;

@@ -71,6 +71,27 @@ TEST_F(ReportCli, ReportDefaultsToTprofByPidTidModSym) {
   ExpectGolden("tprof_pid_tid_mod_sym.txt", r.out);
 }
 
+TEST_F(ReportCli, NoParamsDropsCxxParameterLists) {
+  Profile p = SampleProfile();
+  FrameRecord f;
+  f.module = "/usr/bin/busy";
+  f.symbol = "ns::Worker::step(std::vector<int, std::allocator<int> > const&) const";
+  f.kind = FrameKind::kNative;
+  f.address = 0x1300;
+  const uint32_t id = p.frames.Intern(f);
+  p.trees[0].AddStack(std::vector<uint32_t>{id}, 500);
+  ASSERT_TRUE(WriteCapture(capture_, p).ok());
+  RunResult r = RunArcprof({"report", "-i", capture_});
+  EXPECT_NE(r.out.find("ns::Worker::step(std::vector"), std::string::npos) << r.out;
+  r = RunArcprof({"report", "-i", capture_, "--no-params"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("ns::Worker::step\n"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("std::vector"), std::string::npos) << r.out;
+  r = RunArcprof({"export", "-i", capture_, "--format", "folded", "--no-params"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("ns::Worker::step 500"), std::string::npos) << r.out;
+}
+
 TEST_F(ReportCli, ReportOptionsReachTheView) {
   RunResult r = RunArcprof({"report", "-i", capture_, "--by", "pid,mod,sym"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
