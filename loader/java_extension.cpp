@@ -125,9 +125,15 @@ class JavaExtension : public RecordExtension {
         continue;
       }
       attempted_.insert(pid);
+      context.held_pids.insert(pid);
       started.push_back(std::async(std::launch::async, [this, pid] { AttachOne(pid); }));
     }
-    for (auto& f : started) f.wait();
+    // Sampling already runs: drain while the attaches take their time.
+    for (auto& f : started) {
+      while (f.wait_for(std::chrono::milliseconds(50)) != std::future_status::ready) {
+        if (context.drain) context.drain();
+      }
+    }
     if (context.system_wide) {
       // Everything else running now is not a JVM; only a process that is
       // still becoming one (named java, libjvm.so not mapped yet) is looked at again.

@@ -5,8 +5,10 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string_view>
+#include <unordered_set>
 #include <vector>
 
 #include "common/result.h"
@@ -26,6 +28,13 @@ struct RecordContext {
   uint64_t start_monotonic_ns = 0;
   bool system_wide = true;  // false with -p or a command
   std::vector<uint32_t> target_pids;  // -p pids, or the launched command's pid
+  // Sampling runs while extensions start. One that blocks in Start (attaching
+  // to running JVMs takes seconds) calls drain() meanwhile, so the ring does
+  // not overflow and lose the first samples. Samples of held_pids are kept
+  // aside (in order) instead of processed until every extension has
+  // started: their JIT code is named by what the attach brings.
+  std::function<void()> drain;
+  std::unordered_set<uint32_t> held_pids;
 };
 
 class RecordExtension {

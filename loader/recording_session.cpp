@@ -66,6 +66,8 @@ bool ProcessAlive(uint32_t pid) {
 }
 
 constexpr uint64_t kLivenessCheckNs = 200'000'000;
+// At most this much of held samples (beyond it they are processed at once).
+constexpr size_t kMaxHeldBytes = 64u << 20;
 
 }  // namespace
 
@@ -234,6 +236,9 @@ struct RecordingSession::State {
     spdlog::debug("off-CPU: {} stacks kept, {} of exited processes dropped, {} keys read", keys.size(),
                   retired, offcpu_reported.size());
   }
+  // Samples of JVMs being attached at the start (RecordContext::held_pids).
+  std::vector<std::vector<uint8_t>> held;
+  size_t held_bytes = 0;
   SamplerCounters final_counters;
   uint64_t unprocessed = 0;  // left in the ring when the final drain ran out of time
   uint64_t reported_sideband_lost = 0;
@@ -465,7 +470,23 @@ Result<std::unique_ptr<RecordingSession>> RecordingSession::Start(const RecordOp
   s.context.reset(new RecordContext{s.options, s.symbolizer, s.start_monotonic_ns,
                                     !s.command && opt.pids.empty(), opt.pids});
   if (s.command) s.context->target_pids.push_back(static_cast<uint32_t>(s.command->pid()));
+  s.drain_ns = static_cast<uint64_t>(opt.drain_interval_ms) * 1000000ull;
+  s.context->drain = [&s] {
+    const uint64_t now = MonotonicNs();
+    s.Drain(now, now + s.drain_ns);
+  };
   if (auto ok = s.sampler->Attach([&s](const void* data, size_t size) {
+        if (!s.context->held_pids.empty() && size >= sizeof(sample_event) &&
+            s.held_bytes + size <= kMaxHeldBytes) {
+          sample_event e;
+          memcpy(&e, data, sizeof(e));
+          if (s.context->held_pids.count(e.pid)) {
+            const auto* bytes = static_cast<const uint8_t*>(data);
+            s.held.emplace_back(bytes, bytes + size);
+            s.held_bytes += size;
+            return;
+          }
+        }
         s.processor->Process(data, size);
       });
       !ok) {
@@ -477,6 +498,12 @@ Result<std::unique_ptr<RecordingSession>> RecordingSession::Start(const RecordOp
   for (auto& ext : s.extensions) {
     if (auto ok = ext->Start(*s.context); !ok) return ok.error();
   }
+  // Samples held while JVMs were being attached, now that their agents are in.
+  s.context->held_pids.clear();
+  for (const std::vector<uint8_t>& record : s.held) s.processor->Process(record.data(), record.size());
+  s.held.clear();
+  s.held.shrink_to_fit();
+  s.held_bytes = 0;
   if (s.command) {
     if (auto ok = s.command->Start(); !ok) return ok.error();
   }
@@ -498,7 +525,6 @@ Result<std::unique_ptr<RecordingSession>> RecordingSession::Start(const RecordOp
   s.meta.arcprof_version = ARCPROF_VERSION;
 
   const uint64_t now = MonotonicNs();
-  s.drain_ns = static_cast<uint64_t>(opt.drain_interval_ms) * 1000000ull;
   s.next_drain = now + s.drain_ns;
   s.next_liveness = now + kLivenessCheckNs;
   return std::unique_ptr<RecordingSession>(new RecordingSession(std::move(state)));

@@ -1,6 +1,6 @@
 // Churn soak (make test, label runtime): `arcprof continuous` under hundreds of
 // short processes per second and a JVM that restarts. What is measured: the
-// daemon's open files stay flat and its RSS bounded after a warm-up
+// daemon's open files stay flat and its RSS grows under 10% after a warm-up
 // (processes, files, JIT sources and unwinder state are dropped some time
 // after their process exits), and short processes are still named. The hour-long version is
 // bench/churn_soak.sh (docs/performance.md).
@@ -85,30 +85,41 @@ TEST(ChurnRuntime, ContinuousStaysFlatUnderProcessChurnAndNamesShortProcesses) {
   std::ostringstream series;
   for (size_t i = 0; i < rss.size(); ++i)
     series << rss[i].first << "s " << rss[i].second / 1024 << " MB " << fds[i].second << " fds\n";
-  // Base: the mean over 5 s around the end of the warm-up.
-  uint64_t base_rss = 0, base_n = 0, max_rss = 0;
+  // Growth is the trend, not the noise: RSS moves by +-10% from one 5 s
+  // sample to the next with the window being built and the heap's free
+  // lists. Base: the mean over the 30 s after the warm-up; end: the mean
+  // over the last 30 s.
+  const int last = rss.back().first;
+  uint64_t base_rss = 0, base_n = 0, end_rss = 0, end_n = 0, max_rss = 0;
   size_t base_fds = 0, max_fds = 0;
   for (size_t i = 0; i < rss.size(); ++i) {
     const int s = rss[i].first;
-    if (s >= kWarmupSeconds - 5 && s <= kWarmupSeconds) {
+    if (s < kWarmupSeconds) continue;
+    if (s < kWarmupSeconds + 30) {
       base_rss += rss[i].second;
       base_fds = std::max(base_fds, fds[i].second);
       ++base_n;
-    } else if (s > kWarmupSeconds) {
-      max_rss = std::max(max_rss, rss[i].second);
-      max_fds = std::max(max_fds, fds[i].second);
     }
+    if (s > last - 30) {
+      end_rss += rss[i].second;
+      ++end_n;
+    }
+    max_rss = std::max(max_rss, rss[i].second);
+    max_fds = std::max(max_fds, fds[i].second);
   }
   ASSERT_GT(base_n, 0u);
+  ASSERT_GT(end_n, 0u);
   base_rss /= base_n;
-  // The target is growth under 10% after the warm-up. Not met yet
-  // (docs/performance.md): on the loaded shared machine RSS still grows in
-  // steps (runs: 86 -> 140 MB, 95 -> 176 MB). This only guards against the
-  // unbounded growth there was before (whole machine: 282 -> 796 MB in 35 s).
-  EXPECT_LE(static_cast<double>(max_rss), 3.0 * static_cast<double>(base_rss)) << series.str();
-  EXPECT_LT(max_rss, 400u * 1024) << series.str();
-  std::cout << "RSS after warm-up " << base_rss / 1024 << " MB, max after " << max_rss / 1024
-            << " MB\n" << series.str();
+  end_rss /= end_n;
+  // Growth under 10% after the warm-up, and never 150 MB. Runs on the loaded
+  // shared machine (docs/performance.md): 82-102 MB over the whole 150 s,
+  // +6% from the first 30 s after the warm-up to the last 30 s. Before,
+  // off-CPU stacks of every thread ever seen and the symbolizer's state of
+  // the machine's other processes made it grow 43 -> 565 MB in 150 s.
+  EXPECT_LT(static_cast<double>(end_rss), 1.10 * static_cast<double>(base_rss)) << series.str();
+  EXPECT_LT(max_rss, 150u * 1024) << series.str();
+  std::cout << "RSS after warm-up " << base_rss / 1024 << " MB, at the end " << end_rss / 1024
+            << " MB, max after warm-up " << max_rss / 1024 << " MB\n" << series.str();
   // Open files follow the live processes (and the unwinder's few libdwfl
   // spaces); before, every process seen kept its files open (183 -> 3,672).
   EXPECT_LE(max_fds, std::max<size_t>(2 * base_fds, base_fds + 200)) << series.str();
