@@ -112,8 +112,8 @@ class Symbolizer {
 
   // Drops what is known about processes that exited more than
   // exited_retention_ns before t_ns, and closes the files only they mapped.
-  // The event handlers call it as event time passes (at most once a
-  // second); a long-lived session may call it too.
+  // The event handlers call it as event time passes (at most every 5 s);
+  // a long-lived session may call it too.
   void ForgetExited(uint64_t t_ns);
   // Changes whenever ForgetExited dropped something: caches keyed by pid or
   // file id (the unwinder's) check KnowsProcess / FileOpen then.
