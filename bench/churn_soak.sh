@@ -29,7 +29,7 @@ perf_true=$(peak perf record -q -g -o "$work/true.data" -- /bin/true)
 
 # 2. The soak, pushing every window to the stand-in server.
 mkdir -p "$work/server"
-python3 "$(dirname "$0")/../tests/push/pyroscope_server.py" --port 0 \
+/usr/bin/python3 "$(dirname "$0")/../tests/push/pyroscope_server.py" --port 0 \
   --descriptors "$build/push/push_protos.desc" --out "$work/server" &
 server=$!
 for _ in $(seq 100); do [ -s "$work/server/port" ] && break; sleep 0.1; done
@@ -64,7 +64,7 @@ kill -TERM "$daemon"; wait "$daemon" || true
 kill -TERM "$server" 2> /dev/null || true
 store_bytes=$(du -sb "$work/store" | cut -f1)
 # Push: request bytes per window (every window exactly once, by profile id).
-push=$(python3 - "$work/server/requests.jsonl" <<'PY'
+push=$(/usr/bin/python3 - "$work/server/requests.jsonl" <<'PY'
 import json, sys
 ok = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
 ok = [r for r in ok if r.get("status") == 200]

@@ -47,7 +47,11 @@ std::string ProcessRegistry::ProcPath(uint32_t pid, std::string_view leaf) const
 }
 
 void ProcessRegistry::ReadDetails(uint32_t pid, Record& record) {
-  if (auto raw = ReadWholeFile(ProcPath(pid, "cmdline")); raw.ok()) {
+  auto raw = ReadWholeFile(ProcPath(pid, "cmdline"));
+  // Gone already (a short process whose exec event is applied after its
+  // exit, hundreds a second on a build machine): no status to read either.
+  if (!raw.ok()) return;
+  {
     std::string cmdline = procfs::ParseCmdline(*raw);
     if (!cmdline.empty()) record.info.cmdline = std::move(cmdline);
   }
