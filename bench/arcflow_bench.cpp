@@ -84,7 +84,7 @@ Profile MakeProfile() {
     counts[static_cast<size_t>(static_cast<double>(stacks.size()) * u * u)] += 1;
   }
   for (size_t i = 0; i < stacks.size(); ++i) {
-    profile.trees[i % kThreads].AddStack(stacks[i], counts[i]);
+    profile.threads[i % kThreads].tree.AddStack(stacks[i], counts[i]);
   }
   return profile;
 }

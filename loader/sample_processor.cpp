@@ -156,9 +156,7 @@ void SampleProcessor::Process(const StackSample& e) {
   const uint64_t version = symbolizer_.ProcessVersion(e.pid);
   StackSlot& slot = stack_cache_[hash & (stack_cache_.size() - 1)];
   if (slot.hash == hash && slot.version == version && version != 0 && slot.epoch == epoch_) {
-    CallTree::Node& leaf = window_.trees[slot.thread].mutable_nodes()[slot.leaf];
-    ++leaf.n;
-    ++leaf.base;
+    window_.threads[slot.thread].tree.Add(slot.leaf, 1, 1);
     frames_ += slot.frames;
     ThreadRecord& t = window_.threads[slot.thread];
     if (t.comm != comm) Rename(t, comm);
@@ -209,11 +207,8 @@ void SampleProcessor::Process(const StackSample& e) {
   }
 
   const uint32_t thread = window_.ThreadIndex(e.pid, e.tid);
-  CallTree& tree = window_.trees[thread];
-  uint32_t node = 0;
-  for (uint32_t frame : stack_) node = tree.Child(node, frame);
-  ++tree.mutable_nodes()[node].n;
-  ++tree.mutable_nodes()[node].base;
+  CallTree& tree = window_.threads[thread].tree;
+  const uint32_t node = tree.AddStack(stack_, 1, 1);
   if (cacheable && version != 0) {
     slot = StackSlot{hash, version, epoch_, thread, node, static_cast<uint32_t>(stack_.size())};
   }
@@ -290,10 +285,10 @@ void SampleProcessor::AddOffCpu(uint64_t key, uint64_t ns, uint64_t intervals) {
   }
   const OffCpuStack& kept = it->second;
   const uint32_t thread = window_.ThreadIndex(kept.pid, kept.tid);
-  CallTree& tree = window_.trees[thread];
+  CallTree& tree = window_.threads[thread].tree;
   uint32_t node = 0;
   for (uint32_t f : kept.frames) node = tree.Child(node, window_.frames.Intern(kept_frames_[f]));
-  tree.mutable_nodes()[node].offcpu += ns;
+  tree.Add(node, 0, 0, ns);
   ThreadRecord& t = window_.threads[thread];
   if (t.comm.empty()) Rename(t, kept.comm);
   offcpu_ns_ += ns;

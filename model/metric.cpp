@@ -11,8 +11,8 @@ const std::vector<std::string>& MetricNames() {
 }
 
 bool HasOffCpu(const Profile& profile) {
-  for (const CallTree& tree : profile.trees) {
-    for (const CallTree::Node& node : tree.nodes()) {
+  for (const ThreadRecord& thread : profile.threads) {
+    for (const CallTree::Node& node : thread.tree.nodes()) {
       if (node.offcpu > 0) return true;
     }
   }
@@ -43,19 +43,18 @@ Result<Profile> WithMetric(const Profile& profile, std::string_view metric) {
   const double interval_us =
       profile.meta.frequency_hz ? 1e6 / static_cast<double>(profile.meta.frequency_hz) : 1000.0;
   Profile out = profile;
-  for (size_t i = 0; i < out.threads.size() && i < out.trees.size(); ++i) {
-    const ThreadRecord& t = out.threads[i];
-    const uint64_t samples = out.trees[i].total_base();
+  for (ThreadRecord& t : out.threads) {
+    const uint64_t samples = t.tree.total_base();
     auto it = ptt_cpu_ns.find(static_cast<uint64_t>(t.pid) << 32 | t.tid);
     const double us_per_sample = it != ptt_cpu_ns.end() && samples > 0 && it->second > 0
                                      ? static_cast<double>(it->second) / 1000.0 / samples
                                      : interval_us;
-    for (CallTree::Node& node : out.trees[i].mutable_nodes()) {
+    t.tree.TransformBase([&](const CallTree::Node& node) {
       uint64_t value = 0;
       if (cpu) value += static_cast<uint64_t>(std::llround(static_cast<double>(node.base) * us_per_sample));
       if (offcpu) value += (node.offcpu + 500) / 1000;
-      node.base = value;
-    }
+      return value;
+    });
   }
   // The arcflow header prints this binding; the suffix after the last '-' is the scale.
   out.meta.unit = std::string(metric) + "-us";

@@ -1,5 +1,5 @@
 // The in-memory profile: the arcflow model for sampled stacks. A profile is a
-// frame table, a thread table and one call tree per thread; a node holds the
+// frame table and a thread table, each thread holding its call tree; a node holds the
 // occurrences n and the resource consumed in the node itself (base). Captures
 // on disk are exactly this (see docs/capture-format.md).
 #pragma once
@@ -49,18 +49,10 @@ class FrameTable {
   std::unordered_map<FrameRecord, uint32_t, FrameRecordHash> index_;
 };
 
-struct ThreadRecord {
-  uint32_t pid = 0;
-  uint32_t tid = 0;
-  std::string comm;          // thread name (15 chars from the kernel, or a runtime's thread name)
-  std::string process_comm;  // the process (thread group leader) name
-  std::string cmdline;       // process command line, arguments separated by spaces
-  // The machine, in a merge of several hosts (`arcprof merge`): every view puts
-  // it above the process. "" in a capture of one machine.
-  std::string host;
-};
-
-// One thread's call tree. Node 0 is the thread itself (frame kNoFrame).
+// One thread's call tree. Node 0 is the thread itself (frame kNoFrame); every
+// other node is one frame under its parent, and a parent always precedes its
+// children. The nodes are read through nodes() and written only through the
+// operations below, so every tree keeps that shape.
 class CallTree {
  public:
   static constexpr uint32_t kNoFrame = 0xffffffffu;
@@ -75,18 +67,52 @@ class CallTree {
   CallTree();
   // Finds or creates the child of `parent` for `frame`.
   uint32_t Child(uint32_t parent, uint32_t frame);
-  // Adds a stack given root first; the leaf node gets n += count and base += resource.
-  void AddStack(std::span<const uint32_t> frames_root_first, uint64_t count, uint64_t resource);
-  void AddStack(std::span<const uint32_t> frames_root_first, uint64_t count) {
-    AddStack(frames_root_first, count, count);
+  // Adds a stack given root first; the leaf node gets n += count and base +=
+  // resource. Returns the leaf.
+  uint32_t AddStack(std::span<const uint32_t> frames_root_first, uint64_t count, uint64_t resource);
+  uint32_t AddStack(std::span<const uint32_t> frames_root_first, uint64_t count) {
+    return AddStack(frames_root_first, count, count);
   }
+  // Adds to the values of one node (a leaf AddStack or Child returned).
+  void Add(uint32_t node, uint64_t n, uint64_t base, uint64_t offcpu = 0);
+  // Adds every node of `other` to this tree, its frames mapped through
+  // `frame_map` (other's frame id -> this tree's; empty = the same ids).
+  void Merge(const CallTree& other, std::span<const uint32_t> frame_map = {});
+  // Renumbers the frames (old id -> new id); nodes that then hold the same
+  // frame under one parent become one.
+  void RemapFrames(std::span<const uint32_t> frame_map);
+  // Replaces every node's base with f(node).
+  void TransformBase(const std::function<uint64_t(const Node&)>& f);
+  // The subtrees under the outermost nodes whose frame satisfies is_root,
+  // each re-rooted directly under node 0 (matching subtrees merge).
+  CallTree Rerooted(const std::function<bool(uint32_t frame)>& is_root) const;
+  // Every node's base plus the base of everything below it.
+  std::vector<uint64_t> CumulativeBase() const;
+  // A copy without the subtrees whose top node fails keep(node): each such
+  // subtree becomes one child of its parent with frame `bucket_frame`, holding
+  // the subtree's summed values.
+  CallTree Pruned(const std::function<bool(uint32_t node)>& keep, uint32_t bucket_frame) const;
+
   const std::vector<Node>& nodes() const { return nodes_; }
-  std::vector<Node>& mutable_nodes() { return nodes_; }
+  size_t size() const { return nodes_.size(); }
   uint64_t total_base() const;
 
  private:
   std::vector<Node> nodes_;
   std::unordered_map<uint64_t, uint32_t> child_index_;  // (parent << 32 | frame) -> node
+};
+
+struct ThreadRecord {
+  uint32_t pid = 0;
+  uint32_t tid = 0;
+  std::string comm;          // thread name (15 chars from the kernel, or a runtime's thread name)
+  std::string process_comm;  // the process (thread group leader) name
+  std::string cmdline;       // process command line, arguments separated by spaces
+  // The machine, in a merge of several hosts (`arcprof merge`): every view puts
+  // it above the process. "" in a capture of one machine.
+  std::string host;
+  // What the thread did: its call tree.
+  CallTree tree;
 };
 
 struct CaptureMeta {
@@ -110,8 +136,7 @@ struct CaptureMeta {
 struct Profile {
   CaptureMeta meta;
   FrameTable frames;
-  std::vector<ThreadRecord> threads;
-  std::vector<CallTree> trees;  // parallel to threads
+  std::vector<ThreadRecord> threads;  // each with its call tree
   // Counters such as "lost_samples", "unknown_frames.<reason>", "truncated_stacks.<reason>".
   std::map<std::string, int64_t> counters;
   // Module -> GNU build-id (lowercase hex) where the file had one.

@@ -77,27 +77,13 @@ void MergeProfile(Profile& into, const Profile& from) {
   for (size_t i = 0; i < frames.size(); ++i) {
     frames[i] = into.frames.Intern(from.frames.at(static_cast<uint32_t>(i)));
   }
-  std::vector<uint32_t> nodes;
-  for (size_t t = 0; t < from.threads.size() && t < from.trees.size(); ++t) {
-    const ThreadRecord& thread = from.threads[t];
+  for (const ThreadRecord& thread : from.threads) {
     const uint32_t index = into.ThreadIndex(thread.host, thread.pid, thread.tid);
     ThreadRecord& dest = into.threads[index];
     if (!thread.comm.empty()) dest.comm = thread.comm;
     if (!thread.process_comm.empty()) dest.process_comm = thread.process_comm;
     if (!thread.cmdline.empty()) dest.cmdline = thread.cmdline;
-    CallTree& tree = into.trees[index];
-    const auto& src = from.trees[t].nodes();
-    nodes.assign(src.size(), 0);
-    for (size_t i = 0; i < src.size(); ++i) {
-      // Parents precede their children (CallTree::Child appends).
-      const uint32_t target =
-          i == 0 ? 0 : tree.Child(nodes[src[i].parent], frames[src[i].frame]);
-      nodes[i] = target;
-      CallTree::Node& d = tree.mutable_nodes()[target];
-      d.n += src[i].n;
-      d.base += src[i].base;
-      d.offcpu += src[i].offcpu;
-    }
+    dest.tree.Merge(thread.tree, frames);
   }
   for (const auto& [name, value] : from.counters) into.counters[name] += value;
   for (const auto& [module, id] : from.build_ids) into.build_ids.emplace(module, id);

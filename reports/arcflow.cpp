@@ -65,48 +65,6 @@ std::vector<uint32_t> ArcflowModel::Depths() const {
 
 // ---------------------------------------------------------------- from a Profile
 
-namespace {
-
-// Tree nodes in an order where every parent precedes its children. Trees
-// built with CallTree::Child are already in that order; a tree filled through
-// mutable_nodes() may not be, and nodes whose parent chain does not reach
-// node 0 are left out.
-std::vector<uint32_t> ParentFirstOrder(const std::vector<CallTree::Node>& nodes) {
-  std::vector<uint32_t> order;
-  order.reserve(nodes.size());
-  bool sorted = true;
-  for (size_t i = 1; i < nodes.size(); ++i) {
-    if (nodes[i].parent >= i) {
-      sorted = false;
-      break;
-    }
-  }
-  if (sorted) {
-    for (size_t i = 1; i < nodes.size(); ++i) order.push_back(static_cast<uint32_t>(i));
-    return order;
-  }
-  std::vector<std::vector<uint32_t>> children(nodes.size());
-  for (size_t i = 1; i < nodes.size(); ++i) {
-    if (nodes[i].parent < nodes.size()) children[nodes[i].parent].push_back(static_cast<uint32_t>(i));
-  }
-  std::vector<uint32_t> stack{0};
-  std::vector<bool> seen(nodes.size(), false);
-  seen[0] = true;
-  while (!stack.empty()) {
-    const uint32_t v = stack.back();
-    stack.pop_back();
-    if (v != 0) order.push_back(v);
-    for (uint32_t c : children[v]) {
-      if (!seen[c]) {
-        seen[c] = true;
-        stack.push_back(c);
-      }
-    }
-  }
-  return order;
-}
-
-}  // namespace
 
 ArcflowModel ArcflowFromProfile(const Profile& profile, const ThreadFilter& filter,
                                 bool merge_threads) {
@@ -128,16 +86,16 @@ ArcflowModel ArcflowFromProfile(const Profile& profile, const ThreadFilter& filt
   };
 
   size_t profile_nodes = 1;
-  for (const CallTree& tree : profile.trees) profile_nodes += tree.nodes().size();
+  for (const ThreadRecord& thread : profile.threads) profile_nodes += thread.tree.size();
   model.Reserve(profile_nodes);
 
   uint32_t merged_thread = ArcflowModel::kNone;
   std::vector<uint32_t> model_node;
-  const size_t thread_count = std::min(profile.threads.size(), profile.trees.size());
+  const size_t thread_count = profile.threads.size();
   for (size_t t = 0; t < thread_count; ++t) {
     const ThreadRecord& thread = profile.threads[t];
     if (!filter.Matches(thread)) continue;
-    const auto& nodes = profile.trees[t].nodes();
+    const auto& nodes = profile.threads[t].tree.nodes();
     uint32_t thread_node;
     if (merge_threads && !thread.host.empty()) {
       thread_node = model.Child(model.Child(ArcflowModel::kRootNode,
@@ -162,7 +120,8 @@ ArcflowModel ArcflowFromProfile(const Profile& profile, const ThreadFilter& filt
     model_node.assign(nodes.size(), ArcflowModel::kNone);
     model_node[0] = thread_node;
     model.Add(thread_node, nodes[0].n, nodes[0].base);
-    for (uint32_t i : ParentFirstOrder(nodes)) {
+    // Parents precede their children (model/profile.h, CallTree).
+    for (uint32_t i = 1; i < nodes.size(); ++i) {
       const CallTree::Node& node = nodes[i];
       const uint32_t parent = model_node[node.parent];
       if (parent == ArcflowModel::kNone) continue;

@@ -35,10 +35,10 @@ Result<Selection> Select(const Profile& profile, const ExportOptions& options) {
     s.copy = std::make_unique<Profile>(std::move(*scoped));
     s.profile = s.copy.get();
   }
-  const size_t threads = std::min(s.profile->threads.size(), s.profile->trees.size());
+  const size_t threads = s.profile->threads.size();
   for (size_t t = 0; t < threads; ++t) {
     if (!s.filter.Matches(s.profile->threads[t])) continue;
-    for (const auto& node : s.profile->trees[t].nodes()) s.samples += node.base;
+    for (const auto& node : s.profile->threads[t].tree.nodes()) s.samples += node.base;
   }
   if (s.samples == 0) {
     if (profile.total_samples() == 0) return MakeError("the capture holds no samples; record a busier workload or a longer time");

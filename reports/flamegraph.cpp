@@ -216,11 +216,11 @@ FlameTree FlameTreeFromProfile(const Profile& profile, const ThreadFilter& filte
   std::vector<FlameKind> kinds(profile.frames.size());
   std::vector<bool> named(profile.frames.size(), false);
   std::vector<uint32_t> mapped;
-  const size_t threads = std::min(profile.threads.size(), profile.trees.size());
+  const size_t threads = profile.threads.size();
   for (size_t t = 0; t < threads; ++t) {
     const ThreadRecord& thread = profile.threads[t];
     if (!filter.Matches(thread)) continue;
-    const auto& nodes = profile.trees[t].nodes();
+    const auto& nodes = profile.threads[t].tree.nodes();
     if (nodes.empty()) continue;
     uint64_t samples = 0;
     for (const auto& node : nodes) samples += node.base;

@@ -75,14 +75,14 @@ class FoldedTree {
  public:
   FoldedTree(const Profile& profile, const ThreadFilter& filter) {
     std::vector<int32_t> name_of_frame(profile.frames.size(), -1);
-    for (size_t t = 0; t < profile.threads.size() && t < profile.trees.size(); ++t) {
+    for (size_t t = 0; t < profile.threads.size(); ++t) {
       const ThreadRecord& thread = profile.threads[t];
       if (!filter.Matches(thread)) continue;
       const uint32_t process_name = Intern(thread.host.empty() ? FoldedProcessName(thread)
                                                                : FoldedHostName(thread) + ";" + FoldedProcessName(thread));
       uint32_t& root = process_roots_[names_[process_name]];
       if (root == 0) root = NewNode(process_name);
-      const auto& nodes = profile.trees[t].nodes();
+      const auto& nodes = profile.threads[t].tree.nodes();
       mapped_.assign(nodes.size(), root);
       depth_.assign(nodes.size(), 0);
       for (size_t i = 1; i < nodes.size(); ++i) {

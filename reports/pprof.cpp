@@ -214,10 +214,10 @@ std::string EncodePprof(const Profile& profile, const ThreadFilter& filter,
   {
     // The main binary: the user-space module with the most samples at the leaf.
     std::map<std::string, std::pair<uint64_t, uint32_t>> leaf_samples;  // module -> (samples, a frame)
-    const size_t count = std::min(profile.threads.size(), profile.trees.size());
+    const size_t count = profile.threads.size();
     for (size_t t = 0; t < count; ++t) {
       if (!filter.Matches(profile.threads[t])) continue;
-      for (const auto& node : profile.trees[t].nodes()) {
+      for (const auto& node : profile.threads[t].tree.nodes()) {
         if (node.base == 0 || node.frame >= profile.frames.size()) continue;
         const FrameRecord& frame = profile.frames.at(node.frame);
         if (frame.kind != FrameKind::kNative || frame.module.empty()) continue;
@@ -236,11 +236,11 @@ std::string EncodePprof(const Profile& profile, const ThreadFilter& filter,
   std::vector<uint64_t> group_location;  // per node: location of the group whose leaf-most node it is
   std::vector<uint32_t> group_next;      // per node: where the next group (toward the root) starts
   std::vector<uint32_t> frames;
-  const size_t threads = std::min(profile.threads.size(), profile.trees.size());
+  const size_t threads = profile.threads.size();
   for (size_t t = 0; t < threads; ++t) {
     const ThreadRecord& thread = profile.threads[t];
     if (!filter.Matches(thread)) continue;
-    const auto& nodes = profile.trees[t].nodes();
+    const auto& nodes = profile.threads[t].tree.nodes();
     group_location.assign(nodes.size(), 0);
     group_next.assign(nodes.size(), 0);
     const int64_t comm = strings.Index(ValidUtf8(ProcessName(thread)));

@@ -43,11 +43,11 @@ void WriteSpeedscope(const Profile& profile, const ThreadFilter& filter, std::os
   size_t hottest = 0;
   uint64_t hottest_total = 0;
   std::vector<uint32_t> stack;
-  const size_t threads = std::min(profile.threads.size(), profile.trees.size());
+  const size_t threads = profile.threads.size();
   for (size_t t = 0; t < threads; ++t) {
     const ThreadRecord& thread = profile.threads[t];
     if (!filter.Matches(thread)) continue;
-    const auto& nodes = profile.trees[t].nodes();
+    const auto& nodes = profile.threads[t].tree.nodes();
     std::string samples, weights;
     uint64_t total = 0;
     for (size_t leaf = 0; leaf < nodes.size(); ++leaf) {

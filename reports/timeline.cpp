@@ -44,10 +44,10 @@ void TimelineBuilder::Add(const Profile& window) {
   std::map<size_t, double> row;
   std::unordered_map<std::string, size_t> index;
   for (size_t i = 0; i < keys_.size(); ++i) index.emplace(keys_[i], i);
-  for (size_t t = 0; t < window.threads.size() && t < window.trees.size(); ++t) {
+  for (size_t t = 0; t < window.threads.size(); ++t) {
     const ThreadRecord& thread = window.threads[t];
     if (!filter_.empty() && !filter_.Matches(thread)) continue;
-    const uint64_t samples = window.trees[t].total_base();
+    const uint64_t samples = window.threads[t].tree.total_base();
     if (samples == 0) continue;
     std::string key;
     if (thread.pid == 0) {

@@ -333,10 +333,10 @@ TprofReport BuildTprof(const Profile& profile, const TprofOptions& options) {
 
   BuildRow root;
   const auto& frames = profile.frames;
-  for (size_t t = 0; t < profile.threads.size() && t < profile.trees.size(); ++t) {
+  for (size_t t = 0; t < profile.threads.size(); ++t) {
     const ThreadRecord& thread = profile.threads[t];
     if (!options.filter.Matches(thread)) continue;
-    const auto& nodes = profile.trees[t].nodes();
+    const auto& nodes = profile.threads[t].tree.nodes();
 
     // Cumulative ticks per node: children always follow their parent.
     std::vector<uint64_t> cumulative(nodes.size());

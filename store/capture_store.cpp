@@ -343,8 +343,8 @@ Result<void> FillFramesAndNodes1(Writer& w, const Profile& profile, const Captur
       "INSERT INTO nodes (window_id, thread_id, node_id, parent_id, frame_id, n, base) "
       "VALUES (?, ?, ?, ?, ?, ?, ?)");
   if (!node) return node.error();
-  for (size_t t = 0; t < profile.trees.size(); ++t) {
-    const auto& nodes = profile.trees[t].nodes();
+  for (size_t t = 0; t < profile.threads.size(); ++t) {
+    const auto& nodes = profile.threads[t].tree.nodes();
     for (size_t i = 0; i < nodes.size(); ++i) {
       const CallTree::Node& nd = nodes[i];
       const int64_t window_id = capture_of(profile.threads[t]);
@@ -360,16 +360,16 @@ Result<void> FillFramesAndNodes1(Writer& w, const Profile& profile, const Captur
   // Off-CPU time (record --off-cpu): an optional table, present only when
   // some node has any, so that captures without it keep schema 1 as it was.
   bool any_offcpu = false;
-  for (const CallTree& tree : profile.trees) {
-    for (const CallTree::Node& nd : tree.nodes()) any_offcpu = any_offcpu || nd.offcpu > 0;
+  for (const ThreadRecord& thread : profile.threads) {
+    for (const CallTree::Node& nd : thread.tree.nodes()) any_offcpu = any_offcpu || nd.offcpu > 0;
   }
   if (any_offcpu) {
     if (auto r = w.Exec(kOffCpuSchemaSql); !r) return r;
     auto offcpu = w.Prepare(
         "INSERT INTO offcpu_nodes (window_id, thread_id, node_id, ns) VALUES (?, ?, ?, ?)");
     if (!offcpu) return offcpu.error();
-    for (size_t t = 0; t < profile.trees.size(); ++t) {
-      const auto& nodes = profile.trees[t].nodes();
+    for (size_t t = 0; t < profile.threads.size(); ++t) {
+      const auto& nodes = profile.threads[t].tree.nodes();
       for (size_t i = 0; i < nodes.size(); ++i) {
         if (nodes[i].offcpu == 0) continue;
         if (auto r = w.Insert(offcpu->get(), kWindowId, static_cast<int64_t>(t),
@@ -425,8 +425,8 @@ Result<void> FillBlocks(Writer& w, const Profile& profile, const CaptureOf& capt
 
   // Value types: 0 is base (in meta unit); off-CPU nanoseconds when any node has some.
   bool any_offcpu = false;
-  for (const CallTree& tree : profile.trees) {
-    for (const CallTree::Node& nd : tree.nodes()) any_offcpu = any_offcpu || nd.offcpu > 0;
+  for (const ThreadRecord& thread : profile.threads) {
+    for (const CallTree::Node& nd : thread.tree.nodes()) any_offcpu = any_offcpu || nd.offcpu > 0;
   }
   const size_t value_count = any_offcpu ? 2 : 1;
   auto value_type = w.Prepare("INSERT INTO value_types (id, name, unit) VALUES (?, ?, ?)");
@@ -440,8 +440,8 @@ Result<void> FillBlocks(Writer& w, const Profile& profile, const CaptureOf& capt
 
   // Trees grouped by window (one per host), each in its blocks.
   std::map<int64_t, std::vector<FlatTree>> windows;
-  for (size_t t = 0; t < profile.trees.size(); ++t) {
-    const auto& nodes = profile.trees[t].nodes();
+  for (size_t t = 0; t < profile.threads.size(); ++t) {
+    const auto& nodes = profile.threads[t].tree.nodes();
     FlatTree flat;
     flat.thread = static_cast<uint32_t>(t);
     flat.parent.resize(nodes.size());
@@ -561,12 +561,8 @@ Result<void> ValidateForWriting(const std::string& path, const Profile& profile)
   auto fail = [&](const std::string& what) {
     return MakeError(path + ": cannot write capture: " + what, ErrorKind::kCapture);
   };
-  if (profile.trees.size() != profile.threads.size()) {
-    return fail("profile has " + std::to_string(profile.trees.size()) + " call trees for " +
-                std::to_string(profile.threads.size()) + " threads");
-  }
-  for (const CallTree& tree : profile.trees) {
-    const auto& nodes = tree.nodes();
+  for (const ThreadRecord& thread : profile.threads) {
+    const auto& nodes = thread.tree.nodes();
     for (size_t i = 1; i < nodes.size(); ++i) {
       if (nodes[i].parent >= i || nodes[i].frame >= profile.frames.size()) {
         return fail("call tree node " + std::to_string(i) + " has an invalid parent or frame");
@@ -1076,7 +1072,7 @@ Result<void> Reader::ReadTreeBlocks(const std::unordered_map<int64_t, bool>& win
                            " that no record before it started");
           }
           thread = rec.thread;
-          CallTree& tree = profile.trees[thread_ids[rec.thread]];
+          CallTree& tree = profile.threads[thread_ids[rec.thread]].tree;
           if (auto r = Spend((sizeof(CallTree::Node) + sizeof(uint32_t)) * rec.n.size()); !r) return r;
           size_t first = 0;
           if (!rec.continues) {
@@ -1103,10 +1099,7 @@ Result<void> Reader::ReadTreeBlocks(const std::unordered_map<int64_t, bool>& win
               return Corrupt(where + ": a call tree node of thread " + std::to_string(rec.thread) +
                              " has an absurd count (" + std::to_string(std::max(n, base)) + ")");
             }
-            CallTree::Node& dest = tree.mutable_nodes()[target];
-            dest.n += n;
-            dest.base += base;
-            dest.offcpu += offcpu;
+            tree.Add(target, n, base, offcpu);
           }
         }
         return {};
@@ -1383,7 +1376,7 @@ Result<Profile> Reader::ReadAll() {
               if (auto r = Spend(sizeof(CallTree::Node) + sizeof(uint32_t)); !r) return r;
               const bool root_shape = sqlite3_column_type(s, 3) == SQLITE_NULL &&
                                       sqlite3_column_type(s, 4) == SQLITE_NULL;
-              CallTree& tree = profile.trees[thread_ids[static_cast<size_t>(thread)]];
+              CallTree& tree = profile.threads[thread_ids[static_cast<size_t>(thread)]].tree;
               uint32_t target = 0;
               if (node == 0) {
                 if (!root_shape) return Corrupt("call tree root node has a parent or frame");
@@ -1399,10 +1392,7 @@ Result<Profile> Reader::ReadAll() {
                 target = tree.Child(node_map[static_cast<size_t>(parent)],
                                     frame_ids[static_cast<size_t>(frame)]);
               }
-              CallTree::Node& dest = tree.mutable_nodes()[target];
-              dest.n += FromSql(n);
-              dest.base += FromSql(base);
-              dest.offcpu += FromSql(offcpu);
+              tree.Add(target, FromSql(n), FromSql(base), FromSql(offcpu));
               node_map.push_back(target);
               return {};
             });

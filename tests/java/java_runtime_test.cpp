@@ -202,7 +202,7 @@ TEST(JavaRuntimeMisc, InlinedMethodsAreFramesOfTheirOwn) {
   for (size_t t = 0; t < p.threads.size(); ++t) {
     if (p.threads[t].comm != "main") continue;
     JitFiles files(static_cast<pid_t>(p.threads[t].pid));
-    const auto& nodes = p.trees[t].nodes();
+    const auto& nodes = p.threads[t].tree.nodes();
     for (size_t n = 1; n < nodes.size(); ++n) {
       total += nodes[n].base;
       const FrameRecord& leaf = p.frames.at(nodes[n].frame);
@@ -443,7 +443,7 @@ TEST(JavaRuntimeMisc, AddressReuseAttributesEachPhaseToItsOwnCode) {
     const ThreadRecord& thread = p.threads[t];
     if (static_cast<pid_t>(thread.pid) != pid || thread.comm.rfind("phase-", 0) != 0) continue;
     const auto [from, until] = windows[std::stoi(thread.comm.substr(6))];
-    for (const auto& node : p.trees[t].nodes()) {
+    for (const auto& node : p.threads[t].tree.nodes()) {
       if (node.frame == CallTree::kNoFrame) continue;
       const FrameRecord& f = p.frames.at(node.frame);
       if (f.kind != FrameKind::kJit || f.inlined || f.symbol.empty()) continue;

@@ -31,7 +31,7 @@ const std::string kGo = "/usr/bin/go";
 // The thread whose tree holds `symbol` (the main thread of offcpu_mix).
 int ThreadWith(const Profile& p, const std::string& symbol) {
   for (size_t t = 0; t < p.threads.size(); ++t) {
-    for (const auto& node : p.trees[t].nodes()) {
+    for (const auto& node : p.threads[t].tree.nodes()) {
       if (node.frame != CallTree::kNoFrame && p.frames.at(node.frame).symbol == symbol) {
         return static_cast<int>(t);
       }
@@ -42,7 +42,7 @@ int ThreadWith(const Profile& p, const std::string& symbol) {
 
 // Off-CPU ns of the stacks of thread `t` whose frames include `symbol`.
 uint64_t OffCpuUnder(const Profile& p, size_t t, const std::string& symbol) {
-  const auto& nodes = p.trees[t].nodes();
+  const auto& nodes = p.threads[t].tree.nodes();
   uint64_t sum = 0;
   for (size_t n = 1; n < nodes.size(); ++n) {
     if (nodes[n].offcpu == 0) continue;

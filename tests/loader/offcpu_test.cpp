@@ -74,7 +74,7 @@ TEST(OffCpuRecords, FoldTimeUnderTheReasonAndRoundTrip) {
   ASSERT_TRUE(read.ok()) << read.error().message;
   ASSERT_EQ(read->threads.size(), 1u);
   std::map<std::string, uint64_t> by_leaf;
-  for (const auto& node : read->trees[0].nodes()) {
+  for (const auto& node : read->threads[0].tree.nodes()) {
     if (node.offcpu > 0) by_leaf[read->frames.at(node.frame).symbol] += node.offcpu;
   }
   EXPECT_EQ(by_leaf["off-cpu:sleep"], 3'000'000u);
@@ -82,7 +82,7 @@ TEST(OffCpuRecords, FoldTimeUnderTheReasonAndRoundTrip) {
 
   auto wall = WithMetric(*read, "wall");
   ASSERT_TRUE(wall.ok());
-  EXPECT_EQ(wall->trees[0].total_base(), 4000u);  // microseconds
+  EXPECT_EQ(wall->threads[0].tree.total_base(), 4000u);  // microseconds
   EXPECT_EQ(wall->meta.unit, "wall-us");
   EXPECT_FALSE(WithMetric(*read, "bogus").ok());
   Profile empty;
@@ -94,7 +94,7 @@ TEST(OffCpuRecords, FoldTimeUnderTheReasonAndRoundTrip) {
   ASSERT_EQ(next.threads.size(), 1u);
   EXPECT_EQ(next.threads[0].comm, "blocker");
   uint64_t sleep_ns = 0;
-  for (const auto& node : next.trees[0].nodes()) {
+  for (const auto& node : next.threads[0].tree.nodes()) {
     if (node.offcpu > 0 && next.frames.at(node.frame).symbol == "off-cpu:sleep") sleep_ns += node.offcpu;
   }
   EXPECT_EQ(sleep_ns, 2'000u);

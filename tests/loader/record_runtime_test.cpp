@@ -168,7 +168,7 @@ TEST(RecordRuntime, PidFilterKeepsOnlyThatProcess) {
   uint64_t total = 0;
   for (size_t t = 0; t < p.threads.size(); ++t) {
     EXPECT_EQ(p.threads[t].pid, static_cast<uint32_t>(a.pid()));
-    total += p.trees[t].total_base();
+    total += p.threads[t].tree.total_base();
   }
   // The kernel's own account of the target's CPU time over the recording.
   const double expected = (cpu_after - cpu_before) * 499;
@@ -200,7 +200,7 @@ TEST(RecordRuntime, ProcessStormIsSymbolized) {
   for (size_t t = 0; t < p.threads.size(); ++t) {
     if (p.threads[t].comm != "storm_victim") continue;
     pids.insert(p.threads[t].pid);
-    const auto& nodes = p.trees[t].nodes();
+    const auto& nodes = p.threads[t].tree.nodes();
     for (size_t n = 1; n < nodes.size(); ++n) {
       if (nodes[n].base == 0) continue;
       samples += nodes[n].base;

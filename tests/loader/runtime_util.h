@@ -62,7 +62,7 @@ std::map<std::vector<std::string>, uint64_t> Stacks(const Profile& p, Pred keep)
   std::map<std::vector<std::string>, uint64_t> out;
   for (size_t t = 0; t < p.threads.size(); ++t) {
     if (!keep(p.threads[t])) continue;
-    const auto& nodes = p.trees[t].nodes();
+    const auto& nodes = p.threads[t].tree.nodes();
     for (size_t n = 1; n < nodes.size(); ++n) {
       if (nodes[n].base == 0) continue;
       std::vector<std::string> path;

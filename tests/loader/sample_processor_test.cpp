@@ -176,8 +176,8 @@ uint64_t Addr(int (*f)(int)) { return reinterpret_cast<uint64_t>(f); }
 // Root-first frame names of every leaf with samples, "a;b;c" -> n.
 std::map<std::string, uint64_t> Folded(const Profile& p) {
   std::map<std::string, uint64_t> out;
-  for (size_t t = 0; t < p.trees.size(); ++t) {
-    const auto& nodes = p.trees[t].nodes();
+  for (size_t t = 0; t < p.threads.size(); ++t) {
+    const auto& nodes = p.threads[t].tree.nodes();
     for (size_t i = 1; i < nodes.size(); ++i) {
       if (nodes[i].n == 0) continue;
       std::vector<std::string> names;

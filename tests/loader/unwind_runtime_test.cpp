@@ -35,7 +35,7 @@ Completeness Measure(const Profile& p, const std::string& comm) {
   Completeness c;
   for (size_t t = 0; t < p.threads.size(); ++t) {
     if (p.threads[t].comm != comm) continue;
-    const auto& nodes = p.trees[t].nodes();
+    const auto& nodes = p.threads[t].tree.nodes();
     for (size_t n = 1; n < nodes.size(); ++n) {
       if (nodes[n].base == 0) continue;
       std::vector<std::string> path;
@@ -257,14 +257,14 @@ TEST(UnwindJava, HybridStacksThroughJitFramesAreComplete) {
                             "java");
   // The busiest thread runs main's JIT-compiled loop.
   std::map<uint32_t, uint64_t> by_tid;
-  for (size_t t = 0; t < p.threads.size(); ++t) by_tid[p.threads[t].tid] += p.trees[t].total_base();
+  for (size_t t = 0; t < p.threads.size(); ++t) by_tid[p.threads[t].tid] += p.threads[t].tree.total_base();
   auto busiest = std::max_element(by_tid.begin(), by_tid.end(),
                                   [](auto& a, auto& b) { return a.second < b.second; });
   ASSERT_NE(busiest, by_tid.end());
   uint64_t samples = 0, complete = 0, jit = 0;
   for (size_t t = 0; t < p.threads.size(); ++t) {
     if (p.threads[t].tid != busiest->first) continue;
-    const auto& nodes = p.trees[t].nodes();
+    const auto& nodes = p.threads[t].tree.nodes();
     for (size_t n = 1; n < nodes.size(); ++n) {
       if (nodes[n].base == 0) continue;
       samples += nodes[n].base;

@@ -406,8 +406,8 @@ Profile GroundTruthProfile() {
   profile.threads[t].process_comm = "groundtruth";
   const uint32_t heavy_stack[] = {main, outer, heavy};
   const uint32_t light_stack[] = {main, outer, light};
-  for (int i = 0; i < 75; ++i) profile.trees[t].AddStack(heavy_stack, 1);
-  for (int i = 0; i < 25; ++i) profile.trees[t].AddStack(light_stack, 1);
+  for (int i = 0; i < 75; ++i) profile.threads[t].tree.AddStack(heavy_stack, 1);
+  for (int i = 0; i < 25; ++i) profile.threads[t].tree.AddStack(light_stack, 1);
   return profile;
 }
 
@@ -450,7 +450,7 @@ TEST(ArcflowProfile, ThreadsFiltersAndMerge) {
   profile.threads[t].comm = "worker";
   profile.threads[t].process_comm = "groundtruth";
   const uint32_t stack[] = {w};
-  profile.trees[t].AddStack(stack, 20);
+  profile.threads[t].tree.AddStack(stack, 20);
 
   const ArcflowModel all = ArcflowFromProfile(profile, {}, false);
   EXPECT_EQ(all.total(), 120u);
@@ -496,8 +496,8 @@ TEST(ArcflowProfile, UnknownFramesAndSameNamesMerge) {
   const uint32_t t = profile.ThreadIndex(1, 1);
   const uint32_t s1[] = {f1, fs};
   const uint32_t s2[] = {f2, fs};
-  profile.trees[t].AddStack(s1, 3);
-  profile.trees[t].AddStack(s2, 4);
+  profile.threads[t].tree.AddStack(s1, 3);
+  profile.threads[t].tree.AddStack(s2, 4);
   const ArcflowModel model = ArcflowFromProfile(profile, {}, false);
   const uint32_t thread = model.Children(ArcflowModel::kRootNode)[0];
   ASSERT_EQ(model.Children(thread).size(), 1u);
@@ -506,26 +506,6 @@ TEST(ArcflowProfile, UnknownFramesAndSameNamesMerge) {
   EXPECT_EQ(model.node(dup).cum, 7u);
   // The one display name (model/frame_name.h): the module's base name, as in every view.
   EXPECT_EQ(model.name(model.Children(dup)[0]), "[stripped]");
-}
-
-TEST(ArcflowProfile, TreeNodesOutOfOrder) {
-  // A tree filled through mutable_nodes() with a child before its parent.
-  Profile profile;
-  FrameRecord fa, fb;
-  fa.symbol = "a";
-  fb.symbol = "b";
-  const uint32_t a = profile.frames.Intern(fa), b = profile.frames.Intern(fb);
-  const uint32_t t = profile.ThreadIndex(1, 2);
-  auto& nodes = profile.trees[t].mutable_nodes();
-  nodes.push_back(CallTree::Node{2, b, 4, 4});   // node 1: b, child of node 2
-  nodes.push_back(CallTree::Node{0, a, 1, 1});   // node 2: a
-  nodes.push_back(CallTree::Node{7, a, 9, 9});   // node 3: dangling parent, ignored
-  const ArcflowModel model = ArcflowFromProfile(profile, {}, false);
-  EXPECT_EQ(model.total(), 5u);
-  const uint32_t thread = model.Children(ArcflowModel::kRootNode)[0];
-  const uint32_t na = model.Children(thread)[0];
-  EXPECT_EQ(model.name(na), "a");
-  EXPECT_EQ(model.node(na).cum, 5u);
 }
 
 // ------------------------------------------------------------ pruning and --root
@@ -790,7 +770,7 @@ TEST(ArcflowGolden, GroundTruthMergedThreads) {
   FrameRecord main = outer;
   main.symbol = "main";
   const uint32_t stack[] = {profile.frames.Intern(main), profile.frames.Intern(outer)};
-  profile.trees[t].AddStack(stack, 10);
+  profile.threads[t].tree.AddStack(stack, 10);
   ArcflowOptions options;
   ExpectGolden("groundtruth_threads_xtree.txt", Render(profile, options));
   options.merge_threads = true;

@@ -48,10 +48,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (profile.ok()) {
     // Walk what was read: every id must be in range.
     uint64_t total = 0;
-    for (const auto& tree : profile->trees) {
+    for (const auto& thread : profile->threads) {
+      const auto& tree = thread.tree;
       for (const auto& node : tree.nodes()) {
         if (node.frame != arcprof::model::CallTree::kNoFrame) total += profile->frames.at(node.frame).address & 1;
-        total += profile->trees.size() > 0 ? tree.nodes()[node.parent].n & 1 : 0;
+        total += tree.nodes()[node.parent].n & 1;
       }
     }
     (void)total;

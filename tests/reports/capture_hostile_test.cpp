@@ -249,7 +249,7 @@ TEST(HostileBlocks, AHandWrittenBlockIsRead) {
   auto read = ReadCapture(path);
   ASSERT_TRUE(read.ok()) << read.error().message;
   EXPECT_EQ(read->total_samples(), 4u);  // root and three nodes, n = 1 each
-  EXPECT_EQ(read->trees[0].nodes().size(), 4u);
+  EXPECT_EQ(read->threads[0].tree.nodes().size(), 4u);
 }
 
 // The codec round-trips trees of any shape, including ones split over blocks,
@@ -258,8 +258,8 @@ TEST(CaptureBlocks, LargeTreesSplitOverBlocksRoundTrip) {
   TempDir dir;
   const std::string path = dir.File("large.db");
   Profile profile = testing::LargeProfile(2'000'000, 60'000, 30);
-  for (auto& tree : profile.trees) {
-    for (size_t i = 0; i < tree.nodes().size(); i += 7) tree.mutable_nodes()[i].offcpu = 1000 * i + 1;
+  for (auto& thread : profile.threads) {
+    for (uint32_t i = 0; i < thread.tree.size(); i += 7) thread.tree.Add(i, 0, 0, 1000 * i + 1);
   }
   ASSERT_TRUE(WriteCapture(path, profile).ok());
   sqlite3* db = nullptr;
@@ -274,13 +274,13 @@ TEST(CaptureBlocks, LargeTreesSplitOverBlocksRoundTrip) {
   ASSERT_TRUE(read.ok()) << read.error().message;
   EXPECT_EQ(read->total_samples(), profile.total_samples());
   uint64_t offcpu_in = 0, offcpu_out = 0, nodes_in = 0, nodes_out = 0;
-  for (const auto& tree : profile.trees) {
-    nodes_in += tree.nodes().size();
-    for (const auto& node : tree.nodes()) offcpu_in += node.offcpu;
+  for (const auto& thread : profile.threads) {
+    nodes_in += thread.tree.nodes().size();
+    for (const auto& node : thread.tree.nodes()) offcpu_in += node.offcpu;
   }
-  for (const auto& tree : read->trees) {
-    nodes_out += tree.nodes().size();
-    for (const auto& node : tree.nodes()) offcpu_out += node.offcpu;
+  for (const auto& thread : read->threads) {
+    nodes_out += thread.tree.nodes().size();
+    for (const auto& node : thread.tree.nodes()) offcpu_out += node.offcpu;
   }
   EXPECT_EQ(nodes_in, nodes_out);
   EXPECT_EQ(offcpu_in, offcpu_out);

@@ -69,7 +69,7 @@ void ExpectCaptureError(const std::string& path, const std::string& expected_par
 // for equal trees whatever their node and frame ids.
 std::map<std::vector<std::string>, std::tuple<uint64_t, uint64_t, uint64_t>> TreeByPath(const Profile& p, size_t t) {
   std::map<std::vector<std::string>, std::tuple<uint64_t, uint64_t, uint64_t>> out;
-  const auto& nodes = p.trees[t].nodes();
+  const auto& nodes = p.threads[t].tree.nodes();
   std::vector<std::vector<std::string>> paths(nodes.size());
   for (size_t i = 0; i < nodes.size(); ++i) {
     if (i > 0) {
@@ -118,9 +118,9 @@ void ExpectSameProfile(const Profile& a, const Profile& b) {
     EXPECT_EQ(a.threads[i].process_comm, b.threads[i].process_comm);
     EXPECT_EQ(a.threads[i].cmdline, b.threads[i].cmdline);
   }
-  ASSERT_EQ(a.trees.size(), b.trees.size());
-  for (size_t t = 0; t < a.trees.size(); ++t) {
-    EXPECT_EQ(a.trees[t].nodes().size(), b.trees[t].nodes().size()) << "thread " << t;
+  ASSERT_EQ(a.threads.size(), b.threads.size());
+  for (size_t t = 0; t < a.threads.size(); ++t) {
+    EXPECT_EQ(a.threads[t].tree.nodes().size(), b.threads[t].tree.nodes().size()) << "thread " << t;
     EXPECT_EQ(TreeByPath(a, t), TreeByPath(b, t)) << "thread " << t;
   }
   EXPECT_EQ(a.counters, b.counters);
@@ -236,7 +236,7 @@ TEST(CaptureStore, FailedWriteLeavesNoFile) {
 TEST(CaptureStore, RejectsAnInconsistentProfileBeforeWriting) {
   TempDir dir;
   Profile broken = SampleProfile();
-  broken.trees[0].mutable_nodes()[1].frame = 999;
+  broken.threads[0].tree.AddStack(std::vector<uint32_t>{999}, 1);  // no such frame
   auto result = WriteCapture(dir.File("arcprof.db"), broken);
   ASSERT_FALSE(result.ok());
   EXPECT_TRUE(dir.Entries().empty());
@@ -275,11 +275,11 @@ TEST(CaptureStore, WindowsAreMergedNodeByNodeAndCountersSummed) {
   ASSERT_TRUE(read.ok()) << read.error().message;
   EXPECT_EQ(read->total_samples(), 2 * 1995u);
   EXPECT_EQ(read->counters.at("lost_samples"), 14);
-  ASSERT_EQ(read->trees.size(), original.trees.size());
-  for (size_t t = 0; t < original.trees.size(); ++t) {
-    ASSERT_EQ(read->trees[t].nodes().size(), original.trees[t].nodes().size());
-    for (size_t i = 0; i < original.trees[t].nodes().size(); ++i) {
-      EXPECT_EQ(read->trees[t].nodes()[i].n, 2 * original.trees[t].nodes()[i].n);
+  ASSERT_EQ(read->threads.size(), original.threads.size());
+  for (size_t t = 0; t < original.threads.size(); ++t) {
+    ASSERT_EQ(read->threads[t].tree.nodes().size(), original.threads[t].tree.nodes().size());
+    for (size_t i = 0; i < original.threads[t].tree.nodes().size(); ++i) {
+      EXPECT_EQ(read->threads[t].tree.nodes()[i].n, 2 * original.threads[t].tree.nodes()[i].n);
     }
   }
 }
@@ -297,7 +297,7 @@ TEST(CaptureStore, WindowWithADifferentTreeShapeMergesByFrame) {
   Restamp(path);
   auto read = ReadCapture(path);
   ASSERT_TRUE(read.ok()) << read.error().message;
-  const auto& nodes = read->trees[3].nodes();
+  const auto& nodes = read->threads[3].tree.nodes();
   ASSERT_EQ(nodes.size(), 3u);  // root, entry_SYSCALL_64, _raw_spin_unlock_irqrestore
   EXPECT_EQ(nodes[1].frame, 0u);
   EXPECT_EQ(nodes[1].base, 4u);

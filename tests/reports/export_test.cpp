@@ -635,7 +635,7 @@ TEST_F(ExportCli, DiffWritesTheGraphAndPrintsTheTable) {
   std::map<std::string, uint32_t> frame_ids;
   for (uint32_t f = 0; f < after.frames.size(); ++f) frame_ids[after.frames.at(f).symbol] = f;
   const uint32_t busy = after.ThreadIndex(900, 900);
-  after.trees[busy].AddStack(
+  after.threads[busy].tree.AddStack(
       std::vector<uint32_t>{frame_ids["__libc_start_main"], frame_ids["main"], frame_ids["f_light"]}, 1995);
   const std::string other = dir_.File("after.db");
   ASSERT_TRUE(WriteCapture(other, after).ok());

@@ -78,10 +78,10 @@ TEST(Folded, ThreadsOfOneProcessWithTheSameStackMerge) {
   const uint32_t other = profile.ThreadIndex(4156, 4999);
   profile.threads[other].process_comm = "java";
   profile.threads[other].comm = "worker";
-  const auto& main_nodes = profile.trees[0].nodes();
+  const auto& main_nodes = profile.threads[0].tree.nodes();
   std::vector<uint32_t> stack;  // the main thread's JIT stack, root first
   for (uint32_t n = 3; n != 0; n = main_nodes[n].parent) stack.insert(stack.begin(), main_nodes[n].frame);
-  profile.trees[other].AddStack(stack, 9);
+  profile.threads[other].tree.AddStack(stack, 9);
   const auto stacks = FoldStacks(profile, ThreadFilter{});
   EXPECT_EQ(stacks.at("java;__libc_start_main;JavaThread::run();Lcom/acme/App:.run()V_[j]"), 509u);
 }
@@ -97,7 +97,7 @@ TEST(Folded, DeepStacksAreCutAndStayBounded) {
   std::vector<uint32_t> stack;
   for (uint32_t d = 0; d < kDepth; ++d) {
     stack.push_back(profile.frames.Intern(Named("/bin/deep", "f" + std::to_string(d % 7), FrameKind::kNative)));
-    profile.trees[thread].AddStack(stack, 1);
+    profile.threads[thread].tree.AddStack(stack, 1);
   }
   std::ostringstream out;
   WriteFolded(profile, ThreadFilter{}, out);

@@ -84,7 +84,7 @@ Profile SampleProfile() {
   const uint32_t systemd = Thread(p, 1, 1, "systemd", "systemd", "/sbin/init");
 
   auto add = [&](uint32_t thread, std::vector<uint32_t> stack, uint64_t count) {
-    p.trees[thread].AddStack(stack, count);
+    p.threads[thread].tree.AddStack(stack, count);
   };
   add(java_main, {libc_start, jvm_run, jit_run}, 500);
   add(java_main, {libc_start, jvm_run, jit_run, k_entry, k_spin}, 120);
@@ -125,7 +125,7 @@ Profile LargeProfile(uint64_t samples, int distinct_stacks, int depth) {
       stack.push_back(frames[static_cast<size_t>(d < depth / 2 ? (s / 16 + d) : (s + d))]);
     }
     const uint64_t count = s == 0 ? samples - per_stack * static_cast<uint64_t>(distinct_stacks - 1) : per_stack;
-    p.trees[static_cast<size_t>(s % 4)].AddStack(stack, count);
+    p.threads[static_cast<size_t>(s % 4)].tree.AddStack(stack, count);
   }
   p.counters["lost_samples"] = 0;
   return p;

@@ -156,7 +156,8 @@ TEST(Tprof, JsonHasTheSameRowsAsText) {
 
 TEST(Tprof, WideTickCountsWidenTheColumn) {
   Profile profile = SampleProfile();
-  profile.trees[2].mutable_nodes()[3].base = 123'456'789;  // busy loop's f_heavy; +5 below the marker
+  CallTree& tree = profile.threads[2].tree;  // busy loop's f_heavy; +5 below the marker
+  tree.Add(3, 0, 123'456'789 - tree.nodes()[3].base);
   TprofOptions options = Options("pid,tid,mod,sym");
   std::ostringstream out;
   WriteTprofText(BuildTprof(profile, options), out);

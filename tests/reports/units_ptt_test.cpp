@@ -22,10 +22,10 @@ Profile TwoThreads() {
   const uint32_t light = p.frames.Intern(f);
   const uint32_t a = p.ThreadIndex(10, 10);
   p.threads[a].comm = "a";
-  p.trees[a].AddStack(std::vector<uint32_t>{busy}, 100);
+  p.threads[a].tree.AddStack(std::vector<uint32_t>{busy}, 100);
   const uint32_t b = p.ThreadIndex(10, 11);
   p.threads[b].comm = "b";
-  p.trees[b].AddStack(std::vector<uint32_t>{light}, 100);
+  p.threads[b].tree.AddStack(std::vector<uint32_t>{light}, 100);
   p.ptt.recorded = true;
   PttThread ta;
   ta.pid = 10;

@@ -24,11 +24,10 @@ constexpr uint64_t kBase = 1764000000ull * kSec;  // 2025-11-24
 // The sample profile as a window [start, start + 60 s), its counts times `scale`.
 Profile Window(uint64_t start_unix_ns, uint64_t scale = 1) {
   Profile p = SampleProfile();
-  for (CallTree& t : p.trees) {
-    for (CallTree::Node& n : t.mutable_nodes()) {
-      n.n *= scale;
-      n.base *= scale;
-    }
+  for (ThreadRecord& t : p.threads) {
+    CallTree scaled;
+    for (uint64_t i = 0; i < scale; ++i) scaled.Merge(t.tree);
+    t.tree = std::move(scaled);
   }
   p.meta.start_unix_ns = start_unix_ns;
   p.meta.start_monotonic_ns = 5 * kSec;
@@ -78,7 +77,7 @@ TEST(WindowStore, RangeIsTheSumOfItsWindows) {
   const Profile base = SampleProfile();
   for (size_t t = 0; t < base.threads.size(); ++t) {
     const uint32_t m = all->ThreadIndex(base.threads[t].pid, base.threads[t].tid);
-    EXPECT_EQ(all->trees[m].total_base(), base.trees[t].total_base() * 15);
+    EXPECT_EQ(all->threads[m].tree.total_base(), base.threads[t].tree.total_base() * 15);
   }
   EXPECT_EQ(all->meta.start_unix_ns, kBase);
   EXPECT_EQ(EndUnixNs(all->meta), kBase + 5 * 60 * kSec);
