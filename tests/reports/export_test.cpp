@@ -441,7 +441,7 @@ TEST(FrameDisplayName, EveryViewAndExportShowsTheSameName) {
   for (const auto& [id, name] : expected) {
     EXPECT_EQ(FrameDisplayName(profile.frames.at(id)), name);
     const uint32_t stack[] = {main_f, id};
-    profile.trees[t].AddStack(stack, count++);
+    profile.threads[t].tree.AddStack(stack, count++);
   }
 
   // Views: tprof symbol rows, arcflow consumers (xtree, xarc, xprof), the flame tree
