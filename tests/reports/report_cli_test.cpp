@@ -79,7 +79,7 @@ TEST_F(ReportCli, NoParamsDropsCxxParameterLists) {
   f.kind = FrameKind::kNative;
   f.address = 0x1300;
   const uint32_t id = p.frames.Intern(f);
-  p.trees[0].AddStack(std::vector<uint32_t>{id}, 500);
+  p.threads[0].tree.AddStack(std::vector<uint32_t>{id}, 500);
   ASSERT_TRUE(WriteCapture(capture_, p).ok());
   RunResult r = RunArcprof({"report", "-i", capture_});
   EXPECT_NE(r.out.find("ns::Worker::step(std::vector"), std::string::npos) << r.out;

@@ -43,7 +43,7 @@ TEST(DropParams, RenamesNativeFramesOnly) {
   const uint32_t a = frame("app::run(int)", FrameKind::kNative, 0x10);
   const uint32_t j = frame("Lfoo;bar(I)V", FrameKind::kJit, 0x20);
   p.ThreadIndex(1, 1);
-  p.trees[0].AddStack(std::vector<uint32_t>{a, j}, 3);
+  p.threads[0].tree.AddStack(std::vector<uint32_t>{a, j}, 3);
   model::DropParams(p);
   std::vector<std::string> symbols;
   for (const FrameRecord& f : p.frames.all()) symbols.push_back(f.symbol);
