@@ -15,6 +15,7 @@
 #include "loader/recording_session.h"
 #include "model/profile_merge.h"
 #include "store/window_store.h"
+#include "common/text.h"
 
 namespace arcprof {
 using namespace arcprof::model;
@@ -111,11 +112,11 @@ Result<int> RunContinuous(const ContinuousOptions& opt) {
   config.retain_s = opt.retain_ns / 1000000000ull;
   config.max_bytes = opt.max_bytes;
   if (auto ok = store.WriteConfig(config); !ok) {
-    fprintf(stderr, "arcprof: %s: %s\n", store.dir().c_str(), ok.error().message.c_str());
+    fprintf(stderr, "arcprof: %s: %s\n", EscapeControl(store.dir()).c_str(), EscapeControl(ok.error().message).c_str());
   }
   fprintf(stderr, "arcprof: continuous capture of %s at %llu Hz, %llu s windows -> %s\n",
-          DescribeTarget(record).c_str(), static_cast<unsigned long long>(record.frequency_hz),
-          static_cast<unsigned long long>(opt.window_ns / 1000000000ull), store.dir().c_str());
+          EscapeControl(DescribeTarget(record)).c_str(), static_cast<unsigned long long>(record.frequency_hz),
+          static_cast<unsigned long long>(opt.window_ns / 1000000000ull), EscapeControl(store.dir()).c_str());
 
   if (opt.on_start) {
     if (auto ok = opt.on_start(store.dir()); !ok) return ok.error();
@@ -151,7 +152,7 @@ Result<int> RunContinuous(const ContinuousOptions& opt) {
       return false;
     }
     if (last_error_report != 0) {
-      fprintf(stderr, "arcprof: window %s written; the store is writable again\n", id->c_str());
+      fprintf(stderr, "arcprof: window %s written; the store is writable again\n", EscapeControl(*id).c_str());
       last_error_report = 0;
     }
     pending.reset();
@@ -189,7 +190,7 @@ Result<int> RunContinuous(const ContinuousOptions& opt) {
     }
     if (StopSignals::TakeHangup()) {
       if (auto ok = OpenLog(opt.log_path); !ok) {
-        fprintf(stderr, "arcprof: %s\n", ok.error().message.c_str());
+        fprintf(stderr, "arcprof: %s\n", EscapeControl(ok.error().message).c_str());
       }
     }
     if (ended) {
@@ -224,8 +225,8 @@ Result<int> RunContinuous(const ContinuousOptions& opt) {
   }
   fprintf(stderr, "arcprof: %llu windows, %llu samples -> %s (%s)\n",
           static_cast<unsigned long long>(windows_written),
-          static_cast<unsigned long long>(session.samples()), store.dir().c_str(),
-          stop_reason.c_str());
+          static_cast<unsigned long long>(session.samples()), EscapeControl(store.dir()).c_str(),
+          EscapeControl(stop_reason).c_str());
   return 0;
 }
 

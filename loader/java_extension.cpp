@@ -25,6 +25,7 @@
 #include "symbolize/jit_process_source.h"
 #include "symbolize/jitdump_format.h"
 #include "symbolize/symbolizer.h"
+#include "common/text.h"
 
 namespace arcprof {
 using namespace arcprof::model;
@@ -358,9 +359,9 @@ class JavaExtension : public RecordExtension {
     std::lock_guard<std::mutex> lock(mu_);
     for (const std::string& m : messages_) {
       if (m.rfind("attached", 0) == 0 || m.find("already has") != std::string::npos) {
-        if (!quiet_) fprintf(stderr, "arcprof: java: %s\n", m.c_str());
+        if (!quiet_) fprintf(stderr, "arcprof: java: %s\n", EscapeControl(m).c_str());
       } else {
-        fprintf(stderr, "arcprof: java: %s\n", m.c_str());
+        fprintf(stderr, "arcprof: java: %s\n", EscapeControl(m).c_str());
       }
     }
     for (const std::string& m : jit_messages_) {

@@ -9,6 +9,7 @@
 #include "loader/ptt_recorder.h"
 #include "loader/record.h"
 #include "model/profile.h"
+#include "common/text.h"
 
 namespace arcprof {
 using namespace arcprof::model;
@@ -33,7 +34,7 @@ class PttExtension final : public RecordExtension {
     last_snapshot_ns_ = MonotonicNs();
     if (!options_.quiet) {
       for (const PttEvent& e : recorder_->events()) {
-        if (!e.available) fprintf(stderr, "arcprof: ptt: %s: %s\n", e.name.c_str(), e.unavailable_reason.c_str());
+        if (!e.available) fprintf(stderr, "arcprof: ptt: %s: %s\n", EscapeControl(e.name).c_str(), EscapeControl(e.unavailable_reason).c_str());
       }
     }
     return {};

@@ -21,6 +21,7 @@
 #include "store/atomic_file.h"
 #include "store/capture_store.h"
 #include "model/profile.h"
+#include "common/text.h"
 
 namespace arcprof {
 using namespace arcprof::model;
@@ -132,11 +133,11 @@ Result<int> RunRecord(const RecordOptions& opt) {
   if (!opt.quiet) {
     if (opt.sample_period > 0) {
       fprintf(stderr, "arcprof: recording %s, one sample every %llu %s events (Ctrl-C to stop)\n",
-              DescribeTarget(opt).c_str(), static_cast<unsigned long long>(opt.sample_period),
-              opt.event.c_str());
+              EscapeControl(DescribeTarget(opt)).c_str(), static_cast<unsigned long long>(opt.sample_period),
+              EscapeControl(opt.event).c_str());
     } else {
       fprintf(stderr, "arcprof: recording %s at %llu Hz (Ctrl-C to stop)\n",
-              DescribeTarget(opt).c_str(), static_cast<unsigned long long>(session.frequency_hz()));
+              EscapeControl(DescribeTarget(opt)).c_str(), static_cast<unsigned long long>(session.frequency_hz()));
     }
     for (uint32_t pid : opt.pids) {
       if (IsKernelThread(pid)) {
@@ -198,8 +199,8 @@ Result<int> RunRecord(const RecordOptions& opt) {
                                             profile->meta.start_monotonic_ns) / 1e9;
     fprintf(stderr, "arcprof: %llu samples in %.1f s, %zu threads -> %s%s%s\n",
             static_cast<unsigned long long>(session.samples()), secs, profile->threads.size(),
-            opt.output.c_str(), stop_reason.empty() ? "" : " (",
-            stop_reason.empty() ? "" : (stop_reason + ")").c_str());
+            EscapeControl(opt.output).c_str(), stop_reason.empty() ? "" : " (",
+            stop_reason.empty() ? "" : EscapeControl(stop_reason + ")").c_str());
   }
   if (!opt.quiet) {
     auto counter = [&](const char* name) {
@@ -208,7 +209,7 @@ Result<int> RunRecord(const RecordOptions& opt) {
     };
     const std::string line = DebuginfodSummaryLine(counter("debuginfod.modules_named"),
                                                    counter("debuginfod.modules_not_found"));
-    if (!line.empty()) fprintf(stderr, "arcprof: %s\n", line.c_str());
+    if (!line.empty()) fprintf(stderr, "arcprof: %s\n", EscapeControl(line).c_str());
   }
   if (lost > 0) {
     fprintf(stderr, "arcprof: lost %llu samples (ring buffer full): raise --buffer-mb\n",

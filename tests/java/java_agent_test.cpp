@@ -184,7 +184,11 @@ TEST(JavaAgent, RedefinedClassesKeepTheirMethodNames) {
         else if (leaf == "Interpreter") anonymous += n;
       }
       ASSERT_GT(alpha + beta, 300u) << label;
-      EXPECT_LE(static_cast<double>(anonymous) / static_cast<double>(total), 0.02)
+      // Each redefinition (every 200 ms) leaves the new Method*s unnamed for
+      // the few milliseconds the agent's thread takes to name them: 2.0-2.1%
+      // of samples late-attached on a quiet machine (clean-clone CI). Without
+      // the watch it is 47-60%, so 5% still tells the two apart by far.
+      EXPECT_LE(static_cast<double>(anonymous) / static_cast<double>(total), 0.05)
           << label << ": " << anonymous << " of " << total << " samples in an anonymous interpreted frame";
       const double n = static_cast<double>(alpha + beta);
       EXPECT_NEAR(static_cast<double>(alpha) / n, 0.75, std::max(0.03, 4 * std::sqrt(0.75 * 0.25 / n)))

@@ -103,6 +103,22 @@ TEST(CliErrors, ControlCharactersInErrorsAreEscaped) {
   expect_safe(record, "record -o");
 }
 
+// The status lines of a recording that works (target, output path, stop
+// reason) carry text the user or the recorded command chose: escaped too.
+TEST(CliErrors, StatusLinesOfARecordingEscapeControlCharacters) {
+  ARCPROF_REQUIRE_RECORD_CAPABLE();
+  TempDir tmp;
+  const std::string hostile = "x\x1b]0;owned\x07\nforged line";
+  const std::string output = tmp.path(hostile + ".db");
+  Subprocess rec({kArcprof, "record", "--no-java", "-o", output, "--", "/bin/echo", hostile});
+  ASSERT_EQ(rec.Wait(), 0) << rec.stderr_text();
+  const std::string& err = rec.stderr_text();
+  EXPECT_EQ(err.find('\x1b'), std::string::npos) << err;
+  EXPECT_EQ(err.find('\x07'), std::string::npos) << err;
+  EXPECT_NE(err.find("\\x1b]0;owned"), std::string::npos) << err;  // shown escaped
+  EXPECT_TRUE(std::filesystem::exists(output));  // the file itself has its real name
+}
+
 // ------------------------------------------------------ outputs, before sampling
 
 TEST(RecordOutput, BadOutputsAreRefusedBeforeSamplingAndNothingIsReplaced) {
