@@ -146,6 +146,33 @@ void NameFromDebuginfod(Profile& profile, double budget_s, const char* command, 
   if (!line.empty()) err << "arcprof " << command << ": " << line << '\n';
 }
 
+// What report and export do before a view or format sees the profile: load
+// the capture or store range, name frames through debuginfod, drop C++
+// parameter lists, and check `metric` (applied when `apply_metric`). Returns
+// 0, or the exit code after one line on `err`.
+static int PrepareProfile(const char* command, const std::string& path, const StoreRange& range,
+                   double debuginfod_budget_s, bool no_params, const std::string& metric,
+                   bool apply_metric, Profile& profile, std::ostream& err) {
+  auto loaded = LoadProfile(path, range, err);
+  if (!loaded) {
+    err << ErrorLine(command, loaded.error().message);
+    return ExitCode(loaded.error());
+  }
+  profile = std::move(*loaded);
+  NameFromDebuginfod(profile, debuginfod_budget_s, command, err);
+  if (no_params) model::DropParams(profile);
+  if (metric != "samples") {
+    auto with_metric = model::WithMetric(profile, metric);
+    if (!with_metric) {
+      err << ErrorLine(command, with_metric.error().message);
+      return 1;
+    }
+    if (apply_metric) profile = std::move(*with_metric);
+  }
+  return 0;
+}
+
+
 void ReportCommands::AddView(const std::string& name, ReportView view) {
   registry_.AddView(name, std::move(view));
 }
@@ -204,22 +231,13 @@ int ReportCommands::RunReport(std::ostream& out, std::ostream& err) {
                                    Names(registry_.views) + ", timeline");
     return 1;
   }
-  auto profile = LoadProfile(report_request_.capture_path, report_range_, err);
-  if (!profile) {
-    err << ErrorLine("report", profile.error().message);
-    return ExitCode(profile.error());
+  Profile profile;
+  if (int code = PrepareProfile("report", report_request_.capture_path, report_range_,
+                                report_debuginfod_budget_s_, report_no_params_,
+                                report_request_.metric, true, profile, err)) {
+    return code;
   }
-  NameFromDebuginfod(*profile, report_debuginfod_budget_s_, "report", err);
-  if (report_no_params_) model::DropParams(*profile);
-  if (report_request_.metric != "samples") {
-    auto metric = model::WithMetric(*profile, report_request_.metric);
-    if (!metric) {
-      err << ErrorLine("report", metric.error().message);
-      return 1;
-    }
-    *profile = std::move(*metric);
-  }
-  return view->second(*profile, report_request_, out, err);
+  return view->second(profile, report_request_, out, err);
 }
 
 int ReportCommands::RunExport(std::ostream& out, std::ostream& err) {
@@ -255,24 +273,15 @@ int ReportCommands::RunExport(std::ostream& out, std::ostream& err) {
                                    Names(registry_.formats) + ", timeline-svg");
     return 1;
   }
-  auto profile = LoadProfile(export_input_, export_range_, err);
-  if (!profile) {
-    err << ErrorLine("export", profile.error().message);
-    return ExitCode(profile.error());
-  }
-  NameFromDebuginfod(*profile, export_debuginfod_budget_s_, "export", err);
-  if (export_no_params_) model::DropParams(*profile);
-  // pprof holds every value itself; the other formats show one.
-  if (export_options_.metric != "samples") {
-    auto metric = model::WithMetric(*profile, export_options_.metric);
-    if (!metric) {
-      err << ErrorLine("export", metric.error().message);
-      return 1;
-    }
-    if (export_format_ != "pprof") *profile = std::move(*metric);
+  // pprof holds every value itself (the metric only checked); the other formats show one.
+  Profile loaded;
+  if (int code = PrepareProfile("export", export_input_, export_range_, export_debuginfod_budget_s_,
+                                export_no_params_, export_options_.metric, export_format_ != "pprof",
+                                loaded, err)) {
+    return code;
   }
   if (export_output_.empty()) {
-    Result<void> written = exporter->second(*profile, export_options_, out);
+    Result<void> written = exporter->second(loaded, export_options_, out);
     if (!written) {
       err << ErrorLine("export", written.error().message);
       return ExitCode(written.error());
@@ -281,7 +290,7 @@ int ReportCommands::RunExport(std::ostream& out, std::ostream& err) {
   }
   // Render fully first: the output file appears only once it is complete.
   std::ostringstream rendered;
-  if (Result<void> r = exporter->second(*profile, export_options_, rendered); !r) {
+  if (Result<void> r = exporter->second(loaded, export_options_, rendered); !r) {
     err << ErrorLine("export", r.error().message);
     return ExitCode(r.error());
   }
