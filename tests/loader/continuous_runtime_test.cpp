@@ -181,8 +181,12 @@ TEST(ContinuousRuntime, FullDiskKeepsTheWindowInMemoryLogsOnceAndRecovers) {
   EXPECT_EQ(Count(daemon.stderr_text(), "cannot write window"), 1u) << daemon.stderr_text();
   const std::vector<StoredWindow> windows = Windows(store);
   ASSERT_GE(windows.size(), 2u);
-  // The first window written holds the whole outage: nothing was lost.
-  EXPECT_GE(windows[0].end_unix_ns - windows[0].start_unix_ns, 3'000'000'000ull) << windows[0].id;
+  // The window written when the disk came back holds the whole outage:
+  // nothing was lost. (A short first window may still fit on the small file
+  // system before it fills: compact captures of a quiet second are small.)
+  uint64_t longest = 0;
+  for (const StoredWindow& w : windows) longest = std::max(longest, w.end_unix_ns - w.start_unix_ns);
+  EXPECT_GE(longest, 3'000'000'000ull) << daemon.stderr_text();
   for (size_t i = 0; i + 1 < windows.size(); ++i) EXPECT_EQ(windows[i].end_unix_ns, windows[i + 1].start_unix_ns);
   for (const StoredWindow& w : windows) EXPECT_TRUE(ReadCapture(w.path).ok()) << w.id;
 }
