@@ -87,9 +87,8 @@ std::optional<int> DiffCommand::RunIfSelected(std::ostream& out, std::ostream& e
                    WithThousands(report.before_samples) + " -> " + WithThousands(report.after_samples) + " samples";
   std::ostringstream svg;
   WriteFlameGraphSvg(DifferentialFlameTree(trees[0], trees[1]), graph, svg);
-  auto file = AtomicFile::Create(output_, AtomicFile::Streams::kWriteDirectly);
-  Result<void> written = file ? file->Write(svg.str()) : Result<void>(file.error());
-  if (written) written = file->Commit();
+  Result<void> written =
+      AtomicFile::WriteWhole(output_, svg.str(), AtomicFile::Streams::kWriteDirectly);
   if (!written) {
     err << ErrorLine("diff", written.error().message);
     return 1;

@@ -258,9 +258,8 @@ int ReportCommands::RunExport(std::ostream& out, std::ostream& err) {
       out << rendered.str();
       return out ? 0 : 1;
     }
-    auto file = AtomicFile::Create(export_output_, AtomicFile::Streams::kWriteDirectly);
-    Result<void> written = file ? file->Write(rendered.str()) : Result<void>(file.error());
-    if (written) written = file->Commit();
+    Result<void> written =
+        AtomicFile::WriteWhole(export_output_, rendered.str(), AtomicFile::Streams::kWriteDirectly);
     if (!written) {
       err << ErrorLine("export", written.error().message);
       return 1;
@@ -294,9 +293,8 @@ int ReportCommands::RunExport(std::ostream& out, std::ostream& err) {
     err << ErrorLine("export", r.error().message);
     return ExitCode(r.error());
   }
-  auto file = AtomicFile::Create(export_output_, AtomicFile::Streams::kWriteDirectly);
-  Result<void> written = file ? file->Write(rendered.str()) : Result<void>(file.error());
-  if (written) written = file->Commit();
+  Result<void> written =
+      AtomicFile::WriteWhole(export_output_, rendered.str(), AtomicFile::Streams::kWriteDirectly);
   if (!written) {
     err << ErrorLine("export", written.error().message);
     return 1;

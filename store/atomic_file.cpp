@@ -184,6 +184,14 @@ Result<void> AtomicFile::Write(std::string_view bytes) {
   return {};
 }
 
+Result<void> AtomicFile::WriteWhole(const std::string& target_path, std::string_view bytes,
+                                    Streams streams) {
+  auto file = Create(target_path, streams);
+  if (!file) return file.error();
+  if (auto written = file->Write(bytes); !written) return written;
+  return file->Commit();
+}
+
 Result<void> AtomicFile::Commit() {
   if (committed_) return MakeError(target_path_ + ": internal error: file already committed");
   if (direct_) {

@@ -51,6 +51,10 @@ class AtomicFile {
   void CloseFd() { fd_.reset(); }
   // fsyncs the file, renames it over the target and fsyncs the directory.
   Result<void> Commit();
+  // Create, Write and Commit in one: `bytes` becomes the whole file at
+  // `target_path`, or nothing changes there.
+  static Result<void> WriteWhole(const std::string& target_path, std::string_view bytes,
+                                 Streams streams = Streams::kRefuse);
 
  private:
   AtomicFile(std::string target_path, std::string temp_path, ScopedFd fd);
