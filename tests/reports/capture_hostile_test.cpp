@@ -16,33 +16,15 @@
 #include "tests/reports/test_profiles.h"
 
 #include "tests/layer_names.h"
+#include "tests/reports/capture_sql.h"
 
 namespace arcprof {
 namespace {
 
 using testing::SampleProfile;
 using testing::TempDir;
-
-void Exec(const std::string& path, const std::string& sql) {
-  sqlite3* db = nullptr;
-  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
-  char* message = nullptr;
-  const int rc = sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &message);
-  const std::string text = message ? message : "";
-  sqlite3_free(message);
-  sqlite3_close(db);
-  ASSERT_EQ(rc, SQLITE_OK) << text;
-}
-
-// Stores the checksum again: the hostile writer knows the format.
-void Restamp(const std::string& path) {
-  sqlite3* db = nullptr;
-  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
-  auto sum = ContentChecksum(db);
-  sqlite3_close(db);
-  ASSERT_TRUE(sum.ok()) << sum.error().message;
-  Exec(path, "UPDATE meta SET value = '" + *sum + "' WHERE capture_id = 0 AND key = 'content_crc32'");
-}
+using testing::ExecSql;
+using testing::Restamp;
 
 std::string Rejected(const std::string& path) {
   auto read = ReadCapture(path);
@@ -71,7 +53,7 @@ TEST_P(HostileCapture, IsRejectedWithOneLine) {
   // Schema 1: the cases break frame and node rows one by one (schema 2's
   // blocks have their own cases below).
   ASSERT_TRUE(WriteCapture(path, profile, {.schema_version = 1}).ok());
-  Exec(path, GetParam().sql);
+  ExecSql(path, GetParam().sql);
   // Summing a generated column would run it: that hostile file keeps its old sum.
   if (std::string(GetParam().name) != "GeneratedColumn") Restamp(path);
   const std::string message = Rejected(path);
@@ -183,7 +165,7 @@ TEST_P(HostileBlocks, AreRejectedWithOneLine) {
   const std::string path = dir.File("hostile.db");
   ASSERT_TRUE(WriteCapture(path, SampleProfile()).ok());
   ASSERT_TRUE(ReadCapture(path).ok());
-  Exec(path, GetParam().sql);
+  ExecSql(path, GetParam().sql);
   Restamp(path);
   const std::string message = Rejected(path);
   EXPECT_NE(message.find(GetParam().expected), std::string::npos) << message;
@@ -244,7 +226,7 @@ TEST(HostileBlocks, AHandWrittenBlockIsRead) {
   TempDir dir;
   const std::string path = dir.File("hand.db");
   ASSERT_TRUE(WriteCapture(path, SampleProfile()).ok());
-  Exec(path, OneTreeBlock(TreeRecord({{0, 1}, {0, 2}, {1, 3}})));
+  ExecSql(path, OneTreeBlock(TreeRecord({{0, 1}, {0, 2}, {1, 3}})));
   Restamp(path);
   auto read = ReadCapture(path);
   ASSERT_TRUE(read.ok()) << read.error().message;
@@ -312,7 +294,7 @@ TEST(HostileCapture, ChangedTextIsFoundByTheChecksum) {
   TempDir dir;
   const std::string path = dir.File("flipped.db");
   ASSERT_TRUE(WriteCapture(path, SampleProfile(), {.schema_version = 1}).ok());
-  Exec(path, "UPDATE frames SET symbol = 'f_hebvy' WHERE symbol = 'f_heavy'");
+  ExecSql(path, "UPDATE frames SET symbol = 'f_hebvy' WHERE symbol = 'f_heavy'");
   EXPECT_NE(Rejected(path).find("content checksum mismatch"), std::string::npos);
 }
 

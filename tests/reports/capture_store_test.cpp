@@ -14,6 +14,7 @@
 
 #include "tests/reports/test_profiles.h"
 #include "tests/layer_names.h"
+#include "tests/reports/capture_sql.h"
 
 namespace arcprof {
 namespace {
@@ -21,6 +22,8 @@ namespace {
 using testing::LargeProfile;
 using testing::SampleProfile;
 using testing::TempDir;
+using testing::ExecSql;
+using testing::Restamp;
 
 std::string ReadBytes(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -30,28 +33,6 @@ std::string ReadBytes(const std::string& path) {
 void WriteBytes(const std::string& path, const std::string& bytes) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out << bytes;
-}
-
-// Runs SQL on a capture as a hostile or buggy writer would.
-void ExecSql(const std::string& path, const std::string& sql) {
-  sqlite3* db = nullptr;
-  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
-  char* message = nullptr;
-  const int rc = sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &message);
-  const std::string text = message ? message : "";
-  sqlite3_free(message);
-  sqlite3_close(db);
-  ASSERT_EQ(rc, SQLITE_OK) << text;
-}
-
-// Stores the content checksum again, as a writer that appends windows must.
-void Restamp(const std::string& path) {
-  sqlite3* db = nullptr;
-  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
-  auto sum = ContentChecksum(db);
-  ASSERT_TRUE(sum.ok());
-  sqlite3_close(db);
-  ExecSql(path, "UPDATE meta SET value = '" + *sum + "' WHERE capture_id = 0 AND key = 'content_crc32'");
 }
 
 // Every capture error is one line that names the file, with exit code 2.
