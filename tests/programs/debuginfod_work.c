@@ -1,5 +1,7 @@
 /* The program a stripped twin of which is named through a local debuginfod
- * server: stripped_hot burns CPU under stripped_outer. Usage: debuginfod_work [seconds] */
+ * server: stripped_hot burns CPU under stripped_outer for [seconds] of its own CPU time
+ * (not wall time: on a loaded machine the sample count stays the same).
+ * Usage: debuginfod_work [seconds] */
 #include <stdlib.h>
 #include <time.h>
 
@@ -8,7 +10,7 @@ volatile unsigned long sink;
 static double now(void)
 {
 	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
