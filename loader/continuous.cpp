@@ -12,6 +12,7 @@
 #include <optional>
 
 #include "loader/java_extension.h"
+#include "loader/capabilities.h"
 #include "loader/recording_session.h"
 #include "model/profile_merge.h"
 #include "store/window_store.h"
@@ -21,13 +22,6 @@ namespace arcprof {
 using namespace arcprof::model;
 using namespace arcprof::store;
 namespace {
-
-bool HasEffectiveCap(int cap) {
-  __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
-  __user_cap_data_struct data[2] = {};
-  if (syscall(SYS_capget, &header, data) != 0) return false;
-  return (data[cap / 32].effective >> (cap % 32)) & 1u;
-}
 
 // Points stderr at the log file (appending); on SIGHUP the file is reopened,
 // so logrotate can move it away.
@@ -63,11 +57,11 @@ Result<void> CheckContinuousCapabilities(bool java_attach) {
   };
   // The set packaging/arcprof.service grants, in its order.
   const Needed needed[] = {
-      {39, "CAP_BPF", "to load the sampling programs", false},
-      {38, "CAP_PERFMON", "to open perf events on every CPU", false},
-      {19, "CAP_SYS_PTRACE", "to read other processes' memory maps", false},
-      {7, "CAP_SETUID", "to attach to JVMs as their user (or pass --no-java)", true},
-      {6, "CAP_SETGID", "to attach to JVMs as their group (or pass --no-java)", true},
+      {CAP_BPF, "CAP_BPF", "to load the sampling programs", false},
+      {CAP_PERFMON, "CAP_PERFMON", "to open perf events on every CPU", false},
+      {CAP_SYS_PTRACE, "CAP_SYS_PTRACE", "to read other processes' memory maps", false},
+      {CAP_SETUID, "CAP_SETUID", "to attach to JVMs as their user (or pass --no-java)", true},
+      {CAP_SETGID, "CAP_SETGID", "to attach to JVMs as their group (or pass --no-java)", true},
   };
   for (const Needed& n : needed) {
     if (n.java_only && !java_attach) continue;
@@ -77,10 +71,10 @@ Result<void> CheckContinuousCapabilities(bool java_attach) {
     }
   }
   // Without these it runs, with fewer names: say so once.
-  if (!HasEffectiveCap(34)) {
+  if (!HasEffectiveCap(CAP_SYSLOG)) {
     fprintf(stderr, "arcprof: without CAP_SYSLOG kernel frames stay unnamed (/proc/kallsyms hides addresses)\n");
   }
-  if (!HasEffectiveCap(2)) {
+  if (!HasEffectiveCap(CAP_DAC_READ_SEARCH)) {
     fprintf(stderr, "arcprof: without CAP_DAC_READ_SEARCH binaries this user cannot read stay unnamed\n");
   }
   return {};

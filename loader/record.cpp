@@ -17,6 +17,7 @@
 
 #include "loader/debuginfod_naming.h"
 #include "loader/launcher.h"
+#include "loader/capabilities.h"
 #include "loader/recording_session.h"
 #include "store/atomic_file.h"
 #include "store/capture_store.h"
@@ -27,13 +28,6 @@ namespace arcprof {
 using namespace arcprof::model;
 using namespace arcprof::store;
 namespace {
-
-bool HasEffectiveCap(int cap) {
-  __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
-  __user_cap_data_struct data[2] = {};
-  if (syscall(SYS_capget, &header, data) != 0) return false;
-  return (data[cap / 32].effective >> (cap % 32)) & 1u;
-}
 
 // After a stop signal, the command gets this long to exit before SIGKILL.
 constexpr uint64_t kCommandGraceNs = 2'000'000'000;
@@ -106,8 +100,7 @@ Result<void> WriteCaptureOrRescue(const std::string& path, const Profile& profil
 }  // namespace
 
 Result<void> CheckRecordPreconditions() {
-  constexpr int kCapPerfmon = 38, kCapBpf = 39;
-  if (geteuid() != 0 && !(HasEffectiveCap(kCapBpf) && HasEffectiveCap(kCapPerfmon))) {
+  if (geteuid() != 0 && !(HasEffectiveCap(CAP_BPF) && HasEffectiveCap(CAP_PERFMON))) {
     return MakeError(
         "arcprof record needs root (or CAP_BPF and CAP_PERFMON) to load BPF programs: run it "
         "with sudo");
