@@ -9,7 +9,11 @@
 # Workloads: g++ -O2 of three large test files, xz -9, python3 (compileall,
 # ast, json), node with a perf map, a JDK 17 program, sqlite3 with a recursive
 # CTE. Only tools scripts/install-deps.sh installs.
-# Usage: bench/capture_size_bench.sh [BUILD_DIR]   (as root; SECONDS_PER_WORKLOAD=N, default 15)
+# After the table, where each capture's bytes go: bytes per table (and index)
+# from SQLite's dbstat, free pages, page size, and the raw vs compressed bytes
+# of the frame and tree blocks.
+# Usage: bench/capture_size_bench.sh [BUILD_DIR]   (as root; SECONDS_PER_WORKLOAD=N, default 15;
+#        KEEP_CAPTURES=DIR keeps the captures)
 set -euo pipefail
 build=$(realpath "${1:-build}")
 arcprof=$build/arcprof
@@ -83,6 +87,23 @@ for w in "${order[@]}"; do
   r1=$(report_s "$tmp/$w.v1.db")
   echo "| $w | $a_samples | **$(per "$a_bytes" "$a_samples")** ($a_bytes B) | $(per "$v1_bytes" "$a_samples") | ${p_samples:-?} | $(per "$p_bytes" "${p_samples:-0}") ($p_bytes B) | $r2 / $r1 |"
   rm -f "$p" "$tmp/$w.v1.db"
+  [ -n "${KEEP_CAPTURES:-}" ] && mkdir -p "$KEEP_CAPTURES" && cp "$a" "$KEEP_CAPTURES/"
+done
+
+echo
+echo "## Where the bytes go (dbstat: bytes per table or index, pages included)"
+echo
+for w in "${order[@]}"; do
+  a=$tmp/$w.db
+  [ -f "$a" ] || continue
+  echo "- **$w** ($(stat -c %s "$a") B, page size $(sqlite3 "$a" 'PRAGMA page_size'),"\
+       "$(sqlite3 "$a" 'PRAGMA freelist_count') free pages):" \
+       "$(sqlite3 "$a" "SELECT group_concat(name || ' ' || bytes, ', ') FROM
+           (SELECT name, sum(pgsize) AS bytes FROM dbstat GROUP BY name ORDER BY bytes DESC)")"
+  for t in frame_blocks tree_blocks; do
+    echo "  - $t: $(sqlite3 "$a" "SELECT count(*) || ' blocks, ' || coalesce(sum(raw_bytes), 0) || ' B raw, ' ||
+                                  coalesce(sum(length(data)), 0) || ' B compressed' FROM $t" 2>/dev/null || echo -)"
+  done
 done
 echo
 echo "arcprof records with its defaults for a command (hybrid unwinding, off-CPU stacks, PTT);"

@@ -8,18 +8,12 @@
 #include <cstring>
 
 #include "store/capture_store.h"
+#include "store/sqlite_db.h"
 
 namespace arcprof::push {
 using namespace arcprof::model;
 using namespace arcprof::store;
 namespace {
-
-sqlite3* Db(void* p) { return static_cast<sqlite3*>(p); }
-
-struct Stmt {
-  sqlite3_stmt* stmt = nullptr;
-  ~Stmt() { sqlite3_finalize(stmt); }
-};
 
 uint64_t ParseU64(const unsigned char* text) {
   if (text == nullptr) return 0;
@@ -56,32 +50,29 @@ Result<std::unique_ptr<CaptureWindows>> CaptureWindows::Open(const std::string& 
   if (!profile) return profile.error();
 
   std::unique_ptr<CaptureWindows> self(new CaptureWindows(path));
-  sqlite3* db = nullptr;
-  int rc = sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOFOLLOW, nullptr);
-  self->db_ = db;
-  if (rc != SQLITE_OK) return fail(std::string("cannot open for writing: ") + (db ? sqlite3_errmsg(db) : sqlite3_errstr(rc)));
-  sqlite3_db_config(db, SQLITE_DBCONFIG_DEFENSIVE, 1, nullptr);
-  sqlite3_db_config(db, SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0, nullptr);
-  sqlite3_db_config(db, SQLITE_DBCONFIG_ENABLE_TRIGGER, 0, nullptr);
-  sqlite3_db_config(db, SQLITE_DBCONFIG_ENABLE_VIEW, 0, nullptr);
-  sqlite3_busy_timeout(db, 5000);
-  char* message = nullptr;
-  rc = sqlite3_exec(db, kPushSentTableSql, nullptr, nullptr, &message);
-  if (rc != SQLITE_OK) {
-    std::string text = message ? message : sqlite3_errmsg(db);
-    sqlite3_free(message);
-    return fail("cannot record sent windows: " + text);
-  }
-  Stmt count;
-  sqlite3_prepare_v2(db, "SELECT count(*) FROM windows", -1, &count.stmt, nullptr);
-  if (count.stmt && sqlite3_step(count.stmt) == SQLITE_ROW) self->windows_ = sqlite3_column_int64(count.stmt, 0);
+  SqlDb::UntrustedOptions options;
+  options.writable = true;
+  options.no_follow = true;
+  options.busy_timeout_ms = 5000;
+  auto db = SqlDb::OpenUntrusted(path, options, path + ": cannot open for writing: ");
+  if (!db) return db.error();
+  self->db_ = std::make_unique<SqlDb>(std::move(*db));
+  self->db_->set_context(path + ": cannot record sent windows: ");
+  if (auto r = self->db_->Exec(kPushSentTableSql); !r) return r.error();
+  self->db_->set_context(path + ": cannot count windows: ");
+  auto count = self->db_->QueryInt("SELECT count(*) FROM windows");
+  if (!count) return count.error();
+  self->windows_ = *count;
   return self;
 }
 
-CaptureWindows::~CaptureWindows() { sqlite3_close_v2(Db(db_)); }
+CaptureWindows::CaptureWindows(std::string path) : path_(std::move(path)) {}
+
+CaptureWindows::~CaptureWindows() = default;
 
 Result<std::vector<WindowInfo>> CaptureWindows::Unsent(const std::string& destination) {
-  Stmt s;
+  SqlDb& db = *db_;
+  db.set_context(path_ + ": cannot list windows: ");
   const char* sql =
       "SELECT w.id, c.uuid, w.start_ns, w.end_ns,"
       " (SELECT value FROM meta m WHERE m.capture_id = c.id AND m.key = 'start_unix_ns'),"
@@ -89,28 +80,24 @@ Result<std::vector<WindowInfo>> CaptureWindows::Unsent(const std::string& destin
       " FROM windows w JOIN captures c ON c.id = w.capture_id"
       " WHERE NOT EXISTS (SELECT 1 FROM push_sent p WHERE p.window_id = w.id AND p.destination = ?)"
       " ORDER BY w.start_ns, w.id";
-  if (sqlite3_prepare_v2(Db(db_), sql, -1, &s.stmt, nullptr) != SQLITE_OK) {
-    return MakeError(path_ + ": cannot list windows: " + sqlite3_errmsg(Db(db_)), ErrorKind::kCapture);
-  }
-  sqlite3_bind_text(s.stmt, 1, destination.data(), static_cast<int>(destination.size()), SQLITE_TRANSIENT);
+  auto stmt = db.Prepare(sql);
+  if (!stmt) return stmt.error();
+  stmt->Bind(1, destination);
   std::vector<WindowInfo> out;
-  int rc;
-  while ((rc = sqlite3_step(s.stmt)) == SQLITE_ROW) {
+  auto listed = db.ForEachRow(*stmt, [&](sqlite3_stmt* s) -> Result<void> {
     WindowInfo w;
-    w.id = sqlite3_column_int64(s.stmt, 0);
-    const auto* uuid = sqlite3_column_text(s.stmt, 1);
-    w.stable_id = std::string(uuid ? reinterpret_cast<const char*>(uuid) : "") + "/" + std::to_string(w.id);
-    const uint64_t start_mono = static_cast<uint64_t>(sqlite3_column_int64(s.stmt, 2));
-    const uint64_t end_mono = static_cast<uint64_t>(sqlite3_column_int64(s.stmt, 3));
-    const uint64_t capture_unix = ParseU64(sqlite3_column_text(s.stmt, 4));
-    const uint64_t capture_mono = ParseU64(sqlite3_column_text(s.stmt, 5));
+    w.id = sqlite3_column_int64(s, 0);
+    w.stable_id = SqlColumnText(s, 1) + "/" + std::to_string(w.id);
+    const uint64_t start_mono = static_cast<uint64_t>(sqlite3_column_int64(s, 2));
+    const uint64_t end_mono = static_cast<uint64_t>(sqlite3_column_int64(s, 3));
+    const uint64_t capture_unix = ParseU64(sqlite3_column_text(s, 4));
+    const uint64_t capture_mono = ParseU64(sqlite3_column_text(s, 5));
     w.start_unix_ns = capture_unix + (start_mono > capture_mono ? start_mono - capture_mono : 0);
     w.end_unix_ns = w.start_unix_ns + (end_mono > start_mono ? end_mono - start_mono : 0);
     out.push_back(std::move(w));
-  }
-  if (rc != SQLITE_DONE) {
-    return MakeError(path_ + ": cannot list windows: " + sqlite3_errmsg(Db(db_)), ErrorKind::kCapture);
-  }
+    return {};
+  });
+  if (!listed) return listed.error();
   return out;
 }
 
@@ -124,21 +111,13 @@ Result<Profile> CaptureWindows::Read(const WindowInfo& window) {
 }
 
 Result<void> CaptureWindows::MarkSent(const WindowInfo& window, const std::string& destination) {
-  Stmt s;
-  if (sqlite3_prepare_v2(Db(db_),
-                         "INSERT OR REPLACE INTO push_sent (window_id, destination, sent_unix_ns) VALUES (?, ?, ?)",
-                         -1, &s.stmt, nullptr) != SQLITE_OK) {
-    return MakeError(path_ + ": cannot mark a window sent: " + sqlite3_errmsg(Db(db_)), ErrorKind::kCapture);
-  }
+  SqlDb& db = *db_;
+  db.set_context(path_ + ": cannot mark a window sent: ");
   const int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
                           std::chrono::system_clock::now().time_since_epoch()).count();
-  sqlite3_bind_int64(s.stmt, 1, window.id);
-  sqlite3_bind_text(s.stmt, 2, destination.data(), static_cast<int>(destination.size()), SQLITE_TRANSIENT);
-  sqlite3_bind_int64(s.stmt, 3, now);
-  if (sqlite3_step(s.stmt) != SQLITE_DONE) {
-    return MakeError(path_ + ": cannot mark a window sent: " + sqlite3_errmsg(Db(db_)), ErrorKind::kCapture);
-  }
-  return {};
+  auto stmt = db.Prepare("INSERT OR REPLACE INTO push_sent (window_id, destination, sent_unix_ns) VALUES (?, ?, ?)");
+  if (!stmt) return stmt.error();
+  return db.Insert(*stmt, window.id, destination, now);
 }
 
 }  // namespace arcprof::push

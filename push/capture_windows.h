@@ -13,6 +13,10 @@
 #include "common/result.h"
 #include "push/window_source.h"
 
+namespace arcprof::store {
+class SqlDb;
+}
+
 namespace arcprof::push {
 
 class CaptureWindows : public WindowSource {
@@ -28,9 +32,9 @@ class CaptureWindows : public WindowSource {
   Result<void> MarkSent(const WindowInfo& window, const std::string& destination) override;
 
  private:
-  explicit CaptureWindows(std::string path) : path_(std::move(path)) {}
+  explicit CaptureWindows(std::string path);
   std::string path_;
-  void* db_ = nullptr;  // sqlite3*
+  std::unique_ptr<store::SqlDb> db_;
   int64_t windows_ = 0;
 };
 

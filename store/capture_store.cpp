@@ -25,6 +25,7 @@
 #include "store/atomic_file.h"
 #include "store/capture_blocks.h"
 #include "store/ptt_store.h"
+#include "store/sqlite_db.h"
 
 namespace arcprof::store {
 using namespace arcprof::model;
@@ -205,16 +206,6 @@ const std::map<std::string, std::string>& KnownTables() {
   return tables;
 }
 
-struct DbCloser {
-  void operator()(sqlite3* db) const { sqlite3_close_v2(db); }
-};
-using DbPtr = std::unique_ptr<sqlite3, DbCloser>;
-
-struct StmtFinalizer {
-  void operator()(sqlite3_stmt* stmt) const { sqlite3_finalize(stmt); }
-};
-using StmtPtr = std::unique_ptr<sqlite3_stmt, StmtFinalizer>;
-
 // SQLite stores signed 64-bit integers; addresses and counts are unsigned and
 // round-trip through a bit cast (kernel addresses are stored negative).
 int64_t ToSql(uint64_t v) { return static_cast<int64_t>(v); }
@@ -233,63 +224,10 @@ std::string Hex128() {
 
 // ---------------------------------------------------------------- writing
 
-struct Blob {
-  std::string bytes;
-};
-
-class Writer {
- public:
-  Writer(sqlite3* db, const std::string& path) : db_(db), path_(path) {}
-  sqlite3* db() const { return db_; }
-  const std::string& path() const { return path_; }
-
-  Result<void> Exec(const char* sql) {
-    char* message = nullptr;
-    if (sqlite3_exec(db_, sql, nullptr, nullptr, &message) != SQLITE_OK) {
-      std::string text = message ? message : sqlite3_errmsg(db_);
-      sqlite3_free(message);
-      return Fail(text);
-    }
-    return {};
-  }
-
-  Result<StmtPtr> Prepare(const char* sql) {
-    sqlite3_stmt* stmt = nullptr;
-    if (sqlite3_prepare_v2(db_, sql, -1, &stmt, nullptr) != SQLITE_OK) {
-      return Fail(sqlite3_errmsg(db_));
-    }
-    return StmtPtr(stmt);
-  }
-
-  // Binds the values in order, steps once and resets the statement.
-  template <typename... Values>
-  Result<void> Insert(sqlite3_stmt* stmt, const Values&... values) {
-    int index = 0;
-    (Bind(stmt, ++index, values), ...);
-    const int rc = sqlite3_step(stmt);
-    sqlite3_reset(stmt);
-    sqlite3_clear_bindings(stmt);
-    if (rc != SQLITE_DONE) return Fail(sqlite3_errmsg(db_));
-    return {};
-  }
-
- private:
-  static void Bind(sqlite3_stmt* stmt, int index, int64_t v) { sqlite3_bind_int64(stmt, index, v); }
-  static void Bind(sqlite3_stmt* stmt, int index, const std::string& v) {
-    sqlite3_bind_text(stmt, index, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
-  }
-  static void Bind(sqlite3_stmt* stmt, int index, std::nullptr_t) { sqlite3_bind_null(stmt, index); }
-  static void Bind(sqlite3_stmt* stmt, int index, const Blob& v) {
-    sqlite3_bind_blob64(stmt, index, v.bytes.data(), v.bytes.size(), SQLITE_TRANSIENT);
-  }
-
-  Error Fail(const std::string& what) const {
-    return MakeError(path_ + ": cannot write capture: " + what, ErrorKind::kCapture);
-  }
-
-  sqlite3* db_;
-  const std::string& path_;
-};
+// The capture writer is the SQLite helper with "<path>: cannot write capture: "
+// as its context.
+using Writer = SqlDb;
+using Blob = SqlBlob;
 
 std::vector<std::pair<std::string, std::string>> CaptureMetaRows(const CaptureMeta& meta) {
   return {
@@ -329,9 +267,9 @@ Result<void> FillFramesAndNodes1(Writer& w, const Profile& profile, const Captur
     if (inserted) {
       auto build_id = profile.build_ids.find(f.module);
       const std::string id = build_id == profile.build_ids.end() ? "" : build_id->second;
-      if (auto r = w.Insert(module->get(), it->second, f.module, id); !r) return r;
+      if (auto r = w.Insert(*module, it->second, f.module, id); !r) return r;
     }
-    if (auto r = w.Insert(frame->get(), static_cast<int64_t>(i), it->second, f.symbol,
+    if (auto r = w.Insert(*frame, static_cast<int64_t>(i), it->second, f.symbol,
                           ToSql(f.address), int64_t{static_cast<uint8_t>(f.kind)},
                           int64_t{static_cast<uint8_t>(f.reason)}, int64_t{f.inlined ? 1 : 0});
         !r) {
@@ -348,9 +286,9 @@ Result<void> FillFramesAndNodes1(Writer& w, const Profile& profile, const Captur
     for (size_t i = 0; i < nodes.size(); ++i) {
       const CallTree::Node& nd = nodes[i];
       const int64_t window_id = capture_of(profile.threads[t]);
-      Result<void> r = i == 0 ? w.Insert(node->get(), window_id, static_cast<int64_t>(t), int64_t{0},
+      Result<void> r = i == 0 ? w.Insert(*node, window_id, static_cast<int64_t>(t), int64_t{0},
                                          nullptr, nullptr, ToSql(nd.n), ToSql(nd.base))
-                              : w.Insert(node->get(), window_id, static_cast<int64_t>(t),
+                              : w.Insert(*node, window_id, static_cast<int64_t>(t),
                                          static_cast<int64_t>(i), int64_t{nd.parent},
                                          int64_t{nd.frame}, ToSql(nd.n), ToSql(nd.base));
       if (!r) return r;
@@ -372,7 +310,7 @@ Result<void> FillFramesAndNodes1(Writer& w, const Profile& profile, const Captur
       const auto& nodes = profile.threads[t].tree.nodes();
       for (size_t i = 0; i < nodes.size(); ++i) {
         if (nodes[i].offcpu == 0) continue;
-        if (auto r = w.Insert(offcpu->get(), kWindowId, static_cast<int64_t>(t),
+        if (auto r = w.Insert(*offcpu, kWindowId, static_cast<int64_t>(t),
                               static_cast<int64_t>(i), ToSql(nodes[i].offcpu));
             !r) {
           return r;
@@ -409,7 +347,7 @@ Result<void> FillBlocks(Writer& w, const Profile& profile, const CaptureOf& capt
     if (inserted) {
       auto build_id = profile.build_ids.find(f.module);
       const std::string bid = build_id == profile.build_ids.end() ? "" : build_id->second;
-      if (auto r = w.Insert(module->get(), int64_t{it->second}, f.module, bid); !r) return r;
+      if (auto r = w.Insert(*module, int64_t{it->second}, f.module, bid); !r) return r;
     }
     file_frame[id] = static_cast<uint32_t>(block_frames.size());
     block_frames.push_back(BlockFrame{it->second, &f});
@@ -418,7 +356,7 @@ Result<void> FillBlocks(Writer& w, const Profile& profile, const CaptureOf& capt
   if (!frame_block) return frame_block.error();
   int64_t block_id = 0;
   for (const std::string& raw : EncodeFrameBlocks(block_frames)) {
-    if (auto r = w.Insert(frame_block->get(), block_id++, static_cast<int64_t>(raw.size()), Blob{Deflate(raw)}); !r) {
+    if (auto r = w.Insert(*frame_block, block_id++, static_cast<int64_t>(raw.size()), Blob{Deflate(raw)}); !r) {
       return r;
     }
   }
@@ -431,9 +369,9 @@ Result<void> FillBlocks(Writer& w, const Profile& profile, const CaptureOf& capt
   const size_t value_count = any_offcpu ? 2 : 1;
   auto value_type = w.Prepare("INSERT INTO value_types (id, name, unit) VALUES (?, ?, ?)");
   if (!value_type) return value_type.error();
-  if (auto r = w.Insert(value_type->get(), int64_t{0}, std::string("base"), profile.meta.unit); !r) return r;
+  if (auto r = w.Insert(*value_type, int64_t{0}, std::string("base"), profile.meta.unit); !r) return r;
   if (any_offcpu) {
-    if (auto r = w.Insert(value_type->get(), int64_t{1}, std::string("offcpu"), std::string("nanoseconds")); !r) {
+    if (auto r = w.Insert(*value_type, int64_t{1}, std::string("offcpu"), std::string("nanoseconds")); !r) {
       return r;
     }
   }
@@ -462,7 +400,7 @@ Result<void> FillBlocks(Writer& w, const Profile& profile, const CaptureOf& capt
   block_id = 0;
   for (const auto& [window_id, trees] : windows) {
     for (const std::string& raw : EncodeTreeBlocks(trees, value_count)) {
-      if (auto r = w.Insert(tree_block->get(), block_id++, window_id, static_cast<int64_t>(raw.size()),
+      if (auto r = w.Insert(*tree_block, block_id++, window_id, static_cast<int64_t>(raw.size()),
                             Blob{Deflate(raw)});
           !r) {
         return r;
@@ -475,7 +413,8 @@ Result<void> FillBlocks(Writer& w, const Profile& profile, const CaptureOf& capt
 Result<void> FillCapture(Writer& w, const Profile& profile, int schema_version) {
   constexpr int64_t kCaptureId = 1;
   constexpr int64_t kWindowId = 1;
-  if (auto r = w.Exec("BEGIN"); !r) return r;
+  auto transaction = SqlTransaction::Begin(w);
+  if (!transaction) return transaction.error();
   if (auto r = w.Exec(kSchemaSql); !r) return r;
   if (auto r = w.Exec(schema_version == 1 ? kSchema1Sql : kSchema2Sql); !r) return r;
 
@@ -485,7 +424,7 @@ Result<void> FillCapture(Writer& w, const Profile& profile, int schema_version) 
            {"format", "arcprof capture"},
            {"schema_version", std::to_string(schema_version)},
        }) {
-    if (auto r = w.Insert(meta->get(), kStoreMetaId, key, value); !r) return r;
+    if (auto r = w.Insert(*meta, kStoreMetaId, key, value); !r) return r;
   }
 
   // A merge of several machines (ThreadRecord::host) is one capture and one
@@ -506,7 +445,7 @@ Result<void> FillCapture(Writer& w, const Profile& profile, int schema_version) 
     CaptureMeta host_meta = profile.meta;
     host_meta.host = hosts[h];
     for (const auto& [key, value] : CaptureMetaRows(host_meta)) {
-      if (auto r = w.Insert(meta->get(), static_cast<int64_t>(h) + 1, key, value); !r) return r;
+      if (auto r = w.Insert(*meta, static_cast<int64_t>(h) + 1, key, value); !r) return r;
     }
   }
 
@@ -516,8 +455,8 @@ Result<void> FillCapture(Writer& w, const Profile& profile, int schema_version) 
   if (!window) return window.error();
   for (size_t h = 0; h < hosts.size(); ++h) {
     const int64_t id = static_cast<int64_t>(h) + 1;  // capture h+1 has window h+1
-    if (auto r = w.Insert(capture->get(), id, Hex128(), hosts[h]); !r) return r;
-    if (auto r = w.Insert(window->get(), id, id, ToSql(profile.meta.start_monotonic_ns),
+    if (auto r = w.Insert(*capture, id, Hex128(), hosts[h]); !r) return r;
+    if (auto r = w.Insert(*window, id, id, ToSql(profile.meta.start_monotonic_ns),
                           ToSql(profile.meta.end_monotonic_ns));
         !r) {
       return r;
@@ -530,7 +469,7 @@ Result<void> FillCapture(Writer& w, const Profile& profile, int schema_version) 
   if (!thread) return thread.error();
   for (size_t i = 0; i < profile.threads.size(); ++i) {
     const ThreadRecord& t = profile.threads[i];
-    if (auto r = w.Insert(thread->get(), static_cast<int64_t>(i), capture_of(t), int64_t{t.pid},
+    if (auto r = w.Insert(*thread, static_cast<int64_t>(i), capture_of(t), int64_t{t.pid},
                           int64_t{t.tid}, t.comm, t.process_comm, t.cmdline);
         !r) {
       return r;
@@ -545,16 +484,16 @@ Result<void> FillCapture(Writer& w, const Profile& profile, int schema_version) 
   auto counter = w.Prepare("INSERT INTO counters (window_id, name, value) VALUES (?, ?, ?)");
   if (!counter) return counter.error();
   for (const auto& [name, value] : profile.counters) {
-    if (auto r = w.Insert(counter->get(), kWindowId, name, value); !r) return r;
+    if (auto r = w.Insert(*counter, kWindowId, name, value); !r) return r;
   }
   if (profile.ptt.recorded) {
-    if (auto r = WritePttTables(w.db(), profile.ptt, kCaptureId, kWindowId, w.path()); !r) return r;
+    if (auto r = WritePttTables(w, profile.ptt, kCaptureId, kWindowId); !r) return r;
   }
   // Last: the checksum of everything above, read back the way readers see it.
-  auto sum = ContentChecksum(w.db());
-  if (!sum) return MakeError(w.path() + ": cannot write capture: " + sum.error().message, ErrorKind::kCapture);
-  if (auto r = w.Insert(meta->get(), kStoreMetaId, std::string(kChecksumKey), *sum); !r) return r;
-  return w.Exec("COMMIT");
+  auto sum = ContentChecksum(w.get());
+  if (!sum) return w.Fail(sum.error().message);
+  if (auto r = w.Insert(*meta, kStoreMetaId, std::string(kChecksumKey), *sum); !r) return r;
+  return transaction->Commit();
 }
 
 Result<void> ValidateForWriting(const std::string& path, const Profile& profile) {
@@ -574,22 +513,8 @@ Result<void> ValidateForWriting(const std::string& path, const Profile& profile)
 
 // ---------------------------------------------------------------- reading
 
-// SQLite messages can quote text from the file (a malformed schema, say), and
-// errors must stay one line: control characters become spaces, long text is cut.
-std::string OneLine(std::string message) {
-  constexpr size_t kMaxLength = 300;
-  for (char& c : message) {
-    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = ' ';
-  }
-  if (message.size() > kMaxLength) message = message.substr(0, kMaxLength - 3) + "...";
-  return message;
-}
-
 // A text column as stored (for checks that compare it with our constants).
-std::string ColumnTextRaw(sqlite3_stmt* stmt, int column) {
-  const auto* text = reinterpret_cast<const char*>(sqlite3_column_text(stmt, column));
-  return text ? std::string(text, static_cast<size_t>(sqlite3_column_bytes(stmt, column))) : "";
-}
+std::string ColumnTextRaw(sqlite3_stmt* stmt, int column) { return SqlColumnText(stmt, column); }
 
 // A text column for the Profile: control characters escaped (docs/capture-format.md),
 // so no view prints a name that moves the cursor or forges a line.
@@ -597,40 +522,22 @@ std::string ColumnText(sqlite3_stmt* stmt, int column) {
   return EscapeControl(ColumnTextRaw(stmt, column));
 }
 
-// "file:" URI of a path, so that URI parameters can follow.
-std::string FileUri(const std::string& path) {
-  static constexpr char kHex[] = "0123456789ABCDEF";
-  std::string out = "file:";
-  for (unsigned char c : path) {
-    if (c == '%' || c == '?' || c == '#' || c < 0x21 || c >= 0x7f) {
-      out += '%';
-      out += kHex[c >> 4];
-      out += kHex[c & 0xf];
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out;
-}
-
 }  // namespace
 
 // CRC-32 (zlib) over every row of every arcprof table in the file except
 // push_sent (marks added later) and the checksum's own meta row: tables by
 // name, rows by primary key, each value as a type byte and its bytes.
-Result<std::string> ContentChecksum(sqlite3* db) {
+Result<std::string> ContentChecksum(sqlite3* connection) {
+  SqlDb db = SqlDb::Borrow(connection, "");
   std::vector<std::string> tables;
-  {
-    sqlite3_stmt* raw = nullptr;
-    if (sqlite3_prepare_v2(db, "SELECT name FROM sqlite_schema WHERE type = 'table' ORDER BY name",
-                           -1, &raw, nullptr) != SQLITE_OK) {
-      return MakeError(sqlite3_errmsg(db));
-    }
-    StmtPtr stmt(raw);
-    while (sqlite3_step(raw) == SQLITE_ROW) {
-      const std::string name = ColumnTextRaw(raw, 0);
-      if (KnownTables().count(name) && name != "push_sent") tables.push_back(name);
-    }
+  if (auto r = db.ForEachRow("SELECT name FROM sqlite_schema WHERE type = 'table' ORDER BY name",
+                             [&](sqlite3_stmt* s) -> Result<void> {
+                               const std::string name = ColumnTextRaw(s, 0);
+                               if (KnownTables().count(name) && name != "push_sent") tables.push_back(name);
+                               return {};
+                             });
+      !r) {
+    return r.error();
   }
   uLong crc = crc32(0L, Z_NULL, 0);
   auto add = [&](const void* data, size_t size) {
@@ -639,16 +546,13 @@ Result<std::string> ContentChecksum(sqlite3* db) {
   for (const std::string& table : tables) {
     // Primary key columns in key order; rowid for tables without one.
     std::vector<std::pair<int, std::string>> key;
-    {
-      sqlite3_stmt* raw = nullptr;
-      const std::string sql = "SELECT name, pk FROM pragma_table_info('" + table + "')";
-      if (sqlite3_prepare_v2(db, sql.c_str(), -1, &raw, nullptr) != SQLITE_OK) {
-        return MakeError(sqlite3_errmsg(db));
-      }
-      StmtPtr stmt(raw);
-      while (sqlite3_step(raw) == SQLITE_ROW) {
-        if (const int pk = sqlite3_column_int(raw, 1); pk > 0) key.emplace_back(pk, ColumnTextRaw(raw, 0));
-      }
+    const std::string key_sql = "SELECT name, pk FROM pragma_table_info('" + table + "')";
+    if (auto r = db.ForEachRow(key_sql.c_str(), [&](sqlite3_stmt* s) -> Result<void> {
+          if (const int pk = sqlite3_column_int(s, 1); pk > 0) key.emplace_back(pk, ColumnTextRaw(s, 0));
+          return {};
+        });
+        !r) {
+      return r.error();
     }
     std::sort(key.begin(), key.end());
     std::string order;
@@ -657,32 +561,29 @@ Result<std::string> ContentChecksum(sqlite3* db) {
     std::string sql = "SELECT * FROM " + table;
     if (table == "meta") sql += std::string(" WHERE NOT (capture_id = 0 AND key = '") + kChecksumKey + "')";
     sql += " ORDER BY " + order;
-    sqlite3_stmt* raw = nullptr;
-    if (sqlite3_prepare_v2(db, sql.c_str(), -1, &raw, nullptr) != SQLITE_OK) {
-      return MakeError(sqlite3_errmsg(db));
-    }
-    StmtPtr stmt(raw);
     add(table.data(), table.size() + 1);
-    int rc;
-    while ((rc = sqlite3_step(raw)) == SQLITE_ROW) {
-      for (int c = 0; c < sqlite3_column_count(raw); ++c) {
-        const auto type = static_cast<unsigned char>(sqlite3_column_type(raw, c));
-        add(&type, 1);
-        if (type == SQLITE_INTEGER) {
-          const int64_t v = sqlite3_column_int64(raw, c);
-          add(&v, sizeof(v));
-        } else if (type == SQLITE_FLOAT) {
-          const double v = sqlite3_column_double(raw, c);
-          add(&v, sizeof(v));
-        } else if (type != SQLITE_NULL) {
-          const void* bytes = type == SQLITE_BLOB ? sqlite3_column_blob(raw, c) : sqlite3_column_text(raw, c);
-          const int64_t size = sqlite3_column_bytes(raw, c);
-          add(&size, sizeof(size));
-          if (size > 0) add(bytes, static_cast<size_t>(size));
-        }
-      }
+    if (auto r = db.ForEachRow(sql.c_str(), [&](sqlite3_stmt* s) -> Result<void> {
+          for (int c = 0; c < sqlite3_column_count(s); ++c) {
+            const auto type = static_cast<unsigned char>(sqlite3_column_type(s, c));
+            add(&type, 1);
+            if (type == SQLITE_INTEGER) {
+              const int64_t v = sqlite3_column_int64(s, c);
+              add(&v, sizeof(v));
+            } else if (type == SQLITE_FLOAT) {
+              const double v = sqlite3_column_double(s, c);
+              add(&v, sizeof(v));
+            } else if (type != SQLITE_NULL) {
+              const void* bytes = type == SQLITE_BLOB ? sqlite3_column_blob(s, c) : sqlite3_column_text(s, c);
+              const int64_t size = sqlite3_column_bytes(s, c);
+              add(&size, sizeof(size));
+              if (size > 0) add(bytes, static_cast<size_t>(size));
+            }
+          }
+          return {};
+        });
+        !r) {
+      return r.error();
     }
-    if (rc != SQLITE_DONE) return MakeError(sqlite3_errmsg(db));
   }
   char hex[16];
   snprintf(hex, sizeof(hex), "%08lx", static_cast<unsigned long>(crc));
@@ -703,21 +604,19 @@ class Reader {
     return MakeError(path_ + ": " + what, ErrorKind::kCapture);
   }
   // Maps an SQLite failure to the clearest one-line explanation.
-  Error FromSqlite(int rc) const {
+  Error FromSqlite(int rc, const std::string& message) const {
     switch (rc & 0xff) {
       case SQLITE_NOTADB:
         return Fail("not an arcprof capture (not a SQLite file)");
-      case SQLITE_CORRUPT:
-        return Corrupt(db_ ? sqlite3_errmsg(db_.get()) : "database disk image is malformed");
       case SQLITE_CANTOPEN:
       case SQLITE_PERM:
       case SQLITE_AUTH:
-        return Fail(std::string("cannot open capture: ") + (db_ ? sqlite3_errmsg(db_.get()) : "") +
-                    "; check the path and its permissions");
-      default:
-        return Corrupt(db_ ? sqlite3_errmsg(db_.get()) : sqlite3_errstr(rc));
+        return Fail("cannot open capture: " + message + "; check the path and its permissions");
+      default:  // SQLITE_CORRUPT and everything else
+        return Corrupt(message);
     }
   }
+  Error FromSqlite(int rc) const { return db_.Fail(rc); }
 
   Result<void> Open() {
     struct stat st {};
@@ -741,37 +640,18 @@ class Reader {
         immutable = true;
       }
     }
-    sqlite3* raw = nullptr;
-    const std::string uri = FileUri(path_) + (immutable ? "?immutable=1" : "");
-    const int rc =
-        sqlite3_open_v2(uri.c_str(), &raw, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, nullptr);
-    db_.reset(raw);
-    if (rc != SQLITE_OK) return FromSqlite(rc);
-    // No single value larger than this is read (SQLITE_TOOBIG instead).
-    sqlite3_limit(db_.get(), SQLITE_LIMIT_LENGTH, kMaxValueBytes);
-    // The file is outside input: never run code it carries (views, triggers,
-    // functions in its schema) and refuse writes to the schema.
-    sqlite3_db_config(db_.get(), SQLITE_DBCONFIG_DEFENSIVE, 1, nullptr);
-    sqlite3_db_config(db_.get(), SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0, nullptr);
-    sqlite3_db_config(db_.get(), SQLITE_DBCONFIG_ENABLE_TRIGGER, 0, nullptr);
-    sqlite3_db_config(db_.get(), SQLITE_DBCONFIG_ENABLE_VIEW, 0, nullptr);
+    SqlDb::UntrustedOptions options;
+    options.immutable = immutable;
+    options.max_value_bytes = kMaxValueBytes;  // no larger value is read (SQLITE_TOOBIG instead)
+    auto db = SqlDb::OpenUntrusted(path_, options, path_ + ": ",
+                                   [this](int rc, const std::string& message) { return FromSqlite(rc, message); });
+    if (!db) return db.error();
+    db_ = std::move(*db);
     return {};
   }
 
-  Result<int64_t> PragmaInt(const char* sql) {
-    auto stmt = Prepare(sql);
-    if (!stmt) return stmt.error();
-    const int rc = sqlite3_step(stmt->get());
-    if (rc != SQLITE_ROW) return FromSqlite(rc);
-    return sqlite3_column_int64(stmt->get(), 0);
-  }
-
-  Result<StmtPtr> Prepare(const char* sql) {
-    sqlite3_stmt* stmt = nullptr;
-    const int rc = sqlite3_prepare_v2(db_.get(), sql, -1, &stmt, nullptr);
-    if (rc != SQLITE_OK) return FromSqlite(rc);
-    return StmtPtr(stmt);
-  }
+  Result<int64_t> PragmaInt(const char* sql) { return db_.QueryInt(sql); }
+  Result<SqlStatement> Prepare(const char* sql) { return db_.Prepare(sql); }
 
   Result<void> CheckIdentity() {
     auto app_id = PragmaInt("PRAGMA application_id");
@@ -796,10 +676,9 @@ class Reader {
   Result<void> QuickCheck() {
     auto stmt = Prepare("PRAGMA quick_check(1)");
     if (!stmt) return stmt.error();
-    const int rc = sqlite3_step(stmt->get());
-    if (rc != SQLITE_ROW) return FromSqlite(rc);
-    const auto* text = reinterpret_cast<const char*>(sqlite3_column_text(stmt->get(), 0));
-    const std::string result = text ? text : "";
+    auto row = db_.Step(*stmt);
+    if (!row) return row.error();
+    const std::string result = *row ? ColumnTextRaw(stmt->get(), 0) : "no result";
     if (result != "ok") return Corrupt("integrity check failed: " + IntegrityMessage(result));
     return {};
   }
@@ -813,9 +692,9 @@ class Reader {
     if (!stmt) return stmt.error();
     const auto& known = KnownTables();
     for (;;) {
-      const int rc = sqlite3_step(stmt->get());
-      if (rc == SQLITE_DONE) return {};
-      if (rc != SQLITE_ROW) return FromSqlite(rc);
+      auto more = db_.Step(*stmt);
+      if (!more) return more.error();
+      if (!*more) return {};
       const std::string type = ColumnTextRaw(stmt->get(), 0);
       const std::string name = ColumnTextRaw(stmt->get(), 1);
       const std::string table = ColumnTextRaw(stmt->get(), 2);
@@ -864,23 +743,25 @@ class Reader {
     return {};
   }
 
-  Result<bool> HasTable(const char* name) {
+  // The type of the schema object `name` ("table", "index", ...; "" when none).
+  Result<std::string> SchemaType(const char* name) {
     auto stmt = Prepare("SELECT type FROM sqlite_schema WHERE name = ?");
     if (!stmt) return stmt.error();
-    sqlite3_bind_text(stmt->get(), 1, name, -1, SQLITE_STATIC);
-    const int rc = sqlite3_step(stmt->get());
-    if (rc == SQLITE_DONE) return false;
-    if (rc != SQLITE_ROW) return FromSqlite(rc);
-    const auto* text = reinterpret_cast<const char*>(sqlite3_column_text(stmt->get(), 0));
-    if (std::string(text ? text : "") != "table") {
-      return Corrupt(std::string("'") + name + "' is not a table");
-    }
+    stmt->Bind(1, name);
+    auto row = db_.Step(*stmt);
+    if (!row) return row.error();
+    return *row ? ColumnTextRaw(stmt->get(), 0) : std::string();
+  }
+
+  Result<bool> HasTable(const char* name) {
+    auto type = SchemaType(name);
+    if (!type) return type.error();
+    if (type->empty()) return false;
+    if (*type != "table") return Corrupt(std::string("'") + name + "' is not a table");
     return true;
   }
 
   Result<void> CheckTables() {
-    auto stmt = Prepare("SELECT type FROM sqlite_schema WHERE name = ?");
-    if (!stmt) return stmt.error();
     std::vector<const char*> names(std::begin(kCommonTables), std::end(kCommonTables));
     if (schema_version_ == 1) {
       names.insert(names.end(), std::begin(kSchema1Tables), std::end(kSchema1Tables));
@@ -888,17 +769,9 @@ class Reader {
       names.insert(names.end(), std::begin(kSchema2Tables), std::end(kSchema2Tables));
     }
     for (const char* name : names) {
-      sqlite3_bind_text(stmt->get(), 1, name, -1, SQLITE_STATIC);
-      const int rc = sqlite3_step(stmt->get());
-      std::string type;
-      if (rc == SQLITE_ROW) {
-        const auto* text = reinterpret_cast<const char*>(sqlite3_column_text(stmt->get(), 0));
-        type = text ? text : "";
-      } else if (rc != SQLITE_DONE) {
-        return FromSqlite(rc);
-      }
-      sqlite3_reset(stmt->get());
-      if (type != "table") return Corrupt(std::string("table '") + name + "' is missing");
+      auto type = SchemaType(name);
+      if (!type) return type.error();
+      if (*type != "table") return Corrupt(std::string("table '") + name + "' is missing");
     }
     return {};
   }
@@ -914,9 +787,9 @@ class Reader {
     if (!stmt) return stmt.error();
     const int columns = sqlite3_column_count(stmt->get());
     for (;;) {
-      const int rc = sqlite3_step(stmt->get());
-      if (rc == SQLITE_DONE) return {};
-      if (rc != SQLITE_ROW) return FromSqlite(rc);
+      auto more = db_.Step(*stmt);
+      if (!more) return more.error();
+      if (!*more) return {};
       for (int c = 0; c < columns; ++c) {
         const int type = sqlite3_column_type(stmt->get(), c);
         const bool want_text = (text_columns >> c) & 1u;
@@ -958,7 +831,7 @@ class Reader {
   }
 
   const std::string& path_;
-  DbPtr db_;
+  SqlDb db_;
   int schema_version_ = 0;
   uint64_t spent_ = 0;
 };
@@ -1126,20 +999,20 @@ Result<Profile> Reader::ReadAll() {
   {
     auto stmt = Prepare("SELECT capture_id, key, value FROM meta WHERE capture_id IN (0, ?)");
     if (!stmt) return stmt.error();
-    sqlite3_bind_int64(stmt->get(), 1, first_capture);
-    for (;;) {
-      const int rc = sqlite3_step(stmt->get());
-      if (rc == SQLITE_DONE) break;
-      if (rc != SQLITE_ROW) return FromSqlite(rc);
-      if (sqlite3_column_type(stmt->get(), 0) != SQLITE_INTEGER ||
-          sqlite3_column_type(stmt->get(), 1) != SQLITE_TEXT ||
-          sqlite3_column_type(stmt->get(), 2) != SQLITE_TEXT) {
-        return Corrupt("a meta row holds values of the wrong type");
-      }
-      auto& target = sqlite3_column_int64(stmt->get(), 0) == kStoreMetaId ? store_meta : capture_meta;
-      std::string key = ColumnText(stmt->get(), 1), value = ColumnText(stmt->get(), 2);
-      if (auto r = Spend(key.size() + value.size()); !r) return r.error();
-      target[std::move(key)] = std::move(value);
+    stmt->Bind(1, first_capture);
+    if (auto r = db_.ForEachRow(*stmt, [&](sqlite3_stmt* s) -> Result<void> {
+          if (sqlite3_column_type(s, 0) != SQLITE_INTEGER || sqlite3_column_type(s, 1) != SQLITE_TEXT ||
+              sqlite3_column_type(s, 2) != SQLITE_TEXT) {
+            return Corrupt("a meta row holds values of the wrong type");
+          }
+          auto& target = sqlite3_column_int64(s, 0) == kStoreMetaId ? store_meta : capture_meta;
+          std::string key = ColumnText(s, 1), value = ColumnText(s, 2);
+          if (auto r = Spend(key.size() + value.size()); !r) return r;
+          target[std::move(key)] = std::move(value);
+          return {};
+        });
+        !r) {
+      return r.error();
     }
   }
   {
@@ -1420,7 +1293,7 @@ Result<Profile> Reader::ReadAll() {
     return r.error();
   }
   // Optional tables: absent in captures recorded without --ptt.
-  if (auto r = ReadPttTables(db_.get(), path_, profile.ptt); !r) return r.error();
+  if (auto r = ReadPttTables(db_, path_, profile.ptt); !r) return r.error();
   // Last, so that the checks above name what is wrong when they can.
   if (auto r = CheckContentChecksum(store_meta); !r) return r.error();
   return profile;
@@ -1442,15 +1315,9 @@ Result<void> WriteCapture(const std::string& path, const Profile& profile,
   file->CloseFd();
 
   {
-    sqlite3* raw = nullptr;
-    const int rc = sqlite3_open_v2(file->temp_path().c_str(), &raw,
-                                   SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOFOLLOW, nullptr);
-    DbPtr db(raw);
-    if (rc != SQLITE_OK) {
-      return MakeError(path + ": cannot write capture: " + (raw ? sqlite3_errmsg(raw) : sqlite3_errstr(rc)),
-                       ErrorKind::kCapture);
-    }
-    Writer writer(db.get(), path);
+    auto db = SqlDb::OpenForWriting(file->temp_path(), path + ": cannot write capture: ");
+    if (!db) return db.error();
+    Writer& writer = *db;
     // The temporary file is discarded on any failure, so a rollback journal on
     // disk would buy nothing; keep it in memory so no second file is created.
     if (auto r = writer.Exec("PRAGMA journal_mode = MEMORY"); !r) return r;
@@ -1461,7 +1328,7 @@ Result<void> WriteCapture(const std::string& path, const Profile& profile,
                                 "; PRAGMA user_version = " + std::to_string(options.schema_version) + ";";
     if (auto r = writer.Exec(pragmas.c_str()); !r) return r;
     if (auto r = FillCapture(writer, profile, options.schema_version); !r) return r;
-    db.reset();  // close before the rename so every page is on disk
+    *db = SqlDb();  // close before the rename so every page is on disk
   }
   if (auto r = file->Commit(); !r) return MakeError(r.error().message, ErrorKind::kCapture);
   return {};
@@ -1476,7 +1343,7 @@ Result<Profile> ReadCapture(const std::string& path) {
   if (checked) checked = reader.CheckTables();
   Result<Profile> profile = checked ? reader.ReadAll() : Result<Profile>(checked.error());
   if (profile) return profile;
-  return MakeError(OneLine(profile.error().message), profile.error().kind);
+  return MakeError(SqlOneLine(profile.error().message), profile.error().kind);
 }
 
 }  // namespace arcprof::store

@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "store/capture_store.h"
+#include "store/sqlite_db.h"
 
 namespace arcprof::store {
 using namespace arcprof::model;
@@ -67,74 +68,9 @@ constexpr const char* kPttTables[] = {"ptt_events", "ptt_threads", "ptt_cpu_inte
 // CPU numbers above this are rejected as corrupt (the kernel's NR_CPUS limit is 8192).
 constexpr int64_t kMaxCpu = 8192;
 
-struct StmtFinalizer {
-  void operator()(sqlite3_stmt* stmt) const { sqlite3_finalize(stmt); }
-};
-using StmtPtr = std::unique_ptr<sqlite3_stmt, StmtFinalizer>;
-
 int64_t ToSql(uint64_t v) { return static_cast<int64_t>(v); }
 
-std::string Text(sqlite3_stmt* stmt, int column) {
-  const auto* text = reinterpret_cast<const char*>(sqlite3_column_text(stmt, column));
-  return text ? std::string(text, static_cast<size_t>(sqlite3_column_bytes(stmt, column))) : "";
-}
-
-class Sql {
- public:
-  Sql(sqlite3* db, std::string prefix) : db_(db), prefix_(std::move(prefix)) {}
-
-  Error Fail(const std::string& what) const { return MakeError(prefix_ + what, ErrorKind::kCapture); }
-  Error SqliteFail() const { return Fail(sqlite3_errmsg(db_)); }
-
-  Result<StmtPtr> Prepare(const char* sql) const {
-    sqlite3_stmt* stmt = nullptr;
-    if (sqlite3_prepare_v2(db_, sql, -1, &stmt, nullptr) != SQLITE_OK) return SqliteFail();
-    return StmtPtr(stmt);
-  }
-
-  // Binds int64 / text / null values in order, steps once and resets.
-  template <typename... Values>
-  Result<void> Insert(sqlite3_stmt* stmt, const Values&... values) const {
-    int index = 0;
-    (Bind(stmt, ++index, values), ...);
-    const int rc = sqlite3_step(stmt);
-    sqlite3_reset(stmt);
-    sqlite3_clear_bindings(stmt);
-    if (rc != SQLITE_DONE) return SqliteFail();
-    return {};
-  }
-
-  template <typename RowFn>
-  Result<void> ForEachRow(const char* sql, RowFn&& row) const {
-    auto stmt = Prepare(sql);
-    if (!stmt) return stmt.error();
-    for (;;) {
-      const int rc = sqlite3_step(stmt->get());
-      if (rc == SQLITE_DONE) return {};
-      if (rc != SQLITE_ROW) return SqliteFail();
-      if (auto r = row(stmt->get()); !r) return r;
-    }
-  }
-
-  sqlite3* db() const { return db_; }
-
- private:
-  static void Bind(sqlite3_stmt* s, int i, int64_t v) { sqlite3_bind_int64(s, i, v); }
-  static void Bind(sqlite3_stmt* s, int i, const std::string& v) {
-    sqlite3_bind_text(s, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
-  }
-  static void Bind(sqlite3_stmt* s, int i, std::nullptr_t) { sqlite3_bind_null(s, i); }
-  static void Bind(sqlite3_stmt* s, int i, const std::optional<int64_t>& v) {
-    if (v) {
-      sqlite3_bind_int64(s, i, *v);
-    } else {
-      sqlite3_bind_null(s, i);
-    }
-  }
-
-  sqlite3* db_;
-  std::string prefix_;
-};
+std::string Text(sqlite3_stmt* stmt, int column) { return SqlColumnText(stmt, column); }
 
 // Reads a column that holds a non-negative count; a negative or non-integer
 // value means the file was tampered with or damaged.
@@ -157,21 +93,17 @@ bool Id32(sqlite3_stmt* stmt, int column, int64_t max, uint32_t& out) {
 
 const char* PttSchemaSql() { return kPttSchemaSql; }
 
-Result<void> WritePttTables(sqlite3* db, const PttData& ptt, int64_t capture_id, int64_t window_id,
-                            const std::string& path) {
-  Sql sql(db, path + ": cannot write capture: ");
+Result<void> WritePttTables(SqlDb& sql, const PttData& ptt, int64_t capture_id, int64_t window_id) {
   if (ptt.events.size() > kPttMaxEvents) {
     return sql.Fail("more than " + std::to_string(kPttMaxEvents) + " PTT events");
   }
-  if (sqlite3_exec(db, kPttSchemaSql, nullptr, nullptr, nullptr) != SQLITE_OK) {
-    return sql.SqliteFail();
-  }
+  if (auto r = sql.Exec(kPttSchemaSql); !r) return r;
   auto event = sql.Prepare(
       "INSERT INTO ptt_events (capture_id, slot, name, available, reason) VALUES (?, ?, ?, ?, ?)");
   if (!event) return event.error();
   for (size_t i = 0; i < ptt.events.size(); ++i) {
     const PttEvent& e = ptt.events[i];
-    if (auto r = sql.Insert(event->get(), capture_id, static_cast<int64_t>(i), e.name,
+    if (auto r = sql.Insert(*event, capture_id, static_cast<int64_t>(i), e.name,
                             int64_t{e.available ? 1 : 0}, e.unavailable_reason);
         !r) {
       return r;
@@ -190,7 +122,7 @@ Result<void> WritePttTables(sqlite3* db, const PttData& ptt, int64_t capture_id,
         ev[i] = ToSql(t.events[i]);
       }
     }
-    if (auto r = sql.Insert(thread->get(), window_id, int64_t{t.pid}, int64_t{t.tid}, t.comm,
+    if (auto r = sql.Insert(*thread, window_id, int64_t{t.pid}, int64_t{t.tid}, t.comm,
                             ToSql(t.cpu_ns), ToSql(t.hardirq_ns), ToSql(t.softirq_ns),
                             ToSql(t.dispatches), ToSql(t.interrupts), ev[0], ev[1], ev[2], ev[3]);
         !r) {
@@ -203,7 +135,7 @@ Result<void> WritePttTables(sqlite3* db, const PttData& ptt, int64_t capture_id,
       "hardirq_ns, softirq_ns, hardirqs, softirqs) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
   if (!interval) return interval.error();
   for (const PttCpuInterval& c : ptt.intervals) {
-    if (auto r = sql.Insert(interval->get(), window_id, int64_t{c.cpu}, ToSql(c.start_ns),
+    if (auto r = sql.Insert(*interval, window_id, int64_t{c.cpu}, ToSql(c.start_ns),
                             ToSql(c.end_ns), ToSql(c.busy_ns), ToSql(c.idle_ns),
                             ToSql(c.hardirq_ns), ToSql(c.softirq_ns), ToSql(c.hardirqs),
                             ToSql(c.softirqs));
@@ -217,7 +149,7 @@ Result<void> WritePttTables(sqlite3* db, const PttData& ptt, int64_t capture_id,
       "VALUES (?, ?, ?, ?, ?, ?, ?)");
   if (!vector) return vector.error();
   for (const PttIrqVector& v : ptt.irq_vectors) {
-    if (auto r = sql.Insert(vector->get(), window_id, int64_t{v.cpu},
+    if (auto r = sql.Insert(*vector, window_id, int64_t{v.cpu},
                             int64_t{static_cast<uint8_t>(v.kind)}, int64_t{v.vector}, v.name,
                             ToSql(v.count), ToSql(v.ns));
         !r) {
@@ -227,8 +159,7 @@ Result<void> WritePttTables(sqlite3* db, const PttData& ptt, int64_t capture_id,
   return {};
 }
 
-Result<void> ReadPttTables(sqlite3* db, const std::string& path, PttData& out) {
-  Sql sql(db, path + ": corrupt capture: ");
+Result<void> ReadPttTables(SqlDb& sql, const std::string& path, PttData& out) {
   auto corrupt = [&](const std::string& what) {
     return MakeError(path + ": corrupt capture: " + what + "; re-record it or restore a good copy",
                      ErrorKind::kCapture);
@@ -240,17 +171,16 @@ Result<void> ReadPttTables(sqlite3* db, const std::string& path, PttData& out) {
     auto stmt = sql.Prepare("SELECT type FROM sqlite_schema WHERE name = ?");
     if (!stmt) return stmt.error();
     for (const char* name : kPttTables) {
-      sqlite3_bind_text(stmt->get(), 1, name, -1, SQLITE_STATIC);
-      const int rc = sqlite3_step(stmt->get());
-      if (rc == SQLITE_ROW) {
+      stmt->Bind(1, name);
+      auto row = sql.Step(*stmt);
+      if (!row) return row.error();
+      if (*row) {
         if (Text(stmt->get(), 0) != "table") {
           return corrupt(std::string("'") + name + "' is not a table");
         }
         ++present;
-      } else if (rc != SQLITE_DONE) {
-        return sql.SqliteFail();
       }
-      sqlite3_reset(stmt->get());
+      stmt->Reset();
     }
   }
   if (present == 0) {
