@@ -19,6 +19,7 @@
 #include <unordered_set>
 
 #include "symbolize/elf_file.h"
+#include "symbolize/name_pool.h"
 #include "symbolize/symbolizer.h"
 
 namespace arcprof {
@@ -40,7 +41,10 @@ class ModuleCache {
   }
 
   // A module name as frames carry it, stable for the cache's lifetime.
-  std::string_view Intern(std::string_view name) { return *module_names_.emplace(name).first; }
+  std::string_view Intern(std::string_view name) {
+    if (auto it = module_names_.find(name); it != module_names_.end()) return *it;
+    return *module_names_.emplace(name).first;
+  }
 
   size_t open_files() const { return files_.size(); }
 
@@ -75,7 +79,7 @@ class ModuleCache {
   std::unordered_map<uint32_t, std::unique_ptr<ElfFile>> files_;
   std::unordered_map<DevInode, uint32_t, DevInodeHash> by_inode_;
   std::unordered_map<std::string, uint32_t> by_build_id_;
-  std::unordered_set<std::string> module_names_;  // node-based: views stay valid
+  std::unordered_set<std::string, TransparentStringHash, std::equal_to<>> module_names_;  // node-based: views stay valid
   bool hit_file_limit_ = false;
 };
 

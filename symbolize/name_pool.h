@@ -6,6 +6,7 @@
 // distinct functions sampled, not with the size of the symbol tables.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -14,10 +15,20 @@
 
 namespace arcprof {
 
+// Lets unordered containers of std::string be searched by a string_view
+// without building a std::string (C++20 heterogeneous lookup).
+struct TransparentStringHash {
+  using is_transparent = void;
+  size_t operator()(std::string_view s) const { return std::hash<std::string_view>()(s); }
+};
+
 class NamePool {
  public:
   std::string_view Intern(std::string_view name) {
     if (name.empty()) return {};
+    // Looked up by view first: a name already held (almost every call)
+    // costs no allocation.
+    if (auto it = names_.find(name); it != names_.end()) return *it;
     return *names_.emplace(name).first;
   }
 
@@ -39,7 +50,7 @@ class NamePool {
   size_t size() const { return names_.size(); }
 
  private:
-  std::unordered_set<std::string> names_;  // node-based: views stay valid
+  std::unordered_set<std::string, TransparentStringHash, std::equal_to<>> names_;  // node-based: views stay valid
   std::unordered_map<std::string, std::vector<std::string_view>> lists_;
 };
 
