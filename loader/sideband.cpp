@@ -140,6 +140,14 @@ void SidebandQueue::ApplyTo(Symbolizer& symbolizer) {
                    [](const SidebandEvent& a, const SidebandEvent& b) {
                      return a.time_ns < b.time_ns;
                    });
+  // Processes whose exit is in this batch: their exec needs no /proc reads
+  // (they are gone; on a build machine most short processes are by the time
+  // their events are applied). A pid reused inside one batch only loses a
+  // command line.
+  exited_in_batch_.clear();
+  for (const SidebandEvent& ev : pending_) {
+    if (ev.kind == SidebandEvent::Kind::kExit) exited_in_batch_.insert(ev.pid);
+  }
   for (const SidebandEvent& ev : pending_) {
     if (filtering_) {
       if (ev.kind == SidebandEvent::Kind::kFork && ev.pid != ev.parent_pid && followed_.count(ev.parent_pid)) {
@@ -154,7 +162,7 @@ void SidebandQueue::ApplyTo(Symbolizer& symbolizer) {
         symbolizer.OnMmap(ev.pid, ev.time_ns, ev.mapping);
         break;
       case SidebandEvent::Kind::kExec:
-        symbolizer.OnExec(ev.pid, ev.time_ns, ev.comm);
+        symbolizer.OnExec(ev.pid, ev.time_ns, ev.comm, exited_in_batch_.count(ev.pid) != 0);
         break;
       case SidebandEvent::Kind::kComm:
         symbolizer.OnComm(ev.pid, ev.tid, ev.time_ns, ev.comm);

@@ -61,6 +61,7 @@ class SidebandQueue {
   bool filtering_ = false;
   std::unordered_set<uint32_t> followed_;
   std::vector<uint32_t> exited_;
+  std::unordered_set<uint32_t> exited_in_batch_;  // ApplyTo's scratch
 };
 
 }  // namespace arcprof

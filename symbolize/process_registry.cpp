@@ -46,7 +46,7 @@ std::string ProcessRegistry::ProcPath(uint32_t pid, std::string_view leaf) const
   return fmt::format("{}/{}/{}", proc_root_, pid, leaf);
 }
 
-void ProcessRegistry::ReadDetails(uint32_t pid, Record& record) {
+void ProcessRegistry::ReadDetails(uint32_t pid, Record& record, bool with_status) {
   auto raw = ReadWholeFile(ProcPath(pid, "cmdline"));
   // Gone already (a short process whose exec event is applied after its
   // exit, hundreds a second on a build machine): no status to read either.
@@ -55,10 +55,12 @@ void ProcessRegistry::ReadDetails(uint32_t pid, Record& record) {
     std::string cmdline = procfs::ParseCmdline(*raw);
     if (!cmdline.empty()) record.info.cmdline = std::move(cmdline);
   }
+  if (!with_status) return;
   if (auto text = ReadWholeFile(ProcPath(pid, "status")); text.ok()) {
     if (auto status = procfs::ParseStatus(*text); status.ok()) {
       record.info.uid = status->uid;
       if (!status->nspid.empty()) record.info.ns_pid = status->nspid.back();
+      record.owner_known = true;
     }
   }
 }
@@ -71,7 +73,7 @@ std::optional<std::string> ProcessRegistry::Snapshot(uint32_t pid) {
   record.seen = true;
   if (auto comm = ReadWholeFile(ProcPath(pid, "comm")); comm.ok())
     record.info.comm = procfs::ParseComm(*comm);
-  ReadDetails(pid, record);
+  ReadDetails(pid, record, /*with_status=*/true);
   if (DIR* dir = opendir(ProcPath(pid, "task").c_str())) {
     while (dirent* entry = readdir(dir)) {
       char* end = nullptr;
@@ -85,13 +87,17 @@ std::optional<std::string> ProcessRegistry::Snapshot(uint32_t pid) {
   return std::move(maps).value();
 }
 
-void ProcessRegistry::OnExec(uint32_t pid, std::string_view comm) {
+void ProcessRegistry::OnExec(uint32_t pid, std::string_view comm, bool exited) {
   snapshot_attempted_.insert(pid);
   Record& record = Get(pid);
   record.seen = true;
   record.info.comm = std::string(comm);
   record.info.cmdline.clear();
-  ReadDetails(pid, record);
+  // Only the command line changes at exec: the real uid and the pid
+  // namespace stay (uid and ns_pid are hints; a JIT source reads the
+  // process's status itself). A process whose exit is already known has
+  // nothing left to read.
+  if (!exited) ReadDetails(pid, record, /*with_status=*/!record.owner_known);
   record.thread_names.clear();  // exec kills every other thread
   record.thread_names[pid] = std::string(comm);
 }
@@ -105,13 +111,23 @@ void ProcessRegistry::OnComm(uint32_t pid, uint32_t tid, std::string_view comm) 
 
 void ProcessRegistry::OnFork(uint32_t parent_pid, uint32_t child_pid) {
   snapshot_attempted_.insert(child_pid);
-  ProcessInfo parent_info = Get(parent_pid).info;
+  const Record& parent_record = Get(parent_pid);
+  // Copied: the child's record may move the parent's.
+  const ProcessInfo parent_info = parent_record.info;
+  const bool parent_seen = parent_record.seen, parent_owner_known = parent_record.owner_known;
   Record& child = Get(child_pid);
   child.seen = true;
   child.info = parent_info;
   child.info.pid = child_pid;
-  child.info.ns_pid = 0;
-  ReadDetails(child_pid, child);
+  // A child of a process in the initial pid namespace is there too (a new
+  // namespace's init is what a container runtime execs into, and a JIT
+  // source reads the status itself).
+  child.info.ns_pid = parent_info.ns_pid == parent_pid ? child_pid : 0;
+  // A fork copies the parent's command line and owner: nothing to read
+  // when the parent is known (hundreds of forks a second on a build
+  // machine cost two /proc reads each before).
+  child.owner_known = parent_owner_known && child.info.ns_pid != 0;
+  if (!parent_seen) ReadDetails(child_pid, child, /*with_status=*/true);
   child.thread_names.clear();
   child.thread_names[child_pid] = child.info.comm;
 }

@@ -22,6 +22,7 @@ class ProcessRegistry {
   struct Record {
     ProcessInfo info;
     bool seen = false;  // named by a snapshot or an event (not just referenced)
+    bool owner_known = false;  // uid and ns_pid read from status (or a parent's)
     std::unordered_map<uint32_t, std::string> thread_names;
   };
 
@@ -41,7 +42,9 @@ class ProcessRegistry {
   bool SnapshotAttempted(uint32_t pid) const { return snapshot_attempted_.count(pid) != 0; }
   void MarkSnapshotAttempted(uint32_t pid) { snapshot_attempted_.insert(pid); }
 
-  void OnExec(uint32_t pid, std::string_view comm);
+  // `exited`: the process's exit is already known (its events were applied
+  // late), so /proc has nothing to read.
+  void OnExec(uint32_t pid, std::string_view comm, bool exited = false);
   void OnComm(uint32_t pid, uint32_t tid, std::string_view comm);
   void OnFork(uint32_t parent_pid, uint32_t child_pid);
 
@@ -53,8 +56,8 @@ class ProcessRegistry {
   size_t size() const { return records_.size(); }
 
  private:
-  // Command line, uid and namespaced pid of a live process.
-  void ReadDetails(uint32_t pid, Record& record);
+  // Command line and, with_status, uid and namespaced pid of a live process.
+  void ReadDetails(uint32_t pid, Record& record, bool with_status);
 
   std::string proc_root_;
   std::unordered_map<uint32_t, Record> records_;

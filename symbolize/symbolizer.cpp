@@ -272,10 +272,10 @@ void Symbolizer::OnMmap(uint32_t pid, uint64_t t_ns, const MappingEvent& mapping
   if (impl_->mapping_observer) impl_->mapping_observer(pid, mapping);
 }
 
-void Symbolizer::OnExec(uint32_t pid, uint64_t t_ns, std::string_view comm) {
+void Symbolizer::OnExec(uint32_t pid, uint64_t t_ns, std::string_view comm, bool exited) {
   impl_->MaybeForget(t_ns);
   impl_->timeline.Exec(pid, t_ns);
-  impl_->registry.OnExec(pid, comm);
+  impl_->registry.OnExec(pid, comm, exited);
   impl_->jit.Forget(pid);
 }
 

@@ -105,7 +105,9 @@ class Symbolizer {
   // are opened at once through /proc/PID/map_files or /proc/PID/root while the
   // process lives, so samples of short-lived processes still resolve later.
   void OnMmap(uint32_t pid, uint64_t t_ns, const MappingEvent& mapping);
-  void OnExec(uint32_t pid, uint64_t t_ns, std::string_view comm);
+  // `exited`: the caller already holds this process's exit event (applied
+  // after this one): /proc is not read for a process that is gone.
+  void OnExec(uint32_t pid, uint64_t t_ns, std::string_view comm, bool exited = false);
   void OnComm(uint32_t pid, uint32_t tid, uint64_t t_ns, std::string_view comm);
   void OnFork(uint32_t parent_pid, uint32_t child_pid, uint64_t t_ns);
   void OnExit(uint32_t pid, uint64_t t_ns);

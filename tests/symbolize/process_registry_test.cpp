@@ -1,0 +1,75 @@
+// The process registry against a fake /proc: what fork and exec events read.
+#include "symbolize/process_registry.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "tests/layer_names.h"
+#include "tests/symbolize/test_util.h"
+
+namespace arcprof {
+namespace {
+
+void WriteProc(const std::string& root, uint32_t pid, const std::string& leaf, const std::string& text) {
+  const std::string dir = root + "/" + std::to_string(pid);
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir + "/" + leaf) << text;
+}
+
+std::string Status(uint32_t uid, const std::string& nspid) {
+  return "Name:\tx\nUid:\t" + std::to_string(uid) + "\t" + std::to_string(uid) + "\t" + std::to_string(uid) +
+         "\t" + std::to_string(uid) + "\nNSpid:\t" + nspid + "\n";
+}
+
+TEST(ProcessRegistry, ForkCopiesTheParentWithoutReadingProc) {
+  testing::TempDir proc;
+  WriteProc(proc.path(), 100, "maps", "");
+  WriteProc(proc.path(), 100, "comm", "parent\n");
+  WriteProc(proc.path(), 100, "cmdline", std::string("parent\0--flag\0", 14));
+  WriteProc(proc.path(), 100, "status", Status(1000, "100"));
+  ProcessRegistry registry(proc.path());
+  ASSERT_TRUE(registry.Snapshot(100).has_value());
+  // pid 101 has no /proc directory: everything it knows comes from its parent.
+  registry.OnFork(100, 101);
+  const ProcessRegistry::Record* child = registry.Find(101);
+  ASSERT_NE(child, nullptr);
+  EXPECT_EQ(child->info.cmdline, "parent --flag");
+  EXPECT_EQ(child->info.uid, 1000u);
+  EXPECT_EQ(child->info.ns_pid, 101u);  // the parent is in the initial namespace
+  EXPECT_EQ(child->info.comm, "parent");
+
+  // Exec reads the new command line, not the status (uid and namespace stay).
+  WriteProc(proc.path(), 101, "cmdline", std::string("child\0", 6));
+  WriteProc(proc.path(), 101, "status", Status(0, "101"));
+  registry.OnExec(101, "child");
+  EXPECT_EQ(registry.Find(101)->info.cmdline, "child");
+  EXPECT_EQ(registry.Find(101)->info.uid, 1000u);
+
+  // An exec whose exit is already known reads nothing.
+  WriteProc(proc.path(), 101, "cmdline", std::string("late\0", 5));
+  registry.OnExec(101, "late", /*exited=*/true);
+  EXPECT_EQ(registry.Find(101)->info.comm, "late");
+  EXPECT_EQ(registry.Find(101)->info.cmdline, "");
+}
+
+TEST(ProcessRegistry, ChildOfAContainerProcessReadsItsStatusAtExec) {
+  testing::TempDir proc;
+  WriteProc(proc.path(), 200, "maps", "");
+  WriteProc(proc.path(), 200, "comm", "init\n");
+  WriteProc(proc.path(), 200, "cmdline", std::string("init\0", 5));
+  WriteProc(proc.path(), 200, "status", Status(0, "200\t1"));
+  ProcessRegistry registry(proc.path());
+  ASSERT_TRUE(registry.Snapshot(200).has_value());
+  EXPECT_EQ(registry.Find(200)->info.ns_pid, 1u);
+  registry.OnFork(200, 201);
+  EXPECT_EQ(registry.Find(201)->info.ns_pid, 0u);  // not known without reading
+  WriteProc(proc.path(), 201, "cmdline", std::string("java\0", 5));
+  WriteProc(proc.path(), 201, "status", Status(0, "201\t7"));
+  registry.OnExec(201, "java");
+  EXPECT_EQ(registry.Find(201)->info.ns_pid, 7u);
+}
+
+}  // namespace
+}  // namespace arcprof
