@@ -8,11 +8,11 @@
 #include <utility>
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include "reports/arcflow.h"
 #include "reports/arcflow_index.h"
 #include "reports/export_text.h"
+#include "reports/json_writer.h"
 
 namespace arcprof::reports {
 using namespace arcprof::model;
@@ -342,14 +342,18 @@ class ReportWriter {
     if (units_ != ArcflowUnits::kPct) Write("{:>14}", "cum");
     Write("{:>10}", "cum%");
   }
-  // JSON members for one line: raw integers, percentages, and milliseconds
-  // when asked for.
-  void JsonValues(uint64_t n, uint64_t base, uint64_t cum) {
-    Write("\"n\":{},\"base\":{},\"cum\":{},\"base_pct\":{:.4f},\"cum_pct\":{:.4f}", n, base, cum,
-          Pct(base), Pct(cum));
+  // Adds the JSON members of one line to `item`: raw integers, percentages
+  // (4 decimals), and milliseconds (6 decimals) when asked for.
+  void JsonValues(Json& item, uint64_t n, uint64_t base, uint64_t cum) const {
+    auto rounded = [](double v, double scale) { return std::round(v * scale) / scale; };
+    item["n"] = n;
+    item["base"] = base;
+    item["cum"] = cum;
+    item["base_pct"] = rounded(Pct(base), 1e4);
+    item["cum_pct"] = rounded(Pct(cum), 1e4);
     if (units_ == ArcflowUnits::kMs) {
-      Write(",\"base_ms\":{:.6f},\"cum_ms\":{:.6f}", static_cast<double>(base) * ms_per_unit_,
-            static_cast<double>(cum) * ms_per_unit_);
+      item["base_ms"] = rounded(static_cast<double>(base) * ms_per_unit_, 1e6);
+      item["cum_ms"] = rounded(static_cast<double>(cum) * ms_per_unit_, 1e6);
     }
   }
 
@@ -362,6 +366,7 @@ class ReportWriter {
 };
 
 struct ReportContext {
+  std::ostream& out;  // the JSON documents are streamed here, the text goes through ReportWriter
   const ArcflowModel& model;
   const ArcflowOptions& options;
   uint64_t total_before_root;
@@ -406,16 +411,20 @@ void TextHeader(ReportWriter& w, const ReportContext& ctx) {
   }
 }
 
-void JsonHeader(ReportWriter& w, const ReportContext& ctx) {
+// Opens the document's object and writes the members every view shares.
+void JsonHeader(JsonStream& json, const ReportContext& ctx) {
   const ArcflowModel& m = ctx.model;
-  w.Write("{{\"view\":\"{}\",\"bindings\":{{\"consumers\":{},\"unit\":{},\"occurrences\":{}}},"
-          "\"units\":\"{}\",\"total\":{}",
-          ViewName(ctx.options.view), JsonString(m.bindings.consumers), JsonString(m.bindings.unit),
-          JsonString(m.bindings.occurrences), UnitsName(ctx.options.units), m.total());
+  Json head = {{"view", ViewName(ctx.options.view)},
+               {"bindings",
+                {{"consumers", m.bindings.consumers}, {"unit", m.bindings.unit}, {"occurrences", m.bindings.occurrences}}},
+               {"units", UnitsName(ctx.options.units)},
+               {"total", m.total()}};
   if (!ctx.options.root.empty()) {
-    w.Write(",\"root\":{},\"total_before_root\":{}", JsonString(ctx.options.root), ctx.total_before_root);
+    head["root"] = ctx.options.root;
+    head["total_before_root"] = ctx.total_before_root;
   }
-  if (ctx.options.min_pct > 0) w.Write(",\"min_pct\":{}", ctx.options.min_pct);
+  if (ctx.options.min_pct > 0) head["min_pct"] = ctx.options.min_pct;
+  json.BeginObject().Members(head);
 }
 
 // The children of every node sorted by cum descending, then name (the order
@@ -445,9 +454,10 @@ struct SortedChildren {
 void RenderXtree(ReportWriter& w, const ReportContext& ctx) {
   const ArcflowModel& m = ctx.model;
   const bool json = ctx.options.format == ArcflowFormat::kJson;
+  JsonStream stream(ctx.out);
   if (json) {
-    JsonHeader(w, ctx);
-    w.Write(",\"nodes\":[");
+    JsonHeader(stream, ctx);
+    stream.Key("nodes").BeginArray(/*one_per_line=*/true);
   } else {
     TextHeader(w, ctx);
     w.Write("{:>5}{:>12}", "level", "n");
@@ -464,21 +474,20 @@ void RenderXtree(ReportWriter& w, const ReportContext& ctx) {
   std::vector<Item> stack;
   for (uint32_t i = order.begin[1]; i-- > order.begin[0];) stack.push_back({order.sorted[i], 0, -1});
   int64_t row = 0;
+  // One line object, its members overwritten for each node: the xtree can
+  // have millions of nodes, and the keys are then allocated once.
+  Json line;
   while (!stack.empty()) {
     const Item item = stack.back();
     stack.pop_back();
     const auto& node = m.node(item.node);
     if (json) {
-      w.Write("{}{{\"level\":{},\"parent\":", row == 0 ? "" : ",", item.level);
-      if (item.parent_row < 0) {
-        w.Write("null");
-      } else {
-        w.Write("{}", item.parent_row);
-      }
-      w.Write(",\"name\":{},\"kind\":\"{}\",", JsonString(m.name(item.node)),
-              KindName(m.consumer(node.consumer).kind));
-      w.JsonValues(node.n, node.base, node.cum);
-      w.Write("}}");
+      line["level"] = item.level;
+      line["parent"] = item.parent_row < 0 ? Json(nullptr) : Json(item.parent_row);
+      line["name"] = m.name(item.node);
+      line["kind"] = KindName(m.consumer(node.consumer).kind);
+      w.JsonValues(line, node.n, node.base, node.cum);
+      stream.Value(line);
     } else {
       w.Int(item.level, 5);
       w.Int(node.n, 12);
@@ -492,7 +501,10 @@ void RenderXtree(ReportWriter& w, const ReportContext& ctx) {
       stack.push_back({order.sorted[i], item.level + 1, row});
     ++row;
   }
-  if (json) w.Write("]}}\n");
+  if (json) {
+    stream.End().End();
+    ctx.out << '\n';
+  }
 }
 
 void RenderXarc(ReportWriter& w, const ReportContext& ctx) {
@@ -502,33 +514,28 @@ void RenderXarc(ReportWriter& w, const ReportContext& ctx) {
     return consumer == kNone ? std::string_view("[root]") : std::string_view(m.consumer(consumer).name);
   };
   if (ctx.options.format == ArcflowFormat::kJson) {
-    JsonHeader(w, ctx);
-    w.Write(",\"stanzas\":[");
+    JsonStream stream(ctx.out);
+    JsonHeader(stream, ctx);
+    stream.Key("stanzas").BeginArray(/*one_per_line=*/true);
     auto json_line = [&](const ArcflowLine& line) {
-      w.Write("{{\"name\":{},", JsonString(name_of(line.consumer)));
-      w.JsonValues(line.n, line.base, line.cum);
-      w.Write("}}");
+      Json item = {{"name", name_of(line.consumer)}};
+      w.JsonValues(item, line.n, line.base, line.cum);
+      return item;
     };
     auto json_lines = [&](const std::vector<ArcflowLine>& lines) {
-      w.Write("[");
-      for (size_t i = 0; i < lines.size(); ++i) {
-        if (i != 0) w.Write(",");
-        json_line(lines[i]);
-      }
-      w.Write("]");
+      Json array = Json::array();
+      for (const ArcflowLine& line : lines) array.push_back(json_line(line));
+      return array;
     };
-    for (size_t i = 0; i < stanzas.size(); ++i) {
-      const XarcStanza& s = stanzas[i];
-      w.Write("{}{{\"name\":{},\"kind\":\"{}\",\"self\":", i == 0 ? "" : ",",
-              JsonString(name_of(s.self.consumer)), KindName(m.consumer(s.self.consumer).kind));
-      json_line(s.self);
-      w.Write(",\"parents\":");
-      json_lines(s.parents);
-      w.Write(",\"children\":");
-      json_lines(s.children);
-      w.Write("}}");
+    for (const XarcStanza& s : stanzas) {
+      stream.Value({{"name", name_of(s.self.consumer)},
+                    {"kind", KindName(m.consumer(s.self.consumer).kind)},
+                    {"self", json_line(s.self)},
+                    {"parents", json_lines(s.parents)},
+                    {"children", json_lines(s.children)}});
     }
-    w.Write("]}}\n");
+    stream.End().End();
+    ctx.out << '\n';
     return;
   }
   TextHeader(w, ctx);
@@ -557,16 +564,17 @@ void RenderXprof(ReportWriter& w, const ReportContext& ctx) {
   const ArcflowModel& m = ctx.model;
   const auto lines = ComputeXprof(m, ctx.options.sort);
   if (ctx.options.format == ArcflowFormat::kJson) {
-    JsonHeader(w, ctx);
-    w.Write(",\"sort\":\"{}\",\"rows\":[", ctx.options.sort == ArcflowSort::kBase ? "base" : "cum");
-    for (size_t i = 0; i < lines.size(); ++i) {
-      const ArcflowLine& line = lines[i];
-      w.Write("{}{{\"name\":{},\"kind\":\"{}\",", i == 0 ? "" : ",",
-              JsonString(m.consumer(line.consumer).name), KindName(m.consumer(line.consumer).kind));
-      w.JsonValues(line.n, line.base, line.cum);
-      w.Write("}}");
+    JsonStream stream(ctx.out);
+    JsonHeader(stream, ctx);
+    stream.Key("sort").Value(ctx.options.sort == ArcflowSort::kBase ? "base" : "cum");
+    stream.Key("rows").BeginArray(/*one_per_line=*/true);
+    for (const ArcflowLine& line : lines) {
+      Json item = {{"name", m.consumer(line.consumer).name}, {"kind", KindName(m.consumer(line.consumer).kind)}};
+      w.JsonValues(item, line.n, line.base, line.cum);
+      stream.Value(item);
     }
-    w.Write("]}}\n");
+    stream.End().End();
+    ctx.out << '\n';
     return;
   }
   TextHeader(w, ctx);
@@ -616,7 +624,7 @@ Result<void> RenderArcflowModel(const ArcflowModel& model, const ArcflowOptions&
   }
   {
     ReportWriter writer(out, *current, options.units, ms_per_unit);
-    const ReportContext ctx{*current, options, total_before_root, ms_per_unit};
+    const ReportContext ctx{out, *current, options, total_before_root, ms_per_unit};
     switch (options.view) {
       case ArcflowView::kXtree: RenderXtree(writer, ctx); break;
       case ArcflowView::kXarc: RenderXarc(writer, ctx); break;

@@ -8,6 +8,7 @@
 
 #include "reports/export_formats.h"
 #include "reports/export_text.h"
+#include "reports/json_writer.h"
 
 namespace arcprof::reports {
 using namespace arcprof::model;
@@ -128,19 +129,23 @@ void WriteDiffText(const DiffReport& report, const std::string& before_name, con
 
 void WriteDiffJson(const DiffReport& report, const std::string& before_name, const std::string& after_name,
                    const std::string& svg_path, size_t top, std::ostream& out) {
-  out << "{\"before\":" << JsonString(before_name) << ",\"after\":" << JsonString(after_name)
-      << ",\"before_samples\":" << report.before_samples << ",\"after_samples\":" << report.after_samples
-      << ",\"flame_graph\":" << JsonString(svg_path) << ",\"rows\":[";
-  size_t shown = 0;
+  // Shares in percent, rounded to 4 decimals as the text table is to 2.
+  auto share = [](double value) { return std::isfinite(value) ? std::round(value * 1e4) / 1e4 + 0.0 : 0.0; };
+  Json rows = Json::array();
   for (const DiffRow& row : report.rows) {
-    if (shown == top) break;
-    out << (shown++ ? ",\n" : "\n") << "{\"name\":" << JsonString(row.name)
-        << ",\"self_before\":" << Fixed(row.self_before, 4) << ",\"self_after\":" << Fixed(row.self_after, 4)
-        << ",\"self_delta\":" << Fixed(row.self_delta(), 4) << ",\"total_before\":" << Fixed(row.total_before, 4)
-        << ",\"total_after\":" << Fixed(row.total_after, 4) << ",\"total_delta\":" << Fixed(row.total_delta(), 4)
-        << '}';
+    if (rows.size() == top) break;
+    rows.push_back({{"name", row.name},
+                    {"self_before", share(row.self_before)},
+                    {"self_after", share(row.self_after)},
+                    {"self_delta", share(row.self_delta())},
+                    {"total_before", share(row.total_before)},
+                    {"total_after", share(row.total_after)},
+                    {"total_delta", share(row.total_delta())}});
   }
-  out << "\n]}\n";
+  const Json doc = {{"before", before_name},     {"after", after_name},
+                    {"before_samples", report.before_samples}, {"after_samples", report.after_samples},
+                    {"flame_graph", svg_path}, {"rows", std::move(rows)}};
+  out << DumpJson(doc, 2) << '\n';
 }
 
 }  // namespace arcprof::reports

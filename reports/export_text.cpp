@@ -3,8 +3,6 @@
 #include <cmath>
 #include <cstdio>
 
-#include <nlohmann/json.hpp>
-
 namespace arcprof::reports {
 namespace {
 
@@ -81,23 +79,6 @@ std::string XmlEscape(std::string_view text) {
       case '"': out += "&quot;"; break;
       case '\'': out += "&#39;"; break;
       default: out += c;
-    }
-  }
-  return out;
-}
-
-std::string JsonString(std::string_view text) {
-  // The one JSON writer is nlohmann::json; ValidUtf8 first, so every report
-  // replaces bad bytes the same way.
-  const std::string quoted = nlohmann::json(ValidUtf8(text)).dump();
-  // '<' as \u003c: the JSON may be embedded in an HTML <script>.
-  std::string out;
-  out.reserve(quoted.size());
-  for (char c : quoted) {
-    if (c == '<') {
-      out += "\\u003c";
-    } else {
-      out += c;
     }
   }
   return out;

@@ -1,7 +1,8 @@
-// Text helpers shared by the export writers (SVG, HTML, JSON): symbol names
-// come from binaries and runtimes, so they may hold any bytes. A single bad
-// UTF-8 sequence makes an SVG or a JSON file unreadable as a whole, hence every
-// name goes through ValidUtf8 before it is escaped.
+// Text helpers shared by the export writers (SVG, HTML, text tables): symbol
+// names come from binaries and runtimes, so they may hold any bytes. A single
+// bad UTF-8 sequence makes an SVG unreadable as a whole, hence every name goes
+// through ValidUtf8 before it is escaped. JSON has its own writer
+// (reports/json_writer.h).
 #pragma once
 
 #include <cstdint>
@@ -16,9 +17,6 @@ namespace arcprof::reports {
 std::string ValidUtf8(std::string_view text);
 // ValidUtf8, then & < > " ' as character references: safe in XML/HTML text and attributes.
 std::string XmlEscape(std::string_view text);
-// ValidUtf8, then the string as nlohmann::json writes it (with the quotes), '<'
-// as \u003c. The one JSON string writer of every report and export.
-std::string JsonString(std::string_view text);
 // 1234567 -> "1,234,567" (FlameGraph's tooltips).
 std::string WithThousands(uint64_t value);
 // A fixed-point number with `decimals` digits, "C" locale ("75.63").

@@ -9,7 +9,7 @@
 #include <cstdlib>
 #include <cstdio>
 #include <map>
-#include <nlohmann/json.hpp>
+#include "reports/json_writer.h"
 #include <ostream>
 
 namespace arcprof::reports {
@@ -205,9 +205,9 @@ void WriteIrqText(const IrqReport& report, std::ostream& out) {
 
 namespace {
 
-nlohmann::ordered_json CpuRowJson(const IrqCpuRow& r) {
-  nlohmann::ordered_json row;
-  row["cpu"] = r.cpu < 0 ? nlohmann::ordered_json("all") : nlohmann::ordered_json(r.cpu);
+Json CpuRowJson(const IrqCpuRow& r) {
+  Json row;
+  row["cpu"] = r.cpu < 0 ? Json("all") : Json(r.cpu);
   row["wall_ms"] = Round(static_cast<double>(r.wall_ns) / 1e6, 1e6);
   row["busy_pct"] = Round(r.Percent(r.busy_ns), 1e4);
   row["idle_pct"] = Round(r.Percent(r.idle_ns), 1e4);
@@ -225,23 +225,23 @@ nlohmann::ordered_json CpuRowJson(const IrqCpuRow& r) {
 }  // namespace
 
 void WriteIrqJson(const IrqReport& report, std::ostream& out) {
-  nlohmann::ordered_json doc;
+  Json doc;
   doc["view"] = "irq";
   doc["duration_s"] = Round(report.duration_s, 1e6);
   doc["interval_s"] = Round(static_cast<double>(report.interval_ns) / 1e9, 1e6);
-  nlohmann::ordered_json intervals = nlohmann::ordered_json::array();
+  Json intervals = Json::array();
   for (const IrqCpuRow& r : report.intervals) {
-    nlohmann::ordered_json row = CpuRowJson(r);
+    Json row = CpuRowJson(r);
     row["start_s"] = Round(static_cast<double>(r.interval_index * report.interval_ns) / 1e9, 1e6);
     intervals.push_back(std::move(row));
   }
   doc["intervals"] = std::move(intervals);
-  nlohmann::ordered_json per_cpu = nlohmann::ordered_json::array();
+  Json per_cpu = Json::array();
   for (const IrqCpuRow& r : report.per_cpu) per_cpu.push_back(CpuRowJson(r));
   doc["per_cpu"] = std::move(per_cpu);
-  nlohmann::ordered_json sources = nlohmann::ordered_json::array();
+  Json sources = Json::array();
   for (const IrqSourceRow& s : report.sources) {
-    nlohmann::ordered_json row;
+    Json row;
     row["kind"] = KindName(s.kind);
     row["vector"] = s.vector;
     row["name"] = s.name;
@@ -249,13 +249,13 @@ void WriteIrqJson(const IrqReport& report, std::ostream& out) {
     row["total_ms"] = Round(static_cast<double>(s.ns) / 1e6, 1e6);
     row["avg_us"] =
         s.count ? Round(static_cast<double>(s.ns) / 1e3 / static_cast<double>(s.count), 1e3) : 0.0;
-    nlohmann::ordered_json by_cpu = nlohmann::ordered_json::object();
+    Json by_cpu = Json::object();
     for (const auto& [cpu, ns] : s.ns_by_cpu) by_cpu[std::to_string(cpu)] = ns;
     row["ns_by_cpu"] = std::move(by_cpu);
     sources.push_back(std::move(row));
   }
   doc["sources"] = std::move(sources);
-  out << doc.dump(2) << "\n";
+  out << DumpJson(doc, 2) << "\n";
 }
 
 int RunIrqView(const Profile& profile, const ReportRequest& request, std::ostream& out,

@@ -8,7 +8,7 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
-#include <nlohmann/json.hpp>
+#include "reports/json_writer.h"
 #include <ostream>
 #include <set>
 
@@ -231,8 +231,8 @@ void WritePttText(const PttReport& report, std::ostream& out) {
 
 namespace {
 
-nlohmann::ordered_json RowJson(const PttReport& report, const PttReportRow& r) {
-  nlohmann::ordered_json row;
+Json RowJson(const PttReport& report, const PttReportRow& r) {
+  Json row;
   row["pid"] = r.pid;
   row["tid"] = r.tid;
   row["comm"] = r.comm;
@@ -243,38 +243,38 @@ nlohmann::ordered_json RowJson(const PttReport& report, const PttReportRow& r) {
   row["softirq_ms"] = Round(r.softirq_ms, 1e6);
   row["dispatches"] = r.dispatches;
   row["interrupts"] = r.interrupts;
-  nlohmann::ordered_json events = nlohmann::ordered_json::object();
+  Json events = Json::object();
   for (size_t i = 0; i < report.events.size(); ++i) {
     events[report.events[i].name] =
-        r.events[i] ? nlohmann::ordered_json(*r.events[i]) : nlohmann::ordered_json(nullptr);
+        r.events[i] ? Json(*r.events[i]) : Json(nullptr);
   }
   row["events"] = std::move(events);
-  row["cpi"] = r.cpi ? nlohmann::ordered_json(Round(*r.cpi, 1e6)) : nlohmann::ordered_json(nullptr);
+  row["cpi"] = r.cpi ? Json(Round(*r.cpi, 1e6)) : Json(nullptr);
   return row;
 }
 
 }  // namespace
 
 void WritePttJson(const PttReport& report, std::ostream& out) {
-  nlohmann::ordered_json doc;
+  Json doc;
   doc["view"] = "ptt";
   doc["duration_s"] = Round(report.duration_s, 1e6);
   doc["cpus"] = report.cpus;
   doc["sort"] = report.sort;
-  nlohmann::ordered_json events = nlohmann::ordered_json::array();
+  Json events = Json::array();
   for (const PttEvent& e : report.events) {
-    nlohmann::ordered_json item;
+    Json item;
     item["name"] = e.name;
     item["available"] = e.available;
     if (!e.available) item["reason"] = e.unavailable_reason;
     events.push_back(std::move(item));
   }
   doc["events"] = std::move(events);
-  nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+  Json rows = Json::array();
   for (const PttReportRow& r : report.rows) rows.push_back(RowJson(report, r));
   doc["threads"] = std::move(rows);
   doc["total"] = RowJson(report, report.total);
-  out << doc.dump(2) << "\n";
+  out << DumpJson(doc, 2) << "\n";
 }
 
 int RunPttView(const Profile& profile, const ReportRequest& request, std::ostream& out,

@@ -2,100 +2,115 @@
 
 #include "model/frame_name.h"
 
-#include <algorithm>
 #include <map>
 #include <ostream>
 #include <vector>
 
-#include "reports/export_text.h"
+#include "reports/json_writer.h"
 
 namespace arcprof::reports {
 using namespace arcprof::model;
 namespace {
 
-// Frames are keyed by index in speedscope, so equal (name, file) pairs share one.
-std::string FrameName(const FrameRecord& frame) { return FrameDisplayName(frame); }
+// The frames of the sampled stack ending at `leaf`, leaf first; false when
+// the tree is inconsistent (a parent after its child, a frame id out of range).
+bool StackOf(const std::vector<CallTree::Node>& nodes, size_t leaf, size_t frame_count,
+             std::vector<uint32_t>& stack) {
+  stack.clear();
+  for (size_t n = leaf; n != 0; n = nodes[n].parent) {
+    if (nodes[n].parent >= n || nodes[n].frame >= frame_count) return false;
+    stack.push_back(nodes[n].frame);
+  }
+  return true;
+}
 
 }  // namespace
 
+// Two passes over the threads: the first numbers the shared frames (in order
+// of first use) and finds the hottest profile, the second streams the
+// profiles. Nothing but the frame table is held, whatever the capture's size.
 void WriteSpeedscope(const Profile& profile, const ThreadFilter& filter, std::ostream& out) {
   std::vector<int64_t> frame_index(profile.frames.size(), -1);
+  // Frames are keyed by index in speedscope, so equal (name, file) pairs share one.
   std::map<std::pair<std::string, std::string>, int64_t> shared;
-  std::string frames_json;
+  Json frames = Json::array();
   auto index_of = [&](uint32_t frame_id) {
     int64_t& index = frame_index[frame_id];
     if (index >= 0) return index;
     const FrameRecord& frame = profile.frames.at(frame_id);
-    std::pair<std::string, std::string> key{FrameName(frame), frame.module};
+    std::pair<std::string, std::string> key{FrameDisplayName(frame), frame.module};
     auto [it, inserted] = shared.try_emplace(key, static_cast<int64_t>(shared.size()));
     if (inserted) {
-      if (it->second != 0) frames_json += ',';
-      frames_json += "{\"name\":" + JsonString(key.first);
-      if (!key.second.empty()) frames_json += ",\"file\":" + JsonString(key.second);
-      frames_json += '}';
+      Json item = {{"name", key.first}};
+      if (!key.second.empty()) item["file"] = key.second;
+      frames.push_back(std::move(item));
     }
     index = it->second;
     return index;
   };
 
-  std::string profiles_json;
+  std::vector<uint64_t> totals(profile.threads.size(), 0);
   size_t profile_count = 0;
   size_t hottest = 0;
   uint64_t hottest_total = 0;
   std::vector<uint32_t> stack;
-  const size_t threads = profile.threads.size();
-  for (size_t t = 0; t < threads; ++t) {
+  for (size_t t = 0; t < profile.threads.size(); ++t) {
     const ThreadRecord& thread = profile.threads[t];
     if (!filter.Matches(thread)) continue;
-    const auto& nodes = profile.threads[t].tree.nodes();
-    std::string samples, weights;
+    const auto& nodes = thread.tree.nodes();
     uint64_t total = 0;
     for (size_t leaf = 0; leaf < nodes.size(); ++leaf) {
-      if (nodes[leaf].base == 0) continue;
-      stack.clear();
-      bool valid = true;
-      for (size_t n = leaf; n != 0; n = nodes[n].parent) {
-        if (nodes[n].parent >= n || nodes[n].frame >= profile.frames.size()) {
-          valid = false;
-          break;
-        }
-        stack.push_back(nodes[n].frame);
-      }
-      if (!valid) continue;
-      if (!samples.empty()) {
-        samples += ',';
-        weights += ',';
-      }
-      samples += '[';
-      for (auto it = stack.rbegin(); it != stack.rend(); ++it) {
-        if (it != stack.rbegin()) samples += ',';
-        samples += std::to_string(index_of(*it));
-      }
-      samples += ']';
-      weights += std::to_string(nodes[leaf].base);
+      if (nodes[leaf].base == 0 || !StackOf(nodes, leaf, profile.frames.size(), stack)) continue;
+      for (auto it = stack.rbegin(); it != stack.rend(); ++it) index_of(*it);
       total += nodes[leaf].base;
     }
+    totals[t] = total;
     if (total == 0) continue;
     if (total > hottest_total) {
       hottest_total = total;
       hottest = profile_count;
     }
-    const std::string name = (thread.host.empty() ? "" : thread.host + ": ") + ProcessName(thread) + " pid " + std::to_string(thread.pid) + " tid " +
-                             std::to_string(thread.tid) + (thread.comm.empty() ? "" : " " + thread.comm);
-    if (profile_count++ != 0) profiles_json += ",\n";
-    profiles_json += "{\"type\":\"sampled\",\"name\":" + JsonString(name) +
-                     ",\"unit\":\"none\",\"startValue\":0,\"endValue\":" + std::to_string(total) +
-                     ",\"samples\":[" + samples + "],\"weights\":[" + weights + "]}";
+    ++profile_count;
   }
 
   std::string title = "arcprof";
   if (!profile.meta.target.empty()) title += " " + profile.meta.target;
-  out << "{\"$schema\":\"https://www.speedscope.app/file-format-schema.json\",\n"
-      << "\"name\":" << JsonString(title) << ",\n"
-      << "\"exporter\":" << JsonString("arcprof@" + profile.meta.arcprof_version) << ",\n"
-      << "\"activeProfileIndex\":" << hottest << ",\n"
-      << "\"shared\":{\"frames\":[" << frames_json << "]},\n"
-      << "\"profiles\":[\n" << profiles_json << "\n]}\n";
+  JsonStream json(out);
+  json.BeginObject().Members({{"$schema", "https://www.speedscope.app/file-format-schema.json"},
+                              {"name", title},
+                              {"exporter", "arcprof@" + profile.meta.arcprof_version},
+                              {"activeProfileIndex", hottest},
+                              {"shared", {{"frames", std::move(frames)}}}});
+  json.Key("profiles").BeginArray(/*one_per_line=*/true);
+  for (size_t t = 0; t < profile.threads.size(); ++t) {
+    if (totals[t] == 0) continue;
+    const ThreadRecord& thread = profile.threads[t];
+    const auto& nodes = thread.tree.nodes();
+    const std::string name = (thread.host.empty() ? "" : thread.host + ": ") + ProcessName(thread) + " pid " +
+                             std::to_string(thread.pid) + " tid " + std::to_string(thread.tid) +
+                             (thread.comm.empty() ? "" : " " + thread.comm);
+    json.BeginObject().Members({{"type", "sampled"},
+                                {"name", name},
+                                {"unit", "none"},
+                                {"startValue", 0},
+                                {"endValue", totals[t]}});
+    Json indices = Json::array();
+    json.Key("samples").BeginArray();
+    for (size_t leaf = 0; leaf < nodes.size(); ++leaf) {
+      if (nodes[leaf].base == 0 || !StackOf(nodes, leaf, profile.frames.size(), stack)) continue;
+      indices.clear();
+      for (auto it = stack.rbegin(); it != stack.rend(); ++it) indices.push_back(frame_index[*it]);
+      json.Value(indices);
+    }
+    json.End().Key("weights").BeginArray();
+    for (size_t leaf = 0; leaf < nodes.size(); ++leaf) {
+      if (nodes[leaf].base == 0 || !StackOf(nodes, leaf, profile.frames.size(), stack)) continue;
+      json.Value(nodes[leaf].base);
+    }
+    json.End().End();
+  }
+  json.End().End();
+  out << '\n';
 }
 
 }  // namespace arcprof::reports

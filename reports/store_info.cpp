@@ -3,7 +3,7 @@
 #include <time.h>
 
 #include <cstdio>
-#include <nlohmann/json.hpp>
+#include "reports/json_writer.h"
 #include <set>
 
 #include "store/capture_store.h"
@@ -72,16 +72,16 @@ int PrintStoreInfo(const WindowStore& store, const std::string& format, std::ost
   const uint64_t size = store.SizeOnDisk();
 
   if (format == "json") {
-    nlohmann::json j;
+    Json j;
     j["store"] = store.dir();
     j["host"] = config.host;
     j["size_bytes"] = size;
     j["window_s"] = config.window_s;
     j["retention"] = {{"retain_s", config.retain_s}, {"max_bytes", config.max_bytes}};
     j["unsent_windows"] = unsent;
-    j["windows"] = nlohmann::json::array();
+    j["windows"] = Json::array();
     for (const WindowSummary& s : rows) {
-      nlohmann::json w = {{"id", s.window.id},
+      Json w = {{"id", s.window.id},
                           {"start", UtcTime(s.window.start_unix_ns)},
                           {"end", UtcTime(s.window.end_unix_ns)},
                           {"start_unix_ns", s.window.start_unix_ns},
@@ -98,7 +98,7 @@ int PrintStoreInfo(const WindowStore& store, const std::string& format, std::ost
       }
       j["windows"].push_back(std::move(w));
     }
-    out << j.dump(2) << "\n";
+    out << DumpJson(j, 2) << "\n";
     return 0;
   }
 

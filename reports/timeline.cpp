@@ -6,7 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
-#include <nlohmann/json.hpp>
+#include "reports/json_writer.h"
 #include <numeric>
 #include <unordered_map>
 
@@ -128,10 +128,10 @@ void WriteTimelineText(const Timeline& t, std::ostream& out) {
 }
 
 void WriteTimelineJson(const Timeline& t, std::ostream& out) {
-  nlohmann::json j;
+  Json j;
   j["unit"] = "cpu_percent_of_one_cpu";
   j["series"] = t.series;
-  j["windows"] = nlohmann::json::array();
+  j["windows"] = Json::array();
   for (const TimelineWindow& w : t.windows) {
     j["windows"].push_back({{"start", UtcTime(w.start_unix_ns)},
                             {"end", UtcTime(w.end_unix_ns)},
@@ -140,7 +140,7 @@ void WriteTimelineJson(const Timeline& t, std::ostream& out) {
                             {"total", w.total_percent},
                             {"cpu", w.cpu_percent}});
   }
-  out << j.dump(2) << "\n";
+  out << DumpJson(j, 2) << "\n";
 }
 
 void WriteTimelineSvg(const Timeline& t, const std::string& title, std::ostream& out) {

@@ -6,7 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <memory>
-#include <nlohmann/json.hpp>
+#include "reports/json_writer.h"
 #include <ostream>
 #include <unordered_map>
 
@@ -178,8 +178,8 @@ std::string LevelList(const std::vector<TprofLevel>& levels) {
   return text;
 }
 
-nlohmann::ordered_json ShareJson(const UnknownShare& share) {
-  nlohmann::ordered_json reasons = nlohmann::ordered_json::object();
+Json ShareJson(const UnknownShare& share) {
+  Json reasons = Json::object();
   for (const auto& [name, count] : share.by_reason) {
     reasons[name] = {{"count", count}, {"percent", Round(Percent(count, share.total), 100)}};
   }
@@ -189,10 +189,10 @@ nlohmann::ordered_json ShareJson(const UnknownShare& share) {
           {"reasons", reasons}};
 }
 
-nlohmann::ordered_json RowsJson(const std::vector<TprofRow>& rows) {
-  nlohmann::ordered_json array = nlohmann::ordered_json::array();
+Json RowsJson(const std::vector<TprofRow>& rows) {
+  Json array = Json::array();
   for (const TprofRow& row : rows) {
-    nlohmann::ordered_json item;
+    Json item;
     item["level"] = TprofLevelName(row.level);
     item["name"] = row.name;
     item["ticks"] = row.ticks;
@@ -410,7 +410,7 @@ void WriteTprofText(const TprofReport& report, std::ostream& out) {
 }
 
 void WriteTprofJson(const TprofReport& report, std::ostream& out) {
-  nlohmann::ordered_json header;
+  Json header;
   header["event"] = report.event;
   header["frequency_hz"] = report.frequency_hz;
   header["duration_s"] = Round(report.duration_s, 1000);
@@ -422,15 +422,15 @@ void WriteTprofJson(const TprofReport& report, std::ostream& out) {
   }
   header["unknown_frames"] = ShareJson(report.unknown_frames);
   header["unknown_leaf_ticks"] = ShareJson(report.unknown_leaf_ticks);
-  nlohmann::ordered_json levels = nlohmann::ordered_json::array();
+  Json levels = Json::array();
   for (TprofLevel level : report.levels) levels.push_back(TprofLevelName(level));
   header["levels"] = levels;
   header["min_percent"] = report.min_percent;
-  nlohmann::ordered_json doc;
+  Json doc;
   doc["view"] = "tprof";
   doc["header"] = std::move(header);
   doc["rows"] = RowsJson(report.rows);
-  out << doc.dump(2) << '\n';
+  out << DumpJson(doc, 2) << '\n';
 }
 
 }  // namespace arcprof::reports

@@ -25,6 +25,7 @@
 #include "reports/export_text.h"
 #include "reports/flamegraph.h"
 #include "reports/folded.h"
+#include "reports/json_writer.h"
 #include "reports/pprof.h"
 #include "cli/report_cli.h"
 #include "reports/speedscope.h"
@@ -102,7 +103,34 @@ TEST(ExportText, InvalidUtf8AndControlsAreReplaced) {
   EXPECT_EQ(ValidUtf8("\xc0\xaf"), "\xEF\xBF\xBD\xEF\xBF\xBD");                  // overlong '/'
   EXPECT_EQ(ValidUtf8(std::string("a\0b\nc", 5)), "a?b?c");
   EXPECT_EQ(XmlEscape("a<b>&\"c'"), "a&lt;b&gt;&amp;&quot;c&#39;");
-  EXPECT_EQ(JsonString("x\"\\<\xff"), "\"x\\\"\\\\\\u003c\xEF\xBF\xBD\"");
+}
+
+// The one JSON writer: nlohmann with invalid UTF-8 replaced (its default
+// throws), controls escaped, the string read back equal.
+TEST(JsonWriter, HostileStringsStayValidJson) {
+  const std::string hostile = std::string("x\"\\<\xff\x1b]0;title\x07\n\xed\xa0\x80", 19) + std::string(1, '\0');
+  const std::string text = DumpJson(Json{{"name", hostile}, {hostile, 1}});
+  EXPECT_EQ(text.find('\xff'), std::string::npos);
+  EXPECT_EQ(text.find('\x1b'), std::string::npos);
+  EXPECT_NE(text.find("\\u001b"), std::string::npos);
+  const auto back = nlohmann::json::parse(text);
+  const std::string name = back["name"];
+  EXPECT_EQ(name.substr(0, 4), "x\"\\<");
+  EXPECT_EQ(name.substr(4, 3), "\xEF\xBF\xBD");
+  EXPECT_NE(name.find("\x1b]0;title\x07\n"), std::string::npos);
+  EXPECT_EQ(back.size(), 2u);
+
+  std::ostringstream out;
+  JsonStream stream(out);
+  stream.BeginObject().Key(hostile).Value(hostile).Key("rows").BeginArray(true);
+  for (int i = 0; i < 3; ++i) stream.Value(Json{{"i", i}, {"s", hostile}});
+  stream.End().Key("empty").BeginArray(true).End().Key("nested").BeginObject().Members({{"a", 1}, {"b", Json::array()}});
+  stream.End().End();
+  const auto doc = nlohmann::json::parse(out.str());
+  EXPECT_EQ(doc["rows"].size(), 3u);
+  EXPECT_EQ(doc["rows"][2]["i"], 2);
+  EXPECT_TRUE(doc["empty"].empty());
+  EXPECT_EQ(doc["nested"]["a"], 1);
 }
 
 TEST(ExportText, Numbers) {
@@ -405,6 +433,35 @@ TEST(Speedscope, OneSampledProfilePerThread) {
   // Stacks root first: the busy loop's first sample starts at __libc_start_main.
   const auto& busy = json["profiles"][2];
   EXPECT_EQ(frames[busy["samples"][0][0].get<size_t>()]["name"], "__libc_start_main");
+}
+
+// Invalid UTF-8 and terminal escapes in a thread name and a perf-map symbol:
+// the export still parses, bad bytes as U+FFFD.
+TEST(Speedscope, HostileNamesStayValidJson) {
+  Profile profile = SampleProfile();
+  FrameRecord frame;
+  frame.module = "/tmp/perf-77.map\xfe";
+  frame.symbol = "evil\xff\x1b[2J\xc0\xaf";
+  frame.kind = FrameKind::kJit;
+  const uint32_t id = profile.frames.Intern(frame);
+  ThreadRecord& thread = profile.threads[profile.ThreadIndex(77, 77)];
+  thread.comm = "bad\xff\x07name";
+  const uint32_t stack[] = {id};
+  thread.tree.AddStack(stack, 5);
+  std::ostringstream out;
+  WriteSpeedscope(profile, {}, out);
+  EXPECT_EQ(out.str().find('\xff'), std::string::npos);
+  const auto json = nlohmann::json::parse(out.str());
+  bool seen = false;
+  for (const auto& f : json["shared"]["frames"]) {
+    const std::string name = f["name"];
+    if (name.rfind("evil", 0) == 0) {
+      seen = true;
+      EXPECT_EQ(name, "evil\xEF\xBF\xBD\x1b[2J\xEF\xBF\xBD\xEF\xBF\xBD");
+    }
+  }
+  EXPECT_TRUE(seen);
+  ASSERT_EQ(json["profiles"].size(), 5u);
 }
 
 // ---------------------------------------------------------------- one frame name
