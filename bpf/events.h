@@ -11,6 +11,9 @@
 
 #define ARCPROF_MAX_STACK 127 /* frames per stack, like perf's default max */
 #define ARCPROF_COMM_LEN 16
+/* Pids are below this (the kernel's PID_MAX_LIMIT on 64-bit): the size of the
+ * pid filter bitmap (target_bits in sample.bpf.c). */
+#define ARCPROF_PID_LIMIT (1u << 22)
 
 /* sample_event.flags */
 #define ARCPROF_SAMPLE_USER_MODE 0x1 /* the sampled IP was in user mode */

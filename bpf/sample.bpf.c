@@ -25,12 +25,22 @@ struct {
 	__uint(max_entries, 16 << 20); /* resized by the loader (--buffer-mb) */
 } samples SEC(".maps");
 
+/* The followed processes (with filter_pids), for the loader to list and sweep;
+ * the programs test target_bits instead. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 65536);
 	__type(key, __u32);  /* tgid */
 	__type(value, __u8);
 } target_pids SEC(".maps");
+
+/* The same set as one bit per tgid, for every pid the kernel can hand out
+ * (ARCPROF_PID_LIMIT): the test at every sample and context switch is one
+ * load from global data instead of a hash lookup, so a switch between
+ * untargeted threads costs a few nanoseconds. Bits are set and cleared with
+ * atomic operations, here and by the loader through the mmapped .bss, next to
+ * its target_pids updates. 512 KiB. */
+__u64 target_bits[ARCPROF_PID_LIMIT / 64];
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -209,7 +219,9 @@ static __always_inline int targeted(__u32 tgid)
 {
 	if (tgid == self_pid && tgid != 0)
 		return 0;
-	return !filter_pids || bpf_map_lookup_elem(&target_pids, &tgid);
+	if (!filter_pids)
+		return 1;
+	return (target_bits[(tgid / 64) & (ARCPROF_PID_LIMIT / 64 - 1)] >> (tgid % 64)) & 1;
 }
 
 SEC("perf_event")
@@ -221,7 +233,7 @@ int on_sample(struct bpf_perf_event_data *ctx)
 
 	if (tgid == self_pid && tgid != 0)
 		return 0;
-	if (filter_pids && !bpf_map_lookup_elem(&target_pids, &tgid)) {
+	if (!targeted(tgid)) {
 		count(ARCPROF_CTR_FILTERED);
 		return 0;
 	}
@@ -331,21 +343,23 @@ static __always_inline __u64 switch_clock(struct task_struct *cur)
  * and frame pointer): a thread that blocks at the same place again has the
  * same stack. A thread that keeps blocking at one place (a ping-pong, a
  * worker loop) costs two task-storage lookups, one load of the run queue's
- * clock and a hash of its registers per switch: task storage exists only for
- * targeted threads, so a thread that has it needs no target check; its time
- * is summed there and added to offcpu_time once a millisecond has built up or
- * it blocks elsewhere. The idle task (pid 0) is skipped on both sides without
- * a lookup. Measured costs: docs/performance.md, "Off-CPU time". */
+ * clock and a hash of its registers per switch; its time is summed in its
+ * task storage and added to offcpu_time once a millisecond has built up or it
+ * blocks elsewhere. Task storage exists only for targeted threads: a switch
+ * between untargeted threads (or the idle task, pid 0) costs two bitmap tests
+ * and no lookup. Measured costs: docs/performance.md, "Off-CPU time". */
 SEC("tp_btf/sched_switch")
 int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
 {
-	__u64 now = switch_clock(prev);
+	__u64 now = 0;
 	struct offcpu_start *st;
 
-	/* next comes back: close its interval. */
-	if (next->pid) {
+	/* next comes back: close its interval. Only targeted threads have task
+	 * storage, and the bitmap test is cheaper than a missed lookup. */
+	if (next->pid && targeted(next->tgid)) {
 		st = bpf_task_storage_get(&offcpu_start, next, 0, 0);
 		if (st && st->ts) {
+			now = switch_clock(prev);
 			if (now) {
 				st->pending_ns += now > st->ts ? now - st->ts : 0;
 				st->pending_count += 1;
@@ -359,16 +373,13 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 	/* prev goes off CPU. */
 	__u32 tgid = prev->tgid;
 	__u32 tid = prev->pid;
-	if (tid == 0)
+	if (tid == 0 || !targeted(tgid))
 		return 0;
-	st = bpf_task_storage_get(&offcpu_start, prev, 0, 0);
-	if (!st) {
-		if (!targeted(tgid))
-			return 0;
-		st = bpf_task_storage_get(&offcpu_start, prev, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
-		if (!st)
-			return 0;
-	}
+	st = bpf_task_storage_get(&offcpu_start, prev, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!st)
+		return 0;
+	if (!now)
+		now = switch_clock(prev);
 	/* A preempted task is still runnable (the tracepoint reports it so). */
 	__u32 state = preempt ? 0 : prev->__state;
 	__s64 nr = -1;
@@ -425,13 +436,15 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 	if (!filter_pids)
 		return 0;
 	__u32 ptgid = BPF_CORE_READ(parent, tgid);
-	if (!bpf_map_lookup_elem(&target_pids, &ptgid))
+	if (!targeted(ptgid))
 		return 0;
 	__u32 ctgid = BPF_CORE_READ(child, tgid);
 	if (ctgid == ptgid)
 		return 0; /* a new thread of a target */
 	__u8 one = 1;
 	bpf_map_update_elem(&target_pids, &ctgid, &one, BPF_ANY);
+	__sync_fetch_and_or(&target_bits[(ctgid / 64) & (ARCPROF_PID_LIMIT / 64 - 1)],
+			    1ull << (ctgid % 64));
 	count(ARCPROF_CTR_FOLLOWED_FORKS);
 	return 0;
 }

@@ -90,12 +90,20 @@ Result<std::unique_ptr<Sampler>> Sampler::Load(const SamplerOptions& options) {
 }
 
 Result<void> Sampler::AddTargetPid(uint32_t pid) {
+  if (pid >= ARCPROF_PID_LIMIT) {
+    return MakeError("cannot add pid " + std::to_string(pid) + " to the filter: above " +
+                     std::to_string(ARCPROF_PID_LIMIT - 1));
+  }
   uint8_t one = 1;
   if (bpf_map__update_elem(skel_->maps.target_pids, &pid, sizeof(pid), &one, sizeof(one),
                            BPF_ANY) != 0) {
     return MakeError("cannot add pid " + std::to_string(pid) + " to the filter: " +
                      strerror(errno));
   }
+  // The programs test the bitmap (the mmapped .bss); the on_fork program
+  // sets bits in the same words, hence the atomic operations.
+  __atomic_fetch_or(&skel_->bss->target_bits[pid / 64], uint64_t{1} << (pid % 64),
+                    __ATOMIC_RELAXED);
   return {};
 }
 
@@ -114,7 +122,10 @@ std::vector<uint32_t> Sampler::TargetPids() const {
 }
 
 void Sampler::RemoveTargetPid(uint32_t pid) {
-  if (options_.filter_pids) bpf_map_delete_elem(bpf_map__fd(skel_->maps.target_pids), &pid);
+  if (!options_.filter_pids || pid >= ARCPROF_PID_LIMIT) return;
+  bpf_map_delete_elem(bpf_map__fd(skel_->maps.target_pids), &pid);
+  __atomic_fetch_and(&skel_->bss->target_bits[pid / 64], ~(uint64_t{1} << (pid % 64)),
+                     __ATOMIC_RELAXED);
 }
 
 Result<void> Sampler::OpenSideband(SidebandFn on_record) {
