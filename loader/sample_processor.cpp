@@ -156,7 +156,7 @@ void SampleProcessor::Process(const StackSample& e) {
   const uint64_t version = symbolizer_.ProcessVersion(e.pid);
   StackSlot& slot = stack_cache_[hash & (stack_cache_.size() - 1)];
   if (slot.hash == hash && slot.version == version && version != 0 && slot.epoch == epoch_) {
-    window_.threads[slot.thread].tree.Add(slot.leaf, 1, 1);
+    window_.threads[slot.thread].tree.Add(slot.leaf, 1, kSamplesValue, 1);
     frames_ += slot.frames;
     ThreadRecord& t = window_.threads[slot.thread];
     if (t.comm != comm) Rename(t, comm);
@@ -288,7 +288,7 @@ void SampleProcessor::AddOffCpu(uint64_t key, uint64_t ns, uint64_t intervals) {
   CallTree& tree = window_.threads[thread].tree;
   uint32_t node = 0;
   for (uint32_t f : kept.frames) node = tree.Child(node, window_.frames.Intern(kept_frames_[f]));
-  tree.Add(node, 0, 0, ns);
+  tree.Add(node, 0, window_.DeclareValue(ValueType{"offcpu", "nanoseconds"}), ns);
   ThreadRecord& t = window_.threads[thread];
   if (t.comm.empty()) Rename(t, kept.comm);
   offcpu_ns_ += ns;

@@ -1,7 +1,8 @@
 #include "model/metric.h"
 
+#include <algorithm>
 #include <cmath>
-#include <map>
+#include <unordered_map>
 
 namespace arcprof::model {
 
@@ -11,53 +12,118 @@ const std::vector<std::string>& MetricNames() {
 }
 
 bool HasOffCpu(const Profile& profile) {
+  const auto type = profile.ValueIndex("offcpu");
+  if (!type) return false;
   for (const ThreadRecord& thread : profile.threads) {
-    for (const CallTree::Node& node : thread.tree.nodes()) {
-      if (node.offcpu > 0) return true;
-    }
+    if (thread.tree.total(*type) > 0) return true;
   }
   return false;
 }
 
-Result<Profile> WithMetric(const Profile& profile, std::string_view metric) {
-  if (metric == "samples") return profile;
-  const bool cpu = metric == "cpu" || metric == "wall";
-  const bool offcpu = metric == "offcpu" || metric == "wall";
+Metric Metric::Samples(const Profile& profile) {
+  Metric m;
+  m.name_ = "samples";
+  m.unit_ = profile.meta.unit;
+  m.terms_.push_back(Term{kSamplesValue, false, 1});
+  return m;
+}
+
+Result<Metric> Metric::Select(const Profile& profile, std::string_view name) {
+  if (name == "samples") return Samples(profile);
+  Metric m;
+  m.name_ = std::string(name);
+  const bool cpu = name == "cpu" || name == "wall";
+  const bool offcpu = name == "offcpu" || name == "wall";
   if (!cpu && !offcpu) {
+    // Any other value type the capture declares, as it is.
+    if (auto type = profile.ValueIndex(name); type && *type != kSamplesValue) {
+      m.unit_ = profile.value_types[*type].unit;
+      m.terms_.push_back(Term{*type, false, 1});
+      return m;
+    }
     std::string names;
     for (const std::string& n : MetricNames()) names += (names.empty() ? "" : ", ") + n;
-    return MakeError("unknown metric '" + std::string(metric) + "'; use one of " + names);
+    for (size_t type = 1; type < profile.value_types.size(); ++type) {
+      const std::string& declared = profile.value_types[type].name;
+      if (std::find(MetricNames().begin(), MetricNames().end(), declared) == MetricNames().end()) {
+        names += ", " + declared;
+      }
+    }
+    return MakeError("unknown metric '" + std::string(name) + "'; use one of " + names);
   }
   if (offcpu && !HasOffCpu(profile)) {
-    return MakeError("--metric " + std::string(metric) +
+    return MakeError("--metric " + std::string(name) +
                      ": the capture has no off-CPU time (record with --off-cpu)");
   }
-  // Each thread's samples share out the CPU time PTT measured for it
-  // (interrupts excluded); threads PTT did not see count the sampling interval.
-  std::map<uint64_t, uint64_t> ptt_cpu_ns;
-  if (profile.ptt.recorded) {
-    for (const PttThread& t : profile.ptt.threads) {
-      ptt_cpu_ns[static_cast<uint64_t>(t.pid) << 32 | t.tid] += t.cpu_ns;
+  if (cpu) {
+    m.terms_.push_back(Term{kSamplesValue, true, 1});
+    m.interval_us_ =
+        profile.meta.frequency_hz ? 1e6 / static_cast<double>(profile.meta.frequency_hz) : 1000.0;
+    // Each thread's samples share out the CPU time PTT measured for it
+    // (interrupts excluded); threads PTT did not see count the sampling interval.
+    std::unordered_map<uint64_t, uint64_t> ptt_cpu_ns;
+    if (profile.ptt.recorded) {
+      for (const PttThread& t : profile.ptt.threads) {
+        ptt_cpu_ns[static_cast<uint64_t>(t.pid) << 32 | t.tid] += t.cpu_ns;
+      }
+    }
+    for (const ThreadRecord& t : profile.threads) {
+      auto it = ptt_cpu_ns.find(static_cast<uint64_t>(t.pid) << 32 | t.tid);
+      const uint64_t samples = t.tree.total(kSamplesValue);
+      if (it == ptt_cpu_ns.end() || samples == 0 || it->second == 0) continue;
+      m.us_per_sample_[{t.host, t.pid, t.tid}] = static_cast<double>(it->second) / 1000.0 / samples;
     }
   }
-  const double interval_us =
-      profile.meta.frequency_hz ? 1e6 / static_cast<double>(profile.meta.frequency_hz) : 1000.0;
+  if (offcpu) m.terms_.push_back(Term{*profile.ValueIndex("offcpu"), false, 1000});
+  m.unit_ = m.name_ + "-us";
+  return m;
+}
+
+Metric Metric::WithUnit(std::string unit) const {
+  Metric m = *this;
+  m.unit_ = std::move(unit);
+  return m;
+}
+
+double Metric::UsPerSample(const ThreadRecord& thread) const {
+  auto it = us_per_sample_.find({thread.host, thread.pid, thread.tid});
+  return it == us_per_sample_.end() ? interval_us_ : it->second;
+}
+
+std::vector<uint64_t> Metric::Values(const ThreadRecord& thread) const {
+  const CallTree& tree = thread.tree;
+  std::vector<uint64_t> out(tree.size(), 0);
+  for (const Term& term : terms_) {
+    const double scale = term.per_sample ? UsPerSample(thread) : 1.0;
+    for (uint32_t i = 0; i < out.size(); ++i) {
+      const uint64_t v = tree.value(i, term.type);
+      if (v == 0) continue;
+      if (term.per_sample) {
+        out[i] += static_cast<uint64_t>(std::llround(static_cast<double>(v) * scale));
+      } else {
+        out[i] += (v + term.divisor / 2) / term.divisor;
+      }
+    }
+  }
+  return out;
+}
+
+uint64_t Metric::Total(const ThreadRecord& thread) const {
+  uint64_t total = 0;
+  for (uint64_t v : Values(thread)) total += v;
+  return total;
+}
+
+Result<Profile> WithMetric(const Profile& profile, std::string_view name) {
+  if (name == "samples") return profile;
+  auto metric = Metric::Select(profile, name);
+  if (!metric) return metric.error();
   Profile out = profile;
   for (ThreadRecord& t : out.threads) {
-    const uint64_t samples = t.tree.total_base();
-    auto it = ptt_cpu_ns.find(static_cast<uint64_t>(t.pid) << 32 | t.tid);
-    const double us_per_sample = it != ptt_cpu_ns.end() && samples > 0 && it->second > 0
-                                     ? static_cast<double>(it->second) / 1000.0 / samples
-                                     : interval_us;
-    t.tree.TransformBase([&](const CallTree::Node& node) {
-      uint64_t value = 0;
-      if (cpu) value += static_cast<uint64_t>(std::llround(static_cast<double>(node.base) * us_per_sample));
-      if (offcpu) value += (node.offcpu + 500) / 1000;
-      return value;
-    });
+    const std::vector<uint64_t> values = metric->Values(t);
+    t.tree.TransformValues(kSamplesValue, [&](uint32_t node, uint64_t) { return values[node]; });
   }
-  // The arcflow header prints this binding; the suffix after the last '-' is the scale.
-  out.meta.unit = std::string(metric) + "-us";
+  out.meta.unit = metric->unit();
   return out;
 }
 

@@ -1,15 +1,26 @@
-// --metric: which value of a call-tree node the views and exports read.
-// A node counts samples (base) and, with record --off-cpu, nanoseconds off
-// CPU (offcpu). The metrics:
+// --metric: the one selector of what the views and exports weigh a call-tree
+// node by. A node holds n and one value per value type the profile declares
+// (Profile::value_types: `samples` always, `offcpu` ns with record --off-cpu,
+// counter deltas later); a metric is one declared type or a value derived
+// from them:
 //   samples  sampled ticks (the default; what every view showed before)
 //   cpu      microseconds on CPU: each thread's samples share out the CPU time
 //            PTT measured for it, or count one sampling interval each
 //   offcpu   microseconds off CPU (blocked, sleeping or waiting for a CPU)
 //   wall     cpu + offcpu: where a thread's wall-clock time went
+// Any other declared value type is selected by its name, in its own unit.
+//
+// A Metric is resolved once per report from the whole capture (its per-thread
+// CPU time per sample comes from there) and then reads any profile cut from
+// it (--root, --min, thread filters keep the threads' identity and the value
+// types), one thread at a time.
 #pragma once
 
+#include <cstdint>
+#include <map>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <vector>
 
 #include "common/result.h"
@@ -17,15 +28,54 @@
 
 namespace arcprof::model {
 
-// The metric names, in the order above.
+// The built-in metric names, in the order above.
 const std::vector<std::string>& MetricNames();
 
 // Whether any node has off-CPU time.
 bool HasOffCpu(const Profile& profile);
 
-// A copy of `profile` whose node `base` is `metric` (unit in meta.unit, e.g.
-// "wall-us"); "samples" returns it unchanged. One-line error for a name not
-// in MetricNames() or for offcpu/wall of a capture without off-CPU time.
+class Metric {
+ public:
+  // The metric `name` of `profile`. One-line error for an unknown name or for
+  // offcpu/wall of a capture without off-CPU time.
+  static Result<Metric> Select(const Profile& profile, std::string_view name);
+  // The samples metric (value type 0, as it is): what views read by default.
+  static Metric Samples(const Profile& profile);
+
+  const std::string& name() const { return name_; }
+  // The unit the views print: the capture's unit (meta.unit) for samples,
+  // "<name>-us" for the time metrics (the suffix after the last '-' is the
+  // scale the arcflow header shows), a declared type's own unit otherwise.
+  const std::string& unit() const { return unit_; }
+  // The same metric printed under another unit name (arcflow --units ms
+  // with PTT calls measured CPU time "ptt-cpu-us").
+  Metric WithUnit(std::string unit) const;
+
+  // The metric's value of every node of `thread`'s tree, indexed by node.
+  std::vector<uint64_t> Values(const ThreadRecord& thread) const;
+  // Σ Values(thread).
+  uint64_t Total(const ThreadRecord& thread) const;
+
+ private:
+  struct Term {
+    size_t type = 0;          // value type index
+    bool per_sample = false;  // times the thread's microseconds per sample
+    uint64_t divisor = 1;     // rounded division (ns -> us)
+  };
+  using ThreadKey = std::tuple<std::string, uint32_t, uint32_t>;  // host, pid, tid
+  double UsPerSample(const ThreadRecord& thread) const;
+
+  std::string name_;
+  std::string unit_;
+  std::vector<Term> terms_;
+  // cpu and wall: each thread's CPU microseconds per sample, and the sampling
+  // interval for threads PTT did not measure.
+  std::map<ThreadKey, double> us_per_sample_;
+  double interval_us_ = 1000.0;
+};
+
+// Compatibility, until every view reads a Metric: a copy of `profile` whose
+// value 0 is `metric` (unit in meta.unit); "samples" returns it unchanged.
 Result<Profile> WithMetric(const Profile& profile, std::string_view metric);
 
 }  // namespace arcprof::model

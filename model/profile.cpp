@@ -1,5 +1,6 @@
 #include "model/profile.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <functional>
 
@@ -25,10 +26,19 @@ uint32_t FrameTable::Intern(const FrameRecord& frame) {
 
 CallTree::CallTree() { nodes_.push_back(Node{}); }
 
+std::vector<uint64_t>& CallTree::Column(size_t type) {
+  // Every column is as long as nodes_ (Child grows them all together).
+  while (values_.size() <= type) values_.emplace_back(nodes_.size(), 0);
+  return values_[type];
+}
+
 uint32_t CallTree::Child(uint32_t parent, uint32_t frame) {
   const uint64_t key = static_cast<uint64_t>(parent) << 32 | frame;
   auto [it, inserted] = child_index_.try_emplace(key, static_cast<uint32_t>(nodes_.size()));
-  if (inserted) nodes_.push_back(Node{parent, frame, 0, 0});
+  if (inserted) {
+    nodes_.push_back(Node{parent, frame, 0});
+    for (std::vector<uint64_t>& column : values_) column.push_back(0);
+  }
   return it->second;
 }
 
@@ -36,18 +46,17 @@ uint32_t CallTree::AddStack(std::span<const uint32_t> frames_root_first, uint64_
                             uint64_t resource) {
   uint32_t node = 0;
   for (uint32_t frame : frames_root_first) node = Child(node, frame);
-  Add(node, count, resource);
+  Add(node, count, kSamplesValue, resource);
   return node;
 }
 
-void CallTree::Add(uint32_t node, uint64_t n, uint64_t base, uint64_t offcpu) {
-  Node& d = nodes_[node];
-  d.n += n;
-  d.base += base;
-  d.offcpu += offcpu;
+void CallTree::Add(uint32_t node, uint64_t n, size_t type, uint64_t value) {
+  nodes_[node].n += n;
+  if (value != 0) Column(type)[node] += value;
 }
 
-void CallTree::Merge(const CallTree& other, std::span<const uint32_t> frame_map) {
+void CallTree::Merge(const CallTree& other, std::span<const uint32_t> frame_map,
+                     std::span<const size_t> type_map) {
   // Parents precede their children in both trees, so one pass maps every node.
   std::vector<uint32_t> mapped(other.nodes_.size(), 0);
   for (uint32_t i = 0; i < other.nodes_.size(); ++i) {
@@ -57,7 +66,13 @@ void CallTree::Merge(const CallTree& other, std::span<const uint32_t> frame_map)
           frame_map.empty() || src.frame >= frame_map.size() ? src.frame : frame_map[src.frame];
       mapped[i] = Child(mapped[src.parent], frame);
     }
-    Add(mapped[i], src.n, src.base, src.offcpu);
+    nodes_[mapped[i]].n += src.n;
+  }
+  for (size_t type = 0; type < other.values_.size(); ++type) {
+    const size_t into = type < type_map.size() ? type_map[type] : type;
+    const std::vector<uint64_t>& from = other.values_[type];
+    std::vector<uint64_t>& column = Column(into);
+    for (size_t i = 0; i < from.size(); ++i) column[mapped[i]] += from[i];
   }
 }
 
@@ -67,8 +82,9 @@ void CallTree::RemapFrames(std::span<const uint32_t> frame_map) {
   *this = std::move(remapped);
 }
 
-void CallTree::TransformBase(const std::function<uint64_t(const Node&)>& f) {
-  for (Node& node : nodes_) node.base = f(node);
+void CallTree::TransformValues(size_t type, const std::function<uint64_t(uint32_t, uint64_t)>& f) {
+  std::vector<uint64_t>& column = Column(type);
+  for (uint32_t i = 0; i < column.size(); ++i) column[i] = f(i, column[i]);
 }
 
 CallTree CallTree::Rerooted(const std::function<bool(uint32_t frame)>& is_root) const {
@@ -84,50 +100,77 @@ CallTree CallTree::Rerooted(const std::function<bool(uint32_t frame)>& is_root) 
       parent = 0;
     }
     mapped[i] = out.Child(parent, node.frame);
-    out.Add(mapped[i], node.n, node.base, node.offcpu);
+    out.nodes_[mapped[i]].n += node.n;
+  }
+  for (size_t type = 0; type < values_.size(); ++type) {
+    std::vector<uint64_t>& column = out.Column(type);
+    for (size_t i = 1; i < nodes_.size(); ++i) {
+      if (mapped[i] != kDropped) column[mapped[i]] += values_[type][i];
+    }
   }
   return out;
-}
-
-std::vector<uint64_t> CallTree::CumulativeBase() const {
-  std::vector<uint64_t> cum(nodes_.size());
-  for (size_t i = 0; i < nodes_.size(); ++i) cum[i] = nodes_[i].base;
-  for (size_t i = nodes_.size(); i-- > 1;) cum[nodes_[i].parent] += cum[i];
-  return cum;
 }
 
 CallTree CallTree::Pruned(const std::function<bool(uint32_t node)>& keep,
                           uint32_t bucket_frame) const {
   constexpr uint32_t kDropped = 0xffffffffu;
   // Whole-subtree sums, bottom-up (children follow parents).
-  std::vector<Node> sum = nodes_;
+  std::vector<uint64_t> sum_n(nodes_.size());
+  for (size_t i = 0; i < nodes_.size(); ++i) sum_n[i] = nodes_[i].n;
+  std::vector<std::vector<uint64_t>> sum = values_;
   for (size_t i = nodes_.size(); i-- > 1;) {
-    Node& p = sum[nodes_[i].parent];
-    p.n += sum[i].n;
-    p.base += sum[i].base;
-    p.offcpu += sum[i].offcpu;
+    sum_n[nodes_[i].parent] += sum_n[i];
+    for (std::vector<uint64_t>& column : sum) column[nodes_[i].parent] += column[i];
   }
   CallTree out;
+  // Node i of this tree goes to mapped[i] with its own values, or to a
+  // bucket with its subtree's (whole[i]).
   std::vector<uint32_t> mapped(nodes_.size(), kDropped);
+  std::vector<bool> whole(nodes_.size(), false);
   mapped[0] = 0;
-  out.Add(0, nodes_[0].n, nodes_[0].base, nodes_[0].offcpu);
   for (uint32_t i = 1; i < nodes_.size(); ++i) {
-    const uint32_t parent = mapped[nodes_[i].parent];
+    const uint32_t parent = whole[nodes_[i].parent] ? kDropped : mapped[nodes_[i].parent];
     if (parent == kDropped) continue;  // inside a pruned subtree: already counted
     if (!keep(i)) {
-      out.Add(out.Child(parent, bucket_frame), sum[i].n, sum[i].base, sum[i].offcpu);
+      mapped[i] = out.Child(parent, bucket_frame);
+      whole[i] = true;
       continue;
     }
     mapped[i] = out.Child(parent, nodes_[i].frame);
-    out.Add(mapped[i], nodes_[i].n, nodes_[i].base, nodes_[i].offcpu);
+  }
+  for (uint32_t i = 0; i < nodes_.size(); ++i) {
+    if (mapped[i] == kDropped) continue;
+    out.nodes_[mapped[i]].n += whole[i] ? sum_n[i] : nodes_[i].n;
+    for (size_t type = 0; type < values_.size(); ++type) {
+      out.Column(type)[mapped[i]] += whole[i] ? sum[type][i] : values_[type][i];
+    }
   }
   return out;
 }
 
-uint64_t CallTree::total_base() const {
+void CallTree::Accumulate(std::vector<uint64_t>& values) const {
+  for (size_t i = std::min(values.size(), nodes_.size()); i-- > 1;) values[nodes_[i].parent] += values[i];
+}
+
+uint64_t CallTree::total(size_t type) const {
   uint64_t total = 0;
-  for (const Node& n : nodes_) total += n.base;
+  if (type < values_.size()) {
+    for (uint64_t v : values_[type]) total += v;
+  }
   return total;
+}
+
+std::optional<size_t> Profile::ValueIndex(std::string_view name) const {
+  for (size_t i = 0; i < value_types.size(); ++i) {
+    if (value_types[i].name == name) return i;
+  }
+  return std::nullopt;
+}
+
+size_t Profile::DeclareValue(const ValueType& type) {
+  if (auto i = ValueIndex(type.name)) return *i;
+  value_types.push_back(type);
+  return value_types.size() - 1;
 }
 
 uint32_t Profile::ThreadIndex(const std::string& host, uint32_t pid, uint32_t tid) {
@@ -157,7 +200,7 @@ uint32_t Profile::ThreadIndex(uint32_t pid, uint32_t tid) {
 
 uint64_t Profile::total_samples() const {
   uint64_t total = 0;
-  for (const ThreadRecord& t : threads) total += t.tree.total_base();
+  for (const ThreadRecord& t : threads) total += t.tree.total(kSamplesValue);
   return total;
 }
 

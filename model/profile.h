@@ -1,6 +1,7 @@
 // The in-memory profile: the arcflow model for sampled stacks. A profile is a
 // frame table and a thread table, each thread holding its call tree; a node holds the
-// occurrences n and the resource consumed in the node itself (base). Captures
+// occurrences n and one value per declared value type (samples, off-CPU ns, ...) consumed
+// in the node itself. Captures
 // on disk are exactly this (see docs/capture-format.md).
 #pragma once
 
@@ -10,6 +11,7 @@
 #include <map>
 #include <span>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <unordered_map>
 #include <vector>
@@ -49,56 +51,83 @@ class FrameTable {
   std::unordered_map<FrameRecord, uint32_t, FrameRecordHash> index_;
 };
 
+// One kind of value a call-tree node holds, like pprof's sample_type: a name
+// ("samples", "offcpu", later PMU counters) and its unit ("count",
+// "nanoseconds"). A profile declares its value types (Profile::value_types);
+// value i of every node is of declared type i.
+struct ValueType {
+  std::string name;
+  std::string unit;
+  bool operator==(const ValueType&) const = default;
+};
+// Value type 0 is always the sampled one ("samples", or the unit of an
+// arcflow input); the views' default metric.
+inline constexpr size_t kSamplesValue = 0;
+
 // One thread's call tree. Node 0 is the thread itself (frame kNoFrame); every
 // other node is one frame under its parent, and a parent always precedes its
-// children. The nodes are read through nodes() and written only through the
-// operations below, so every tree keeps that shape.
+// children. A node holds n and one value per value type; the nodes are read
+// through nodes() and value(), and written only through the operations below,
+// so every tree keeps that shape.
 class CallTree {
  public:
   static constexpr uint32_t kNoFrame = 0xffffffffu;
   struct Node {
     uint32_t parent = 0;
     uint32_t frame = kNoFrame;
-    uint64_t n = 0;     // occurrences ending in this node (samples or calls)
-    uint64_t base = 0;  // resource consumed in the node itself
-    uint64_t offcpu = 0;  // ns off CPU with this node as the leaf (record --off-cpu)
+    uint64_t n = 0;  // occurrences ending in this node (samples or calls)
   };
 
   CallTree();
   // Finds or creates the child of `parent` for `frame`.
   uint32_t Child(uint32_t parent, uint32_t frame);
-  // Adds a stack given root first; the leaf node gets n += count and base +=
-  // resource. Returns the leaf.
+  // Adds a stack given root first; the leaf node gets n += count and value 0
+  // (samples) += resource. Returns the leaf.
   uint32_t AddStack(std::span<const uint32_t> frames_root_first, uint64_t count, uint64_t resource);
   uint32_t AddStack(std::span<const uint32_t> frames_root_first, uint64_t count) {
     return AddStack(frames_root_first, count, count);
   }
-  // Adds to the values of one node (a leaf AddStack or Child returned).
-  void Add(uint32_t node, uint64_t n, uint64_t base, uint64_t offcpu = 0);
+  // Adds to one node (a leaf AddStack or Child returned): n, and value
+  // `type` (a declared value type index).
+  void Add(uint32_t node, uint64_t n, size_t type, uint64_t value);
   // Adds every node of `other` to this tree, its frames mapped through
-  // `frame_map` (other's frame id -> this tree's; empty = the same ids).
-  void Merge(const CallTree& other, std::span<const uint32_t> frame_map = {});
+  // `frame_map` (other's frame id -> this tree's; empty = the same ids) and
+  // its value types through `type_map` (empty = the same indices).
+  void Merge(const CallTree& other, std::span<const uint32_t> frame_map = {},
+             std::span<const size_t> type_map = {});
   // Renumbers the frames (old id -> new id); nodes that then hold the same
   // frame under one parent become one.
   void RemapFrames(std::span<const uint32_t> frame_map);
-  // Replaces every node's base with f(node).
-  void TransformBase(const std::function<uint64_t(const Node&)>& f);
+  // Replaces value `type` of every node with f(node id, value).
+  void TransformValues(size_t type, const std::function<uint64_t(uint32_t, uint64_t)>& f);
   // The subtrees under the outermost nodes whose frame satisfies is_root,
   // each re-rooted directly under node 0 (matching subtrees merge).
   CallTree Rerooted(const std::function<bool(uint32_t frame)>& is_root) const;
-  // Every node's base plus the base of everything below it.
-  std::vector<uint64_t> CumulativeBase() const;
+  // Turns per-node values (indexed by node, e.g. value(i, type) or a metric's)
+  // into cumulative ones: each node's plus everything below it.
+  void Accumulate(std::vector<uint64_t>& values) const;
   // A copy without the subtrees whose top node fails keep(node): each such
   // subtree becomes one child of its parent with frame `bucket_frame`, holding
-  // the subtree's summed values.
+  // the subtree's summed n and values.
   CallTree Pruned(const std::function<bool(uint32_t node)>& keep, uint32_t bucket_frame) const;
 
   const std::vector<Node>& nodes() const { return nodes_; }
   size_t size() const { return nodes_.size(); }
-  uint64_t total_base() const;
+  // Value `type` of node `node` (0 for a type this tree never got).
+  uint64_t value(uint32_t node, size_t type) const {
+    return type < values_.size() ? values_[type][node] : 0;
+  }
+  // How many value types this tree has columns for (<= the profile's).
+  size_t value_columns() const { return values_.size(); }
+  // Σ value `type` over the tree.
+  uint64_t total(size_t type = kSamplesValue) const;
 
  private:
+  std::vector<uint64_t>& Column(size_t type);
+
   std::vector<Node> nodes_;
+  // values_[type][node]: one column per value type, as long as nodes_.
+  std::vector<std::vector<uint64_t>> values_;
   std::unordered_map<uint64_t, uint32_t> child_index_;  // (parent << 32 | frame) -> node
 };
 
@@ -137,12 +166,20 @@ struct Profile {
   CaptureMeta meta;
   FrameTable frames;
   std::vector<ThreadRecord> threads;  // each with its call tree
+  // What the nodes' values are, value i of every node being of type i; type
+  // kSamplesValue always first.
+  std::vector<ValueType> value_types = {{"samples", "count"}};
   // Counters such as "lost_samples", "unknown_frames.<reason>", "truncated_stacks.<reason>".
   std::map<std::string, int64_t> counters;
   // Module -> GNU build-id (lowercase hex) where the file had one.
   std::map<std::string, std::string> build_ids;
   // Per-thread time and interrupt/idle accounting (record --ptt); see model/ptt_data.h.
   PttData ptt;
+
+  // The index of value type `name`, if declared.
+  std::optional<size_t> ValueIndex(std::string_view name) const;
+  // The index of value type `type`, declaring it when new.
+  size_t DeclareValue(const ValueType& type);
 
   // Returns the index of the thread (pid, tid), adding it when new.
   uint32_t ThreadIndex(uint32_t pid, uint32_t tid);

@@ -77,13 +77,16 @@ void MergeProfile(Profile& into, const Profile& from) {
   for (size_t i = 0; i < frames.size(); ++i) {
     frames[i] = into.frames.Intern(from.frames.at(static_cast<uint32_t>(i)));
   }
+  // Value types by name: the same type may have another index in `from`.
+  std::vector<size_t> types(from.value_types.size());
+  for (size_t i = 0; i < types.size(); ++i) types[i] = into.DeclareValue(from.value_types[i]);
   for (const ThreadRecord& thread : from.threads) {
     const uint32_t index = into.ThreadIndex(thread.host, thread.pid, thread.tid);
     ThreadRecord& dest = into.threads[index];
     if (!thread.comm.empty()) dest.comm = thread.comm;
     if (!thread.process_comm.empty()) dest.process_comm = thread.process_comm;
     if (!thread.cmdline.empty()) dest.cmdline = thread.cmdline;
-    dest.tree.Merge(thread.tree, frames);
+    dest.tree.Merge(thread.tree, frames, types);
   }
   for (const auto& [name, value] : from.counters) into.counters[name] += value;
   for (const auto& [module, id] : from.build_ids) into.build_ids.emplace(module, id);

@@ -119,14 +119,14 @@ ArcflowModel ArcflowFromProfile(const Profile& profile, const ThreadFilter& filt
     }
     model_node.assign(nodes.size(), ArcflowModel::kNone);
     model_node[0] = thread_node;
-    model.Add(thread_node, nodes[0].n, nodes[0].base);
+    model.Add(thread_node, nodes[0].n, thread.tree.value(0, kSamplesValue));
     // Parents precede their children (model/profile.h, CallTree).
     for (uint32_t i = 1; i < nodes.size(); ++i) {
       const CallTree::Node& node = nodes[i];
       const uint32_t parent = model_node[node.parent];
       if (parent == ArcflowModel::kNone) continue;
       model_node[i] = model.Child(parent, consumer_of(node.frame));
-      model.Add(model_node[i], node.n, node.base);
+      model.Add(model_node[i], node.n, thread.tree.value(i, kSamplesValue));
     }
   }
   model.Finalize();

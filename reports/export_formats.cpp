@@ -38,7 +38,7 @@ Result<Selection> Select(const Profile& profile, const ExportOptions& options) {
   const size_t threads = s.profile->threads.size();
   for (size_t t = 0; t < threads; ++t) {
     if (!s.filter.Matches(s.profile->threads[t])) continue;
-    for (const auto& node : s.profile->threads[t].tree.nodes()) s.samples += node.base;
+    s.samples += s.profile->threads[t].tree.total(kSamplesValue);
   }
   if (s.samples == 0) {
     if (profile.total_samples() == 0) return MakeError("the capture holds no samples; record a busier workload or a longer time");

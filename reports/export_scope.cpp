@@ -59,7 +59,10 @@ Result<Profile> ScopeProfile(const Profile& profile, const ExportOptions& option
   uint64_t total = 0;
   std::vector<std::vector<uint64_t>> cum(out.threads.size());
   for (size_t t = 0; t < out.threads.size(); ++t) {
-    cum[t] = out.threads[t].tree.CumulativeBase();
+    const CallTree& tree = out.threads[t].tree;
+    cum[t].resize(tree.size());
+    for (uint32_t i = 0; i < tree.size(); ++i) cum[t][i] = tree.value(i, kSamplesValue);
+    tree.Accumulate(cum[t]);
     total += cum[t].empty() ? 0 : cum[t][0];
   }
   const double threshold = options.min_percent / 100.0 * static_cast<double>(total);

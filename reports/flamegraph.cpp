@@ -222,15 +222,14 @@ FlameTree FlameTreeFromProfile(const Profile& profile, const ThreadFilter& filte
     if (!filter.Matches(thread)) continue;
     const auto& nodes = profile.threads[t].tree.nodes();
     if (nodes.empty()) continue;
-    uint64_t samples = 0;
-    for (const auto& node : nodes) samples += node.base;
+    const uint64_t samples = thread.tree.total(kSamplesValue);
     if (samples == 0) continue;
     mapped.assign(nodes.size(), FlameTree::kNone);
     const uint32_t top = thread.host.empty()
                              ? FlameTree::kRoot
                              : tree.Child(FlameTree::kRoot, FoldedHostName(thread), FlameKind::kProcess);
     mapped[0] = tree.Child(top, FoldedProcessName(thread), FlameKind::kProcess);
-    tree.AddSelf(mapped[0], nodes[0].base);
+    tree.AddSelf(mapped[0], thread.tree.value(0, kSamplesValue));
     for (size_t i = 1; i < nodes.size(); ++i) {
       const auto& node = nodes[i];
       if (node.parent >= i || node.frame >= profile.frames.size()) continue;
@@ -243,7 +242,7 @@ FlameTree FlameTreeFromProfile(const Profile& profile, const ThreadFilter& filte
         named[node.frame] = true;
       }
       mapped[i] = tree.Child(parent, names[node.frame], kinds[node.frame]);
-      tree.AddSelf(mapped[i], node.base);
+      tree.AddSelf(mapped[i], thread.tree.value(static_cast<uint32_t>(i), kSamplesValue));
     }
   }
   tree.Finalize();

@@ -97,7 +97,7 @@ class FoldedTree {
         } else {
           mapped_[i] = mapped_[parent];  // everything deeper counts on the cut marker
         }
-        tree_[mapped_[i]].count += nodes[i].base;
+        tree_[mapped_[i]].count += thread.tree.value(static_cast<uint32_t>(i), kSamplesValue);
       }
     }
   }

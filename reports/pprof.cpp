@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <unordered_map>
 #include <vector>
 
@@ -180,14 +181,24 @@ std::string EncodePprof(const Profile& profile, const ThreadFilter& filter,
   pb::ValueType* cpu_type = out.add_sample_type();
   cpu_type->set_type(strings.Index("cpu"));
   cpu_type->set_unit(strings.Index("nanoseconds"));
-  // Off-CPU captures add the blocked time and the wall-clock sum of both.
-  const bool offcpu = HasOffCpu(profile);
+  // Then every other value type the profile declares and some node has
+  // (offcpu ns with record --off-cpu), and with off-CPU time the wall-clock
+  // sum of cpu and offcpu.
+  std::vector<size_t> declared;
+  for (size_t type = 1; type < profile.value_types.size(); ++type) {
+    const bool any = std::any_of(profile.threads.begin(), profile.threads.end(),
+                                 [&](const ThreadRecord& t) { return t.tree.total(type) > 0; });
+    if (!any) continue;
+    declared.push_back(type);
+    pb::ValueType* t = out.add_sample_type();
+    t->set_type(strings.Index(ValidUtf8(profile.value_types[type].name)));
+    t->set_unit(strings.Index(ValidUtf8(profile.value_types[type].unit)));
+  }
+  const std::optional<size_t> offcpu = HasOffCpu(profile) ? profile.ValueIndex("offcpu") : std::nullopt;
   if (offcpu) {
-    for (const char* type : {"offcpu", "wall"}) {
-      pb::ValueType* t = out.add_sample_type();
-      t->set_type(strings.Index(type));
-      t->set_unit(strings.Index("nanoseconds"));
-    }
+    pb::ValueType* t = out.add_sample_type();
+    t->set_type(strings.Index("wall"));
+    t->set_unit(strings.Index("nanoseconds"));
   }
   if (default_metric != "samples") out.set_default_sample_type(strings.Index(default_metric));
   out.mutable_period_type()->set_type(strings.Index("cpu"));
@@ -217,12 +228,15 @@ std::string EncodePprof(const Profile& profile, const ThreadFilter& filter,
     const size_t count = profile.threads.size();
     for (size_t t = 0; t < count; ++t) {
       if (!filter.Matches(profile.threads[t])) continue;
-      for (const auto& node : profile.threads[t].tree.nodes()) {
-        if (node.base == 0 || node.frame >= profile.frames.size()) continue;
+      const CallTree& tree = profile.threads[t].tree;
+      for (uint32_t i = 0; i < tree.size(); ++i) {
+        const CallTree::Node& node = tree.nodes()[i];
+        const uint64_t samples = tree.value(i, kSamplesValue);
+        if (samples == 0 || node.frame >= profile.frames.size()) continue;
         const FrameRecord& frame = profile.frames.at(node.frame);
         if (frame.kind != FrameKind::kNative || frame.module.empty()) continue;
         auto& entry = leaf_samples[frame.module];
-        entry.first += node.base;
+        entry.first += samples;
         entry.second = node.frame;
       }
     }
@@ -240,13 +254,19 @@ std::string EncodePprof(const Profile& profile, const ThreadFilter& filter,
   for (size_t t = 0; t < threads; ++t) {
     const ThreadRecord& thread = profile.threads[t];
     if (!filter.Matches(thread)) continue;
-    const auto& nodes = profile.threads[t].tree.nodes();
+    const CallTree& tree = profile.threads[t].tree;
+    const auto& nodes = tree.nodes();
     group_location.assign(nodes.size(), 0);
     group_next.assign(nodes.size(), 0);
     const int64_t comm = strings.Index(ValidUtf8(ProcessName(thread)));
     const int64_t thread_name = thread.comm.empty() ? 0 : strings.Index(ValidUtf8(thread.comm));
     for (size_t leaf = 0; leaf < nodes.size(); ++leaf) {
-      if (nodes[leaf].base == 0 && nodes[leaf].offcpu == 0) continue;
+      const auto value = [&](size_t type) {
+        return static_cast<int64_t>(tree.value(static_cast<uint32_t>(leaf), type));
+      };
+      bool any = value(kSamplesValue) != 0;
+      for (size_t type : declared) any = any || value(type) != 0;
+      if (!any) continue;
       pb::Sample* sample = out.add_sample();
       size_t n = leaf;
       bool valid = true;
@@ -270,14 +290,11 @@ std::string EncodePprof(const Profile& profile, const ThreadFilter& filter,
         sample->add_location_id(group_location[n]);
         n = group_next[n];
       }
-      const int64_t count = static_cast<int64_t>(nodes[leaf].base);
+      const int64_t count = value(kSamplesValue);
       sample->add_value(count);
       sample->add_value(count * period);
-      if (offcpu) {
-        const int64_t blocked = static_cast<int64_t>(nodes[leaf].offcpu);
-        sample->add_value(blocked);
-        sample->add_value(count * period + blocked);
-      }
+      for (size_t type : declared) sample->add_value(value(type));
+      if (offcpu) sample->add_value(count * period + value(*offcpu));
       pb::Label* pid = sample->add_label();
       pid->set_key(key_pid);
       pid->set_num(thread.pid);

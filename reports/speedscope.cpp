@@ -60,9 +60,10 @@ void WriteSpeedscope(const Profile& profile, const ThreadFilter& filter, std::os
     const auto& nodes = thread.tree.nodes();
     uint64_t total = 0;
     for (size_t leaf = 0; leaf < nodes.size(); ++leaf) {
-      if (nodes[leaf].base == 0 || !StackOf(nodes, leaf, profile.frames.size(), stack)) continue;
+      const uint64_t weight = thread.tree.value(static_cast<uint32_t>(leaf), kSamplesValue);
+      if (weight == 0 || !StackOf(nodes, leaf, profile.frames.size(), stack)) continue;
       for (auto it = stack.rbegin(); it != stack.rend(); ++it) index_of(*it);
-      total += nodes[leaf].base;
+      total += weight;
     }
     totals[t] = total;
     if (total == 0) continue;
@@ -86,6 +87,7 @@ void WriteSpeedscope(const Profile& profile, const ThreadFilter& filter, std::os
     if (totals[t] == 0) continue;
     const ThreadRecord& thread = profile.threads[t];
     const auto& nodes = thread.tree.nodes();
+    const auto weight = [&](size_t leaf) { return thread.tree.value(static_cast<uint32_t>(leaf), kSamplesValue); };
     const std::string name = (thread.host.empty() ? "" : thread.host + ": ") + ProcessName(thread) + " pid " +
                              std::to_string(thread.pid) + " tid " + std::to_string(thread.tid) +
                              (thread.comm.empty() ? "" : " " + thread.comm);
@@ -97,15 +99,15 @@ void WriteSpeedscope(const Profile& profile, const ThreadFilter& filter, std::os
     Json indices = Json::array();
     json.Key("samples").BeginArray();
     for (size_t leaf = 0; leaf < nodes.size(); ++leaf) {
-      if (nodes[leaf].base == 0 || !StackOf(nodes, leaf, profile.frames.size(), stack)) continue;
+      if (weight(leaf) == 0 || !StackOf(nodes, leaf, profile.frames.size(), stack)) continue;
       indices.clear();
       for (auto it = stack.rbegin(); it != stack.rend(); ++it) indices.push_back(frame_index[*it]);
       json.Value(indices);
     }
     json.End().Key("weights").BeginArray();
     for (size_t leaf = 0; leaf < nodes.size(); ++leaf) {
-      if (nodes[leaf].base == 0 || !StackOf(nodes, leaf, profile.frames.size(), stack)) continue;
-      json.Value(nodes[leaf].base);
+      if (weight(leaf) == 0 || !StackOf(nodes, leaf, profile.frames.size(), stack)) continue;
+      json.Value(weight(leaf));
     }
     json.End().End();
   }

@@ -47,7 +47,7 @@ void TimelineBuilder::Add(const Profile& window) {
   for (size_t t = 0; t < window.threads.size(); ++t) {
     const ThreadRecord& thread = window.threads[t];
     if (!filter_.empty() && !filter_.Matches(thread)) continue;
-    const uint64_t samples = window.threads[t].tree.total_base();
+    const uint64_t samples = window.threads[t].tree.total(kSamplesValue);
     if (samples == 0) continue;
     std::string key;
     if (thread.pid == 0) {

@@ -341,7 +341,7 @@ TprofReport BuildTprof(const Profile& profile, const TprofOptions& options) {
     // Cumulative ticks per node: children always follow their parent.
     std::vector<uint64_t> cumulative(nodes.size());
     for (size_t i = nodes.size(); i-- > 0;) {
-      cumulative[i] += nodes[i].base;
+      cumulative[i] += thread.tree.value(static_cast<uint32_t>(i), kSamplesValue);
       if (i > 0) cumulative[nodes[i].parent] += cumulative[i];
     }
     for (size_t i = 1; i < nodes.size(); ++i) {
@@ -349,8 +349,8 @@ TprofReport BuildTprof(const Profile& profile, const TprofOptions& options) {
     }
 
     std::unordered_map<uint32_t, uint64_t> ticks_by_leaf;
-    for (const CallTree::Node& node : nodes) {
-      if (node.base > 0) ticks_by_leaf[node.frame] += node.base;
+    for (uint32_t i = 0; i < nodes.size(); ++i) {
+      if (const uint64_t ticks = thread.tree.value(i, kSamplesValue); ticks > 0) ticks_by_leaf[nodes[i].frame] += ticks;
     }
     for (const auto& [frame_id, ticks] : ticks_by_leaf) {
       const FrameRecord* frame = frame_id == CallTree::kNoFrame ? nullptr : &frames.at(frame_id);

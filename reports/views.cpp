@@ -44,13 +44,13 @@ Profile WithPttTime(const Profile& profile) {
       profile.meta.frequency_hz ? 1e6 / static_cast<double>(profile.meta.frequency_hz) : 1000.0;
   for (size_t i = 0; i < scaled.threads.size(); ++i) {
     const ThreadRecord& t = scaled.threads[i];
-    const uint64_t samples = scaled.threads[i].tree.total_base();
+    const uint64_t samples = scaled.threads[i].tree.total(kSamplesValue);
     auto it = cpu_ns.find(static_cast<uint64_t>(t.pid) << 32 | t.tid);
     const double us_per_sample = it != cpu_ns.end() && samples > 0 && it->second > 0
                                      ? static_cast<double>(it->second) / 1000.0 / samples
                                      : interval_us;
-    scaled.threads[i].tree.TransformBase([&](const CallTree::Node& node) {
-      return static_cast<uint64_t>(std::llround(static_cast<double>(node.base) * us_per_sample));
+    scaled.threads[i].tree.TransformValues(kSamplesValue, [&](uint32_t, uint64_t base) {
+      return static_cast<uint64_t>(std::llround(static_cast<double>(base) * us_per_sample));
     });
   }
   // The arcflow header prints this binding; the suffix after the last '-' is the scale.

@@ -286,20 +286,23 @@ Result<void> FillFramesAndNodes1(Writer& w, const Profile& profile, const Captur
     for (size_t i = 0; i < nodes.size(); ++i) {
       const CallTree::Node& nd = nodes[i];
       const int64_t window_id = capture_of(profile.threads[t]);
+      const uint64_t base = profile.threads[t].tree.value(static_cast<uint32_t>(i), kSamplesValue);
       Result<void> r = i == 0 ? w.Insert(*node, window_id, static_cast<int64_t>(t), int64_t{0},
-                                         nullptr, nullptr, ToSql(nd.n), ToSql(nd.base))
+                                         nullptr, nullptr, ToSql(nd.n), ToSql(base))
                               : w.Insert(*node, window_id, static_cast<int64_t>(t),
                                          static_cast<int64_t>(i), int64_t{nd.parent},
-                                         int64_t{nd.frame}, ToSql(nd.n), ToSql(nd.base));
+                                         int64_t{nd.frame}, ToSql(nd.n), ToSql(base));
       if (!r) return r;
     }
   }
 
   // Off-CPU time (record --off-cpu): an optional table, present only when
   // some node has any, so that captures without it keep schema 1 as it was.
+  // Schema 1 knows one more value type: off-CPU ns, in offcpu_nodes.
+  const std::optional<size_t> offcpu_type = profile.ValueIndex("offcpu");
   bool any_offcpu = false;
   for (const ThreadRecord& thread : profile.threads) {
-    for (const CallTree::Node& nd : thread.tree.nodes()) any_offcpu = any_offcpu || nd.offcpu > 0;
+    any_offcpu = any_offcpu || (offcpu_type && thread.tree.total(*offcpu_type) > 0);
   }
   if (any_offcpu) {
     if (auto r = w.Exec(kOffCpuSchemaSql); !r) return r;
@@ -309,9 +312,10 @@ Result<void> FillFramesAndNodes1(Writer& w, const Profile& profile, const Captur
     for (size_t t = 0; t < profile.threads.size(); ++t) {
       const auto& nodes = profile.threads[t].tree.nodes();
       for (size_t i = 0; i < nodes.size(); ++i) {
-        if (nodes[i].offcpu == 0) continue;
+        const uint64_t ns = profile.threads[t].tree.value(static_cast<uint32_t>(i), *offcpu_type);
+        if (ns == 0) continue;
         if (auto r = w.Insert(*offcpu, kWindowId, static_cast<int64_t>(t),
-                              static_cast<int64_t>(i), ToSql(nodes[i].offcpu));
+                              static_cast<int64_t>(i), ToSql(ns));
             !r) {
           return r;
         }
@@ -361,17 +365,24 @@ Result<void> FillBlocks(Writer& w, const Profile& profile, const CaptureOf& capt
     }
   }
 
-  // Value types: 0 is base (in meta unit); off-CPU nanoseconds when any node has some.
-  bool any_offcpu = false;
-  for (const ThreadRecord& thread : profile.threads) {
-    for (const CallTree::Node& nd : thread.tree.nodes()) any_offcpu = any_offcpu || nd.offcpu > 0;
+  // Value types: type 0 (the sampled value, Profile::value_types) is stored
+  // as "base", in the meta unit; then each other declared type that some node
+  // has a value of (so a capture without off-CPU time declares none).
+  std::vector<size_t> stored = {kSamplesValue};  // file value type -> the profile's
+  for (size_t type = 1; type < profile.value_types.size(); ++type) {
+    const bool any = std::any_of(profile.threads.begin(), profile.threads.end(),
+                                 [&](const ThreadRecord& t) { return t.tree.total(type) > 0; });
+    if (any) stored.push_back(type);
   }
-  const size_t value_count = any_offcpu ? 2 : 1;
+  const size_t value_count = stored.size();
   auto value_type = w.Prepare("INSERT INTO value_types (id, name, unit) VALUES (?, ?, ?)");
   if (!value_type) return value_type.error();
-  if (auto r = w.Insert(*value_type, int64_t{0}, std::string("base"), profile.meta.unit); !r) return r;
-  if (any_offcpu) {
-    if (auto r = w.Insert(*value_type, int64_t{1}, std::string("offcpu"), std::string("nanoseconds")); !r) {
+  for (size_t i = 0; i < value_count; ++i) {
+    const bool base = stored[i] == kSamplesValue;
+    if (auto r = w.Insert(*value_type, static_cast<int64_t>(i),
+                          base ? std::string("base") : profile.value_types[stored[i]].name,
+                          base ? profile.meta.unit : profile.value_types[stored[i]].unit);
+        !r) {
       return r;
     }
   }
@@ -390,8 +401,9 @@ Result<void> FillBlocks(Writer& w, const Profile& profile, const CaptureOf& capt
       flat.parent[i] = nodes[i].parent;
       flat.frame[i] = i == 0 ? 0 : file_frame[nodes[i].frame];
       flat.n[i] = nodes[i].n;
-      flat.values[i * value_count] = nodes[i].base;
-      if (any_offcpu) flat.values[i * value_count + 1] = nodes[i].offcpu;
+      for (size_t v = 0; v < value_count; ++v) {
+        flat.values[i * value_count + v] = profile.threads[t].tree.value(static_cast<uint32_t>(i), stored[v]);
+      }
     }
     windows[capture_of(profile.threads[t])].push_back(std::move(flat));
   }
@@ -500,7 +512,20 @@ Result<void> ValidateForWriting(const std::string& path, const Profile& profile)
   auto fail = [&](const std::string& what) {
     return MakeError(path + ": cannot write capture: " + what, ErrorKind::kCapture);
   };
+  if (profile.value_types.empty() || profile.value_types.size() > kMaxValueTypes) {
+    return fail("profile declares " + std::to_string(profile.value_types.size()) + " value types");
+  }
+  for (size_t type = 0; type < profile.value_types.size(); ++type) {
+    const ValueType& v = profile.value_types[type];
+    if (v.name.empty() || v.name.size() > 64 || v.unit.size() > 64 || profile.ValueIndex(v.name) != type ||
+        (type != kSamplesValue && v.name == "base")) {
+      return fail("value type " + std::to_string(type) + " has an empty, long or repeated name");
+    }
+  }
   for (const ThreadRecord& thread : profile.threads) {
+    if (thread.tree.value_columns() > profile.value_types.size()) {
+      return fail("a call tree holds values of an undeclared type");
+    }
     const auto& nodes = thread.tree.nodes();
     for (size_t i = 1; i < nodes.size(); ++i) {
       if (nodes[i].parent >= i || nodes[i].frame >= profile.frames.size()) {
@@ -884,10 +909,10 @@ Result<void> Reader::ReadFrameBlocks(const std::vector<std::string>& modules, Pr
 Result<void> Reader::ReadTreeBlocks(const std::unordered_map<int64_t, bool>& windows,
                                     const std::vector<uint32_t>& thread_ids, const std::vector<uint32_t>& frame_ids,
                                     Profile& profile) {
-  // Value types: dense ids; "base" and "offcpu" are the ones this reader
-  // knows, others are read past.
+  // Value types: dense ids; "base" is the profile's type 0, every other one
+  // is declared in the profile by its name and unit (Profile::value_types).
   size_t value_count = 0;
-  int base_index = -1, offcpu_index = -1;
+  std::vector<size_t> type_of;  // file value type -> the profile's ("base" is type 0)
   std::vector<std::string> names;
   if (auto r = ForEachRow("SELECT id, name, unit FROM value_types ORDER BY id", 0b110, 0,
                           [&](sqlite3_stmt* s) -> Result<void> {
@@ -904,8 +929,9 @@ Result<void> Reader::ReadTreeBlocks(const std::unordered_map<int64_t, bool>& win
                               return Corrupt("value type " + EscapeControl(name) + " declared twice");
                             }
                             names.push_back(name);
-                            if (name == "base") base_index = static_cast<int>(value_count);
-                            if (name == "offcpu") offcpu_index = static_cast<int>(value_count);
+                            if (name.empty()) return Corrupt("a value type without a name");
+                            type_of.push_back(name == "base" ? kSamplesValue
+                                                             : profile.DeclareValue(ValueType{name, ColumnTextRaw(s, 2)}));
                             ++value_count;
                             return {};
                           });
@@ -946,7 +972,11 @@ Result<void> Reader::ReadTreeBlocks(const std::unordered_map<int64_t, bool>& win
           }
           thread = rec.thread;
           CallTree& tree = profile.threads[thread_ids[rec.thread]].tree;
-          if (auto r = Spend((sizeof(CallTree::Node) + sizeof(uint32_t)) * rec.n.size()); !r) return r;
+          if (auto r = Spend((sizeof(CallTree::Node) + sizeof(uint32_t) + sizeof(uint64_t) * value_count) *
+                             rec.n.size());
+              !r) {
+            return r;
+          }
           size_t first = 0;
           if (!rec.continues) {
             path.assign(1, 0);
@@ -965,14 +995,20 @@ Result<void> Reader::ReadTreeBlocks(const std::unordered_map<int64_t, bool>& win
               path.push_back(target);
             }
             const uint64_t n = rec.n[i];
-            const uint64_t base = base_index < 0 ? 0 : rec.values[i * value_count + static_cast<size_t>(base_index)];
-            const uint64_t offcpu =
-                offcpu_index < 0 ? 0 : rec.values[i * value_count + static_cast<size_t>(offcpu_index)];
-            if (n > kMaxCount || base > kMaxCount || offcpu > (uint64_t{1} << 62)) {
+            if (n > kMaxCount) {
               return Corrupt(where + ": a call tree node of thread " + std::to_string(rec.thread) +
-                             " has an absurd count (" + std::to_string(std::max(n, base)) + ")");
+                             " has an absurd count (" + std::to_string(n) + ")");
             }
-            tree.Add(target, n, base, offcpu);
+            tree.Add(target, n, kSamplesValue, 0);
+            for (size_t type = 0; type < value_count; ++type) {
+              const uint64_t value = rec.values[i * value_count + type];
+              const uint64_t bound = type_of[type] == kSamplesValue ? kMaxCount : uint64_t{1} << 62;
+              if (value > bound) {
+                return Corrupt(where + ": a call tree node of thread " + std::to_string(rec.thread) +
+                               " has an absurd value (" + std::to_string(value) + ")");
+              }
+              tree.Add(target, 0, type_of[type], value);
+            }
           }
         }
         return {};
@@ -1246,7 +1282,7 @@ Result<Profile> Reader::ReadAll() {
                                std::to_string(thread) + " has an absurd count (" +
                                std::to_string(std::max(n, base)) + ")");
               }
-              if (auto r = Spend(sizeof(CallTree::Node) + sizeof(uint32_t)); !r) return r;
+              if (auto r = Spend(sizeof(CallTree::Node) + sizeof(uint32_t) + 2 * sizeof(uint64_t)); !r) return r;
               const bool root_shape = sqlite3_column_type(s, 3) == SQLITE_NULL &&
                                       sqlite3_column_type(s, 4) == SQLITE_NULL;
               CallTree& tree = profile.threads[thread_ids[static_cast<size_t>(thread)]].tree;
@@ -1265,7 +1301,8 @@ Result<Profile> Reader::ReadAll() {
                 target = tree.Child(node_map[static_cast<size_t>(parent)],
                                     frame_ids[static_cast<size_t>(frame)]);
               }
-              tree.Add(target, FromSql(n), FromSql(base), FromSql(offcpu));
+              tree.Add(target, FromSql(n), kSamplesValue, FromSql(base));
+              if (offcpu > 0) tree.Add(target, 0, profile.DeclareValue(ValueType{"offcpu", "nanoseconds"}), FromSql(offcpu));
               node_map.push_back(target);
               return {};
             });

@@ -202,17 +202,18 @@ TEST(JavaRuntimeMisc, InlinedMethodsAreFramesOfTheirOwn) {
   for (size_t t = 0; t < p.threads.size(); ++t) {
     if (p.threads[t].comm != "main") continue;
     JitFiles files(static_cast<pid_t>(p.threads[t].pid));
-    const auto& nodes = p.threads[t].tree.nodes();
+    const CallTree& tree = p.threads[t].tree;
+    const auto& nodes = tree.nodes();
     for (size_t n = 1; n < nodes.size(); ++n) {
-      total += nodes[n].base;
+      total += tree.value(static_cast<uint32_t>(n), kSamplesValue);
       const FrameRecord& leaf = p.frames.at(nodes[n].frame);
-      if (nodes[n].base == 0 || leaf.symbol != "Inline.step" || !leaf.inlined) continue;
+      if (tree.value(static_cast<uint32_t>(n), kSamplesValue) == 0 || leaf.symbol != "Inline.step" || !leaf.inlined) continue;
       // Its parent is the compiled method it was inlined into.
       const FrameRecord& parent = p.frames.at(nodes[nodes[n].parent].frame);
       EXPECT_EQ(parent.symbol, "Inline.inner");
       EXPECT_EQ(leaf.kind, FrameKind::kJit);
       EXPECT_EQ(leaf.module, "JITCODE");
-      inlined_leaf += nodes[n].base;
+      inlined_leaf += tree.value(static_cast<uint32_t>(n), kSamplesValue);
     }
   }
   ASSERT_GT(total, 300u);  // about 3000 on an idle machine, 460 seen under load

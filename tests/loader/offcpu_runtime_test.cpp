@@ -42,24 +42,20 @@ int ThreadWith(const Profile& p, const std::string& symbol) {
 
 // Off-CPU ns of the stacks of thread `t` whose frames include `symbol`.
 uint64_t OffCpuUnder(const Profile& p, size_t t, const std::string& symbol) {
-  const auto& nodes = p.threads[t].tree.nodes();
+  const CallTree& tree = p.threads[t].tree;
+  const auto& nodes = tree.nodes();
+  const size_t offcpu = p.ValueIndex("offcpu").value_or(p.value_types.size());
   uint64_t sum = 0;
-  for (size_t n = 1; n < nodes.size(); ++n) {
-    if (nodes[n].offcpu == 0) continue;
+  for (uint32_t n = 1; n < nodes.size(); ++n) {
+    if (tree.value(n, offcpu) == 0) continue;
     for (size_t cur = n; cur != 0; cur = nodes[cur].parent) {
       if (p.frames.at(nodes[cur].frame).symbol == symbol) {
-        sum += nodes[n].offcpu;
+        sum += tree.value(n, offcpu);
         break;
       }
     }
   }
   return sum;
-}
-
-Profile WithMetricOrDie(const Profile& p, const char* metric) {
-  auto r = WithMetric(p, metric);
-  EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().message);
-  return r.ok() ? std::move(r).value() : Profile{};
 }
 
 class OffCpuRuntime : public ::testing::Test {
@@ -110,9 +106,9 @@ TEST_F(OffCpuRuntime, WallViewSplitsSleepPipeAndCpuIntoThirds) {
       EXPECT_NEAR(cum.at(phase) / total, 1.0 / 3, 0.03) << phase << "\n" << text;
     }
     // The blocking functions are named, under main, with the reason at the leaf.
-    const auto stacks = Stacks(WithMetricOrDie(p, "offcpu"), [&](const ThreadRecord& r) {
+    const auto stacks = Stacks(p, [&](const ThreadRecord& r) {
       return r.tid == p.threads[static_cast<size_t>(t)].tid;
-    });
+    }, "offcpu");
     bool sleep_named = false, read_named = false;
     for (const auto& entry : stacks) {
       const std::vector<std::string>& stack = entry.first;

@@ -74,19 +74,25 @@ TEST(OffCpuRecords, FoldTimeUnderTheReasonAndRoundTrip) {
   ASSERT_TRUE(read.ok()) << read.error().message;
   ASSERT_EQ(read->threads.size(), 1u);
   std::map<std::string, uint64_t> by_leaf;
-  for (const auto& node : read->threads[0].tree.nodes()) {
-    if (node.offcpu > 0) by_leaf[read->frames.at(node.frame).symbol] += node.offcpu;
+  ASSERT_EQ(read->value_types.size(), 2u);  // samples and offcpu, declared in the capture
+  EXPECT_EQ(read->value_types[1], (ValueType{"offcpu", "nanoseconds"}));
+  const CallTree& tree = read->threads[0].tree;
+  for (uint32_t i = 1; i < tree.size(); ++i) {
+    if (tree.value(i, 1) > 0) by_leaf[read->frames.at(tree.nodes()[i].frame).symbol] += tree.value(i, 1);
   }
   EXPECT_EQ(by_leaf["off-cpu:sleep"], 3'000'000u);
   EXPECT_EQ(by_leaf["off-cpu:lock"], 1'000'000u);
 
-  auto wall = WithMetric(*read, "wall");
+  auto wall = Metric::Select(*read, "wall");
   ASSERT_TRUE(wall.ok());
-  EXPECT_EQ(wall->threads[0].tree.total_base(), 4000u);  // microseconds
-  EXPECT_EQ(wall->meta.unit, "wall-us");
-  EXPECT_FALSE(WithMetric(*read, "bogus").ok());
+  EXPECT_EQ(wall->Total(read->threads[0]), 4000u);  // microseconds
+  EXPECT_EQ(wall->unit(), "wall-us");
+  auto offcpu = Metric::Select(*read, "offcpu");  // a declared type, in microseconds
+  ASSERT_TRUE(offcpu.ok());
+  EXPECT_EQ(offcpu->Total(read->threads[0]), 4000u);
+  EXPECT_FALSE(Metric::Select(*read, "bogus").ok());
   Profile empty;
-  EXPECT_FALSE(WithMetric(empty, "offcpu").ok());  // no off-CPU time recorded
+  EXPECT_FALSE(Metric::Select(empty, "offcpu").ok());  // no off-CPU time recorded
 
   // The next window: the stack comes back for the key's new time.
   processor.AddOffCpu(7, 2'000, 1);
@@ -94,8 +100,12 @@ TEST(OffCpuRecords, FoldTimeUnderTheReasonAndRoundTrip) {
   ASSERT_EQ(next.threads.size(), 1u);
   EXPECT_EQ(next.threads[0].comm, "blocker");
   uint64_t sleep_ns = 0;
-  for (const auto& node : next.threads[0].tree.nodes()) {
-    if (node.offcpu > 0 && next.frames.at(node.frame).symbol == "off-cpu:sleep") sleep_ns += node.offcpu;
+  const size_t offcpu_type = next.ValueIndex("offcpu").value();
+  const CallTree& next_tree = next.threads[0].tree;
+  for (uint32_t i = 1; i < next_tree.size(); ++i) {
+    if (next.frames.at(next_tree.nodes()[i].frame).symbol == "off-cpu:sleep") {
+      sleep_ns += next_tree.value(i, offcpu_type);
+    }
   }
   EXPECT_EQ(sleep_ns, 2'000u);
 

@@ -168,7 +168,7 @@ TEST(RecordRuntime, PidFilterKeepsOnlyThatProcess) {
   uint64_t total = 0;
   for (size_t t = 0; t < p.threads.size(); ++t) {
     EXPECT_EQ(p.threads[t].pid, static_cast<uint32_t>(a.pid()));
-    total += p.threads[t].tree.total_base();
+    total += p.threads[t].tree.total();
   }
   // The kernel's own account of the target's CPU time over the recording.
   const double expected = (cpu_after - cpu_before) * 499;
@@ -200,10 +200,11 @@ TEST(RecordRuntime, ProcessStormIsSymbolized) {
   for (size_t t = 0; t < p.threads.size(); ++t) {
     if (p.threads[t].comm != "storm_victim") continue;
     pids.insert(p.threads[t].pid);
-    const auto& nodes = p.threads[t].tree.nodes();
+    const CallTree& tree = p.threads[t].tree;
+    const auto& nodes = tree.nodes();
     for (size_t n = 1; n < nodes.size(); ++n) {
-      if (nodes[n].base == 0) continue;
-      samples += nodes[n].base;
+      if (tree.value(static_cast<uint32_t>(n), kSamplesValue) == 0) continue;
+      samples += tree.value(static_cast<uint32_t>(n), kSamplesValue);
       // The innermost user frame decides: is the code the process ran named?
       // Samples in the exit path after the address space is gone have no
       // user frames: there the kernel leaf decides.
@@ -217,8 +218,8 @@ TEST(RecordRuntime, ProcessStormIsSymbolized) {
         break;
       }
       if (!user_seen) named = !p.frames.at(nodes[n].frame).symbol.empty();
-      if (named) symbolized += nodes[n].base;
-      if (work) in_work += nodes[n].base;
+      if (named) symbolized += tree.value(static_cast<uint32_t>(n), kSamplesValue);
+      if (work) in_work += tree.value(static_cast<uint32_t>(n), kSamplesValue);
     }
   }
   EXPECT_GE(pids.size(), 190u);

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "store/capture_store.h"
+#include "model/metric.h"
 #include "model/profile.h"
 #include "tests/loader/subprocess.h"
 #include "tests/layer_names.h"
@@ -57,21 +58,29 @@ inline Profile LoadCapture(const std::string& path) {
 }
 
 // Root-first symbol names of every sampled stack of threads matching `keep`, with counts.
+// `metric` (model/metric.h) weighs them; samples by default.
 template <typename Pred>
-std::map<std::vector<std::string>, uint64_t> Stacks(const Profile& p, Pred keep) {
+std::map<std::vector<std::string>, uint64_t> Stacks(const Profile& p, Pred keep,
+                                                    const char* metric_name = "samples") {
   std::map<std::vector<std::string>, uint64_t> out;
+  auto metric = arcprof::model::Metric::Select(p, metric_name);
+  EXPECT_TRUE(metric.ok()) << (metric.ok() ? "" : metric.error().message);
+  if (!metric.ok()) return out;
   for (size_t t = 0; t < p.threads.size(); ++t) {
     if (!keep(p.threads[t])) continue;
-    const auto& nodes = p.threads[t].tree.nodes();
+    const CallTree& tree = p.threads[t].tree;
+    const auto& nodes = tree.nodes();
+    const std::vector<uint64_t> values = metric->Values(p.threads[t]);
     for (size_t n = 1; n < nodes.size(); ++n) {
-      if (nodes[n].base == 0) continue;
+      const uint64_t value = values[n];
+      if (value == 0) continue;
       std::vector<std::string> path;
       for (size_t cur = n; cur != 0; cur = nodes[cur].parent) {
         const FrameRecord& f = p.frames.at(nodes[cur].frame);
         path.push_back(f.symbol.empty() ? "[unknown]" : f.symbol);
       }
       std::reverse(path.begin(), path.end());
-      out[path] += nodes[n].base;
+      out[path] += value;
     }
   }
   return out;

@@ -35,9 +35,10 @@ Completeness Measure(const Profile& p, const std::string& comm) {
   Completeness c;
   for (size_t t = 0; t < p.threads.size(); ++t) {
     if (p.threads[t].comm != comm) continue;
-    const auto& nodes = p.threads[t].tree.nodes();
+    const CallTree& tree = p.threads[t].tree;
+    const auto& nodes = tree.nodes();
     for (size_t n = 1; n < nodes.size(); ++n) {
-      if (nodes[n].base == 0) continue;
+      if (tree.value(static_cast<uint32_t>(n), kSamplesValue) == 0) continue;
       std::vector<std::string> path;
       for (size_t cur = n; cur != 0; cur = nodes[cur].parent) {
         const FrameRecord& f = p.frames.at(nodes[cur].frame);
@@ -45,11 +46,11 @@ Completeness Measure(const Profile& p, const std::string& comm) {
         path.push_back(f.symbol.empty() ? "[unknown]" : f.symbol);
       }
       std::reverse(path.begin(), path.end());
-      c.samples += nodes[n].base;
+      c.samples += tree.value(static_cast<uint32_t>(n), kSamplesValue);
       // A stripped binary's own _start has no name: then libc's entry is second.
       if ((!path.empty() && IsThreadStart(path[0])) || (path.size() > 1 && IsThreadStart(path[1])))
-        c.complete += nodes[n].base;
-      c.stacks[path] += nodes[n].base;
+        c.complete += tree.value(static_cast<uint32_t>(n), kSamplesValue);
+      c.stacks[path] += tree.value(static_cast<uint32_t>(n), kSamplesValue);
     }
   }
   return c;
@@ -257,17 +258,18 @@ TEST(UnwindJava, HybridStacksThroughJitFramesAreComplete) {
                             "java");
   // The busiest thread runs main's JIT-compiled loop.
   std::map<uint32_t, uint64_t> by_tid;
-  for (size_t t = 0; t < p.threads.size(); ++t) by_tid[p.threads[t].tid] += p.threads[t].tree.total_base();
+  for (size_t t = 0; t < p.threads.size(); ++t) by_tid[p.threads[t].tid] += p.threads[t].tree.total();
   auto busiest = std::max_element(by_tid.begin(), by_tid.end(),
                                   [](auto& a, auto& b) { return a.second < b.second; });
   ASSERT_NE(busiest, by_tid.end());
   uint64_t samples = 0, complete = 0, jit = 0;
   for (size_t t = 0; t < p.threads.size(); ++t) {
     if (p.threads[t].tid != busiest->first) continue;
-    const auto& nodes = p.threads[t].tree.nodes();
+    const CallTree& tree = p.threads[t].tree;
+    const auto& nodes = tree.nodes();
     for (size_t n = 1; n < nodes.size(); ++n) {
-      if (nodes[n].base == 0) continue;
-      samples += nodes[n].base;
+      if (tree.value(static_cast<uint32_t>(n), kSamplesValue) == 0) continue;
+      samples += tree.value(static_cast<uint32_t>(n), kSamplesValue);
       std::string root;
       bool has_jit = false;
       for (size_t cur = n; cur != 0; cur = nodes[cur].parent) {
@@ -276,8 +278,8 @@ TEST(UnwindJava, HybridStacksThroughJitFramesAreComplete) {
         has_jit = has_jit || f.kind == FrameKind::kJit;
         root = f.symbol;
       }
-      if (IsThreadStart(root)) complete += nodes[n].base;
-      if (has_jit) jit += nodes[n].base;
+      if (IsThreadStart(root)) complete += tree.value(static_cast<uint32_t>(n), kSamplesValue);
+      if (has_jit) jit += tree.value(static_cast<uint32_t>(n), kSamplesValue);
     }
   }
   ASSERT_GT(samples, 1500u);

@@ -240,8 +240,9 @@ TEST(CaptureBlocks, LargeTreesSplitOverBlocksRoundTrip) {
   TempDir dir;
   const std::string path = dir.File("large.db");
   Profile profile = testing::LargeProfile(2'000'000, 60'000, 30);
+  const size_t offcpu = profile.DeclareValue(ValueType{"offcpu", "nanoseconds"});
   for (auto& thread : profile.threads) {
-    for (uint32_t i = 0; i < thread.tree.size(); i += 7) thread.tree.Add(i, 0, 0, 1000 * i + 1);
+    for (uint32_t i = 0; i < thread.tree.size(); i += 7) thread.tree.Add(i, 0, offcpu, 1000 * i + 1);
   }
   ASSERT_TRUE(WriteCapture(path, profile).ok());
   sqlite3* db = nullptr;
@@ -258,11 +259,11 @@ TEST(CaptureBlocks, LargeTreesSplitOverBlocksRoundTrip) {
   uint64_t offcpu_in = 0, offcpu_out = 0, nodes_in = 0, nodes_out = 0;
   for (const auto& thread : profile.threads) {
     nodes_in += thread.tree.nodes().size();
-    for (const auto& node : thread.tree.nodes()) offcpu_in += node.offcpu;
+    offcpu_in += thread.tree.total(offcpu);
   }
   for (const auto& thread : read->threads) {
     nodes_out += thread.tree.nodes().size();
-    for (const auto& node : thread.tree.nodes()) offcpu_out += node.offcpu;
+    offcpu_out += thread.tree.total(read->ValueIndex("offcpu").value());
   }
   EXPECT_EQ(nodes_in, nodes_out);
   EXPECT_EQ(offcpu_in, offcpu_out);

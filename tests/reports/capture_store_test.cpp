@@ -12,6 +12,8 @@
 #include <fstream>
 #include <random>
 
+#include "model/metric.h"
+#include "model/profile_merge.h"
 #include "tests/reports/test_profiles.h"
 #include "tests/layer_names.h"
 #include "tests/reports/capture_sql.h"
@@ -60,7 +62,9 @@ std::map<std::vector<std::string>, std::tuple<uint64_t, uint64_t, uint64_t>> Tre
                          std::to_string(static_cast<int>(f.kind)) + "|" +
                          std::to_string(static_cast<int>(f.reason)) + "|" + (f.inlined ? "i" : ""));
     }
-    out[paths[i]] = {nodes[i].n, nodes[i].base, nodes[i].offcpu};
+    const auto offcpu = p.ValueIndex("offcpu");
+    out[paths[i]] = {nodes[i].n, p.threads[t].tree.value(static_cast<uint32_t>(i), kSamplesValue),
+                     offcpu ? p.threads[t].tree.value(static_cast<uint32_t>(i), *offcpu) : 0};
   }
   return out;
 }
@@ -126,6 +130,58 @@ TEST(CaptureStore, RoundTripKeepsEverything) {
 }
 
 // Schema 1 (a row per frame and node) is still written on request and read.
+// A value type the reader has never heard of (a PMU counter, say) is declared
+// in the capture by name and unit, read back as is, merges by name and is a
+// --metric of its own.
+TEST(CaptureStore, AnyDeclaredValueTypeRoundTripsAndIsAMetric) {
+  TempDir dir;
+  Profile original = SampleProfile();
+  const size_t cycles = original.DeclareValue(ValueType{"cycles", "count"});
+  ASSERT_EQ(cycles, 1u);
+  uint64_t total = 0;
+  for (ThreadRecord& thread : original.threads) {
+    for (uint32_t i = 1; i < thread.tree.size(); i += 2) {
+      thread.tree.Add(i, 0, cycles, 1000 + i);
+      total += 1000 + i;
+    }
+  }
+  const std::string path = dir.File("arcprof.db");
+  ASSERT_TRUE(WriteCapture(path, original).ok());
+  auto read = ReadCapture(path);
+  ASSERT_TRUE(read.ok()) << read.error().message;
+  ASSERT_EQ(read->value_types.size(), 2u);
+  EXPECT_EQ(read->value_types[1], (ValueType{"cycles", "count"}));
+  uint64_t read_total = 0;
+  for (const ThreadRecord& thread : read->threads) read_total += thread.tree.total(1);
+  EXPECT_EQ(read_total, total);
+  EXPECT_EQ(read->total_samples(), original.total_samples());
+
+  auto metric = Metric::Select(*read, "cycles");
+  ASSERT_TRUE(metric.ok()) << metric.error().message;
+  EXPECT_EQ(metric->unit(), "count");
+  uint64_t metric_total = 0;
+  for (const ThreadRecord& thread : read->threads) metric_total += metric->Total(thread);
+  EXPECT_EQ(metric_total, total);
+  // Unknown names list the declared ones.
+  auto bogus = Metric::Select(*read, "bogus");
+  ASSERT_FALSE(bogus.ok());
+  EXPECT_NE(bogus.error().message.find("cycles"), std::string::npos) << bogus.error().message;
+
+  // A merge with a profile that declares types in another order matches them by name.
+  Profile other;
+  other.DeclareValue(ValueType{"offcpu", "nanoseconds"});
+  other.DeclareValue(ValueType{"cycles", "count"});
+  const uint32_t leaf = other.threads[other.ThreadIndex(1, 1)].tree.AddStack(
+      std::vector<uint32_t>{other.frames.Intern(FrameRecord{"m", "f", 0, FrameKind::kNative})}, 1);
+  other.threads[0].tree.Add(leaf, 0, 2, 7);
+  Profile merged = *read;
+  MergeProfile(merged, other);
+  ASSERT_EQ(merged.value_types.size(), 3u);
+  uint64_t merged_cycles = 0;
+  for (const ThreadRecord& thread : merged.threads) merged_cycles += thread.tree.total(1);
+  EXPECT_EQ(merged_cycles, total + 7);
+}
+
 TEST(CaptureStore, Schema1RoundTrips) {
   TempDir dir;
   const Profile original = SampleProfile();
@@ -278,11 +334,12 @@ TEST(CaptureStore, WindowWithADifferentTreeShapeMergesByFrame) {
   Restamp(path);
   auto read = ReadCapture(path);
   ASSERT_TRUE(read.ok()) << read.error().message;
-  const auto& nodes = read->threads[3].tree.nodes();
+  const CallTree& tree = read->threads[3].tree;
+  const auto& nodes = tree.nodes();
   ASSERT_EQ(nodes.size(), 3u);  // root, entry_SYSCALL_64, _raw_spin_unlock_irqrestore
   EXPECT_EQ(nodes[1].frame, 0u);
-  EXPECT_EQ(nodes[1].base, 4u);
-  EXPECT_EQ(nodes[2].base, 15u);
+  EXPECT_EQ(tree.value(1, kSamplesValue), 4u);
+  EXPECT_EQ(tree.value(2, kSamplesValue), 15u);
   EXPECT_EQ(read->total_samples(), 1999u);
 }
 

@@ -37,7 +37,7 @@ struct TwoHosts {
     p2.meta.host = "web2";
     for (size_t t = 0; t < p2.threads.size(); ++t) {
       if (p2.threads[t].pid != 900) continue;
-      p2.threads[t].tree.TransformBase([](const CallTree::Node& node) { return node.base * 2; });
+      p2.threads[t].tree.TransformValues(kSamplesValue, [](uint32_t, uint64_t v) { return v * 2; });
     }
     p1.counters["lost_samples"] = 3;
     p2.counters["lost_samples"] = 4;

@@ -157,7 +157,7 @@ TEST(Tprof, JsonHasTheSameRowsAsText) {
 TEST(Tprof, WideTickCountsWidenTheColumn) {
   Profile profile = SampleProfile();
   CallTree& tree = profile.threads[2].tree;  // busy loop's f_heavy; +5 below the marker
-  tree.Add(3, 0, 123'456'789 - tree.nodes()[3].base);
+  tree.Add(3, 0, kSamplesValue, 123'456'789 - tree.value(3, kSamplesValue));
   TprofOptions options = Options("pid,tid,mod,sym");
   std::ostringstream out;
   WriteTprofText(BuildTprof(profile, options), out);

@@ -77,7 +77,7 @@ TEST(WindowStore, RangeIsTheSumOfItsWindows) {
   const Profile base = SampleProfile();
   for (size_t t = 0; t < base.threads.size(); ++t) {
     const uint32_t m = all->ThreadIndex(base.threads[t].pid, base.threads[t].tid);
-    EXPECT_EQ(all->threads[m].tree.total_base(), base.threads[t].tree.total_base() * 15);
+    EXPECT_EQ(all->threads[m].tree.total(), base.threads[t].tree.total() * 15);
   }
   EXPECT_EQ(all->meta.start_unix_ns, kBase);
   EXPECT_EQ(EndUnixNs(all->meta), kBase + 5 * 60 * kSec);
