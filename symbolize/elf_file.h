@@ -54,6 +54,18 @@ class ElfFile {
 
   // Reads the symbol tables if not done yet; true when this call read them.
   bool LoadSymbols(const DebugSearchOptions& debug);
+  bool symbols_loaded() const { return symbols_loaded_; }
+  // Heap bytes of the symbol tables read (0 before LoadSymbols).
+  size_t symbol_bytes() const { return full_.bytes() + dynsym_.bytes(); }
+  // Gives the symbol tables back; the next Find reads them again. Names
+  // handed out before must have been copied (the symbolizer interns them).
+  void ReleaseSymbols() {
+    full_ = SymbolTable();
+    dynsym_ = SymbolTable();
+    debug_fd_.reset();
+    debug_path_.clear();
+    symbols_loaded_ = false;
+  }
 
   bool is_elf() const { return header_error_.empty(); }
   const std::string& header_error() const { return header_error_; }

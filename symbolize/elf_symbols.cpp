@@ -278,6 +278,7 @@ SymbolTable SymbolTable::Load(Elf* elf, Section section, Elf* plt_source) {
   // One symbol per address; the names are copied out of libelf's buffers so the
   // table outlives the Elf handle.
   table.names_ = std::make_unique<char[]>(names_bytes);
+  table.names_bytes_ = names_bytes;
   char* cursor = table.names_.get();
   std::vector<const Candidate*> kept;
   for (const Candidate& c : candidates) {
@@ -319,7 +320,10 @@ const ElfSymbol* SymbolTable::Find(uint64_t vaddr) {
       if (!s.demangled) {
         s.demangled = true;
         std::string pretty = Demangle(s.name);
-        if (!pretty.empty()) s.name = demangled_names_.emplace_back(std::move(pretty));
+        if (!pretty.empty()) {
+          demangled_bytes_ += pretty.size() + sizeof(std::string);
+          s.name = demangled_names_.emplace_back(std::move(pretty));
+        }
       }
       return &s;
     }

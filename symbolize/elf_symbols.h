@@ -80,9 +80,15 @@ class SymbolTable {
 
   bool empty() const { return symbols_.empty(); }
   size_t size() const { return symbols_.size(); }
+  // Heap bytes held (names, symbols, names demangled so far), approximately.
+  size_t bytes() const {
+    return names_bytes_ + symbols_.capacity() * sizeof(ElfSymbol) + demangled_bytes_;
+  }
 
  private:
   std::unique_ptr<char[]> names_;  // NUL-terminated names the views point into
+  size_t names_bytes_ = 0;
+  size_t demangled_bytes_ = 0;
   std::vector<ElfSymbol> symbols_;
   std::deque<std::string> demangled_names_;  // deque: views stay valid as it grows
 };

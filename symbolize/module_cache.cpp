@@ -98,8 +98,46 @@ uint32_t ModuleCache::FileFor(uint32_t pid, const MappingEvent& m, const std::st
   return Register(std::move(file), reported, m.build_id);
 }
 
+void ModuleCache::NoteSymbolsUsed(uint32_t id, bool was_loaded) {
+  ElfFile* file = Get(id);
+  if (!file || !file->symbols_loaded()) return;
+  auto it = symbols_loaded_.find(id);
+  if (it == symbols_loaded_.end() || !was_loaded) {
+    if (it != symbols_loaded_.end()) ForgetSymbols(id);  // released and read again
+    symbol_lru_.push_front(id);
+    const size_t bytes = file->symbol_bytes();
+    symbols_loaded_.emplace(id, Loaded{symbol_lru_.begin(), bytes});
+    symbol_bytes_ += bytes;
+  } else {
+    symbol_lru_.splice(symbol_lru_.begin(), symbol_lru_, it->second.at);
+  }
+  while (symbol_bytes_ > symbol_budget_ && symbol_lru_.size() > 1) {
+    const uint32_t victim = symbol_lru_.back();
+    if (ElfFile* f = Get(victim)) f->ReleaseSymbols();
+    ForgetSymbols(victim);
+    ++symbols_released_;
+  }
+}
+
+void ModuleCache::ForgetSymbols(uint32_t id) {
+  auto it = symbols_loaded_.find(id);
+  if (it == symbols_loaded_.end()) return;
+  symbol_bytes_ -= it->second.bytes;
+  symbol_lru_.erase(it->second.at);
+  symbols_loaded_.erase(it);
+}
+
 size_t ModuleCache::CloseAllBut(const std::unordered_set<uint32_t>& live) {
   const size_t before = files_.size();
+  for (auto it = symbols_loaded_.begin(); it != symbols_loaded_.end();) {
+    if (live.count(it->first)) {
+      ++it;
+      continue;
+    }
+    symbol_bytes_ -= it->second.bytes;
+    symbol_lru_.erase(it->second.at);
+    it = symbols_loaded_.erase(it);
+  }
   std::erase_if(files_, [&](const auto& entry) { return !live.count(entry.first); });
   if (files_.size() == before) return 0;
   std::erase_if(by_inode_, [&](const auto& entry) { return !files_.count(entry.second); });

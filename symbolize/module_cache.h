@@ -12,6 +12,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <list>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -28,7 +29,8 @@ class ModuleCache {
  public:
   static constexpr uint32_t kNoFile = 0xffffffffu;
 
-  explicit ModuleCache(std::string proc_root) : proc_root_(std::move(proc_root)) {}
+  explicit ModuleCache(std::string proc_root, size_t symbol_budget_bytes = kSymbolBudgetBytes)
+      : proc_root_(std::move(proc_root)), symbol_budget_(symbol_budget_bytes) {}
 
   // The file of mapping m in pid (path without " (deleted)"); kNoFile when it
   // cannot be opened or the path now names another build.
@@ -51,6 +53,17 @@ class ModuleCache {
   // Closes every open file whose id is not in `live` (no process that is
   // still remembered maps it); returns how many were closed.
   size_t CloseAllBut(const std::unordered_set<uint32_t>& live);
+
+  // Symbol tables held at once, in bytes: past this, the tables of the
+  // files used least recently are given back (and read again when needed),
+  // so memory does not follow how many big binaries the machine runs. A
+  // single file larger than the budget is still held while it is in use.
+  static constexpr size_t kSymbolBudgetBytes = 32u << 20;  // the default
+  // Call after each lookup in file `id` (`was_loaded`: its symbols were
+  // read before the lookup): keeps the symbol tables within the budget.
+  void NoteSymbolsUsed(uint32_t id, bool was_loaded);
+  size_t symbol_bytes() const { return symbol_bytes_; }
+  uint64_t symbol_tables_released() const { return symbols_released_; }
 
   // True once opening a file failed for the open file limit (EMFILE/ENFILE);
   // the first time is logged as a warning.
@@ -81,6 +94,18 @@ class ModuleCache {
   std::unordered_map<std::string, uint32_t> by_build_id_;
   std::unordered_set<std::string, TransparentStringHash, std::equal_to<>> module_names_;  // node-based: views stay valid
   bool hit_file_limit_ = false;
+  // Files whose symbols are loaded, most recently used first, with the
+  // bytes counted for each.
+  struct Loaded {
+    std::list<uint32_t>::iterator at;
+    size_t bytes = 0;
+  };
+  std::list<uint32_t> symbol_lru_;
+  std::unordered_map<uint32_t, Loaded> symbols_loaded_;
+  size_t symbol_budget_;
+  size_t symbol_bytes_ = 0;
+  uint64_t symbols_released_ = 0;
+  void ForgetSymbols(uint32_t id);
 };
 
 }  // namespace arcprof

@@ -76,7 +76,7 @@ struct Symbolizer::Impl {
   explicit Impl(SymbolizerOptions opts)
       : options(std::move(opts)),
         registry(options.proc_root),
-        modules(options.proc_root),
+        modules(options.proc_root, options.symbol_budget_bytes),
         elf(DebugOptions(options), names),
         kernel(options.kallsyms_path),
         jit(names),
@@ -219,8 +219,13 @@ struct Symbolizer::Impl {
       return frame;
     }
     switch (m->kind) {
-      case MappingKind::kFile:
-        return elf.Resolve(modules.Get(m->file_id), *m, addr);
+      case MappingKind::kFile: {
+        ElfFile* file = modules.Get(m->file_id);
+        const bool was_loaded = file && file->symbols_loaded();
+        SymbolizedFrame frame = elf.Resolve(file, *m, addr);
+        if (file) modules.NoteSymbolsUsed(m->file_id, was_loaded);
+        return frame;
+      }
       case MappingKind::kVdso:
         return vdso.Resolve(elf, *m, addr);
       case MappingKind::kAnonExec:
@@ -426,6 +431,8 @@ const SymbolizerStats& Symbolizer::stats() const {
   impl_->stats.elf_files_loaded = impl_->elf.files_loaded();
   impl_->stats.open_files = impl_->modules.open_files();
   impl_->stats.processes = impl_->timeline.size();
+  impl_->stats.symbol_bytes = impl_->modules.symbol_bytes();
+  impl_->stats.symbol_tables_released = impl_->modules.symbol_tables_released();
   return impl_->stats;
 }
 

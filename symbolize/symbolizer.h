@@ -65,6 +65,9 @@ struct SymbolizerOptions {
   // this long after it exited, in the time of the events; files no
   // remembered process maps are closed then. Samples are drained long before.
   uint64_t exited_retention_ns = 10'000'000'000;
+  // Symbol tables held at once (ModuleCache::kSymbolBudgetBytes): the least
+  // recently used files' tables are given back past it.
+  size_t symbol_budget_bytes = 32u << 20;
   // Where stripped files are looked up in the background (not owned; must
   // outlive the Symbolizer); nullptr: no debuginfod.
   DebuginfodFetcher* debuginfod = nullptr;
@@ -88,6 +91,8 @@ struct SymbolizerStats {
   uint64_t files_closed = 0;
   uint64_t open_files = 0;           // now
   uint64_t processes = 0;            // remembered now
+  uint64_t symbol_bytes = 0;         // symbol tables held now
+  uint64_t symbol_tables_released = 0;  // for the budget, since the start
 };
 
 class Symbolizer {

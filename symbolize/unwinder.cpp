@@ -3,6 +3,7 @@
 #include <dwarf.h>
 #include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
+#include <gelf.h>
 #include <libelf.h>
 #include <unistd.h>
 
@@ -163,7 +164,8 @@ struct Unwinder::Space {
   }
 };
 
-Unwinder::Unwinder(Symbolizer& symbolizer) : symbolizer_(symbolizer) {}
+Unwinder::Unwinder(Symbolizer& symbolizer, size_t cfi_budget_bytes)
+    : symbolizer_(symbolizer), cfi_budget_(cfi_budget_bytes) {}
 Unwinder::~Unwinder() = default;
 
 void Unwinder::Prune() {
@@ -171,8 +173,13 @@ void Unwinder::Prune() {
   forget_epoch_ = symbolizer_.forget_epoch();
   std::erase_if(spaces_, [&](const auto& e) { return !symbolizer_.KnowsProcess(e.first); });
   // Rules cached by file id need no pruning: ids of closed files never come back.
-  std::erase_if(cfi_, [&](const auto& e) { return !symbolizer_.FileOpen(e.first); });
+  std::erase_if(cfi_, [&](const auto& e) {
+    if (symbolizer_.FileOpen(e.first)) return false;
+    cfi_bytes_ -= e.second->bytes;
+    return true;
+  });
 }
+
 
 Unwinder::Space* Unwinder::SpaceFor(uint32_t pid, uint64_t t_ns) {
   auto files = symbolizer_.MappedFiles(pid, t_ns);
@@ -266,6 +273,8 @@ struct Unwinder::FileCfi {
   // of samples of sqlite3, python3 and cc1plus with a wrong CFA right above
   // the leaf (the garbage "return address" then counted as unmapped memory).
   std::unordered_map<uint64_t, Rule> rows;
+  size_t bytes = 0;        // counted in Unwinder::cfi_bytes_
+  uint64_t last_used = 0;  // Unwinder::cfi_clock_
   ~FileCfi() {
     if (cfi) dwarf_cfi_end(cfi);
     if (elf) elf_end(elf);
@@ -273,6 +282,26 @@ struct Unwinder::FileCfi {
 };
 
 namespace {
+
+// What a file's CFI costs beyond its sections: the handles, and per row
+// interpreted the cached rule plus libdw's parsed FDE/CIE (estimates).
+constexpr size_t kCfiFileBytes = 4096;
+constexpr size_t kCfiRowBytes = 160;
+
+// The bytes libelf reads for dwarf_getcfi_elf: .eh_frame and .eh_frame_hdr.
+size_t EhFrameBytes(Elf* elf) {
+  size_t shstrndx = 0;
+  if (elf_getshdrstrndx(elf, &shstrndx) != 0) return 0;
+  size_t bytes = 0;
+  for (Elf_Scn* scn = elf_nextscn(elf, nullptr); scn; scn = elf_nextscn(elf, scn)) {
+    GElf_Shdr shdr;
+    if (!gelf_getshdr(scn, &shdr) || shdr.sh_type == SHT_NOBITS) continue;
+    const char* name = elf_strptr(elf, shstrndx, shdr.sh_name);
+    if (name && (std::strcmp(name, ".eh_frame") == 0 || std::strcmp(name, ".eh_frame_hdr") == 0))
+      bytes += shdr.sh_size;
+  }
+  return bytes;
+}
 
 // Reads "register + offset" from a CFA expression (DW_OP_bregN / DW_OP_bregx).
 bool SimpleCfa(const Dwarf_Op* ops, size_t nops, uint8_t* reg, int32_t* off) {
@@ -312,6 +341,21 @@ bool SavedAtCfa(const Dwarf_Op* ops, size_t nops, int32_t* off) {
 
 }  // namespace
 
+void Unwinder::EnforceCfiBudget(uint32_t keep) {
+  while (cfi_bytes_ > cfi_budget_ && cfi_.size() > 1) {
+    auto lru = cfi_.end();
+    for (auto it = cfi_.begin(); it != cfi_.end(); ++it) {
+      if (it->first == keep) continue;
+      if (lru == cfi_.end() || it->second->last_used < lru->second->last_used) lru = it;
+    }
+    if (lru == cfi_.end()) return;
+    cfi_bytes_ -= lru->second->bytes;
+    cfi_.erase(lru);
+    ++stats_.cfi_released;
+    stats_.cfi_bytes = cfi_bytes_;
+  }
+}
+
 Unwinder::Rule Unwinder::RuleAt(uint32_t file_id, int fd, uint64_t vaddr) {
   const uint64_t key = static_cast<uint64_t>(file_id) << 44 ^ vaddr;
   RuleSlot& slot = rules_[(key ^ key >> 17) & (rules_.size() - 1)];
@@ -324,7 +368,10 @@ Unwinder::Rule Unwinder::RuleAt(uint32_t file_id, int fd, uint64_t vaddr) {
     // header) into memory instead of mapping the whole file.
     file->elf = elf_begin(fd, ELF_C_READ, nullptr);
     if (file->elf) file->cfi = dwarf_getcfi_elf(file->elf);
+    file->bytes = kCfiFileBytes + (file->elf ? EhFrameBytes(file->elf) : 0);
+    cfi_bytes_ += file->bytes;
   }
+  file->last_used = ++cfi_clock_;
   if (auto row = file->rows.find(vaddr); row != file->rows.end()) {
     slot = RuleSlot{key, true, row->second};
     return slot.rule;
@@ -356,6 +403,14 @@ Unwinder::Rule Unwinder::RuleAt(uint32_t file_id, int fd, uint64_t vaddr) {
     }
     free(frame);
     file->rows.emplace(vaddr, rule);
+    file->bytes += kCfiRowBytes;
+    cfi_bytes_ += kCfiRowBytes;
+    stats_.cfi_bytes = cfi_bytes_;
+    if (cfi_bytes_ > cfi_budget_) {
+      slot = RuleSlot{key, true, rule};
+      EnforceCfiBudget(file_id);  // may drop other files' CFI, never this one
+      return rule;
+    }
   }
   slot = RuleSlot{key, true, rule};
   return rule;

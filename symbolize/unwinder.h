@@ -57,11 +57,14 @@ struct UnwinderStats {
   uint64_t modules_reported = 0;
   uint64_t jit_frames_stepped = 0;   // by their frame size
   uint64_t interpreted_frames = 0;   // through rbp, Method* read
+  uint64_t cfi_released = 0;         // files' CFI dropped for the budget
+  uint64_t cfi_bytes = 0;            // CFI held now (estimate)
 };
 
 class Unwinder {
  public:
-  explicit Unwinder(Symbolizer& symbolizer);
+  static constexpr size_t kCfiBudgetBytes = 24u << 20;  // the default
+  explicit Unwinder(Symbolizer& symbolizer, size_t cfi_budget_bytes = kCfiBudgetBytes);
   ~Unwinder();
   Unwinder(const Unwinder&) = delete;
   Unwinder& operator=(const Unwinder&) = delete;
@@ -121,6 +124,14 @@ class Unwinder {
   uint64_t space_clock_ = 0;
   std::unordered_map<uint32_t, std::unique_ptr<Space>> spaces_;  // by pid
   std::unordered_map<uint32_t, std::unique_ptr<FileCfi>> cfi_;   // by symbolizer file id
+  // CFI held at once (sections read, rows interpreted, libdw's caches, as
+  // estimated in FileCfi::bytes): past this the least recently used files'
+  // CFI is dropped and read again when needed, so memory does not follow
+  // how many big binaries the machine runs.
+  size_t cfi_budget_;
+  size_t cfi_bytes_ = 0;
+  uint64_t cfi_clock_ = 0;
+  void EnforceCfiBudget(uint32_t keep);
   // Direct-mapped cache of rules by (file id, vaddr): the rows behind it are
   // in FileCfi::rows, so an eviction costs one map lookup, not libdw.
   struct RuleSlot {

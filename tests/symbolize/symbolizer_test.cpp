@@ -109,6 +109,43 @@ TEST(Symbolizer, SharedLibrary) {
   }
 }
 
+// With a symbol budget smaller than any table, each file's tables are given
+// back when another file is used and read again when needed: the names stay
+// right, only the work is repeated.
+TEST(Symbolizer, SymbolBudgetReleasesAndReloadsTables) {
+  const std::string lib_dir = std::filesystem::path(FIXTURE_LIB).parent_path().string();
+  FixtureProcess lib_user(FIXTURE_USELIB, {"LD_LIBRARY_PATH=" + lib_dir});
+  ASSERT_TRUE(lib_user.ok()) << lib_user.error();
+  FixtureProcess pie(FIXTURE_PIE);
+  ASSERT_TRUE(pie.ok()) << pie.error();
+  SymbolizerOptions options = NoDebugDirs();
+  options.symbol_budget_bytes = 1;
+  Symbolizer symbolizer(options);
+  symbolizer.SnapshotProcess(lib_user.pid(), 1000);
+  symbolizer.SnapshotProcess(pie.pid(), 1000);
+  const uint64_t in_lib = lib_user.address("fixture_lib_alpha");
+  const uint64_t in_pie = pie.address("fixture_alpha");
+  ASSERT_NE(in_lib, 0u);
+  ASSERT_NE(in_pie, 0u);
+  for (uint64_t i = 1; i <= 4; ++i) {  // new addresses: no cached answers
+    EXPECT_EQ(symbolizer.ResolveUser(lib_user.pid(), in_lib + i, 2000).symbol, "fixture_lib_alpha");
+    EXPECT_EQ(symbolizer.ResolveUser(pie.pid(), in_pie + i, 2000).symbol, "fixture_alpha");
+  }
+  EXPECT_GE(symbolizer.stats().symbol_tables_released, 6u);
+  // One file's tables are held at most (the one in use).
+  EXPECT_GT(symbolizer.stats().symbol_bytes, 0u);
+
+  Symbolizer roomy(NoDebugDirs());
+  roomy.SnapshotProcess(lib_user.pid(), 1000);
+  roomy.SnapshotProcess(pie.pid(), 1000);
+  for (uint64_t i = 1; i <= 4; ++i) {
+    roomy.ResolveUser(lib_user.pid(), in_lib + i, 2000);
+    roomy.ResolveUser(pie.pid(), in_pie + i, 2000);
+  }
+  EXPECT_EQ(roomy.stats().symbol_tables_released, 0u);
+  EXPECT_GT(roomy.stats().symbol_bytes, symbolizer.stats().symbol_bytes);
+}
+
 TEST(Symbolizer, StrippedSharedLibraryFallsBackToDynsym) {
   const std::string lib = std::string(FIXTURE_DIR) + "/stripped_lib/libfixture_lib.so";
   FixtureProcess fixture(FIXTURE_USELIB, {"LD_LIBRARY_PATH=" + std::string(FIXTURE_DIR) + "/stripped_lib"});
