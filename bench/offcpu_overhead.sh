@@ -1,61 +1,113 @@
 #!/usr/bin/env bash
 # Cost of record --off-cpu under a context-switch storm: two processes
-# ping-pong one byte over pipes (tests/programs/ptt_pingpong.c), every round
-# trip four context switches of targeted threads. Each round runs the workload
-# under `arcprof record --no-off-cpu` and `--off-cpu`, alternating, and, when
-# libbpf-tools is installed, under libbpf-tools' offcputime (plain run while it
-# traces the machine) next to a plain run. Slowdown = 1 - median(rate with) /
-# median(rate without). Budget: 5%.
-# Usage: bench/offcpu_overhead.sh [BUILD_DIR] [ROUNDS] [ROUND_TRIPS]
+# ping-pong one byte over pipes (tests/programs/ptt_pingpong.c). Each round
+# runs the workload under `arcprof record --no-off-cpu` and `--off-cpu`,
+# alternating, and, when libbpf-tools is installed, under libbpf-tools'
+# offcputime (plain run while it traces the machine) next to a plain run.
+# Slowdown = 1 - median(rate with) / median(rate without). Budget: 5%.
+#
+# PIN places the two processes (ptt_pingpong's second argument):
+#   same   both on CPU 0 (default): every round trip is two switches between
+#          the two recorded processes and the rate is bound by CPU, so the
+#          cost of each switch is on the critical path: the worst case.
+#   split  CPU 0 and CPU 1: four switches to and from idle per round trip,
+#          bound by the latency of waking an idle CPU.
+#   none   the scheduler decides; it picks either placement, and the rate
+#          differs about threefold between them, so medians of few runs mix
+#          two distributions (see docs/performance.md, "Off-CPU time").
+# At the end one more --off-cpu run with kernel.bpf_stats_enabled=1 gives the
+# sched_switch program's own run time per switch (bpftool), all switches of
+# the machine included.
+# Usage: bench/offcpu_overhead.sh [BUILD_DIR] [ROUNDS] [ROUND_TRIPS] [PIN]
 set -euo pipefail
 build=${1:-build}
 rounds=${2:-7}
 trips=${3:-100000}
+pin=${4:-same}
 arcprof=$build/arcprof
 pingpong=$build/tests/programs/ptt_pingpong
 offcputime=/usr/sbin/offcputime
 for f in "$arcprof" "$pingpong"; do
   [ -x "$f" ] || { echo "offcpu_overhead: $f missing: build first (cmake --build $build)" >&2; exit 1; }
 done
+case $pin in
+  same | split) pin_arg=$pin ;;
+  none) pin_arg= ;;
+  *) echo "offcpu_overhead: PIN must be same, split or none, not $pin" >&2; exit 2 ;;
+esac
 tmp=$(mktemp -d /tmp/arcprof-offcpu-bench.XXXXXX)
-tool_pid=
-cleanup() { [ -n "$tool_pid" ] && kill "$tool_pid" 2>/dev/null; rm -rf "$tmp"; }
+tool_pid= stats_was=
+cleanup() {
+  [ -n "$tool_pid" ] && kill "$tool_pid" 2>/dev/null
+  [ -n "$stats_was" ] && sysctl -q kernel.bpf_stats_enabled="$stats_was"
+  rm -rf "$tmp"
+}
 trap cleanup EXIT
 
-rate() { sed -n 's/.*ptt_pingpong .* rate=\([0-9.]*\) .*/\1/p'; }
-recorded() { "$arcprof" record -q --no-ptt "$@" -o "$tmp/c.db" -- "$pingpong" "$trips" 2>&1 | rate; }
-plain() { "$pingpong" "$trips" 2>&1 | rate; }
+# "RATE CPU_NS_PER_TRIP" of one run
+fields() { sed -n 's/.*ptt_pingpong .* rate=\([0-9.]*\) cpu_ns_per_trip=\([0-9.]*\).*/\1 \2/p'; }
+recorded() { "$arcprof" record -q --no-ptt "$@" -o "$tmp/c.db" -- "$pingpong" "$trips" $pin_arg 2>&1 | fields; }
+plain() { "$pingpong" "$trips" $pin_arg 2>&1 | fields; }
 median() { sort -g | awk '{v[NR]=$1} END {print (NR%2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
+range() { sort -g | awk 'NR==1 {lo=$1} {hi=$1} END {printf "%s-%s", lo, hi}'; }
 pct() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", (1 - b / a) * 100}'; }
 
-without=() with=() bare=() tool=()
+without=() with=() c_without=() c_with=() bare=() tool=()
 have_tool=0
 [ -x "$offcputime" ] && have_tool=1
 for ((i = 0; i < rounds; i++)); do
-  without+=("$(recorded --no-off-cpu)")
-  with+=("$(recorded --off-cpu)")
+  read -r r c <<<"$(recorded --no-off-cpu)"; without+=("$r"); c_without+=("$c")
+  read -r r c <<<"$(recorded --off-cpu)"; with+=("$r"); c_with+=("$c")
   if ((have_tool)); then
-    bare+=("$(plain)")
+    read -r r c <<<"$(plain)"; bare+=("$r")
     "$offcputime" -u >/dev/null 2>&1 &
     tool_pid=$!
     sleep 2  # loaded and attached
-    tool+=("$(plain)")
+    read -r r c <<<"$(plain)"; tool+=("$r")
     kill -INT "$tool_pid"; wait "$tool_pid" 2>/dev/null || true; tool_pid=
   fi
 done
+
+# The program's own cost per switch: one more run with BPF run-time stats.
+per_switch=unknown
+if command -v bpftool >/dev/null; then
+  stats_was=$(sysctl -n kernel.bpf_stats_enabled)
+  sysctl -q kernel.bpf_stats_enabled=1
+  # long enough to still switch 2 s after the start
+  "$arcprof" record -q --no-ptt --off-cpu -o "$tmp/s.db" -- "$pingpong" $((trips * 10)) $pin_arg \
+    >/dev/null 2>&1 &
+  rec=$!
+  sleep 1  # loaded, attached and switching
+  snap() {
+    bpftool prog show name on_switch 2>/dev/null |
+      sed -n 's/.*run_time_ns \([0-9]*\) run_cnt \([0-9]*\).*/\1 \2/p' | head -1 || true
+  }
+  s1=$(snap); sleep 1; s2=$(snap)
+  kill -TERM "$rec" 2>/dev/null || true  # (SIGINT is ignored by background jobs)
+  wait "$rec" || true
+  sysctl -q kernel.bpf_stats_enabled="$stats_was"; stats_was=
+  if [ -n "$s1" ] && [ -n "$s2" ]; then
+    per_switch=$(awk -v a="$s1" -v b="$s2" 'BEGIN {split(a, x); split(b, y); n = y[2] - x[2];
+      if (n > 0) printf "%.0f ns over %d switches", (y[1] - x[1]) / n, n; else print "unknown"}')
+  fi
+fi
+
 m_without=$(printf '%s\n' "${without[@]}" | median)
 m_with=$(printf '%s\n' "${with[@]}" | median)
+cm_without=$(printf '%s\n' "${c_without[@]}" | median)
+cm_with=$(printf '%s\n' "${c_with[@]}" | median)
 slowdown=$(pct "$m_without" "$m_with")
-echo "offcpu_overhead: pipe ping-pong, $trips round trips x $rounds runs each, alternating"
+echo "offcpu_overhead: pipe ping-pong, $trips round trips x $rounds runs each, alternating, pinning: $pin"
 echo "  load average: $(cut -d' ' -f1-3 /proc/loadavg) (other work on the machine makes single runs vary)"
-echo "  record --no-off-cpu: ${without[*]} round trips/s (median $m_without)"
-echo "  record --off-cpu:    ${with[*]} round trips/s (median $m_with)"
-echo "  --off-cpu slowdown: ${slowdown}% (budget 5%)"
+echo "  record --no-off-cpu: median $m_without round trips/s (range $(printf '%s\n' "${without[@]}" | range)), CPU per round trip $cm_without ns"
+echo "  record --off-cpu:    median $m_with round trips/s (range $(printf '%s\n' "${with[@]}" | range)), CPU per round trip $cm_with ns"
+echo "  --off-cpu slowdown: ${slowdown}% (budget 5%); CPU per round trip $(awk -v a="$cm_without" -v b="$cm_with" 'BEGIN {printf "%+.2f", (b / a - 1) * 100}')%"
+echo "  sched_switch program (kernel.bpf_stats_enabled=1): $per_switch"
 if ((have_tool)); then
   m_bare=$(printf '%s\n' "${bare[@]}" | median)
   m_tool=$(printf '%s\n' "${tool[@]}" | median)
-  echo "  no profiler:         ${bare[*]} round trips/s (median $m_bare)"
-  echo "  under offcputime -u: ${tool[*]} round trips/s (median $m_tool)"
+  echo "  no profiler:         median $m_bare round trips/s (range $(printf '%s\n' "${bare[@]}" | range))"
+  echo "  under offcputime -u: median $m_tool round trips/s (range $(printf '%s\n' "${tool[@]}" | range))"
   echo "  offcputime slowdown: $(pct "$m_bare" "$m_tool")% (whole machine, for comparison)"
 fi
 awk -v s="$slowdown" 'BEGIN {exit !(s <= 5.0)}' || { echo "offcpu_overhead: over budget" >&2; exit 1; }

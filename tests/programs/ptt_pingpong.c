@@ -53,6 +53,10 @@ int main(int argc, char **argv)
 	char c = 'x';
 	pid_t child = fork();
 	if (child == 0) {
+		/* Only its own ends stay open: when the parent dies (a recording
+		 * stopped with SIGINT), read() sees end of file and the child ends. */
+		close(ping[1]);
+		close(pong[0]);
 		if (strcmp(pin, "split") == 0 && pin_to(1))
 			_exit(1);
 		for (long i = 0; i < rounds; i++) {
@@ -61,6 +65,8 @@ int main(int argc, char **argv)
 		}
 		_exit(0);
 	}
+	close(ping[0]);
+	close(pong[1]);
 	double start = now_s();
 	for (long i = 0; i < rounds; i++) {
 		if (write(ping[1], &c, 1) != 1 || read(pong[0], &c, 1) != 1)
