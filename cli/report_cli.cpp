@@ -80,7 +80,8 @@ ReportCommands::ReportCommands(CLI::App& app)
   report_->add_option("--units", report_request_.units, "arcflow views: samples, ms or pct")
       ->capture_default_str();
   report_->add_option("--metric", report_request_.metric,
-                      "Value of the call-tree views: samples, cpu, offcpu or wall (us)")
+                      "Value of the call-tree views: samples, cpu, offcpu or wall (us), or a "
+                      "value type the capture declares")
       ->capture_default_str();
   report_->add_option("--by", report_request_.by,
                       "Nesting levels of the tprof view, any order of pid,tid,mod,sym")
@@ -120,7 +121,8 @@ ReportCommands::ReportCommands(CLI::App& app)
   export_->add_flag("--by-tid", export_timeline_by_tid_, "timeline-svg: one line per thread");
   AddStoreRangeOptions(export_, export_range_);
   export_->add_option("--metric", export_options_.metric,
-                      "Value shown: samples, cpu, offcpu or wall (pprof: its default type)")
+                      "Value shown: samples, cpu, offcpu, wall or a declared value type (pprof: "
+                      "its default type)")
       ->capture_default_str();
   AddDebuginfodOption(export_, export_debuginfod_budget_s_);
   export_->add_flag("--no-params", export_no_params_,
@@ -148,11 +150,11 @@ void NameFromDebuginfod(Profile& profile, double budget_s, const char* command, 
 
 // What report and export do before a view or format sees the profile: load
 // the capture or store range, name frames through debuginfod, drop C++
-// parameter lists, and check `metric` (applied when `apply_metric`). Returns
-// 0, or the exit code after one line on `err`.
+// parameter lists, and check `metric` (each view and format selects it with
+// model::Metric). Returns 0, or the exit code after one line on `err`.
 static int PrepareProfile(const char* command, const std::string& path, const StoreRange& range,
                    double debuginfod_budget_s, bool no_params, const std::string& metric,
-                   bool apply_metric, Profile& profile, std::ostream& err) {
+                   Profile& profile, std::ostream& err) {
   auto loaded = LoadProfile(path, range, err);
   if (!loaded) {
     err << ErrorLine(command, loaded.error().message);
@@ -161,13 +163,9 @@ static int PrepareProfile(const char* command, const std::string& path, const St
   profile = std::move(*loaded);
   NameFromDebuginfod(profile, debuginfod_budget_s, command, err);
   if (no_params) model::DropParams(profile);
-  if (metric != "samples") {
-    auto with_metric = model::WithMetric(profile, metric);
-    if (!with_metric) {
-      err << ErrorLine(command, with_metric.error().message);
-      return 1;
-    }
-    if (apply_metric) profile = std::move(*with_metric);
+  if (auto selected = model::Metric::Select(profile, metric); !selected) {
+    err << ErrorLine(command, selected.error().message);
+    return 1;
   }
   return 0;
 }
@@ -234,7 +232,7 @@ int ReportCommands::RunReport(std::ostream& out, std::ostream& err) {
   Profile profile;
   if (int code = PrepareProfile("report", report_request_.capture_path, report_range_,
                                 report_debuginfod_budget_s_, report_no_params_,
-                                report_request_.metric, true, profile, err)) {
+                                report_request_.metric, profile, err)) {
     return code;
   }
   return view->second(profile, report_request_, out, err);
@@ -272,11 +270,10 @@ int ReportCommands::RunExport(std::ostream& out, std::ostream& err) {
                                    Names(registry_.formats) + ", timeline-svg");
     return 1;
   }
-  // pprof holds every value itself (the metric only checked); the other formats show one.
+  // pprof holds every value (--metric is its default type); the other formats show one.
   Profile loaded;
   if (int code = PrepareProfile("export", export_input_, export_range_, export_debuginfod_budget_s_,
-                                export_no_params_, export_options_.metric, export_format_ != "pprof",
-                                loaded, err)) {
+                                export_no_params_, export_options_.metric, loaded, err)) {
     return code;
   }
   if (export_output_.empty()) {

@@ -20,11 +20,11 @@ bool HasOffCpu(const Profile& profile) {
   return false;
 }
 
+Metric::Metric() : name_("samples"), terms_{Term{kSamplesValue, false, 1}} {}
+
 Metric Metric::Samples(const Profile& profile) {
   Metric m;
-  m.name_ = "samples";
   m.unit_ = profile.meta.unit;
-  m.terms_.push_back(Term{kSamplesValue, false, 1});
   return m;
 }
 
@@ -32,6 +32,7 @@ Result<Metric> Metric::Select(const Profile& profile, std::string_view name) {
   if (name == "samples") return Samples(profile);
   Metric m;
   m.name_ = std::string(name);
+  m.terms_.clear();
   const bool cpu = name == "cpu" || name == "wall";
   const bool offcpu = name == "offcpu" || name == "wall";
   if (!cpu && !offcpu) {
@@ -112,19 +113,6 @@ uint64_t Metric::Total(const ThreadRecord& thread) const {
   uint64_t total = 0;
   for (uint64_t v : Values(thread)) total += v;
   return total;
-}
-
-Result<Profile> WithMetric(const Profile& profile, std::string_view name) {
-  if (name == "samples") return profile;
-  auto metric = Metric::Select(profile, name);
-  if (!metric) return metric.error();
-  Profile out = profile;
-  for (ThreadRecord& t : out.threads) {
-    const std::vector<uint64_t> values = metric->Values(t);
-    t.tree.TransformValues(kSamplesValue, [&](uint32_t node, uint64_t) { return values[node]; });
-  }
-  out.meta.unit = metric->unit();
-  return out;
 }
 
 }  // namespace arcprof::model

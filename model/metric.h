@@ -36,14 +36,18 @@ bool HasOffCpu(const Profile& profile);
 
 class Metric {
  public:
+  // Samples (value type 0) in the profile's own unit (unit() is empty): what
+  // a view reads when it is given no metric.
+  Metric();
   // The metric `name` of `profile`. One-line error for an unknown name or for
   // offcpu/wall of a capture without off-CPU time.
   static Result<Metric> Select(const Profile& profile, std::string_view name);
-  // The samples metric (value type 0, as it is): what views read by default.
+  // The samples metric (value type 0, as it is), unit() the profile's.
   static Metric Samples(const Profile& profile);
 
   const std::string& name() const { return name_; }
-  // The unit the views print: the capture's unit (meta.unit) for samples,
+  // The unit the views print: the capture's unit (meta.unit) for samples
+  // ("" for Metric(): the unit of whichever profile it reads),
   // "<name>-us" for the time metrics (the suffix after the last '-' is the
   // scale the arcflow header shows), a declared type's own unit otherwise.
   const std::string& unit() const { return unit_; }
@@ -73,9 +77,5 @@ class Metric {
   std::map<ThreadKey, double> us_per_sample_;
   double interval_us_ = 1000.0;
 };
-
-// Compatibility, until every view reads a Metric: a copy of `profile` whose
-// value 0 is `metric` (unit in meta.unit); "samples" returns it unchanged.
-Result<Profile> WithMetric(const Profile& profile, std::string_view metric);
 
 }  // namespace arcprof::model

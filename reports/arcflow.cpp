@@ -67,9 +67,10 @@ std::vector<uint32_t> ArcflowModel::Depths() const {
 
 
 ArcflowModel ArcflowFromProfile(const Profile& profile, const ThreadFilter& filter,
-                                bool merge_threads) {
+                                bool merge_threads, const Metric& metric) {
   ArcflowModel model;
-  model.bindings = ArcflowBindings{profile.meta.consumers, profile.meta.unit,
+  model.bindings = ArcflowBindings{profile.meta.consumers,
+                                   metric.unit().empty() ? profile.meta.unit : metric.unit(),
                                    profile.meta.occurrences};
   model.frequency_hz = profile.meta.frequency_hz;
 
@@ -96,6 +97,7 @@ ArcflowModel ArcflowFromProfile(const Profile& profile, const ThreadFilter& filt
     const ThreadRecord& thread = profile.threads[t];
     if (!filter.Matches(thread)) continue;
     const auto& nodes = profile.threads[t].tree.nodes();
+    const std::vector<uint64_t> base = metric.Values(thread);
     uint32_t thread_node;
     if (merge_threads && !thread.host.empty()) {
       thread_node = model.Child(model.Child(ArcflowModel::kRootNode,
@@ -119,14 +121,14 @@ ArcflowModel ArcflowFromProfile(const Profile& profile, const ThreadFilter& filt
     }
     model_node.assign(nodes.size(), ArcflowModel::kNone);
     model_node[0] = thread_node;
-    model.Add(thread_node, nodes[0].n, thread.tree.value(0, kSamplesValue));
+    model.Add(thread_node, nodes[0].n, base[0]);
     // Parents precede their children (model/profile.h, CallTree).
     for (uint32_t i = 1; i < nodes.size(); ++i) {
       const CallTree::Node& node = nodes[i];
       const uint32_t parent = model_node[node.parent];
       if (parent == ArcflowModel::kNone) continue;
       model_node[i] = model.Child(parent, consumer_of(node.frame));
-      model.Add(model_node[i], node.n, thread.tree.value(i, kSamplesValue));
+      model.Add(model_node[i], node.n, base[i]);
     }
   }
   model.Finalize();

@@ -17,6 +17,7 @@
 
 #include "common/result.h"
 #include "reports/arcflow_index.h"
+#include "model/metric.h"
 #include "model/profile.h"
 #include "model/thread_filter.h"
 
@@ -98,10 +99,11 @@ class ArcflowModel {
 
 // Threads are selected by the one thread filter of every report (model/thread_filter.h).
 
-// (a) Stacks from a capture: n and base are the samples of each node. Frames
+// (a) Stacks from a capture: n is each node's occurrences, base its value in
+// `metric` (samples unless told; the unit binding is the metric's). Frames
 // with the same display name become one consumer.
 ArcflowModel ArcflowFromProfile(const model::Profile& profile, const model::ThreadFilter& filter,
-                                bool merge_threads);
+                                bool merge_threads, const model::Metric& metric = {});
 // A frame's consumer name is model::FrameDisplayName (model/frame_name.h).
 
 // (b) A complete call tree: one line per context, "<consumer>... <n> <Y>"
@@ -162,6 +164,9 @@ struct ArcflowOptions {
   ArcflowSort sort = ArcflowSort::kBase;  // xprof only
   ArcflowUnits units = ArcflowUnits::kSamples;
   model::ThreadFilter filter;  // applies to Profile input only
+  // --metric (model/metric.h), Profile input only. With --units ms and PTT
+  // in the capture, samples are read as the measured CPU time (cpu).
+  std::string metric = "samples";
 };
 
 Result<ArcflowView> ParseArcflowView(std::string_view text);

@@ -638,7 +638,13 @@ Result<void> RenderArcflowModel(const ArcflowModel& model, const ArcflowOptions&
 
 Result<void> RenderArcflowView(const Profile& profile, const ArcflowOptions& options,
                                std::ostream& out) {
-  ArcflowModel model = ArcflowFromProfile(profile, options.filter, options.merge_threads);
+  // With per-thread time in the capture, milliseconds are measured CPU time,
+  // not samples times the sampling interval.
+  const bool ptt_ms = options.units == ArcflowUnits::kMs && profile.ptt.recorded && options.metric == "samples";
+  auto metric = Metric::Select(profile, ptt_ms ? "cpu" : options.metric);
+  if (!metric) return metric.error();
+  ArcflowModel model = ArcflowFromProfile(profile, options.filter, options.merge_threads,
+                                          ptt_ms ? metric->WithUnit("ptt-cpu-us") : *metric);
   const auto& filter = options.filter;
   const bool filtered = !filter.pids.empty() || !filter.tids.empty() || !filter.comms.empty();
   if (filtered && model.node(ArcflowModel::kRootNode).first_child == kNone && !profile.threads.empty()) {

@@ -21,11 +21,15 @@ struct Selection {
   std::unique_ptr<Profile> copy;
   const Profile* profile = nullptr;
   ThreadFilter filter;
-  uint64_t samples = 0;
+  Metric metric;  // --metric, resolved on the whole capture
+  uint64_t samples = 0;  // Σ metric over the selected threads
 };
 
 Result<Selection> Select(const Profile& profile, const ExportOptions& options) {
   Selection s;
+  auto metric = Metric::Select(profile, options.metric);
+  if (!metric) return metric.error();
+  s.metric = std::move(*metric);
   if (ScopeIsOnlyFilter(options)) {
     s.profile = &profile;
     s.filter = options.filter;
@@ -38,10 +42,12 @@ Result<Selection> Select(const Profile& profile, const ExportOptions& options) {
   const size_t threads = s.profile->threads.size();
   for (size_t t = 0; t < threads; ++t) {
     if (!s.filter.Matches(s.profile->threads[t])) continue;
-    s.samples += s.profile->threads[t].tree.total(kSamplesValue);
+    s.samples += s.metric.Total(s.profile->threads[t]);
   }
   if (s.samples == 0) {
-    if (profile.total_samples() == 0) return MakeError("the capture holds no samples; record a busier workload or a longer time");
+    uint64_t whole = 0;
+    for (const ThreadRecord& thread : profile.threads) whole += s.metric.Total(thread);
+    if (whole == 0) return MakeError("the capture holds no samples; record a busier workload or a longer time");
     return MakeError(options.filter.empty()
                          ? "no samples under --root '" + options.root + "'"
                          : "no samples match the --pid/--tid/--comm filter; list the threads with `arcprof report --by pid,tid`");
@@ -77,7 +83,7 @@ std::string CaptureSubtitle(const Profile& profile, uint64_t selected_samples) {
 Result<FlameTree> ExportFlameTree(const Profile& profile, const ExportOptions& options) {
   auto selection = Select(profile, options);
   if (!selection) return selection.error();
-  return FlameTreeFromProfile(*selection->profile, selection->filter);
+  return FlameTreeFromProfile(*selection->profile, selection->filter, selection->metric);
 }
 
 Result<void> ExportSvg(const Profile& profile, const ExportOptions& options, std::ostream& out) {
@@ -103,7 +109,7 @@ Result<void> ExportPprof(const Profile& profile, const ExportOptions& options, s
 Result<void> ExportSpeedscope(const Profile& profile, const ExportOptions& options, std::ostream& out) {
   auto selection = Select(profile, options);
   if (!selection) return selection.error();
-  WriteSpeedscope(*selection->profile, selection->filter, out);
+  WriteSpeedscope(*selection->profile, selection->filter, out, selection->metric);
   return {};
 }
 
@@ -114,6 +120,7 @@ Result<void> ExportXprof(const Profile& profile, const ExportOptions& options, s
   arcflow.min_pct = options.min_percent;
   arcflow.root = options.root;
   arcflow.filter = options.filter;
+  arcflow.metric = options.metric;
   return RenderArcflowView(profile, arcflow, out);
 }
 
@@ -135,9 +142,10 @@ Result<void> ExportHtml(const Profile& profile, const ExportOptions& options, st
   TprofOptions tprof_options;
   tprof_options.min_percent = options.min_percent;
   tprof_options.filter = selection->filter;
+  tprof_options.metric = selection->metric;
   const TprofReport tprof = BuildTprof(*selection->profile, tprof_options);
 
-  ArcflowModel model = ArcflowFromProfile(profile, options.filter, true);
+  ArcflowModel model = ArcflowFromProfile(profile, options.filter, true, selection->metric);
   if (!options.root.empty()) {
     auto restricted = RestrictToRoot(model, options.root);
     if (!restricted) return restricted.error();

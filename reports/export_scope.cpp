@@ -1,6 +1,7 @@
 #include "reports/export_scope.h"
 
 #include "model/frame_name.h"
+#include "model/metric.h"
 #include "model/name_regex.h"
 
 #include <vector>
@@ -16,6 +17,7 @@ Result<Profile> ScopeProfile(const Profile& profile, const ExportOptions& option
   out.meta = profile.meta;
   out.frames = profile.frames;
   out.counters = profile.counters;
+  out.value_types = profile.value_types;
 
   std::vector<bool> root_frame;
   if (!options.root.empty()) {
@@ -55,14 +57,15 @@ Result<Profile> ScopeProfile(const Profile& profile, const ExportOptions& option
   }
   if (options.min_percent <= 0) return out;
 
-  // Pass 2: --min, a share of the whole profile's cumulative value.
+  // Pass 2: --min, a share of the whole profile's cumulative --metric value
+  // (the metric is resolved on the whole capture: its per-thread rates).
+  auto metric = Metric::Select(profile, options.metric);
+  if (!metric) return metric.error();
   uint64_t total = 0;
   std::vector<std::vector<uint64_t>> cum(out.threads.size());
   for (size_t t = 0; t < out.threads.size(); ++t) {
-    const CallTree& tree = out.threads[t].tree;
-    cum[t].resize(tree.size());
-    for (uint32_t i = 0; i < tree.size(); ++i) cum[t][i] = tree.value(i, kSamplesValue);
-    tree.Accumulate(cum[t]);
+    cum[t] = metric->Values(out.threads[t]);
+    out.threads[t].tree.Accumulate(cum[t]);
     total += cum[t].empty() ? 0 : cum[t][0];
   }
   const double threshold = options.min_percent / 100.0 * static_cast<double>(total);

@@ -209,7 +209,7 @@ void FlameTree::Finalize() {
   }
 }
 
-FlameTree FlameTreeFromProfile(const Profile& profile, const ThreadFilter& filter) {
+FlameTree FlameTreeFromProfile(const Profile& profile, const ThreadFilter& filter, const Metric& metric) {
   FlameTree tree;
   // Names and kinds of frames, computed once per frame id.
   std::vector<std::string> names(profile.frames.size());
@@ -222,14 +222,16 @@ FlameTree FlameTreeFromProfile(const Profile& profile, const ThreadFilter& filte
     if (!filter.Matches(thread)) continue;
     const auto& nodes = profile.threads[t].tree.nodes();
     if (nodes.empty()) continue;
-    const uint64_t samples = thread.tree.total(kSamplesValue);
+    const std::vector<uint64_t> width = metric.Values(thread);
+    uint64_t samples = 0;
+    for (uint64_t w : width) samples += w;
     if (samples == 0) continue;
     mapped.assign(nodes.size(), FlameTree::kNone);
     const uint32_t top = thread.host.empty()
                              ? FlameTree::kRoot
                              : tree.Child(FlameTree::kRoot, FoldedHostName(thread), FlameKind::kProcess);
     mapped[0] = tree.Child(top, FoldedProcessName(thread), FlameKind::kProcess);
-    tree.AddSelf(mapped[0], thread.tree.value(0, kSamplesValue));
+    tree.AddSelf(mapped[0], width[0]);
     for (size_t i = 1; i < nodes.size(); ++i) {
       const auto& node = nodes[i];
       if (node.parent >= i || node.frame >= profile.frames.size()) continue;
@@ -242,7 +244,7 @@ FlameTree FlameTreeFromProfile(const Profile& profile, const ThreadFilter& filte
         named[node.frame] = true;
       }
       mapped[i] = tree.Child(parent, names[node.frame], kinds[node.frame]);
-      tree.AddSelf(mapped[i], thread.tree.value(static_cast<uint32_t>(i), kSamplesValue));
+      tree.AddSelf(mapped[i], width[i]);
     }
   }
   tree.Finalize();

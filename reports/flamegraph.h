@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "common/result.h"
+#include "model/metric.h"
 #include "model/profile.h"
 #include "model/thread_filter.h"
 
@@ -83,8 +84,10 @@ class FlameTree {
 
 // The selected threads of a capture: "all", then the process name (threads of
 // one process merge, as in folded stacks), then the frames root first, named
-// by model::FrameDisplayName (the SVG/HTML writers escape them).
-FlameTree FlameTreeFromProfile(const model::Profile& profile, const model::ThreadFilter& filter);
+// by model::FrameDisplayName (the SVG/HTML writers escape them); widths are
+// `metric` (samples unless told).
+FlameTree FlameTreeFromProfile(const model::Profile& profile, const model::ThreadFilter& filter,
+                               const model::Metric& metric = {});
 
 // Folded stacks ("frame;frame;...;leaf COUNT" per line, the output of
 // `arcprof export --format folded`, stackcollapse-*.pl or inferno). The colour

@@ -73,7 +73,7 @@ namespace {
 // holds all lines at once.
 class FoldedTree {
  public:
-  FoldedTree(const Profile& profile, const ThreadFilter& filter) {
+  FoldedTree(const Profile& profile, const ThreadFilter& filter, const Metric& metric) {
     std::vector<int32_t> name_of_frame(profile.frames.size(), -1);
     for (size_t t = 0; t < profile.threads.size(); ++t) {
       const ThreadRecord& thread = profile.threads[t];
@@ -83,6 +83,7 @@ class FoldedTree {
       uint32_t& root = process_roots_[names_[process_name]];
       if (root == 0) root = NewNode(process_name);
       const auto& nodes = profile.threads[t].tree.nodes();
+      const std::vector<uint64_t> values = metric.Values(thread);
       mapped_.assign(nodes.size(), root);
       depth_.assign(nodes.size(), 0);
       for (size_t i = 1; i < nodes.size(); ++i) {
@@ -97,7 +98,7 @@ class FoldedTree {
         } else {
           mapped_[i] = mapped_[parent];  // everything deeper counts on the cut marker
         }
-        tree_[mapped_[i]].count += thread.tree.value(static_cast<uint32_t>(i), kSamplesValue);
+        tree_[mapped_[i]].count += values[i];
       }
     }
   }
@@ -174,16 +175,18 @@ class FoldedTree {
 
 }  // namespace
 
-std::map<std::string, uint64_t> FoldStacks(const Profile& profile, const ThreadFilter& filter) {
+std::map<std::string, uint64_t> FoldStacks(const Profile& profile, const ThreadFilter& filter,
+                                           const Metric& metric) {
   std::map<std::string, uint64_t> stacks;
-  FoldedTree(profile, filter).Walk([&](std::string_view line, uint64_t count) {
+  FoldedTree(profile, filter, metric).Walk([&](std::string_view line, uint64_t count) {
     stacks[std::string(line)] += count;
   });
   return stacks;
 }
 
-void WriteFolded(const Profile& profile, const ThreadFilter& filter, std::ostream& out) {
-  FoldedTree(profile, filter).Walk([&](std::string_view line, uint64_t count) {
+void WriteFolded(const Profile& profile, const ThreadFilter& filter, std::ostream& out,
+                 const Metric& metric) {
+  FoldedTree(profile, filter, metric).Walk([&](std::string_view line, uint64_t count) {
     out << line << ' ' << count << '\n';
   });
 }

@@ -8,6 +8,7 @@
 #include <map>
 #include <string>
 
+#include "model/metric.h"
 #include "model/profile.h"
 #include "model/thread_filter.h"
 
@@ -27,9 +28,11 @@ std::string FoldedHostName(const model::ThreadRecord& thread);
 inline constexpr uint32_t kMaxFoldedDepth = 1024;
 
 // Unique stacks of the selected threads (threads of one process with the same
-// stack merge) and their counts, in the capture's unit; processes in name
-// order, stacks of a process depth first with callees in name order.
-std::map<std::string, uint64_t> FoldStacks(const model::Profile& profile, const model::ThreadFilter& filter);
-void WriteFolded(const model::Profile& profile, const model::ThreadFilter& filter, std::ostream& out);
+// stack merge) and their counts in `metric` (samples unless told); processes
+// in name order, stacks of a process depth first with callees in name order.
+std::map<std::string, uint64_t> FoldStacks(const model::Profile& profile, const model::ThreadFilter& filter,
+                                           const model::Metric& metric = {});
+void WriteFolded(const model::Profile& profile, const model::ThreadFilter& filter, std::ostream& out,
+                 const model::Metric& metric = {});
 
 }  // namespace arcprof::reports

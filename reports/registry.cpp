@@ -14,13 +14,17 @@ void Registry::AddView(const std::string& name, ReportView view) { views[name] =
 void Registry::AddExporter(const std::string& name, Exporter exporter) {
   formats[name] = [exporter = std::move(exporter)](const Profile& profile, const ExportOptions& options,
                                                    std::ostream& out) -> Result<void> {
+    // The metric is resolved on the whole capture (its per-thread rates),
+    // then reads the scoped copy.
+    auto metric = Metric::Select(profile, options.metric);
+    if (!metric) return metric.error();
     if (ScopeIsOnlyFilter(options)) {
-      exporter(profile, options.filter, out);
+      exporter(profile, options.filter, out, *metric);
       return {};
     }
     auto scoped = ScopeProfile(profile, options);
     if (!scoped) return scoped.error();
-    exporter(*scoped, ThreadFilter{}, out);
+    exporter(*scoped, ThreadFilter{}, out, *metric);
     return {};
   };
 }
@@ -43,7 +47,8 @@ Registry BuiltinRegistry() {
   r.AddView("xarc", arcflow("xarc"));
   r.AddView("xprof", arcflow("xprof"));
 
-  r.AddExporter("folded", &WriteFolded);
+  r.AddExporter("folded", [](const Profile& p, const ThreadFilter& filter, std::ostream& out,
+                             const Metric& metric) { WriteFolded(p, filter, out, metric); });
   r.AddExportWriter("svg", &ExportSvg);
   r.AddExportWriter("html", &ExportHtml);
   r.AddExportWriter("pprof", &ExportPprof);

@@ -29,7 +29,8 @@ bool StackOf(const std::vector<CallTree::Node>& nodes, size_t leaf, size_t frame
 // Two passes over the threads: the first numbers the shared frames (in order
 // of first use) and finds the hottest profile, the second streams the
 // profiles. Nothing but the frame table is held, whatever the capture's size.
-void WriteSpeedscope(const Profile& profile, const ThreadFilter& filter, std::ostream& out) {
+void WriteSpeedscope(const Profile& profile, const ThreadFilter& filter, std::ostream& out,
+                     const Metric& metric) {
   std::vector<int64_t> frame_index(profile.frames.size(), -1);
   // Frames are keyed by index in speedscope, so equal (name, file) pairs share one.
   std::map<std::pair<std::string, std::string>, int64_t> shared;
@@ -58,9 +59,10 @@ void WriteSpeedscope(const Profile& profile, const ThreadFilter& filter, std::os
     const ThreadRecord& thread = profile.threads[t];
     if (!filter.Matches(thread)) continue;
     const auto& nodes = thread.tree.nodes();
+    const std::vector<uint64_t> weights = metric.Values(thread);
     uint64_t total = 0;
     for (size_t leaf = 0; leaf < nodes.size(); ++leaf) {
-      const uint64_t weight = thread.tree.value(static_cast<uint32_t>(leaf), kSamplesValue);
+      const uint64_t weight = weights[leaf];
       if (weight == 0 || !StackOf(nodes, leaf, profile.frames.size(), stack)) continue;
       for (auto it = stack.rbegin(); it != stack.rend(); ++it) index_of(*it);
       total += weight;
@@ -74,6 +76,9 @@ void WriteSpeedscope(const Profile& profile, const ThreadFilter& filter, std::os
     ++profile_count;
   }
 
+  // cpu, offcpu and wall are microseconds (model/metric.h: unit "<name>-us").
+  const std::string& unit = metric.unit();
+  const bool time_metric = unit.size() > 3 && unit.compare(unit.size() - 3, 3, "-us") == 0;
   std::string title = "arcprof";
   if (!profile.meta.target.empty()) title += " " + profile.meta.target;
   JsonStream json(out);
@@ -87,13 +92,14 @@ void WriteSpeedscope(const Profile& profile, const ThreadFilter& filter, std::os
     if (totals[t] == 0) continue;
     const ThreadRecord& thread = profile.threads[t];
     const auto& nodes = thread.tree.nodes();
-    const auto weight = [&](size_t leaf) { return thread.tree.value(static_cast<uint32_t>(leaf), kSamplesValue); };
+    const std::vector<uint64_t> weights = metric.Values(thread);
+    const auto weight = [&](size_t leaf) { return weights[leaf]; };
     const std::string name = (thread.host.empty() ? "" : thread.host + ": ") + ProcessName(thread) + " pid " +
                              std::to_string(thread.pid) + " tid " + std::to_string(thread.tid) +
                              (thread.comm.empty() ? "" : " " + thread.comm);
     json.BeginObject().Members({{"type", "sampled"},
                                 {"name", name},
-                                {"unit", "none"},
+                                {"unit", time_metric ? "microseconds" : "none"},
                                 {"startValue", 0},
                                 {"endValue", totals[t]}});
     Json indices = Json::array();

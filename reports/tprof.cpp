@@ -312,7 +312,7 @@ TprofReport BuildTprof(const Profile& profile, const TprofOptions& options) {
     report.duration_s =
         static_cast<double>(profile.meta.end_monotonic_ns - profile.meta.start_monotonic_ns) / 1e9;
   }
-  report.total_samples = profile.total_samples();
+  for (const ThreadRecord& thread : profile.threads) report.total_samples += options.metric.Total(thread);
   report.filtered = !options.filter.empty();
   if (auto it = profile.counters.find("lost_samples"); it != profile.counters.end()) {
     report.lost_samples = it->second;
@@ -337,20 +337,18 @@ TprofReport BuildTprof(const Profile& profile, const TprofOptions& options) {
     const ThreadRecord& thread = profile.threads[t];
     if (!options.filter.Matches(thread)) continue;
     const auto& nodes = profile.threads[t].tree.nodes();
+    const std::vector<uint64_t> ticks_of = options.metric.Values(thread);
 
     // Cumulative ticks per node: children always follow their parent.
-    std::vector<uint64_t> cumulative(nodes.size());
-    for (size_t i = nodes.size(); i-- > 0;) {
-      cumulative[i] += thread.tree.value(static_cast<uint32_t>(i), kSamplesValue);
-      if (i > 0) cumulative[nodes[i].parent] += cumulative[i];
-    }
+    std::vector<uint64_t> cumulative = ticks_of;
+    thread.tree.Accumulate(cumulative);
     for (size_t i = 1; i < nodes.size(); ++i) {
       if (cumulative[i] > 0) CountUnknown(report.unknown_frames, &frames.at(nodes[i].frame), cumulative[i]);
     }
 
     std::unordered_map<uint32_t, uint64_t> ticks_by_leaf;
     for (uint32_t i = 0; i < nodes.size(); ++i) {
-      if (const uint64_t ticks = thread.tree.value(i, kSamplesValue); ticks > 0) ticks_by_leaf[nodes[i].frame] += ticks;
+      if (ticks_of[i] > 0) ticks_by_leaf[nodes[i].frame] += ticks_of[i];
     }
     for (const auto& [frame_id, ticks] : ticks_by_leaf) {
       const FrameRecord* frame = frame_id == CallTree::kNoFrame ? nullptr : &frames.at(frame_id);

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "common/result.h"
+#include "model/metric.h"
 #include "model/profile.h"
 #include "model/thread_filter.h"
 
@@ -35,6 +36,8 @@ struct TprofOptions {
                                     TprofLevel::kSymbol};
   double min_percent = 0;  // rows below this share of all ticks are hidden
   model::ThreadFilter filter;
+  // What a tick is (--metric, model/metric.h): samples unless told.
+  model::Metric metric;
 };
 
 struct TprofRow {

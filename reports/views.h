@@ -7,6 +7,7 @@
 #include <ostream>
 #include <string>
 
+#include "model/metric.h"
 #include "model/profile.h"
 #include "model/thread_filter.h"
 
@@ -26,7 +27,9 @@ struct ReportRequest {
   std::string sort = "base";    // --sort base|cum
   std::string units = "samples";  // --units samples|ms|pct
   std::string interval = "1s";  // --interval: time buckets of the irq view
-  std::string metric = "samples";  // --metric samples|cpu|offcpu|wall (model/metric.h)
+  // --metric samples|cpu|offcpu|wall or a declared value type (model/metric.h):
+  // what the call-tree views (tprof, xtree, xarc, xprof) weigh nodes by.
+  std::string metric = "samples";
 };
 
 // Prints one view of `profile`; returns the process exit code (1 for a usage
@@ -34,8 +37,10 @@ struct ReportRequest {
 using ReportView = std::function<int(const model::Profile& profile, const ReportRequest& request,
                                      std::ostream& out, std::ostream& err)>;
 
-// Renders `profile` in one export format to `out` (a file or stdout).
-using Exporter = std::function<void(const model::Profile& profile, const model::ThreadFilter& filter, std::ostream& out)>;
+// Renders `profile` in one export format to `out` (a file or stdout), each
+// node weighed by `metric` (--metric, model/metric.h).
+using Exporter = std::function<void(const model::Profile& profile, const model::ThreadFilter& filter,
+                                    std::ostream& out, const model::Metric& metric)>;
 
 // The arcflow views: xtree, xarc and xprof.
 int RunArcflowView(const std::string& view, const model::Profile& profile, const ReportRequest& request,
