@@ -18,6 +18,8 @@
 #include "proto/profile.pb.h"
 #include "store/capture_store.h"
 #include "model/frame_name.h"
+#include "model/metric.h"
+#include "reports/registry.h"
 #include "reports/arcflow.h"
 #include "reports/diff.h"
 #include "reports/export_formats.h"
@@ -469,6 +471,86 @@ TEST(Speedscope, HostileNamesStayValidJson) {
 // A stripped libc frame (with and without the offset the capture keeps), a
 // vDSO frame, a frame of nothing known and a Java frame: every view and export
 // shows each by model::FrameDisplayName, the same text.
+// One thread that ran main;work for 10 samples (PTT measured 50 ms of CPU:
+// 5 ms a sample) and was blocked 3 ms in main;wait, and one that PTT did not
+// see (1 ms a sample at 1000 Hz) with 4 samples in main;other.
+Profile MetricProfile() {
+  Profile p;
+  p.meta.frequency_hz = 1000;
+  auto frame = [&](const char* name) { return p.frames.Intern(FrameRecord{"/bin/app", name, 0, FrameKind::kNative}); };
+  const uint32_t main_f = frame("main"), work = frame("work"), wait = frame("wait"), other = frame("other");
+  const size_t offcpu = p.DeclareValue(ValueType{"offcpu", "nanoseconds"});
+  ThreadRecord& a = p.threads[p.ThreadIndex(10, 10)];
+  a.comm = a.process_comm = "app";
+  a.tree.AddStack(std::vector<uint32_t>{main_f, work}, 10);
+  a.tree.Add(a.tree.AddStack(std::vector<uint32_t>{main_f, wait}, 0), 0, offcpu, 3'000'000);
+  ThreadRecord& b = p.threads[p.ThreadIndex(10, 11)];
+  b.comm = "helper";
+  b.process_comm = "app";
+  b.tree.AddStack(std::vector<uint32_t>{main_f, other}, 4);
+  p.ptt.recorded = true;
+  PttThread measured;
+  measured.pid = 10;
+  measured.tid = 10;
+  measured.cpu_ns = 50'000'000;
+  p.ptt.threads.push_back(measured);
+  return p;
+}
+
+// --metric reaches every view and export through the one selector, with the
+// CPU rate of the whole capture even after --root cuts a thread's tree.
+TEST(Metric, EveryViewAndExportWeighsByTheSelectedMetric) {
+  const Profile p = MetricProfile();
+  auto wall = Metric::Select(p, "wall");
+  ASSERT_TRUE(wall.ok()) << wall.error().message;
+  EXPECT_EQ(wall->unit(), "wall-us");
+  EXPECT_EQ(wall->Total(p.threads[0]), 50'000u + 3'000u);
+  EXPECT_EQ(wall->Total(p.threads[1]), 4'000u);
+
+  const auto folded = FoldStacks(p, {}, *wall);
+  EXPECT_EQ(folded.at("app;main;work"), 50'000u);
+  EXPECT_EQ(folded.at("app;main;wait"), 3'000u);
+  EXPECT_EQ(folded.at("app;main;other"), 4'000u);
+
+  TprofOptions tprof;
+  tprof.metric = *wall;
+  EXPECT_EQ(BuildTprof(p, tprof).total_samples, 57'000u);
+  EXPECT_EQ(FlameTreeFromProfile(p, {}, *wall).total(), 57'000u);
+  const ArcflowModel arcflow = ArcflowFromProfile(p, {}, true, *wall);
+  EXPECT_EQ(arcflow.total(), 57'000u);
+  EXPECT_EQ(arcflow.bindings.unit, "wall-us");
+
+  std::ostringstream speedscope;
+  WriteSpeedscope(p, {}, speedscope, *wall);
+  const auto json = nlohmann::json::parse(speedscope.str());
+  EXPECT_EQ(json["profiles"][0]["unit"], "microseconds");
+
+  // Through the registry: --root main;work keeps thread 10's 5 ms a sample.
+  ExportOptions options;
+  options.metric = "cpu";
+  options.root = "work";
+  std::ostringstream out;
+  ASSERT_TRUE(BuiltinRegistry().formats.at("folded")(p, options, out).ok());
+  EXPECT_EQ(out.str(), "app;work 50000\n");
+  options.metric = "offcpu";
+  options.root = "";
+  out.str("");
+  ASSERT_TRUE(BuiltinRegistry().formats.at("folded")(p, options, out).ok());
+  EXPECT_EQ(out.str(), "app;main;wait 3000\n");
+
+  // pprof carries every value, --metric its default type.
+  perftools::profiles::Profile pprof;
+  ASSERT_TRUE(pprof.ParseFromString(EncodePprof(p, {}, "offcpu")));
+  std::vector<std::string> types;
+  for (const auto& t : pprof.sample_type()) types.push_back(pprof.string_table(t.type()));
+  EXPECT_EQ(types, (std::vector<std::string>{"samples", "cpu", "offcpu", "wall"}));
+  EXPECT_EQ(pprof.string_table(pprof.default_sample_type()), "offcpu");
+
+  EXPECT_FALSE(Metric::Select(p, "bogus").ok());
+  Profile without_offcpu = SampleProfile();
+  EXPECT_FALSE(Metric::Select(without_offcpu, "wall").ok());
+}
+
 TEST(FrameDisplayName, EveryViewAndExportShowsTheSameName) {
   Profile profile;
   profile.meta.frequency_hz = 99;
