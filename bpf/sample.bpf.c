@@ -254,8 +254,8 @@ int on_sample(struct bpf_perf_event_data *ctx)
 /* ---------------------------------------------------------------- off-CPU */
 
 /* Per thread: when it went off CPU, under which key, and the time of closed
- * intervals of that key not yet added to offcpu_time. Task storage is freed
- * with the task, so exited threads leave nothing behind. */
+ * intervals of that key not yet added to offcpu_time. It lives in a slot of
+ * offcpu_slots when the thread's slot was free, else in task storage. */
 struct offcpu_start {
 	__u64 ts;            /* 0: on CPU (or not seen going off) */
 	__u64 key;           /* valid when `known` */
@@ -271,6 +271,29 @@ struct {
 	__type(value, struct offcpu_start);
 } offcpu_start SEC(".maps");
 
+/* The direct-mapped table of thread states, indexed by tid: an array lookup
+ * is inlined by the verifier, where each task-storage lookup is a kernel call
+ * (17 ns on this VM, two per switch; replacing both took about 2 points off a
+ * CPU-bound ping-pong, docs/performance.md "Off-CPU time"). A thread claims
+ * its slot at its first switch out when the slot is free and the thread has
+ * no task storage yet; otherwise (another live thread's tid has the same low
+ * bits) it keeps using task storage. A slot is given back, its pending time
+ * flushed first, at its owner's last switch (TASK_DEAD). 3 MiB. */
+#define OFFCPU_SLOTS 65536
+struct offcpu_slot {
+	__u64 tid; /* owner; 0: free (64 bits for the compare-and-swap) */
+	struct offcpu_start s;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, OFFCPU_SLOTS);
+	__type(key, __u32);
+	__type(value, struct offcpu_slot);
+} offcpu_slots SEC(".maps");
+
+#define ARCPROF_TASK_DEAD 0x80 /* the kernel's TASK_DEAD: the task's last switch */
+
 /* key -> struct offcpu_value. A key is in the map once its stack record was
  * written, so the loader always has a stack for the time it reads here. */
 struct {
@@ -281,8 +304,8 @@ struct {
 } offcpu_time SEC(".maps");
 
 /* Pending time is moved to offcpu_time once it reaches this, when the thread
- * blocks somewhere else, or never if the thread exits first: the loader
- * misses less than this per thread and blocking place. */
+ * blocks somewhere else, and at its last switch (TASK_DEAD); a thread still
+ * blocked when the recording ends keeps less than this unreported. */
 #define OFFCPU_FLUSH_NS 1000000ull
 
 static __always_inline __u64 mix64(__u64 h, __u64 v)
@@ -308,6 +331,35 @@ static __always_inline void offcpu_flush(struct offcpu_start *st)
 	}
 	st->pending_ns = 0;
 	st->pending_count = 0;
+}
+
+/* The state of thread `t` (tid `tid`): its slot, else its task storage. With
+ * `create`, a thread seen for the first time gets its slot if it is free, else
+ * task storage. NULL when it has none (and `create` is 0) or none could be
+ * made. */
+static __always_inline struct offcpu_start *thread_state(struct task_struct *t, __u32 tid,
+							 int create, struct offcpu_slot **slot_out)
+{
+	__u32 idx = tid & (OFFCPU_SLOTS - 1);
+	struct offcpu_slot *slot = bpf_map_lookup_elem(&offcpu_slots, &idx);
+	*slot_out = 0;
+	if (slot && slot->tid == tid) {
+		*slot_out = slot;
+		return &slot->s;
+	}
+	struct offcpu_start *st = bpf_task_storage_get(&offcpu_start, t, 0, 0);
+	if (st || !create)
+		return st;
+	if (slot && slot->tid == 0 && __sync_val_compare_and_swap(&slot->tid, 0, (__u64)tid) == 0) {
+		slot->s.ts = 0;
+		slot->s.key = 0;
+		slot->s.pending_ns = 0;
+		slot->s.pending_count = 0;
+		slot->s.known = 0;
+		*slot_out = slot;
+		return &slot->s;
+	}
+	return bpf_task_storage_get(&offcpu_start, t, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 }
 
 /* The clock of the switch. The scheduler read sched_clock into the run
@@ -342,12 +394,14 @@ static __always_inline __u64 switch_clock(struct task_struct *cur)
  * registers it entered the kernel with (syscall number, instruction, stack
  * and frame pointer): a thread that blocks at the same place again has the
  * same stack. A thread that keeps blocking at one place (a ping-pong, a
- * worker loop) costs two task-storage lookups, one load of the run queue's
- * clock and a hash of its registers per switch; its time is summed in its
- * task storage and added to offcpu_time once a millisecond has built up or it
- * blocks elsewhere. Task storage exists only for targeted threads: a switch
- * between untargeted threads (or the idle task, pid 0) costs two bitmap tests
- * and no lookup. Measured costs: docs/performance.md, "Off-CPU time". */
+ * worker loop) costs two array lookups in offcpu_slots (inlined, no call),
+ * one load of the run queue's clock, one bpf_task_pt_regs() call and a hash
+ * of its registers per switch; its time is summed in its slot (or task
+ * storage) and added to offcpu_time once a millisecond has built up, when it
+ * blocks elsewhere, or at its last switch. Only targeted threads have a state:
+ * a switch between untargeted threads (or the idle task, pid 0) costs two
+ * bitmap tests and no lookup. Measured costs: docs/performance.md, "Off-CPU
+ * time". */
 SEC("tp_btf/sched_switch")
 int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
 {
@@ -356,8 +410,9 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 
 	/* next comes back: close its interval. Only targeted threads have task
 	 * storage, and the bitmap test is cheaper than a missed lookup. */
+	struct offcpu_slot *slot;
 	if (next->pid && targeted(next->tgid)) {
-		st = bpf_task_storage_get(&offcpu_start, next, 0, 0);
+		st = thread_state(next, next->pid, 0, &slot);
 		if (st && st->ts) {
 			now = switch_clock(prev);
 			if (now) {
@@ -375,13 +430,22 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 	__u32 tid = prev->pid;
 	if (tid == 0 || !targeted(tgid))
 		return 0;
-	st = bpf_task_storage_get(&offcpu_start, prev, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	/* A preempted task is still runnable (the tracepoint reports it so). */
+	__u32 state = preempt ? 0 : prev->__state;
+	if (state & ARCPROF_TASK_DEAD) {
+		/* Its last switch: add what is pending, give the slot back. */
+		st = thread_state(prev, tid, 0, &slot);
+		if (st)
+			offcpu_flush(st);
+		if (slot)
+			slot->tid = 0;
+		return 0;
+	}
+	st = thread_state(prev, tid, 1, &slot);
 	if (!st)
 		return 0;
 	if (!now)
 		now = switch_clock(prev);
-	/* A preempted task is still runnable (the tracepoint reports it so). */
-	__u32 state = preempt ? 0 : prev->__state;
 	__s64 nr = -1;
 	__u64 ip = 0, sp = 0, bp = 0;
 	if (prev->mm) {
