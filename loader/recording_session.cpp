@@ -600,6 +600,16 @@ Result<Profile> RecordingSession::Close(bool last, uint64_t end) {
     s.TakeOffCpu();
   }
 
+  {
+    // What the symbolizer and the unwinder hold, against their budgets.
+    const SymbolizerStats& st = s.symbolizer.stats();
+    const UnwinderStats& us = s.unwinder->stats();
+    spdlog::debug(
+        "window close: {} processes, {} open files, symbol tables {} KiB ({} released), CFI {} KiB "
+        "({} rows computed, {} files released), {} libdwfl spaces made",
+        st.processes, st.open_files, st.symbol_bytes >> 10, st.symbol_tables_released, us.cfi_bytes >> 10,
+        us.rules_computed, us.cfi_released, us.dwfl_created);
+  }
   Profile window = s.processor->TakeWindow();
   window.meta = s.meta;
   window.meta.start_monotonic_ns = s.window_start_ns;

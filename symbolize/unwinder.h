@@ -63,7 +63,7 @@ struct UnwinderStats {
 
 class Unwinder {
  public:
-  static constexpr size_t kCfiBudgetBytes = 24u << 20;  // the default
+  static constexpr size_t kCfiBudgetBytes = 32u << 20;  // the default
   explicit Unwinder(Symbolizer& symbolizer, size_t cfi_budget_bytes = kCfiBudgetBytes);
   ~Unwinder();
   Unwinder(const Unwinder&) = delete;
@@ -119,7 +119,10 @@ class Unwinder {
   uint64_t forget_epoch_ = 0;
   // At most kMaxSpaces libdwfl address spaces (each maps every module it
   // reports); the least recently used one goes first.
-  static constexpr size_t kMaxSpaces = 8;
+  // Few are needed: they serve only walks the cached rules cannot step
+  // (about one new space every 10 s on a busy build machine), and each maps
+  // every module of its process (file-backed RSS).
+  static constexpr size_t kMaxSpaces = 4;
   static constexpr uint64_t kWalksPerDwfl = 2000;
   uint64_t space_clock_ = 0;
   std::unordered_map<uint32_t, std::unique_ptr<Space>> spaces_;  // by pid
