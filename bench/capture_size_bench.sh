@@ -33,9 +33,10 @@ trap 'rm -rf "$tmp"' EXIT
 java17=/usr/lib/jvm/java-17-openjdk-amd64/bin
 
 # Inputs prepared outside the recordings.
-# xz -9 compresses about 220 KB per CPU second here: SECONDS_PER_WORKLOAD of work.
+# xz -9 compresses about 2 MB of this input per CPU second here (measured: 3.3 MB took
+# 1.75 s of samples): SECONDS_PER_WORKLOAD of work.
 cat /usr/lib/jvm/java-17-openjdk-amd64/lib/modules /usr/lib/x86_64-linux-gnu/lib*.so* 2>/dev/null |
-  head -c $((seconds * 220 * 1024)) > "$tmp/xz-input" || true
+  head -c $((seconds * 2000 * 1024)) > "$tmp/xz-input" || true
 "$java17/javac" -d "$tmp/java" "$src/bench/workloads/CaptureBench.java"
 mkdir -p "$tmp/py"
 # The recursive CTE's row count grows with SECONDS_PER_WORKLOAD (about 1.2M rows a second here).

@@ -386,4 +386,97 @@ Result<std::vector<TreeRecord>> DecodeTreeBlock(std::string_view raw, size_t val
   return records;
 }
 
+// ------------------------------------------------------------ row blocks
+
+// Block layout: row count, then column after column: an integer column as the
+// zig-zag difference of each row's value from the previous row's (the first
+// from 0), a text column as the rows' lengths and then their bytes.
+std::vector<std::string> EncodeRowBlocks(const RowBlock& rows) {
+  size_t int_columns = 0, text_columns = 0;
+  for (char k : rows.kinds) (k == 't' ? text_columns : int_columns) += 1;
+  std::vector<std::string> blocks;
+  size_t begin = 0;
+  while (begin < rows.rows) {
+    // Whole rows until the block's estimated size reaches the target.
+    size_t end = begin, estimate = 0;
+    while (end < rows.rows && (end == begin || estimate < kBlockTargetBytes)) {
+      estimate += int_columns * 4;
+      for (size_t t = 0; t < text_columns; ++t) estimate += rows.texts[end * text_columns + t].size() + 1;
+      ++end;
+    }
+    std::string raw;
+    PutVarint(raw, end - begin);
+    size_t int_column = 0, text_column = 0;
+    for (char k : rows.kinds) {
+      if (k == 't') {
+        for (size_t r = begin; r < end; ++r) PutVarint(raw, rows.texts[r * text_columns + text_column].size());
+        for (size_t r = begin; r < end; ++r) raw += rows.texts[r * text_columns + text_column];
+        ++text_column;
+      } else {
+        uint64_t previous = 0;
+        for (size_t r = begin; r < end; ++r) {
+          const uint64_t v = rows.ints[r * int_columns + int_column];
+          PutVarint(raw, ZigZag(v - previous));
+          previous = v;
+        }
+        ++int_column;
+      }
+    }
+    blocks.push_back(std::move(raw));
+    begin = end;
+  }
+  return blocks;
+}
+
+Result<RowBlock> DecodeRowBlock(std::string_view raw, std::string_view kinds, size_t max_text_bytes) {
+  RowBlock out;
+  out.kinds.assign(kinds);
+  size_t int_columns = 0, text_columns = 0;
+  for (char k : kinds) {
+    if (k != 'i' && k != 't') return Bad("a row block of an unknown column kind");
+    (k == 't' ? text_columns : int_columns) += 1;
+  }
+  if (kinds.empty()) return Bad("a row block without columns");
+  ByteReader in(raw);
+  uint64_t count = 0;
+  // Every value takes at least one byte (a varint, or a text's length).
+  if (!in.Varint(count) || count == 0 || count > in.remaining() / kinds.size()) {
+    return Bad("a row block with an impossible row count");
+  }
+  out.rows = count;
+  out.ints.resize(count * int_columns);
+  out.texts.resize(count * text_columns);
+  size_t int_column = 0, text_column = 0;
+  std::vector<uint32_t> lengths(count);
+  for (char k : kinds) {
+    if (k == 't') {
+      uint64_t total = 0;
+      for (size_t r = 0; r < count; ++r) {
+        if (!in.Varint32(lengths[r]) || lengths[r] > max_text_bytes) {
+          return Bad("a row with a text longer than " + std::to_string(max_text_bytes) + " bytes");
+        }
+        total += lengths[r];
+      }
+      if (total > in.remaining()) return Bad("a truncated row block");
+      for (size_t r = 0; r < count; ++r) {
+        std::string_view text;
+        if (!in.Bytes(lengths[r], text)) return Bad("a truncated row block");
+        out.texts[r * text_columns + text_column].assign(text);
+      }
+      ++text_column;
+    } else {
+      uint64_t previous = 0;
+      for (size_t r = 0; r < count; ++r) {
+        uint64_t z = 0;
+        if (!in.Varint(z)) return Bad("a truncated row block");
+        previous += UnZigZag(z);  // wraps like the writer's subtraction
+        out.ints[r * int_columns + int_column] = previous;
+      }
+      ++int_column;
+    }
+  }
+  if (in.remaining() != 0) return Bad("a row block with trailing bytes");
+  return out;
+}
+
 }  // namespace arcprof::store

@@ -90,4 +90,22 @@ struct TreeRecord {
 Result<std::vector<TreeRecord>> DecodeTreeBlock(std::string_view raw, size_t value_count,
                                                 size_t thread_count, size_t frame_count);
 
+// ------------------------------------------------------------ row blocks
+
+// Table rows of one shape as a block (schema 3: ptt_thread_blocks): every
+// column holds only integers (unsigned 64-bit) or only texts.
+struct RowBlock {
+  std::string kinds;               // per column: 'i' integer or 't' text
+  size_t rows = 0;
+  std::vector<uint64_t> ints;      // row-major, one per integer column of each row
+  std::vector<std::string> texts;  // row-major, one per text column of each row
+};
+
+// Encodes `rows` (kinds of 'i' and 't' only) into raw blocks of whole rows.
+std::vector<std::string> EncodeRowBlocks(const RowBlock& rows);
+
+// Decodes one raw row block whose columns are `kinds`; every text is at most
+// max_text_bytes long.
+Result<RowBlock> DecodeRowBlock(std::string_view raw, std::string_view kinds, size_t max_text_bytes);
+
 }  // namespace arcprof::store

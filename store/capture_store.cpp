@@ -137,16 +137,16 @@ constexpr const char* kCommonTables[] = {"meta", "captures", "windows", "threads
 constexpr const char* kSchema1Tables[] = {"frames", "nodes"};
 constexpr const char* kSchema2Tables[] = {"value_types", "frame_blocks", "tree_blocks"};
 
-// The schema version a table belongs to only, or 0 for tables of every version.
-int TableVersion(std::string_view name) {
-  if (name == "offcpu_nodes") return 1;
+// The schema versions (first, last) a table belongs to.
+std::pair<int, int> TableVersions(std::string_view name) {
+  if (name == "offcpu_nodes") return {1, 1};
   for (const char* t : kSchema1Tables) {
-    if (name == t) return 1;
+    if (name == t) return {1, 1};
   }
   for (const char* t : kSchema2Tables) {
-    if (name == t) return 2;
+    if (name == t) return {2, kCaptureSchemaVersion};
   }
-  return 0;
+  return PttTableVersions(name);
 }
 
 // Bounds on what a capture may hold, checked while reading: a file handed to
@@ -499,7 +499,7 @@ Result<void> FillCapture(Writer& w, const Profile& profile, int schema_version) 
     if (auto r = w.Insert(*counter, kWindowId, name, value); !r) return r;
   }
   if (profile.ptt.recorded) {
-    if (auto r = WritePttTables(w, profile.ptt, kCaptureId, kWindowId); !r) return r;
+    if (auto r = WritePttTables(w, profile.ptt, kCaptureId, kWindowId, schema_version); !r) return r;
   }
   // Last: the checksum of everything above, read back the way readers see it.
   auto sum = ContentChecksum(w.get());
@@ -731,7 +731,7 @@ class Reader {
         if (!has_sql || NormalizeSql(ColumnTextRaw(stmt->get(), 3)) != it->second) {
           return Corrupt("table " + shown + " is not declared the way arcprof declares it");
         }
-        if (const int version = TableVersion(name); version != 0 && version != schema_version_) {
+        if (const auto [first, last] = TableVersions(name); schema_version_ < first || schema_version_ > last) {
           return Corrupt("table " + shown + " does not belong in a schema " + std::to_string(schema_version_) +
                          " capture");
         }
@@ -1330,7 +1330,11 @@ Result<Profile> Reader::ReadAll() {
     return r.error();
   }
   // Optional tables: absent in captures recorded without --ptt.
-  if (auto r = ReadPttTables(db_, path_, profile.ptt); !r) return r.error();
+  if (auto r = ReadPttTables(db_, path_, schema_version_, profile.ptt,
+                             [this](uint64_t bytes) { return Spend(bytes); });
+      !r) {
+    return r.error();
+  }
   // Last, so that the checks above name what is wrong when they can.
   if (auto r = CheckContentChecksum(store_meta); !r) return r.error();
   return profile;

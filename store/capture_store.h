@@ -19,7 +19,7 @@ inline constexpr const char* kDefaultCapturePath = "arcprof.db";
 inline constexpr int32_t kCaptureApplicationId = 0x61726370;
 // The schema this build writes and the newest one it reads. Bumped only when an
 // older reader would misread a newer file (see docs/capture-format.md).
-inline constexpr int kCaptureSchemaVersion = 2;
+inline constexpr int kCaptureSchemaVersion = 3;
 
 // The table `arcprof push` adds to a capture to mark the windows it sent. Kept
 // here with the rest of the schema: readers accept exactly these tables.

@@ -2,6 +2,8 @@
 
 #include <sqlite3.h>
 
+#include <algorithm>
+#include <functional>
 #include <iterator>
 #include <map>
 #include <memory>
@@ -9,6 +11,8 @@
 #include <tuple>
 #include <utility>
 
+#include "common/text.h"
+#include "store/capture_blocks.h"
 #include "store/capture_store.h"
 #include "store/sqlite_db.h"
 
@@ -16,6 +20,7 @@ namespace arcprof::store {
 using namespace arcprof::model;
 namespace {
 
+// Tables of every schema version.
 constexpr const char* kPttSchemaSql = R"sql(
 CREATE TABLE ptt_events (
   capture_id INTEGER NOT NULL,
@@ -25,6 +30,32 @@ CREATE TABLE ptt_events (
   reason TEXT NOT NULL,
   PRIMARY KEY (capture_id, slot)
 ) WITHOUT ROWID;
+CREATE TABLE ptt_irq_vectors (
+  window_id INTEGER NOT NULL REFERENCES windows(id),
+  cpu INTEGER NOT NULL,
+  kind INTEGER NOT NULL,
+  vector INTEGER NOT NULL,
+  name TEXT NOT NULL,
+  count INTEGER NOT NULL,
+  ns INTEGER NOT NULL
+);
+)sql";
+
+// Per-thread time and per-CPU intervals, schemas 1 and 2: a row per thread
+// (or CPU interval) and window.
+constexpr const char* kPttRowsSql = R"sql(
+CREATE TABLE ptt_cpu_intervals (
+  window_id INTEGER NOT NULL REFERENCES windows(id),
+  cpu INTEGER NOT NULL,
+  start_ns INTEGER NOT NULL,
+  end_ns INTEGER NOT NULL,
+  busy_ns INTEGER NOT NULL,
+  idle_ns INTEGER NOT NULL,
+  hardirq_ns INTEGER NOT NULL,
+  softirq_ns INTEGER NOT NULL,
+  hardirqs INTEGER NOT NULL,
+  softirqs INTEGER NOT NULL
+);
 CREATE TABLE ptt_threads (
   window_id INTEGER NOT NULL REFERENCES windows(id),
   pid INTEGER NOT NULL,
@@ -40,31 +71,36 @@ CREATE TABLE ptt_threads (
   event2 INTEGER,
   event3 INTEGER
 );
-CREATE TABLE ptt_cpu_intervals (
-  window_id INTEGER NOT NULL REFERENCES windows(id),
-  cpu INTEGER NOT NULL,
-  start_ns INTEGER NOT NULL,
-  end_ns INTEGER NOT NULL,
-  busy_ns INTEGER NOT NULL,
-  idle_ns INTEGER NOT NULL,
-  hardirq_ns INTEGER NOT NULL,
-  softirq_ns INTEGER NOT NULL,
-  hardirqs INTEGER NOT NULL,
-  softirqs INTEGER NOT NULL
-);
-CREATE TABLE ptt_irq_vectors (
-  window_id INTEGER NOT NULL REFERENCES windows(id),
-  cpu INTEGER NOT NULL,
-  kind INTEGER NOT NULL,
-  vector INTEGER NOT NULL,
-  name TEXT NOT NULL,
-  count INTEGER NOT NULL,
-  ns INTEGER NOT NULL
-);
 )sql";
 
-constexpr const char* kPttTables[] = {"ptt_events", "ptt_threads", "ptt_cpu_intervals",
-                                      "ptt_irq_vectors"};
+// Schema 3: the same rows in compressed row blocks (store/capture_blocks.h),
+// columns kThreadColumns and kIntervalColumns.
+constexpr const char* kPttBlocksSql = R"sql(
+CREATE TABLE ptt_thread_blocks (
+  id INTEGER PRIMARY KEY,
+  window_id INTEGER NOT NULL REFERENCES windows(id),
+  raw_bytes INTEGER NOT NULL,
+  data BLOB NOT NULL
+);
+CREATE TABLE ptt_interval_blocks (
+  id INTEGER PRIMARY KEY,
+  window_id INTEGER NOT NULL REFERENCES windows(id),
+  raw_bytes INTEGER NOT NULL,
+  data BLOB NOT NULL
+);
+)sql";
+// pid, tid, comm, cpu_ns, hardirq_ns, softirq_ns, dispatches, interrupts,
+// event0..event3 (0 for an event that is not available).
+constexpr const char* kThreadColumns = "iitiiiiiiiii";
+constexpr size_t kMaxCommBytes = 4096;
+// cpu, start_ns, end_ns, busy_ns, idle_ns, hardirq_ns, softirq_ns, hardirqs, softirqs.
+constexpr const char* kIntervalColumns = "iiiiiiiii";
+
+// The tables a capture with PTT has in every schema version, and those of
+// schemas 1-2 and 3.
+constexpr const char* kPttTables[] = {"ptt_events", "ptt_irq_vectors"};
+constexpr const char* kPttRowTables[] = {"ptt_threads", "ptt_cpu_intervals"};
+constexpr const char* kPttBlockTables[] = {"ptt_thread_blocks", "ptt_interval_blocks"};
 // CPU numbers above this are rejected as corrupt (the kernel's NR_CPUS limit is 8192).
 constexpr int64_t kMaxCpu = 8192;
 
@@ -89,15 +125,92 @@ bool Id32(sqlite3_stmt* stmt, int column, int64_t max, uint32_t& out) {
   return true;
 }
 
+// Appends `rows` to `table` (ptt_thread_blocks or ptt_interval_blocks) as
+// compressed row blocks of one window, ids following the table's last.
+Result<void> WriteRowBlocks(SqlDb& sql, const std::string& table, int64_t window_id, const RowBlock& rows) {
+  auto block = sql.Prepare("INSERT INTO " + table + " (id, window_id, raw_bytes, data) VALUES (?, ?, ?, ?)");
+  if (!block) return block.error();
+  auto next_id = sql.QueryInt(("SELECT coalesce(max(id) + 1, 0) FROM " + table).c_str());
+  if (!next_id) return next_id.error();
+  int64_t id = *next_id;
+  for (const std::string& raw : EncodeRowBlocks(rows)) {
+    if (auto r = sql.Insert(*block, id++, window_id, static_cast<int64_t>(raw.size()), SqlBlob{Deflate(raw)}); !r) {
+      return r;
+    }
+  }
+  return {};
+}
+
+// Reads the row blocks of `table` in id order (dense from 0), each inflated,
+// decoded as `kinds` and handed to row_block(where, rows).
+template <typename CorruptFn, typename BlockFn>
+Result<void> ReadRowBlocks(SqlDb& sql, const std::string& table, const char* kinds, size_t max_text_bytes,
+                           const std::function<Result<void>(uint64_t)>& spend, CorruptFn&& corrupt,
+                           BlockFn&& row_block) {
+  int64_t next_block = 0;
+  const std::string query = "SELECT id, raw_bytes, data FROM " + table + " ORDER BY id";
+  return sql.ForEachRow(query.c_str(), [&](sqlite3_stmt* s) -> Result<void> {
+    const std::string where = table + " block " + std::to_string(next_block);
+    if (sqlite3_column_type(s, 0) != SQLITE_INTEGER || sqlite3_column_int64(s, 0) != next_block++ ||
+        sqlite3_column_type(s, 1) != SQLITE_INTEGER || sqlite3_column_type(s, 2) != SQLITE_BLOB) {
+      return corrupt(table + " block ids are not dense from 0 or a column holds the wrong type");
+    }
+    const int64_t raw_bytes = sqlite3_column_int64(s, 1);
+    if (raw_bytes < 0 || static_cast<uint64_t>(raw_bytes) > kMaxBlockRawBytes) {
+      return corrupt(where + " of " + std::to_string(raw_bytes) + " bytes (at most " +
+                     std::to_string(kMaxBlockRawBytes) + ")");
+    }
+    // The inflated block and the rows decoded from it.
+    if (auto r = spend(static_cast<uint64_t>(raw_bytes) * 3); !r) return r;
+    auto raw = Inflate(SqlColumnBlob(s, 2), static_cast<uint64_t>(raw_bytes));
+    if (!raw) return corrupt(where + ": " + raw.error().message);
+    auto rows = DecodeRowBlock(*raw, kinds, max_text_bytes);
+    if (!rows) return corrupt(where + ": " + rows.error().message);
+    return row_block(where, *rows);
+  });
+}
+
+// Schema 3: the per-thread rows of one window as compressed row blocks.
+Result<void> WriteThreadBlocks(SqlDb& sql, const PttData& ptt, int64_t window_id) {
+  RowBlock rows;
+  rows.kinds = kThreadColumns;
+  rows.rows = ptt.threads.size();
+  for (const PttThread& t : ptt.threads) {
+    rows.ints.insert(rows.ints.end(), {t.pid, t.tid, t.cpu_ns, t.hardirq_ns, t.softirq_ns, t.dispatches,
+                                       t.interrupts});
+    for (size_t i = 0; i < kPttMaxEvents; ++i) {
+      const bool stored = i < ptt.events.size() && ptt.events[i].available && i < t.events.size();
+      rows.ints.push_back(stored ? t.events[i] : 0);
+    }
+    rows.texts.push_back(t.comm);
+  }
+  return WriteRowBlocks(sql, "ptt_thread_blocks", window_id, rows);
+}
+
 }  // namespace
 
-const char* PttSchemaSql() { return kPttSchemaSql; }
+const char* PttSchemaSql() {
+  static const std::string all = std::string(kPttSchemaSql) + kPttRowsSql + kPttBlocksSql;
+  return all.c_str();
+}
 
-Result<void> WritePttTables(SqlDb& sql, const PttData& ptt, int64_t capture_id, int64_t window_id) {
+std::pair<int, int> PttTableVersions(std::string_view table) {
+  for (const char* t : kPttRowTables) {
+    if (table == t) return {1, 2};
+  }
+  for (const char* t : kPttBlockTables) {
+    if (table == t) return {3, kCaptureSchemaVersion};
+  }
+  return {1, kCaptureSchemaVersion};
+}
+
+Result<void> WritePttTables(SqlDb& sql, const PttData& ptt, int64_t capture_id, int64_t window_id,
+                            int schema_version) {
   if (ptt.events.size() > kPttMaxEvents) {
     return sql.Fail("more than " + std::to_string(kPttMaxEvents) + " PTT events");
   }
   if (auto r = sql.Exec(kPttSchemaSql); !r) return r;
+  if (auto r = sql.Exec(schema_version >= 3 ? kPttBlocksSql : kPttRowsSql); !r) return r;
   auto event = sql.Prepare(
       "INSERT INTO ptt_events (capture_id, slot, name, available, reason) VALUES (?, ?, ?, ?, ?)");
   if (!event) return event.error();
@@ -110,37 +223,52 @@ Result<void> WritePttTables(SqlDb& sql, const PttData& ptt, int64_t capture_id, 
     }
   }
 
-  auto thread = sql.Prepare(
-      "INSERT INTO ptt_threads (window_id, pid, tid, comm, cpu_ns, hardirq_ns, softirq_ns, "
-      "dispatches, interrupts, event0, event1, event2, event3) "
-      "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
-  if (!thread) return thread.error();
-  for (const PttThread& t : ptt.threads) {
-    std::optional<int64_t> ev[kPttMaxEvents];
-    for (size_t i = 0; i < kPttMaxEvents; ++i) {
-      if (i < ptt.events.size() && ptt.events[i].available && i < t.events.size()) {
-        ev[i] = ToSql(t.events[i]);
+  if (schema_version >= 3) {
+    if (auto r = WriteThreadBlocks(sql, ptt, window_id); !r) return r;
+  } else {
+    auto thread = sql.Prepare(
+        "INSERT INTO ptt_threads (window_id, pid, tid, comm, cpu_ns, hardirq_ns, softirq_ns, "
+        "dispatches, interrupts, event0, event1, event2, event3) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+    if (!thread) return thread.error();
+    for (const PttThread& t : ptt.threads) {
+      std::optional<int64_t> ev[kPttMaxEvents];
+      for (size_t i = 0; i < kPttMaxEvents; ++i) {
+        if (i < ptt.events.size() && ptt.events[i].available && i < t.events.size()) {
+          ev[i] = ToSql(t.events[i]);
+        }
       }
-    }
-    if (auto r = sql.Insert(*thread, window_id, int64_t{t.pid}, int64_t{t.tid}, t.comm,
-                            ToSql(t.cpu_ns), ToSql(t.hardirq_ns), ToSql(t.softirq_ns),
-                            ToSql(t.dispatches), ToSql(t.interrupts), ev[0], ev[1], ev[2], ev[3]);
-        !r) {
-      return r;
+      if (auto r = sql.Insert(*thread, window_id, int64_t{t.pid}, int64_t{t.tid}, t.comm,
+                              ToSql(t.cpu_ns), ToSql(t.hardirq_ns), ToSql(t.softirq_ns),
+                              ToSql(t.dispatches), ToSql(t.interrupts), ev[0], ev[1], ev[2], ev[3]);
+          !r) {
+        return r;
+      }
     }
   }
 
-  auto interval = sql.Prepare(
-      "INSERT INTO ptt_cpu_intervals (window_id, cpu, start_ns, end_ns, busy_ns, idle_ns, "
-      "hardirq_ns, softirq_ns, hardirqs, softirqs) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
-  if (!interval) return interval.error();
-  for (const PttCpuInterval& c : ptt.intervals) {
-    if (auto r = sql.Insert(*interval, window_id, int64_t{c.cpu}, ToSql(c.start_ns),
-                            ToSql(c.end_ns), ToSql(c.busy_ns), ToSql(c.idle_ns),
-                            ToSql(c.hardirq_ns), ToSql(c.softirq_ns), ToSql(c.hardirqs),
-                            ToSql(c.softirqs));
-        !r) {
-      return r;
+  if (schema_version >= 3) {
+    RowBlock rows;
+    rows.kinds = kIntervalColumns;
+    rows.rows = ptt.intervals.size();
+    for (const PttCpuInterval& c : ptt.intervals) {
+      rows.ints.insert(rows.ints.end(), {c.cpu, c.start_ns, c.end_ns, c.busy_ns, c.idle_ns, c.hardirq_ns,
+                                         c.softirq_ns, c.hardirqs, c.softirqs});
+    }
+    if (auto r = WriteRowBlocks(sql, "ptt_interval_blocks", window_id, rows); !r) return r;
+  } else {
+    auto interval = sql.Prepare(
+        "INSERT INTO ptt_cpu_intervals (window_id, cpu, start_ns, end_ns, busy_ns, idle_ns, "
+        "hardirq_ns, softirq_ns, hardirqs, softirqs) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+    if (!interval) return interval.error();
+    for (const PttCpuInterval& c : ptt.intervals) {
+      if (auto r = sql.Insert(*interval, window_id, int64_t{c.cpu}, ToSql(c.start_ns),
+                              ToSql(c.end_ns), ToSql(c.busy_ns), ToSql(c.idle_ns),
+                              ToSql(c.hardirq_ns), ToSql(c.softirq_ns), ToSql(c.hardirqs),
+                              ToSql(c.softirqs));
+          !r) {
+        return r;
+      }
     }
   }
 
@@ -159,18 +287,25 @@ Result<void> WritePttTables(SqlDb& sql, const PttData& ptt, int64_t capture_id, 
   return {};
 }
 
-Result<void> ReadPttTables(SqlDb& sql, const std::string& path, PttData& out) {
+Result<void> ReadPttTables(SqlDb& sql, const std::string& path, int schema_version, PttData& out,
+                           const std::function<Result<void>(uint64_t)>& spend) {
   auto corrupt = [&](const std::string& what) {
     return MakeError(path + ": corrupt capture: " + what + "; re-record it or restore a good copy",
                      ErrorKind::kCapture);
   };
 
   // All four tables or none: a capture recorded without --ptt has none.
+  std::vector<const char*> tables(std::begin(kPttTables), std::end(kPttTables));
+  if (schema_version >= 3) {
+    tables.insert(tables.end(), std::begin(kPttBlockTables), std::end(kPttBlockTables));
+  } else {
+    tables.insert(tables.end(), std::begin(kPttRowTables), std::end(kPttRowTables));
+  }
   int present = 0;
   {
     auto stmt = sql.Prepare("SELECT type FROM sqlite_schema WHERE name = ?");
     if (!stmt) return stmt.error();
-    for (const char* name : kPttTables) {
+    for (const char* name : tables) {
       stmt->Bind(1, name);
       auto row = sql.Step(*stmt);
       if (!row) return row.error();
@@ -187,14 +322,15 @@ Result<void> ReadPttTables(SqlDb& sql, const std::string& path, PttData& out) {
     out = PttData{};
     return {};
   }
-  if (present != static_cast<int>(std::size(kPttTables))) {
+  if (present != static_cast<int>(tables.size())) {
     return corrupt("some ptt_* tables are missing");
   }
   PttData ptt;
   ptt.recorded = true;
 
   // Rows must belong to windows that exist.
-  for (const char* table : {"ptt_threads", "ptt_cpu_intervals", "ptt_irq_vectors"}) {
+  for (const char* table : tables) {
+    if (std::string_view(table) == "ptt_events") continue;
     const std::string query = std::string("SELECT COUNT(*) FROM ") + table +
                               " WHERE window_id NOT IN (SELECT id FROM windows)";
     int64_t orphans = 0;
@@ -225,43 +361,99 @@ Result<void> ReadPttTables(SqlDb& sql, const std::string& path, PttData& out) {
     return r;
   }
 
+  // Threads with the same (pid, tid) in several windows or captures are summed.
   std::map<std::pair<uint32_t, uint32_t>, size_t> thread_index;
-  if (auto r = sql.ForEachRow(
-          "SELECT pid, tid, comm, cpu_ns, hardirq_ns, softirq_ns, dispatches, interrupts, "
-          "event0, event1, event2, event3 FROM ptt_threads ORDER BY rowid",
-          [&](sqlite3_stmt* s) -> Result<void> {
-            PttThread t;
-            bool ok = Id32(s, 0, UINT32_MAX, t.pid) && Id32(s, 1, UINT32_MAX, t.tid) &&
-                      Count(s, 3, t.cpu_ns) && Count(s, 4, t.hardirq_ns) &&
-                      Count(s, 5, t.softirq_ns) && Count(s, 6, t.dispatches) &&
-                      Count(s, 7, t.interrupts);
-            t.events.assign(ptt.events.size(), 0);
-            for (size_t i = 0; ok && i < ptt.events.size(); ++i) {
-              if (sqlite3_column_type(s, 8 + static_cast<int>(i)) == SQLITE_NULL) continue;
-              ok = Count(s, 8 + static_cast<int>(i), t.events[i]);
-            }
-            if (!ok) return corrupt("a ptt_threads row has a negative or non-numeric value");
-            t.comm = Text(s, 2);
-            auto [it, inserted] = thread_index.try_emplace({t.pid, t.tid}, ptt.threads.size());
-            if (inserted) {
-              ptt.threads.push_back(std::move(t));
+  auto add_thread = [&](PttThread t) {
+    auto [it, inserted] = thread_index.try_emplace({t.pid, t.tid}, ptt.threads.size());
+    if (inserted) {
+      ptt.threads.push_back(std::move(t));
+      return;
+    }
+    PttThread& into = ptt.threads[it->second];
+    into.cpu_ns += t.cpu_ns;
+    into.hardirq_ns += t.hardirq_ns;
+    into.softirq_ns += t.softirq_ns;
+    into.dispatches += t.dispatches;
+    into.interrupts += t.interrupts;
+    for (size_t i = 0; i < into.events.size(); ++i) into.events[i] += t.events[i];
+    if (!t.comm.empty()) into.comm = t.comm;
+  };
+  if (schema_version >= 3) {
+    // Every value as the row table's checks allow.
+    if (auto r = ReadRowBlocks(
+            sql, "ptt_thread_blocks", kThreadColumns, kMaxCommBytes, spend, corrupt,
+            [&](const std::string& where, const RowBlock& rows) -> Result<void> {
+              constexpr size_t kInts = 11;
+              for (size_t row = 0; row < rows.rows; ++row) {
+                const uint64_t* v = rows.ints.data() + row * kInts;
+                bool ok = v[0] <= UINT32_MAX && v[1] <= UINT32_MAX;
+                for (size_t i = 2; i < kInts; ++i) ok = ok && v[i] <= static_cast<uint64_t>(INT64_MAX);
+                if (!ok) return corrupt(where + ": a thread with an invalid pid, tid or value");
+                PttThread t;
+                t.pid = static_cast<uint32_t>(v[0]);
+                t.tid = static_cast<uint32_t>(v[1]);
+                t.cpu_ns = v[2];
+                t.hardirq_ns = v[3];
+                t.softirq_ns = v[4];
+                t.dispatches = v[5];
+                t.interrupts = v[6];
+                t.events.assign(ptt.events.size(), 0);
+                for (size_t i = 0; i < ptt.events.size(); ++i) t.events[i] = v[7 + i];
+                t.comm = EscapeControl(rows.texts[row]);
+                add_thread(std::move(t));
+              }
               return {};
-            }
-            PttThread& into = ptt.threads[it->second];
-            into.cpu_ns += t.cpu_ns;
-            into.hardirq_ns += t.hardirq_ns;
-            into.softirq_ns += t.softirq_ns;
-            into.dispatches += t.dispatches;
-            into.interrupts += t.interrupts;
-            for (size_t i = 0; i < into.events.size(); ++i) into.events[i] += t.events[i];
-            if (!t.comm.empty()) into.comm = t.comm;
-            return {};
-          });
-      !r) {
+            });
+        !r) {
+      return r;
+    }
+  } else if (auto r = sql.ForEachRow(
+                 "SELECT pid, tid, comm, cpu_ns, hardirq_ns, softirq_ns, dispatches, interrupts, "
+                 "event0, event1, event2, event3 FROM ptt_threads ORDER BY rowid",
+                 [&](sqlite3_stmt* s) -> Result<void> {
+                   PttThread t;
+                   bool ok = Id32(s, 0, UINT32_MAX, t.pid) && Id32(s, 1, UINT32_MAX, t.tid) &&
+                             Count(s, 3, t.cpu_ns) && Count(s, 4, t.hardirq_ns) &&
+                             Count(s, 5, t.softirq_ns) && Count(s, 6, t.dispatches) &&
+                             Count(s, 7, t.interrupts);
+                   t.events.assign(ptt.events.size(), 0);
+                   for (size_t i = 0; ok && i < ptt.events.size(); ++i) {
+                     if (sqlite3_column_type(s, 8 + static_cast<int>(i)) == SQLITE_NULL) continue;
+                     ok = Count(s, 8 + static_cast<int>(i), t.events[i]);
+                   }
+                   if (!ok) return corrupt("a ptt_threads row has a negative or non-numeric value");
+                   t.comm = EscapeControl(Text(s, 2));
+                   add_thread(std::move(t));
+                   return {};
+                 });
+             !r) {
     return r;
   }
 
-  if (auto r = sql.ForEachRow(
+  if (schema_version >= 3) {
+    if (auto r = ReadRowBlocks(
+            sql, "ptt_interval_blocks", kIntervalColumns, 0, spend, corrupt,
+            [&](const std::string& where, const RowBlock& rows) -> Result<void> {
+              constexpr size_t kInts = 9;
+              for (size_t row = 0; row < rows.rows; ++row) {
+                const uint64_t* v = rows.ints.data() + row * kInts;
+                bool ok = v[0] <= static_cast<uint64_t>(kMaxCpu) && v[2] >= v[1];
+                for (size_t i = 1; i < kInts; ++i) ok = ok && v[i] <= static_cast<uint64_t>(INT64_MAX);
+                if (!ok) return corrupt(where + ": a CPU interval with an invalid cpu, time span or value");
+                ptt.intervals.push_back(PttCpuInterval{static_cast<uint32_t>(v[0]), v[1], v[2], v[3], v[4], v[5],
+                                                       v[6], v[7], v[8]});
+              }
+              return {};
+            });
+        !r) {
+      return r;
+    }
+    // In the order schema 1 reads them: by start, then CPU.
+    std::stable_sort(ptt.intervals.begin(), ptt.intervals.end(),
+                     [](const PttCpuInterval& a, const PttCpuInterval& b) {
+                       return std::tie(a.start_ns, a.cpu) < std::tie(b.start_ns, b.cpu);
+                     });
+  } else if (auto r = sql.ForEachRow(
           "SELECT cpu, start_ns, end_ns, busy_ns, idle_ns, hardirq_ns, softirq_ns, hardirqs, "
           "softirqs FROM ptt_cpu_intervals ORDER BY start_ns, cpu",
           [&](sqlite3_stmt* s) -> Result<void> {

@@ -1,10 +1,11 @@
-// libFuzzer target for the block decoders of schema 2 captures
-// (store/capture_blocks.h): raw frame and tree blocks, and the inflate step,
+// libFuzzer target for the block decoders of schema 2 and 3 captures
+// (store/capture_blocks.h): raw frame, tree and row blocks, and the inflate step,
 // taken straight from the input so the fuzzer reaches them without building
 // a SQLite file. Each must return a value or an error, never crash, read out of
 // bounds or allocate more than a small multiple of its input.
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -16,7 +17,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const uint8_t mode = data[0];
   const size_t limit = data[1];  // module, thread, frame and value counts from the input
   const std::string_view rest(reinterpret_cast<const char*>(data + 2), size - 2);
-  switch (mode % 4) {
+  switch (mode % 6) {
     case 0: {
       std::vector<std::pair<uint32_t, arcprof::model::FrameRecord>> frames;
       (void)arcprof::store::DecodeFrameBlock(rest, limit, frames);
@@ -39,6 +40,38 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       // Inflate with a stated size from the input, then decode as a tree block.
       auto raw = arcprof::store::Inflate(rest, static_cast<uint64_t>(limit) << 12);
       if (raw.ok()) (void)arcprof::store::DecodeTreeBlock(*raw, 1, 8, 64);
+      break;
+    }
+    case 4: {
+      // Row blocks with the column kinds of the PTT tables (and a text-only one).
+      static constexpr const char* kKinds[] = {"iitiiiiiiiii", "iiiiiiiii", "t", "ti"};
+      const char* kinds = kKinds[limit % 4];
+      auto rows = arcprof::store::DecodeRowBlock(rest, kinds, limit * 4);
+      if (rows.ok()) {
+        size_t texts = 0;
+        for (const char* k = kinds; *k; ++k) texts += *k == 't';
+        const size_t ints = std::char_traits<char>::length(kinds) - texts;
+        if (rows->ints.size() != rows->rows * ints || rows->texts.size() != rows->rows * texts) __builtin_trap();
+        for (const auto& t : rows->texts) {
+          if (t.size() > limit * 4) __builtin_trap();
+        }
+        // Round trip: what decodes encodes to blocks that decode to the same rows.
+        arcprof::store::RowBlock again;
+        again.kinds = kinds;
+        for (const std::string& block : arcprof::store::EncodeRowBlocks(*rows)) {
+          auto part = arcprof::store::DecodeRowBlock(block, kinds, limit * 4);
+          if (!part.ok()) __builtin_trap();
+          again.rows += part->rows;
+          again.ints.insert(again.ints.end(), part->ints.begin(), part->ints.end());
+          again.texts.insert(again.texts.end(), part->texts.begin(), part->texts.end());
+        }
+        if (again.rows != rows->rows || again.ints != rows->ints || again.texts != rows->texts) __builtin_trap();
+      }
+      break;
+    }
+    case 5: {
+      auto raw = arcprof::store::Inflate(rest, static_cast<uint64_t>(limit) << 12);
+      if (raw.ok()) (void)arcprof::store::DecodeRowBlock(*raw, "iitiiiiiiiii", 4096);
       break;
     }
     default: {

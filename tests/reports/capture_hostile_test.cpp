@@ -213,12 +213,12 @@ INSTANTIATE_TEST_SUITE_P(
                 "INSERT INTO value_types SELECT x, 'v' || x, 'u' FROM c",
                 "more than 16"},
         Hostile{"ValueTypeTwice", "INSERT INTO value_types VALUES (1, 'base', 'samples')", "declared twice"},
-        Hostile{"NodesTableInSchema2",
+        Hostile{"NodesTableInSchema3",
                 "CREATE TABLE nodes (window_id INTEGER NOT NULL REFERENCES windows(id), thread_id INTEGER NOT "
                 "NULL REFERENCES threads(id), node_id INTEGER NOT NULL, parent_id INTEGER, frame_id INTEGER "
                 "REFERENCES frames(id), n INTEGER NOT NULL, base INTEGER NOT NULL, PRIMARY KEY (window_id, "
                 "thread_id, node_id)) WITHOUT ROWID",
-                "does not belong in a schema 2 capture"}),
+                "does not belong in a schema 3 capture"}),
     [](const ::testing::TestParamInfo<Hostile>& info) { return std::string(info.param.name); });
 
 // The control for the cases above: a block written by hand the same way is read.

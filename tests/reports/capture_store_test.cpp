@@ -191,7 +191,8 @@ TEST(CaptureStore, Schema1RoundTrips) {
   ASSERT_TRUE(read.ok()) << read.error().message;
   ExpectSameProfile(original, *read);
   EXPECT_EQ(read->meta.schema_version, 1);
-  EXPECT_FALSE(WriteCapture(dir.File("x.db"), original, {.schema_version = 3}).ok());
+  EXPECT_FALSE(WriteCapture(dir.File("x.db"), original, {.schema_version = 2}).ok());
+  EXPECT_FALSE(WriteCapture(dir.File("x.db"), original, {.schema_version = kCaptureSchemaVersion + 1}).ok());
 }
 
 // Schema 2 is a fraction of schema 1 for deep, bushy trees (the point of it).
@@ -411,8 +412,8 @@ TEST(CaptureErrors, NewerSchemaVersionInTheHeader) {
   TempDir dir;
   const std::string path = dir.File("arcprof.db");
   ASSERT_TRUE(WriteCapture(path, SampleProfile()).ok());
-  ExecSql(path, "PRAGMA user_version = 3;");
-  ExpectCaptureError(path, "capture schema version 3 is newer than this arcprof reads (2); upgrade arcprof");
+  ExecSql(path, "PRAGMA user_version = 4;");
+  ExpectCaptureError(path, "capture schema version 4 is newer than this arcprof reads (3); upgrade arcprof");
 }
 
 TEST(CaptureErrors, NewerSchemaVersionInMeta) {

@@ -31,9 +31,9 @@ void Sql(const std::string& path, const std::string& sql) {
 
 class PttStore : public ::testing::Test {
  protected:
-  std::string Write(const Profile& p) {
+  std::string Write(const Profile& p, int schema_version = store::kCaptureSchemaVersion) {
     const std::string path = dir_.File("ptt.db");
-    auto r = WriteCapture(path, p);
+    auto r = WriteCapture(path, p, {.schema_version = schema_version});
     EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().message);
     return path;
   }
@@ -54,8 +54,31 @@ TEST_F(PttStore, CaptureWithoutPttReadsAsNotRecorded) {
   EXPECT_TRUE(read->ptt.threads.empty());
 }
 
-TEST_F(PttStore, UnavailableEventsStoreNullCounts) {
+TEST_F(PttStore, RoundTripKeepsEveryValueInSchema1) {
+  const Profile p = PttSampleProfile();
+  auto read = ReadCapture(Write(p, 1));
+  ASSERT_TRUE(read.ok()) << read.error().message;
+  EXPECT_EQ(read->ptt, p.ptt);
+}
+
+// Schema 3 keeps the per-thread rows in compressed row blocks.
+TEST_F(PttStore, ThreadsAreOneCompressedBlock) {
   const std::string path = Write(PttSampleProfile());
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  sqlite3_stmt* stmt = nullptr;
+  ASSERT_EQ(sqlite3_prepare_v2(db, "SELECT count(*), min(raw_bytes) FROM ptt_thread_blocks", -1, &stmt, nullptr),
+            SQLITE_OK);
+  ASSERT_EQ(sqlite3_step(stmt), SQLITE_ROW);
+  EXPECT_EQ(sqlite3_column_int(stmt, 0), 1);
+  EXPECT_GT(sqlite3_column_int(stmt, 1), 12);
+  sqlite3_finalize(stmt);
+  EXPECT_NE(sqlite3_prepare_v2(db, "SELECT 1 FROM ptt_threads", -1, &stmt, nullptr), SQLITE_OK);
+  sqlite3_close(db);
+}
+
+TEST_F(PttStore, UnavailableEventsStoreNullCounts) {
+  const std::string path = Write(PttSampleProfile(), 1);
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
   sqlite3_stmt* stmt = nullptr;
@@ -74,12 +97,13 @@ struct CorruptCase {
   const char* name;
   const char* sql;
   const char* message;
+  int schema_version = store::kCaptureSchemaVersion;
 };
 
 class PttCorrupt : public PttStore, public ::testing::WithParamInterface<CorruptCase> {};
 
 TEST_P(PttCorrupt, IsAOneLineErrorWithExitCode2) {
-  const std::string path = Write(PttSampleProfile());
+  const std::string path = Write(PttSampleProfile(), GetParam().schema_version);
   Sql(path, GetParam().sql);
   auto read = ReadCapture(path);
   ASSERT_FALSE(read.ok());
@@ -97,24 +121,48 @@ INSTANTIATE_TEST_SUITE_P(
                     "corrupt capture: some ptt_* tables are missing"},
         CorruptCase{"ViewInsteadOfTable",
                     "DROP TABLE ptt_threads; CREATE VIEW ptt_threads AS SELECT 1",
-                    "unexpected view 'ptt_threads'"},
+                    "unexpected view 'ptt_threads'", 1},
         CorruptCase{"NegativeTime", "UPDATE ptt_threads SET cpu_ns = -5 WHERE tid = 101",
-                    "ptt_threads row has a negative or non-numeric value"},
+                    "ptt_threads row has a negative or non-numeric value", 1},
         CorruptCase{"TextCount", "UPDATE ptt_threads SET event2 = 'many' WHERE tid = 101",
-                    "ptt_threads row has a negative or non-numeric value"},
+                    "ptt_threads row has a negative or non-numeric value", 1},
         CorruptCase{"HugeTid", "UPDATE ptt_threads SET tid = 5000000000 WHERE tid = 101",
-                    "ptt_threads row has a negative or non-numeric value"},
+                    "ptt_threads row has a negative or non-numeric value", 1},
+        CorruptCase{"RowTableInSchema3",
+                    "CREATE TABLE ptt_threads (window_id INTEGER NOT NULL REFERENCES windows(id), pid INTEGER "
+                    "NOT NULL, tid INTEGER NOT NULL, comm TEXT NOT NULL, cpu_ns INTEGER NOT NULL, hardirq_ns "
+                    "INTEGER NOT NULL, softirq_ns INTEGER NOT NULL, dispatches INTEGER NOT NULL, interrupts "
+                    "INTEGER NOT NULL, event0 INTEGER, event1 INTEGER, event2 INTEGER, event3 INTEGER)",
+                    "table 'ptt_threads' does not belong in a schema 3 capture"},
+        CorruptCase{"BlockTableInSchema1",
+                    "CREATE TABLE ptt_thread_blocks (id INTEGER PRIMARY KEY, window_id INTEGER NOT NULL "
+                    "REFERENCES windows(id), raw_bytes INTEGER NOT NULL, data BLOB NOT NULL)",
+                    "table 'ptt_thread_blocks' does not belong in a schema 1 capture", 1},
+        CorruptCase{"BlockNotDeflate", "UPDATE ptt_thread_blocks SET data = x'78da0102'",
+                    "ptt_thread_blocks block 0: a block that does not inflate to its stated size"},
+        CorruptCase{"BlockHuge", "UPDATE ptt_thread_blocks SET raw_bytes = 99999999",
+                    "ptt_thread_blocks block 0 of 99999999 bytes"},
+        CorruptCase{"BlockText", "UPDATE ptt_thread_blocks SET data = 'text'",
+                    "column holds the wrong type"},
+        CorruptCase{"BlockGap", "UPDATE ptt_thread_blocks SET id = 3",
+                    "ptt_thread_blocks block ids are not dense from 0"},
+        CorruptCase{"IntervalBlockSize", "UPDATE ptt_interval_blocks SET raw_bytes = raw_bytes + 1",
+                    "ptt_interval_blocks block 0: a block that does not inflate to its stated size"},
+        CorruptCase{"IntervalBlockMissing", "DROP TABLE ptt_interval_blocks",
+                    "corrupt capture: some ptt_* tables are missing"},
+        CorruptCase{"BlockOrphanWindow", "UPDATE ptt_thread_blocks SET window_id = 9",
+                    "ptt_thread_blocks rows of a window that does not exist"},
         CorruptCase{"BackwardsInterval",
                     "UPDATE ptt_cpu_intervals SET end_ns = start_ns - 1 WHERE cpu = 1",
-                    "ptt_cpu_intervals row has an invalid cpu, time span or value"},
+                    "ptt_cpu_intervals row has an invalid cpu, time span or value", 1},
         CorruptCase{"HugeCpu", "UPDATE ptt_cpu_intervals SET cpu = 100000 WHERE cpu = 1",
-                    "ptt_cpu_intervals row has an invalid cpu"},
+                    "ptt_cpu_intervals row has an invalid cpu", 1},
         CorruptCase{"UnknownKind", "UPDATE ptt_irq_vectors SET kind = 7 WHERE name = 'RCU'",
                     "ptt_irq_vectors row has an invalid cpu, kind or value"},
         CorruptCase{"EventSlotGap", "UPDATE ptt_events SET slot = 5 WHERE slot = 1",
                     "PTT event slots are not dense from 0"},
         CorruptCase{"OrphanWindow", "UPDATE ptt_threads SET window_id = 9 WHERE tid = 100",
-                    "ptt_threads rows of a window that does not exist"}),
+                    "ptt_threads rows of a window that does not exist", 1}),
     [](const auto& info) { return std::string(info.param.name); });
 
 // ------------------------------------------------------------------ ptt view
