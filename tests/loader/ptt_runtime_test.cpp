@@ -225,44 +225,51 @@ TEST_F(PttRuntime, CommandRecordingsHaveNoPttUnlessAsked) {
       << report.stderr_text();
 }
 
-// NET_RX softirq time from loopback traffic, against libbpf-tools' softirqs
-// over the same seconds. Both tools attach to softirq_entry/exit; the rates
-// (ns of NET_RX per second of window) must agree within 10%.
+// NET_RX softirq time from loopback traffic, against libbpf-tools' softirqs.
+// Both tools attach to softirq_entry/exit. The recording spans the tool's
+// whole run and the traffic runs inside both, so both measure the same
+// packets: their totals of NET_RX time must agree within 10%. (Rates over
+// different seconds do not: under load the cost per packet moved by a third
+// from one 4 s window to the next.) PTT reads 4-5% lower here: it takes the
+// hardirqs nested in a softirq out of the softirq's time; the tool does not.
 TEST_F(PttRuntime, NetRxSoftirqTimeAgreesWithSoftirqsTool) {
   if (access(kSoftirqsTool.c_str(), X_OK) != 0) {
     if (InCi()) FAIL() << kSoftirqsTool << " missing: scripts/install-deps.sh installs libbpf-tools";
     GTEST_SKIP() << kSoftirqsTool << " missing (Debian package libbpf-tools)";
   }
   const std::string db = tmp_.path("net.db");
-  Subprocess load({kNetLoad, "9"});
-  usleep(500 * 1000);  // the stream is up
-  Subprocess rec({kArcprof, "record", "-d", "6", "-F", "99", "-o", db});
+  Subprocess rec({kArcprof, "record", "-d", "60", "-F", "99", "-o", db});
   ASSERT_TRUE(rec.WaitForStderr("recording system", 20)) << rec.stderr_text();
-  // softirqs -N: nanoseconds; one 4-second summary, inside our 6 s.
-  auto [tool_code, tool_out] = RunCapture({kSoftirqsTool, "-N", "4", "1"});
+  // softirqs -N: nanoseconds; one summary after 8 s. Its stdout is read as
+  // stderr, line-buffered so that its first line says it is attached.
+  Subprocess tool({"/bin/sh", "-c", "exec /usr/bin/stdbuf -oL " + kSoftirqsTool + " -N 8 1 1>&2"});
+  ASSERT_TRUE(tool.WaitForStderr("Tracing soft irq", 20)) << tool.stderr_text();
+  const auto load_start = std::chrono::steady_clock::now();
+  auto [load_code, load_out] = RunCapture({kNetLoad, "3"});
+  ASSERT_EQ(load_code, 0) << load_out;
+  const double load_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count();
+  ASSERT_EQ(tool.Wait(), 0) << tool.stderr_text();
+  rec.Signal(SIGINT);
   ASSERT_EQ(rec.Wait(), 0) << rec.stderr_text();
-  ASSERT_EQ(tool_code, 0) << tool_out;
+  // The traffic must have ended inside the tool's 8 s (it started after the
+  // tool's first line); on a machine too slow for that the totals differ.
+  ASSERT_LT(load_s, 7.5) << "the 3 s load took " << load_s << " s";
+  const std::string tool_out = tool.stderr_text();
   std::smatch m;
   ASSERT_TRUE(std::regex_search(tool_out, m, std::regex(R"(net_rx\s+(\d+))"))) << tool_out;
-  const double tool_rate = std::stod(m[1]) / 4.0;  // ns per second
+  const double tool_ns = std::stod(m[1]);
 
   Profile p = LoadCapture(db);
   ASSERT_TRUE(p.ptt.recorded);
-  double net_rx_ns = 0;
+  double ptt_ns = 0;
   for (const PttIrqVector& v : p.ptt.irq_vectors) {
-    if (v.kind == IrqKind::kSoftIrq && v.name == "NET_RX") net_rx_ns += static_cast<double>(v.ns);
+    if (v.kind == IrqKind::kSoftIrq && v.name == "NET_RX") ptt_ns += static_cast<double>(v.ns);
   }
-  uint64_t start = UINT64_MAX, end = 0;
-  for (const PttCpuInterval& row : p.ptt.intervals) {
-    start = std::min(start, row.start_ns);
-    end = std::max(end, row.end_ns);
-  }
-  ASSERT_GT(end, start);
-  const double ptt_rate = net_rx_ns / (static_cast<double>(end - start) / 1e9);
-  EXPECT_GT(ptt_rate, 1e6) << "loopback traffic should cost more than 1 ms/s of NET_RX";
-  EXPECT_NEAR(ptt_rate, tool_rate, tool_rate * 0.10)
-      << "ptt " << ptt_rate << " ns/s, softirqs " << tool_rate << " ns/s\n"
-      << tool_out;
+  EXPECT_GT(tool_ns, 3e6) << "3 s of loopback traffic should cost more than 3 ms of NET_RX";
+  EXPECT_NEAR(ptt_ns, tool_ns, tool_ns * 0.10) << "ptt " << ptt_ns << " ns, softirqs " << tool_ns
+                                               << " ns\n"
+                                               << tool_out;
 }
 
 }  // namespace
