@@ -3,7 +3,7 @@
 # runs once under `arcprof record -- perf record -F 999 -g -- CMD`, so both
 # tools sample the very same run (arcprof also sees perf itself, a few
 # samples). Prints a markdown table of bytes per sample: arcprof's capture
-# (schema 2), the same capture rewritten in schema 1 (the format before the
+# (current schema), the same capture rewritten in schema 1 (the format before the
 # compact blocks) and perf.data with frame-pointer call graphs; and the time of
 # `arcprof report` on both schemas (median of 5).
 # Workloads: g++ -O2 of three large test files, xz -9, python3 (compileall,
@@ -69,7 +69,7 @@ per() { awk -v b="$1" -v n="$2" 'BEGIN {if (n > 0) printf "%.1f", b / n; else pr
 
 echo "## Capture size: bytes per sample, arcprof vs perf -g on the same execution (999 Hz)"
 echo
-echo "| workload | samples (arcprof) | arcprof B/sample | schema 1 B/sample | samples (perf) | perf -g B/sample | report s (schema 2 / 1) |"
+echo "| workload | samples (arcprof) | arcprof B/sample | schema 1 B/sample | samples (perf) | perf -g B/sample | report s (current / schema 1) |"
 echo "|---|---|---|---|---|---|---|"
 for w in "${order[@]}"; do
   a=$tmp/$w.db p=$tmp/$w.perf.data
@@ -107,5 +107,5 @@ for w in "${order[@]}"; do
   done
 done
 echo
-echo "arcprof records with its defaults for a command (hybrid unwinding, off-CPU stacks, PTT);"
+echo "arcprof records with its defaults for a command (hybrid unwinding, off-CPU stacks, no PTT);"
 echo "perf record -F 999 -g keeps raw frame-pointer stacks. Load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)."
