@@ -42,6 +42,11 @@ uint32_t CallTree::Child(uint32_t parent, uint32_t frame) {
   return it->second;
 }
 
+uint32_t CallTree::FindChild(uint32_t parent, uint32_t frame) const {
+  auto it = child_index_.find(static_cast<uint64_t>(parent) << 32 | frame);
+  return it == child_index_.end() ? kNoNode : it->second;
+}
+
 uint32_t CallTree::AddStack(std::span<const uint32_t> frames_root_first, uint64_t count,
                             uint64_t resource) {
   uint32_t node = 0;

@@ -79,8 +79,11 @@ class CallTree {
   };
 
   CallTree();
+  static constexpr uint32_t kNoNode = 0xffffffffu;
   // Finds or creates the child of `parent` for `frame`.
   uint32_t Child(uint32_t parent, uint32_t frame);
+  // The child of `parent` for `frame`, or kNoNode.
+  uint32_t FindChild(uint32_t parent, uint32_t frame) const;
   // Adds a stack given root first; the leaf node gets n += count and value 0
   // (samples) += resource. Returns the leaf.
   uint32_t AddStack(std::span<const uint32_t> frames_root_first, uint64_t count, uint64_t resource);

@@ -91,17 +91,16 @@ DiffReport ComputeDiff(const FlameTree& before, const FlameTree& after) {
 
 FlameTree DifferentialFlameTree(const FlameTree& before, const FlameTree& after) {
   FlameTree out = after;
-  const auto& nodes = out.nodes();
-  std::vector<uint32_t> counterpart(nodes.size(), FlameTree::kNone);
-  out.delta_points.assign(nodes.size(), 0);
+  const size_t size = out.size();
+  std::vector<uint32_t> counterpart(size, FlameTree::kNone);
+  out.delta_points.assign(size, 0);
   counterpart[FlameTree::kRoot] = FlameTree::kRoot;
-  for (size_t i = 1; i < nodes.size(); ++i) {
-    const uint32_t parent = counterpart[nodes[i].parent];
-    if (parent != FlameTree::kNone) {
-      counterpart[i] = before.FindChild(parent, out.name(static_cast<uint32_t>(i)), nodes[i].kind);
-    }
+  for (uint32_t i = 1; i < size; ++i) {
+    const FlameTree::Node node = out.node(i);
+    const uint32_t parent = counterpart[node.parent];
+    if (parent != FlameTree::kNone) counterpart[i] = before.FindChild(parent, out.name(i), node.kind);
     const uint64_t was = counterpart[i] == FlameTree::kNone ? 0 : before.node(counterpart[i]).value;
-    out.delta_points[i] = Percent(nodes[i].value, after.total()) - Percent(was, before.total());
+    out.delta_points[i] = Percent(node.value, after.total()) - Percent(was, before.total());
   }
   return out;
 }

@@ -148,73 +148,70 @@ std::string_view FlameKindName(FlameKind kind) {
   return "unknown";
 }
 
-FlameTree::FlameTree() {
-  Node root;
-  root.name = InternName("all", FlameKind::kRoot);
-  nodes_.push_back(root);
-}
+FlameTree::FlameTree() { InternLabel("all", FlameKind::kRoot); }
 
-uint32_t FlameTree::InternName(std::string_view name, FlameKind kind) {
+std::string FlameTree::LabelKey(std::string_view name, FlameKind kind) {
   std::string key;
   key.reserve(name.size() + 1);
   key += static_cast<char>(kind);
   key += name;
-  auto [it, inserted] = name_index_.try_emplace(std::move(key), static_cast<uint32_t>(names_.size()));
-  if (inserted) names_.emplace_back(name);
+  return key;
+}
+
+uint32_t FlameTree::InternLabel(std::string_view name, FlameKind kind) {
+  auto [it, inserted] = label_index_.try_emplace(LabelKey(name, kind), static_cast<uint32_t>(labels_.size()));
+  if (inserted) labels_.push_back(Label{std::string(name), kind});
   return it->second;
 }
 
 uint32_t FlameTree::Child(uint32_t parent, std::string_view name, FlameKind kind) {
-  const uint32_t name_id = InternName(name, kind);
-  const uint64_t key = (static_cast<uint64_t>(parent) << 32) | name_id;
-  auto [it, inserted] = child_index_.try_emplace(key, static_cast<uint32_t>(nodes_.size()));
-  if (inserted) {
-    Node node;
-    node.parent = parent;
-    node.name = name_id;
-    node.kind = kind;
-    nodes_.push_back(node);
-  }
-  return it->second;
+  return ChildWithLabel(parent, InternLabel(name, kind));
 }
 
 uint32_t FlameTree::FindChild(uint32_t parent, std::string_view name, FlameKind kind) const {
-  std::string key;
-  key += static_cast<char>(kind);
-  key += name;
-  auto n = name_index_.find(key);
-  if (n == name_index_.end()) return kNone;
-  auto c = child_index_.find((static_cast<uint64_t>(parent) << 32) | n->second);
-  return c == child_index_.end() ? kNone : c->second;
+  auto label = label_index_.find(LabelKey(name, kind));
+  if (label == label_index_.end()) return kNone;
+  const uint32_t child = tree_.FindChild(parent, label->second);
+  return child == model::CallTree::kNoNode ? kNone : child;
+}
+
+FlameTree::Node FlameTree::node(uint32_t id) const {
+  Node n;
+  n.parent = tree_.nodes()[id].parent;
+  n.name = label(id);
+  n.kind = labels_[n.name].kind;
+  n.self = tree_.value(id, model::kSamplesValue);
+  n.value = id < value_.size() ? value_[id] : n.self;
+  return n;
 }
 
 void FlameTree::Finalize() {
-  for (auto& node : nodes_) node.value = node.self;
-  // Children are created after their parents, so one reverse pass sums them.
-  for (size_t i = nodes_.size(); i-- > 1;) nodes_[nodes_[i].parent].value += nodes_[i].value;
-  child_begin_.assign(nodes_.size() + 1, 0);
-  for (size_t i = 1; i < nodes_.size(); ++i) ++child_begin_[nodes_[i].parent + 1];
+  const auto& nodes = tree_.nodes();
+  value_.resize(nodes.size());
+  for (uint32_t i = 0; i < nodes.size(); ++i) value_[i] = tree_.value(i, model::kSamplesValue);
+  // Children are created after their parents (CallTree), so one pass sums them.
+  tree_.Accumulate(value_);
+  child_begin_.assign(nodes.size() + 1, 0);
+  for (size_t i = 1; i < nodes.size(); ++i) ++child_begin_[nodes[i].parent + 1];
   for (size_t i = 1; i < child_begin_.size(); ++i) child_begin_[i] += child_begin_[i - 1];
-  child_list_.assign(nodes_.size() > 0 ? nodes_.size() - 1 : 0, 0);
+  child_list_.assign(nodes.size() > 0 ? nodes.size() - 1 : 0, 0);
   std::vector<uint32_t> fill(child_begin_.begin(), child_begin_.end() - 1);
-  for (size_t i = 1; i < nodes_.size(); ++i) child_list_[fill[nodes_[i].parent]++] = static_cast<uint32_t>(i);
-  for (size_t p = 0; p < nodes_.size(); ++p) {
+  for (size_t i = 1; i < nodes.size(); ++i) child_list_[fill[nodes[i].parent]++] = static_cast<uint32_t>(i);
+  for (size_t p = 0; p < nodes.size(); ++p) {
     std::sort(child_list_.begin() + child_begin_[p], child_list_.begin() + child_begin_[p + 1],
               [&](uint32_t a, uint32_t b) {
-                const std::string& na = names_[nodes_[a].name];
-                const std::string& nb = names_[nodes_[b].name];
-                if (na != nb) return na < nb;
-                return nodes_[a].kind < nodes_[b].kind;
+                const Label& la = labels_[nodes[a].frame];
+                const Label& lb = labels_[nodes[b].frame];
+                if (la.name != lb.name) return la.name < lb.name;
+                return la.kind < lb.kind;
               });
   }
 }
 
 FlameTree FlameTreeFromProfile(const Profile& profile, const ThreadFilter& filter, const Metric& metric) {
   FlameTree tree;
-  // Names and kinds of frames, computed once per frame id.
-  std::vector<std::string> names(profile.frames.size());
-  std::vector<FlameKind> kinds(profile.frames.size());
-  std::vector<bool> named(profile.frames.size(), false);
+  // The label (display name and kind) of each frame, interned once per frame id.
+  std::vector<uint32_t> label_of_frame(profile.frames.size(), FlameTree::kNone);
   std::vector<uint32_t> mapped;
   const size_t threads = profile.threads.size();
   for (size_t t = 0; t < threads; ++t) {
@@ -237,13 +234,12 @@ FlameTree FlameTreeFromProfile(const Profile& profile, const ThreadFilter& filte
       if (node.parent >= i || node.frame >= profile.frames.size()) continue;
       const uint32_t parent = mapped[node.parent];
       if (parent == FlameTree::kNone) continue;
-      if (!named[node.frame]) {
+      uint32_t& label = label_of_frame[node.frame];
+      if (label == FlameTree::kNone) {
         const FrameRecord& frame = profile.frames.at(node.frame);
-        names[node.frame] = FrameDisplayName(frame);
-        kinds[node.frame] = KindOfFrame(frame);
-        named[node.frame] = true;
+        label = tree.InternLabel(FrameDisplayName(frame), KindOfFrame(frame));
       }
-      mapped[i] = tree.Child(parent, names[node.frame], kinds[node.frame]);
+      mapped[i] = tree.ChildWithLabel(parent, label);
       tree.AddSelf(mapped[i], width[i]);
     }
   }
@@ -343,7 +339,7 @@ void WriteFlameGraphSvg(const FlameTree& tree, const FlameGraphOptions& options,
   const int height = static_cast<int>(max_depth + 1) * kFrameHeight + pad_top + kPadBottom;
   const double total = static_cast<double>(tree.total());
   const double scale = total > 0 ? (width - 2.0 * kPadSide) / total : 0;
-  const bool differential = tree.delta_points.size() == tree.nodes().size();
+  const bool differential = tree.delta_points.size() == tree.size();
   double max_abs_delta = 0;
   if (differential) {
     for (double d : tree.delta_points) max_abs_delta = std::max(max_abs_delta, std::fabs(d));
@@ -423,7 +419,7 @@ void WriteFlameGraphSvg(const FlameTree& tree, const FlameGraphOptions& options,
   out << "<g class=\"frames\">\n";
   const double char_width = kFontSize * kFontWidth;
   for (const Box& box : boxes) {
-    const FlameTree::Node& node = tree.node(box.node);
+    const FlameTree::Node node = tree.node(box.node);
     const std::string& raw_name = tree.name(box.node);
     const double x = kPadSide + static_cast<double>(box.start) * scale;
     const double w = static_cast<double>(node.value) * scale;

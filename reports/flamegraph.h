@@ -36,35 +36,44 @@ enum class FlameKind : uint8_t {
 
 std::string_view FlameKindName(FlameKind kind);
 
+// A tree of boxes: the model's one call tree (model::CallTree) whose "frames"
+// are labels, a name of a kind, so that frames with the same display name
+// under one parent are one box. Node 0 is "all"; a box's self value is value
+// type 0 of its call-tree node.
 class FlameTree {
  public:
   static constexpr uint32_t kRoot = 0;
+  static constexpr uint32_t kNone = 0xffffffffu;
+  // One box as the writers read it.
   struct Node {
     uint32_t parent = 0;
-    uint32_t name = 0;  // index into names()
+    uint32_t name = 0;  // label id: boxes with the same name and kind share it
     FlameKind kind = FlameKind::kRoot;
-    uint64_t self = 0;   // samples whose stack ends here
+    uint64_t self = 0;   // value whose stack ends here
     uint64_t value = 0;  // self plus the children's values; set by Finalize()
   };
 
   FlameTree();
   // Finds or creates the child of `parent` named `name` of `kind`.
   uint32_t Child(uint32_t parent, std::string_view name, FlameKind kind);
-  void AddSelf(uint32_t node, uint64_t count) { nodes_[node].self += count; }
+  // The same in two steps, for a name met many times: its label id, then the
+  // child with that label.
+  uint32_t InternLabel(std::string_view name, FlameKind kind);
+  uint32_t ChildWithLabel(uint32_t parent, uint32_t label) { return tree_.Child(parent, label); }
+  void AddSelf(uint32_t node, uint64_t count) { tree_.Add(node, 0, model::kSamplesValue, count); }
   // Computes values bottom-up and sorts every node's children by name. Call
   // after the last AddSelf; the tree is read-only afterwards.
   void Finalize();
 
-  const std::vector<Node>& nodes() const { return nodes_; }
-  const Node& node(uint32_t id) const { return nodes_[id]; }
-  const std::string& name(uint32_t id) const { return names_[nodes_[id].name]; }
+  size_t size() const { return tree_.size(); }
+  Node node(uint32_t id) const;
+  const std::string& name(uint32_t id) const { return labels_[label(id)].name; }
   // The children of a node, sorted by name (then kind). Valid after Finalize().
   std::span<const uint32_t> children(uint32_t id) const {
     return {child_list_.data() + child_begin_[id], child_list_.data() + child_begin_[id + 1]};
   }
-  uint64_t total() const { return nodes_[kRoot].value; }
+  uint64_t total() const { return value_.empty() ? 0 : value_[kRoot]; }
   // Finds the child of `parent` named `name` of `kind`; kNone when absent.
-  static constexpr uint32_t kNone = 0xffffffffu;
   uint32_t FindChild(uint32_t parent, std::string_view name, FlameKind kind) const;
 
   // Differential graphs: per node, the change of its share of the total in
@@ -72,12 +81,19 @@ class FlameTree {
   std::vector<double> delta_points;
 
  private:
-  uint32_t InternName(std::string_view name, FlameKind kind);
+  struct Label {
+    std::string name;
+    FlameKind kind = FlameKind::kRoot;
+  };
+  static std::string LabelKey(std::string_view name, FlameKind kind);
+  uint32_t label(uint32_t id) const {
+    return id == kRoot ? 0 : tree_.nodes()[id].frame;
+  }
 
-  std::vector<Node> nodes_;
-  std::vector<std::string> names_;
-  std::unordered_map<std::string, uint32_t> name_index_;        // kind byte + name -> names_
-  std::unordered_map<uint64_t, uint32_t> child_index_;          // parent << 32 | name -> node
+  model::CallTree tree_;  // frame ids are label ids; node 0 is "all" (label 0)
+  std::vector<Label> labels_;
+  std::unordered_map<std::string, uint32_t> label_index_;  // kind byte + name -> label
+  std::vector<uint64_t> value_;                            // per node, after Finalize()
   std::vector<uint32_t> child_begin_;
   std::vector<uint32_t> child_list_;
 };

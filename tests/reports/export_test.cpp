@@ -268,7 +268,7 @@ TEST(FlameGraphSvg, BoxesTitlesAndGeometry) {
                      "width=\"526.42\""),
             std::string::npos);
   // At 1200 px every frame is wider than 0.1 px: nothing is pruned.
-  EXPECT_EQ(FlameLayout(tree, options).boxes, tree.nodes().size());
+  EXPECT_EQ(FlameLayout(tree, options).boxes, tree.size());
   // Names are escaped.
   EXPECT_EQ(svg.find("<title>C2Compiler::compile_method(ciEnv*) ("), svg.find("<title>C2Compiler"));
 }
@@ -280,7 +280,7 @@ TEST(FlameGraphSvg, NarrowBoxesArePrunedWithTheirChildrenButKeepTheirWeight) {
   const FlameLayoutStats stats = FlameLayout(tree, options);
   // systemd (15 samples) and its 2 frames, [libstripped.so] (25), the truncated
   // stack (5: [truncated], f_heavy) and the anon frame (30) go.
-  EXPECT_EQ(stats.boxes, tree.nodes().size() - 3 - 1 - 2 - 1);
+  EXPECT_EQ(stats.boxes, tree.size() - 3 - 1 - 2 - 1);
   std::ostringstream out;
   WriteFlameGraphSvg(tree, options, out);
   EXPECT_EQ(out.str().find("systemd ("), std::string::npos);
@@ -656,7 +656,7 @@ TEST(Diff, SharesInPercentagePointsOfEachTotal) {
   EXPECT_DOUBLE_EQ(report.rows[2].total_delta(), 0);
 
   const FlameTree graph = DifferentialFlameTree(before, after);
-  ASSERT_EQ(graph.delta_points.size(), graph.nodes().size());
+  ASSERT_EQ(graph.delta_points.size(), graph.size());
   const uint32_t outer = graph.FindChild(graph.FindChild(FlameTree::kRoot, "p", FlameKind::kProcess), "outer",
                                          FlameKind::kNative);
   EXPECT_DOUBLE_EQ(graph.delta_points[outer], 0);

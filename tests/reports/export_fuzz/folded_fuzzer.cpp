@@ -14,7 +14,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto tree = arcprof::reports::ParseFoldedStacks(text);
   if (!tree) return 0;
   uint64_t self_sum = 0;
-  for (const auto& node : tree->nodes()) self_sum += node.self;
+  for (uint32_t i = 0; i < tree->size(); ++i) self_sum += tree->node(i).self;
   if (self_sum != tree->total()) std::abort();
   std::ostringstream svg;
   arcprof::reports::FlameGraphOptions options;
@@ -22,7 +22,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   arcprof::reports::WriteFlameGraphSvg(*tree, options, svg);
   // A differential rendering of the tree against itself: every delta is 0.
   arcprof::reports::FlameTree diff = *tree;
-  diff.delta_points.assign(diff.nodes().size(), 0.0);
+  diff.delta_points.assign(diff.size(), 0.0);
   arcprof::reports::WriteFlameGraphSvg(diff, options, svg);
   return 0;
 }
