@@ -165,7 +165,7 @@ void BM_SvgLayout(benchmark::State& state) {
   const FlameTree tree = FlameTreeFromProfile(*profile, {});
   FlameLayoutStats stats;
   for (auto _ : state) stats = FlameLayout(tree, FlameGraphOptions{});
-  state.counters["tree_nodes"] = static_cast<double>(tree.nodes().size());
+  state.counters["tree_nodes"] = static_cast<double>(tree.size());
   state.counters["boxes_drawn"] = static_cast<double>(stats.boxes);
   state.counters["max_depth"] = static_cast<double>(stats.max_depth);
 }
