@@ -47,7 +47,7 @@ Profile MakeProfile() {
   std::vector<uint32_t> frame_ids;
   for (int i = 0; i < kFunctions; ++i) {
     FrameRecord f;
-    f.module = "/usr/lib/libbench.so";
+    f.module = profile.frames.InternModule("/usr/lib/libbench.so");
     f.symbol = "bench::Function" + std::to_string(i) + "(int, std::string const&)";
     f.address = 0x1000 + 0x40 * static_cast<uint64_t>(i);
     f.kind = i % 10 == 0 ? FrameKind::kKernel : FrameKind::kNative;

@@ -8,7 +8,7 @@ namespace {
 
 bool Stripped(const FrameRecord& f) {
   return f.symbol.empty() && f.kind == FrameKind::kNative && f.reason == UnknownReason::kStripped &&
-         !f.inlined && !f.module.empty();
+         !f.inlined && f.module != 0;
 }
 
 }  // namespace
@@ -18,7 +18,7 @@ DebuginfodNaming NameFramesFromDebuginfod(Profile& profile, DebuginfodFetcher& f
   std::set<std::string> wanted;
   for (const FrameRecord& f : profile.frames.all()) {
     if (!Stripped(f)) continue;
-    auto id = profile.build_ids.find(f.module);
+    auto id = profile.build_ids.find(profile.frames.module_of(f));
     if (id != profile.build_ids.end() && !id->second.empty()) wanted.insert(id->second);
   }
   if (wanted.empty()) return out;
@@ -31,7 +31,7 @@ DebuginfodNaming NameFramesFromDebuginfod(Profile& profile, DebuginfodFetcher& f
   }
   out.frames_named = profile.RenameFrames([&](const FrameRecord& f) -> std::optional<FrameRecord> {
     if (!Stripped(f)) return std::nullopt;
-    auto id = profile.build_ids.find(f.module);
+    auto id = profile.build_ids.find(profile.frames.module_of(f));
     if (id == profile.build_ids.end()) return std::nullopt;
     if (fetcher.state(id->second) != DebuginfodFetcher::State::kFound) return std::nullopt;
     auto named = fetcher.Find(id->second, f.address);

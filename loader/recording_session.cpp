@@ -618,9 +618,10 @@ Result<Profile> RecordingSession::Close(bool last, uint64_t end) {
   s.window_start_ns = end;
   // Build ids of the modules this window's frames name.
   const std::map<std::string, std::string> build_ids = s.symbolizer.ModuleBuildIds();
-  for (const FrameRecord& f : window.frames.all()) {
-    if (window.build_ids.count(f.module)) continue;
-    if (auto it = build_ids.find(f.module); it != build_ids.end()) window.build_ids.emplace(*it);
+  for (uint32_t m = 1; m < window.frames.module_count(); ++m) {
+    const std::string& module = window.frames.module(m);
+    if (window.build_ids.count(module)) continue;
+    if (auto it = build_ids.find(module); it != build_ids.end()) window.build_ids.emplace(*it);
   }
   if (s.debuginfod) {
     // Stripped frames named from what debuginfod has found so far; the last

@@ -89,7 +89,7 @@ uint32_t SampleProcessor::InternFrame(const SymbolizedFrame& f) {
   auto it = frame_ids_.find(key);
   if (it != frame_ids_.end()) return it->second;
   FrameRecord record;
-  record.module = std::string(f.module);
+  record.module = window_.frames.InternModule(f.module);
   record.symbol = std::string(f.symbol);
   record.address = address;
   record.kind = f.kind;
@@ -106,7 +106,7 @@ uint32_t SampleProcessor::InternInlined(const SymbolizedFrame& f, std::string_vi
   auto it = frame_ids_.find(key);
   if (it != frame_ids_.end()) return it->second;
   FrameRecord record;
-  record.module = std::string(f.module);
+  record.module = window_.frames.InternModule(f.module);
   record.symbol = std::string(method);
   record.kind = f.kind;
   record.inlined = true;
@@ -226,7 +226,7 @@ void SampleProcessor::KeepOffCpuStack(const StackSample& e) {
   kept.frames.clear();
   auto add = [&](const SymbolizedFrame& f) {
     FrameRecord record;
-    record.module = std::string(f.module);
+    record.module = kept_modules_.InternModule(f.module);
     record.symbol = std::string(f.symbol);
     record.address = f.address;
     record.kind = f.kind;
@@ -269,7 +269,7 @@ void SampleProcessor::KeepOffCpuStack(const StackSample& e) {
   }
   // Why it went off CPU, as a pseudo-frame at the leaf.
   FrameRecord reason;
-  reason.module = "[off-cpu]";
+  reason.module = kept_modules_.InternModule("[off-cpu]");
   reason.symbol = std::string(OffCpuReasonFrame(ClassifyOffCpu(e.offcpu_syscall, e.offcpu_state)));
   reason.kind = FrameKind::kKernel;
   kept.frames.push_back(KeepFrame(std::move(reason)));
@@ -287,7 +287,10 @@ void SampleProcessor::AddOffCpu(uint64_t key, uint64_t ns, uint64_t intervals) {
   const uint32_t thread = window_.ThreadIndex(kept.pid, kept.tid);
   CallTree& tree = window_.threads[thread].tree;
   uint32_t node = 0;
-  for (uint32_t f : kept.frames) node = tree.Child(node, window_.frames.Intern(kept_frames_[f]));
+  for (uint32_t f : kept.frames) {
+    const FrameRecord& frame = kept_frames_[f];
+    node = tree.Child(node, window_.frames.Intern(kept_modules_.module(frame.module), frame));
+  }
   tree.Add(node, 0, window_.DeclareValue(ValueType{"offcpu", "nanoseconds"}), ns);
   ThreadRecord& t = window_.threads[thread];
   if (t.comm.empty()) Rename(t, kept.comm);

@@ -138,7 +138,10 @@ class SampleProcessor {
   // a frame no kept stack holds is freed.
   uint32_t KeepFrame(model::FrameRecord&& frame);
   void ReleaseFrames(const std::vector<uint32_t>& ids);
-  std::vector<model::FrameRecord> kept_frames_;
+  std::vector<model::FrameRecord> kept_frames_;  // modules: ids in kept_modules_
+  // Only its module table is used: the module paths of kept frames, each once
+  // (a path is only as many bytes as the symbolizer holds for it anyway).
+  model::FrameTable kept_modules_;
   std::vector<uint32_t> kept_refs_;
   std::vector<uint32_t> kept_free_;
   std::unordered_map<model::FrameRecord, uint32_t, model::FrameRecordHash> kept_ids_;

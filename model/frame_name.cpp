@@ -5,9 +5,9 @@
 namespace arcprof::model {
 namespace {
 
-std::string BaseName(const std::string& path) {
+std::string BaseName(std::string_view path) {
   const size_t slash = path.rfind('/');
-  return slash == std::string::npos ? path : path.substr(slash + 1);
+  return std::string(slash == std::string_view::npos ? path : path.substr(slash + 1));
 }
 
 bool IsPseudoName(const std::string& name) {
@@ -16,12 +16,12 @@ bool IsPseudoName(const std::string& name) {
 
 }  // namespace
 
-std::string UnknownFrameLocation(const FrameRecord& frame) {
-  if (!frame.symbol.empty() || frame.kind != FrameKind::kNative || frame.module.empty() ||
+std::string UnknownFrameLocation(const FrameRecord& frame, std::string_view module) {
+  if (!frame.symbol.empty() || frame.kind != FrameKind::kNative || module.empty() ||
       frame.address == 0 || frame.inlined) {
     return "";
   }
-  const std::string base = BaseName(frame.module);
+  const std::string base = BaseName(module);
   if (base.empty()) return "";
   char offset[24];
   snprintf(offset, sizeof(offset), "+0x%llx", static_cast<unsigned long long>(frame.address));
@@ -29,14 +29,19 @@ std::string UnknownFrameLocation(const FrameRecord& frame) {
   return "[" + base + offset + "]";
 }
 
-std::string FrameDisplayName(const FrameRecord& frame) {
+std::string FrameDisplayName(const FrameRecord& frame, std::string_view module) {
   if (!frame.symbol.empty()) return frame.symbol;
   if (frame.reason == UnknownReason::kTruncated) return "[truncated]";
-  if (std::string at = UnknownFrameLocation(frame); !at.empty()) return at;
-  const std::string base = BaseName(frame.module);
+  if (std::string at = UnknownFrameLocation(frame, module); !at.empty()) return at;
+  const std::string base = BaseName(module);
   if (base.empty()) return "[unknown]";
   if (IsPseudoName(base)) return base;
   return "[" + base + "]";
+}
+
+std::string FrameDisplayName(const FrameTable& frames, uint32_t id) {
+  const FrameRecord& frame = frames.at(id);
+  return FrameDisplayName(frame, frames.module_of(frame));
 }
 
 }  // namespace arcprof::model

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
 #include "model/profile.h"
 
@@ -18,11 +19,14 @@ namespace arcprof::model {
 //   4. an unnamed frame with a module: its base name      "[libc.so.6]", "[vdso]"
 //   5. nothing known                                      "[unknown]"
 // Never empty. Text is returned raw: a renderer escapes it for its format.
-std::string FrameDisplayName(const FrameRecord& frame);
+// `module` is the frame's module path (FrameTable::module_of).
+std::string FrameDisplayName(const FrameRecord& frame, std::string_view module);
+// Frame `id` of `frames`.
+std::string FrameDisplayName(const FrameTable& frames, uint32_t id);
 
 // Rule 3 alone: "[libfoo.so+0x1a2b]" (module base name, the instruction's file
 // vaddr that the capture keeps) for an unnamed native frame; "" for named
 // frames and unknown frames without a module or an offset.
-std::string UnknownFrameLocation(const FrameRecord& frame);
+std::string UnknownFrameLocation(const FrameRecord& frame, std::string_view module);
 
 }  // namespace arcprof::model

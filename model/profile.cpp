@@ -7,12 +7,26 @@
 namespace arcprof::model {
 
 size_t FrameRecordHash::operator()(const FrameRecord& f) const {
-  size_t h = std::hash<std::string>()(f.module);
+  size_t h = std::hash<uint32_t>()(f.module);
   h = h * 1000003u ^ std::hash<std::string>()(f.symbol);
   h = h * 1000003u ^ std::hash<uint64_t>()(f.address);
   h = h * 1000003u ^ (static_cast<size_t>(f.kind) << 8 | static_cast<size_t>(f.reason) << 1 |
                       static_cast<size_t>(f.inlined));
   return h;
+}
+
+FrameTable::FrameTable() { modules_.emplace_back(); }
+
+uint32_t FrameTable::InternModule(std::string_view path) {
+  if (path.empty()) return 0;
+  const size_t hash = std::hash<std::string_view>()(path);
+  for (auto [it, end] = module_index_.equal_range(hash); it != end; ++it) {
+    if (modules_[it->second] == path) return it->second;
+  }
+  const auto id = static_cast<uint32_t>(modules_.size());
+  modules_.emplace_back(path);
+  module_index_.emplace(hash, id);
+  return id;
 }
 
 uint32_t FrameTable::Intern(const FrameRecord& frame) {
@@ -22,6 +36,30 @@ uint32_t FrameTable::Intern(const FrameRecord& frame) {
   frames_.push_back(frame);
   index_.emplace(frame, id);
   return id;
+}
+
+uint32_t FrameTable::Intern(std::string_view module, FrameRecord frame) {
+  frame.module = InternModule(module);
+  return Intern(frame);
+}
+
+std::vector<uint32_t> FrameTable::ImportModules(const FrameTable& other) {
+  std::vector<uint32_t> map(other.module_count());
+  for (uint32_t m = 0; m < map.size(); ++m) map[m] = InternModule(other.module(m));
+  return map;
+}
+
+uint32_t FrameTable::Import(const FrameTable& other, uint32_t id, std::span<const uint32_t> module_map) {
+  FrameRecord frame = other.at(id);
+  frame.module = module_map[frame.module];
+  return Intern(frame);
+}
+
+FrameTable FrameTable::ModulesOnly() const {
+  FrameTable table;
+  table.modules_ = modules_;
+  table.module_index_ = module_index_;
+  return table;
 }
 
 CallTree::CallTree() { nodes_.push_back(Node{}); }
@@ -211,7 +249,7 @@ uint64_t Profile::total_samples() const {
 
 size_t Profile::RenameFrames(
     const std::function<std::optional<FrameRecord>(const FrameRecord&)>& rename) {
-  FrameTable renamed_table;
+  FrameTable renamed_table = frames.ModulesOnly();  // the records keep their module ids
   std::vector<uint32_t> remap(frames.size());
   size_t renamed = 0;
   for (uint32_t id = 0; id < frames.size(); ++id) {

@@ -22,7 +22,10 @@
 namespace arcprof::model {
 
 struct FrameRecord {
-  std::string module;   // path or pseudo name ("vmlinux", "[vdso]", "JITCODE", module name)
+  // The module: an id in the frame table's module table (FrameTable::module),
+  // path or pseudo name ("vmlinux", "[vdso]", "JITCODE", module name); 0 is "".
+  // One path is held once however many frames it has.
+  uint32_t module = 0;
   std::string symbol;   // demangled name, or "" when unknown
   uint64_t address = 0; // symbol start (module-relative for native, absolute for kernel/JIT)
   FrameKind kind = FrameKind::kUnknown;
@@ -38,10 +41,30 @@ struct FrameRecordHash {
   size_t operator()(const FrameRecord& f) const;
 };
 
+// The frames of a profile and the module paths they name, each held once.
 class FrameTable {
  public:
+  FrameTable();
+  // The id of module `path`, adding it when new; "" is 0.
+  uint32_t InternModule(std::string_view path);
+  const std::string& module(uint32_t id) const { return modules_[id]; }
+  size_t module_count() const { return modules_.size(); }
+  // The module path of `frame` (a frame of this table).
+  const std::string& module_of(const FrameRecord& frame) const { return modules_[frame.module]; }
+
   // Returns the id of an equal frame, adding it when new. Ids are dense from 0.
+  // frame.module is a module id of this table.
   uint32_t Intern(const FrameRecord& frame);
+  // The same for a frame naming its module by path.
+  uint32_t Intern(std::string_view module, FrameRecord frame);
+  // This table's id of every module of `other` (interned by path, once each).
+  std::vector<uint32_t> ImportModules(const FrameTable& other);
+  // Interns frame `id` of `other`, its module mapped through `module_map`
+  // (from ImportModules).
+  uint32_t Import(const FrameTable& other, uint32_t id, std::span<const uint32_t> module_map);
+  // A table with this one's modules (same ids) and no frames.
+  FrameTable ModulesOnly() const;
+
   const FrameRecord& at(uint32_t id) const { return frames_[id]; }
   size_t size() const { return frames_.size(); }
   const std::vector<FrameRecord>& all() const { return frames_; }
@@ -49,6 +72,9 @@ class FrameTable {
  private:
   std::vector<FrameRecord> frames_;
   std::unordered_map<FrameRecord, uint32_t, FrameRecordHash> index_;
+  std::vector<std::string> modules_;
+  // Hash of the path -> module id: the path itself is held only in modules_.
+  std::unordered_multimap<size_t, uint32_t> module_index_;
 };
 
 // One kind of value a call-tree node holds, like pprof's sample_type: a name

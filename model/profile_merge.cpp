@@ -73,9 +73,10 @@ void MergeProfile(Profile& into, const Profile& from) {
     into.meta.start_unix_ns = start;
     into.meta.end_monotonic_ns = into.meta.start_monotonic_ns + (end - start);
   }
+  const std::vector<uint32_t> modules = into.frames.ImportModules(from.frames);
   std::vector<uint32_t> frames(from.frames.size());
   for (size_t i = 0; i < frames.size(); ++i) {
-    frames[i] = into.frames.Intern(from.frames.at(static_cast<uint32_t>(i)));
+    frames[i] = into.frames.Import(from.frames, static_cast<uint32_t>(i), modules);
   }
   // Value types by name: the same type may have another index in `from`.
   std::vector<size_t> types(from.value_types.size());

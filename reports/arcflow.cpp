@@ -81,7 +81,7 @@ ArcflowModel ArcflowFromProfile(const Profile& profile, const ThreadFilter& filt
     }
     uint32_t& c = consumer_of_frame[frame];
     if (c == ArcflowModel::kNone) {
-      c = model.InternConsumer(FrameDisplayName(profile.frames.at(frame)), ConsumerKind::kFunction);
+      c = model.InternConsumer(FrameDisplayName(profile.frames, frame), ConsumerKind::kFunction);
     }
     return c;
   };

@@ -25,7 +25,7 @@ Result<Profile> ScopeProfile(const Profile& profile, const ExportOptions& option
     root_frame.resize(profile.frames.size());
     bool any = false;
     for (size_t f = 0; f < profile.frames.size(); ++f) {
-      const std::string name = FrameDisplayName(profile.frames.at(static_cast<uint32_t>(f)));
+      const std::string name = FrameDisplayName(profile.frames, static_cast<uint32_t>(f));
       root_frame[f] = name == options.root || regex.Matches(name);
       any = any || root_frame[f];
     }

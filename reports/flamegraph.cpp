@@ -237,7 +237,7 @@ FlameTree FlameTreeFromProfile(const Profile& profile, const ThreadFilter& filte
       uint32_t& label = label_of_frame[node.frame];
       if (label == FlameTree::kNone) {
         const FrameRecord& frame = profile.frames.at(node.frame);
-        label = tree.InternLabel(FrameDisplayName(frame), KindOfFrame(frame));
+        label = tree.InternLabel(FrameDisplayName(frame, profile.frames.module_of(frame)), KindOfFrame(frame));
       }
       mapped[i] = tree.ChildWithLabel(parent, label);
       tree.AddSelf(mapped[i], width[i]);

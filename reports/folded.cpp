@@ -36,8 +36,9 @@ std::string Sanitize(std::string name) {
 
 }  // namespace
 
-std::string FoldedFrameName(const FrameRecord& frame) {
-  std::string name = Sanitize(FrameDisplayName(frame));
+std::string FoldedFrameName(const FrameTable& frames, uint32_t id) {
+  const FrameRecord& frame = frames.at(id);
+  std::string name = Sanitize(FrameDisplayName(frame, frames.module_of(frame)));
   if (frame.inlined) return name + "_[i]";
   switch (frame.kind) {
     case FrameKind::kKernel: return name + "_[k]";
@@ -91,7 +92,7 @@ class FoldedTree {
         depth_[i] = depth_[parent] + 1;
         if (depth_[i] <= kMaxFoldedDepth) {
           int32_t& name = name_of_frame[nodes[i].frame];
-          if (name < 0) name = static_cast<int32_t>(Intern(FoldedFrameName(profile.frames.at(nodes[i].frame))));
+          if (name < 0) name = static_cast<int32_t>(Intern(FoldedFrameName(profile.frames, nodes[i].frame)));
           mapped_[i] = Child(mapped_[parent], static_cast<uint32_t>(name));
         } else if (depth_[i] == kMaxFoldedDepth + 1) {
           mapped_[i] = Child(mapped_[parent], Intern("[deeper frames cut]"));

@@ -16,7 +16,7 @@ namespace arcprof::reports {
 
 // The frame as a folded-stack element: model::FrameDisplayName with ';' -> ':'
 // and control characters -> '?', then the FlameGraph color suffix: "_[i]" inlined, "_[k]" kernel, "_[j]" JIT or interpreted.
-std::string FoldedFrameName(const model::FrameRecord& frame);
+std::string FoldedFrameName(const model::FrameTable& frames, uint32_t id);
 // The first element of every line: the process name, spaces -> '_'.
 std::string FoldedProcessName(const model::ThreadRecord& thread);
 // In a merge of several hosts (ThreadRecord::host) the host comes first, as

@@ -36,16 +36,17 @@ class StringTable {
 };
 
 // The name pprof shows: the frame's display name, as every view shows it.
-std::string FunctionName(const FrameRecord& frame) { return ValidUtf8(FrameDisplayName(frame)); }
+std::string FunctionName(const FrameTable& frames, uint32_t id) { return ValidUtf8(FrameDisplayName(frames, id)); }
 
 // Kernel frames share pprof's conventional kernel mapping name; JIT and
 // interpreted code and frames without a module have no mapping.
-std::string MappingName(const FrameRecord& frame) {
+std::string MappingName(const FrameTable& frames, const FrameRecord& frame) {
   if (frame.kind == FrameKind::kJit || frame.kind == FrameKind::kInterpreted) return "";
+  const std::string& module = frames.module_of(frame);
   if (frame.kind == FrameKind::kKernel) {
-    return frame.module == "vmlinux" || frame.module.empty() ? "[kernel.kallsyms]" : "[" + frame.module + "]";
+    return module == "vmlinux" || module.empty() ? "[kernel.kallsyms]" : "[" + module + "]";
   }
-  return frame.module;
+  return module;
 }
 
 class PprofBuilder {
@@ -93,7 +94,7 @@ class PprofBuilder {
   uint64_t FunctionId(uint32_t frame_id) {
     uint64_t& id = function_of_frame_[frame_id];
     if (id != 0) return id;
-    const std::string name = FunctionName(profile_.frames.at(frame_id));
+    const std::string name = FunctionName(profile_.frames, frame_id);
     auto [it, inserted] = function_by_name_.try_emplace(name, 0);
     if (inserted) {
       pb::Function* f = out_.add_function();
@@ -110,7 +111,7 @@ class PprofBuilder {
   uint64_t MappingId(uint32_t frame_id) {
     uint64_t& id = mapping_of_frame_[frame_id];
     if (id != kUnset) return id;
-    const std::string name = MappingName(profile_.frames.at(frame_id));
+    const std::string name = MappingName(profile_.frames, profile_.frames.at(frame_id));
     if (name.empty()) return id = 0;
     auto [it, inserted] = mapping_ranges_.try_emplace(name);
     if (inserted) {
@@ -139,7 +140,7 @@ class PprofBuilder {
     const uint64_t mapping = MappingId(physical);
     loc->set_mapping_id(mapping);
     if (mapping != 0) {
-      Range& range = mapping_ranges_[MappingName(frame)];
+      Range& range = mapping_ranges_[MappingName(profile_.frames, frame)];
       range.low = std::min(range.low, frame.address);
       range.high = std::max(range.high, frame.address);
       range.inlined = range.inlined || frames.size() > 1;
@@ -234,8 +235,8 @@ std::string EncodePprof(const Profile& profile, const ThreadFilter& filter,
         const uint64_t samples = tree.value(i, kSamplesValue);
         if (samples == 0 || node.frame >= profile.frames.size()) continue;
         const FrameRecord& frame = profile.frames.at(node.frame);
-        if (frame.kind != FrameKind::kNative || frame.module.empty()) continue;
-        auto& entry = leaf_samples[frame.module];
+        if (frame.kind != FrameKind::kNative || frame.module == 0) continue;
+        auto& entry = leaf_samples[profile.frames.module_of(frame)];
         entry.first += samples;
         entry.second = node.frame;
       }

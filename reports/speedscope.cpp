@@ -32,18 +32,19 @@ bool StackOf(const std::vector<CallTree::Node>& nodes, size_t leaf, size_t frame
 void WriteSpeedscope(const Profile& profile, const ThreadFilter& filter, std::ostream& out,
                      const Metric& metric) {
   std::vector<int64_t> frame_index(profile.frames.size(), -1);
-  // Frames are keyed by index in speedscope, so equal (name, file) pairs share one.
-  std::map<std::pair<std::string, std::string>, int64_t> shared;
+  // Frames are keyed by index in speedscope, so equal (name, file) pairs share
+  // one; the file is keyed by its module id.
+  std::map<std::pair<std::string, uint32_t>, int64_t> shared;
   Json frames = Json::array();
   auto index_of = [&](uint32_t frame_id) {
     int64_t& index = frame_index[frame_id];
     if (index >= 0) return index;
     const FrameRecord& frame = profile.frames.at(frame_id);
-    std::pair<std::string, std::string> key{FrameDisplayName(frame), frame.module};
+    std::pair<std::string, uint32_t> key{FrameDisplayName(profile.frames, frame_id), frame.module};
     auto [it, inserted] = shared.try_emplace(key, static_cast<int64_t>(shared.size()));
     if (inserted) {
       Json item = {{"name", key.first}};
-      if (!key.second.empty()) item["file"] = key.second;
+      if (frame.module != 0) item["file"] = profile.frames.module(frame.module);
       frames.push_back(std::move(item));
     }
     index = it->second;

@@ -34,26 +34,30 @@ std::string BaseName(const std::string& path) {
   return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
-std::string ModuleDisplay(const FrameRecord* frame) {
-  if (frame == nullptr || frame->module.empty()) return "[unknown]";
-  return frame->module;
+struct Leaf {
+  const ThreadRecord* thread;
+  const FrameRecord* frame;  // nullptr for ticks on the thread itself (an empty stack)
+  const std::string* module;  // the frame's module path; nullptr with frame
+  uint64_t ticks;
+};
+
+std::string ModuleDisplay(const Leaf& leaf) {
+  if (leaf.module == nullptr || leaf.module->empty()) return "[unknown]";
+  return *leaf.module;
 }
 
-std::string SymbolDisplay(const FrameRecord* frame) {
-  if (frame == nullptr) return "[no frames]";
-  return FrameDisplayName(*frame);
+// The module as a row key: its id (0, "", for no frame), not a copy of its path.
+std::string ModuleKey(const Leaf& leaf) { return std::to_string(leaf.frame ? leaf.frame->module : 0); }
+
+std::string SymbolDisplay(const Leaf& leaf) {
+  if (leaf.frame == nullptr) return "[no frames]";
+  return FrameDisplayName(*leaf.frame, *leaf.module);
 }
 
 // A row while it is being built: children keyed by identity, not by display.
 struct BuildRow {
   TprofRow row;
   std::map<std::string, std::unique_ptr<BuildRow>> children;
-};
-
-struct Leaf {
-  const ThreadRecord* thread;
-  const FrameRecord* frame;  // nullptr for ticks on the thread itself (an empty stack)
-  uint64_t ticks;
 };
 
 void FillRow(TprofRow& row, TprofLevel level, const Leaf& leaf, bool module_above) {
@@ -74,13 +78,13 @@ void FillRow(TprofRow& row, TprofLevel level, const Leaf& leaf, bool module_abov
                  "_" + std::to_string(leaf.thread->tid);
       break;
     case TprofLevel::kModule:
-      row.module = ModuleDisplay(leaf.frame);
+      row.module = ModuleDisplay(leaf);
       row.name = row.module;
       break;
     case TprofLevel::kSymbol:
-      row.module = ModuleDisplay(leaf.frame);
+      row.module = ModuleDisplay(leaf);
       row.symbol = leaf.frame ? leaf.frame->symbol : "";
-      row.name = SymbolDisplay(leaf.frame);
+      row.name = SymbolDisplay(leaf);
       // Without a MOD level above, "main" of two programs must stay apart and
       // say where it comes from.
       if (!module_above) row.name += " (" + BaseName(row.module) + ")";
@@ -97,9 +101,9 @@ std::string RowKey(TprofLevel level, const Leaf& leaf) {
     case TprofLevel::kTid:
       return leaf.thread->host + '\0' + std::to_string(leaf.thread->pid) + "/" + std::to_string(leaf.thread->tid);
     case TprofLevel::kModule:
-      return ModuleDisplay(leaf.frame);
+      return ModuleKey(leaf);
     case TprofLevel::kSymbol:
-      return ModuleDisplay(leaf.frame) + '\0' + SymbolDisplay(leaf.frame);
+      return ModuleKey(leaf) + '\0' + SymbolDisplay(leaf);
   }
   return {};
 }
@@ -352,7 +356,7 @@ TprofReport BuildTprof(const Profile& profile, const TprofOptions& options) {
     }
     for (const auto& [frame_id, ticks] : ticks_by_leaf) {
       const FrameRecord* frame = frame_id == CallTree::kNoFrame ? nullptr : &frames.at(frame_id);
-      const Leaf leaf{&thread, frame, ticks};
+      const Leaf leaf{&thread, frame, frame ? &frames.module_of(*frame) : nullptr, ticks};
       report.selected_samples += ticks;
       CountUnknown(report.unknown_leaf_ticks, frame, ticks);
 

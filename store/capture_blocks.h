@@ -51,7 +51,7 @@ struct BlockFrame {
 std::vector<std::string> EncodeFrameBlocks(const std::vector<BlockFrame>& frames);
 
 // Decodes one raw frame block, appending its frames to `out` with module ids
-// in `modules` (checked < module_count); FrameRecord::module is left empty.
+// in `modules` (checked < module_count); FrameRecord::module is left 0 (the caller maps the file module id).
 Result<void> DecodeFrameBlock(std::string_view raw, size_t module_count,
                               std::vector<std::pair<uint32_t, model::FrameRecord>>& out);
 

@@ -259,17 +259,22 @@ Result<void> FillFramesAndNodes1(Writer& w, const Profile& profile, const Captur
       "INSERT INTO frames (id, module_id, symbol, address, kind, reason, inlined) "
       "VALUES (?, ?, ?, ?, ?, ?, ?)");
   if (!frame) return frame.error();
-  std::unordered_map<std::string, int64_t> module_ids;
+  // Profile module id -> file module id (-1: not written yet); only modules
+  // some frame names are written.
+  std::vector<int64_t> module_ids(profile.frames.module_count(), -1);
+  int64_t next_module = 0;
   const auto& frames = profile.frames.all();
   for (size_t i = 0; i < frames.size(); ++i) {
     const FrameRecord& f = frames[i];
-    auto [it, inserted] = module_ids.try_emplace(f.module, static_cast<int64_t>(module_ids.size()));
-    if (inserted) {
-      auto build_id = profile.build_ids.find(f.module);
+    int64_t& file_module = module_ids[f.module];
+    if (file_module < 0) {
+      file_module = next_module++;
+      const std::string& path = profile.frames.module(f.module);
+      auto build_id = profile.build_ids.find(path);
       const std::string id = build_id == profile.build_ids.end() ? "" : build_id->second;
-      if (auto r = w.Insert(*module, it->second, f.module, id); !r) return r;
+      if (auto r = w.Insert(*module, file_module, path, id); !r) return r;
     }
-    if (auto r = w.Insert(*frame, static_cast<int64_t>(i), it->second, f.symbol,
+    if (auto r = w.Insert(*frame, static_cast<int64_t>(i), file_module, f.symbol,
                           ToSql(f.address), int64_t{static_cast<uint8_t>(f.kind)},
                           int64_t{static_cast<uint8_t>(f.reason)}, int64_t{f.inlined ? 1 : 0});
         !r) {
@@ -336,25 +341,32 @@ Result<void> FillBlocks(Writer& w, const Profile& profile, const CaptureOf& capt
   std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
     const FrameRecord& x = frames[a];
     const FrameRecord& y = frames[b];
-    return std::tie(x.module, x.address, x.symbol, x.kind, x.reason, x.inlined) <
-           std::tie(y.module, y.address, y.symbol, y.kind, y.reason, y.inlined);
+    const std::string& x_module = profile.frames.module_of(x);
+    const std::string& y_module = profile.frames.module_of(y);
+    return std::tie(x_module, x.address, x.symbol, x.kind, x.reason, x.inlined) <
+           std::tie(y_module, y.address, y.symbol, y.kind, y.reason, y.inlined);
   });
   auto module = w.Prepare("INSERT INTO modules (id, path, build_id) VALUES (?, ?, ?)");
   if (!module) return module.error();
-  std::unordered_map<std::string, uint32_t> module_ids;
+  // Profile module id -> file module id (kNone: not written yet).
+  constexpr uint32_t kNone = 0xffffffffu;
+  std::vector<uint32_t> module_ids(profile.frames.module_count(), kNone);
+  uint32_t next_module = 0;
   std::vector<uint32_t> file_frame(frames.size());
   std::vector<BlockFrame> block_frames;
   block_frames.reserve(frames.size());
   for (uint32_t id : order) {
     const FrameRecord& f = frames[id];
-    auto [it, inserted] = module_ids.try_emplace(f.module, static_cast<uint32_t>(module_ids.size()));
-    if (inserted) {
-      auto build_id = profile.build_ids.find(f.module);
+    uint32_t& file_module = module_ids[f.module];
+    if (file_module == kNone) {
+      file_module = next_module++;
+      const std::string& path = profile.frames.module(f.module);
+      auto build_id = profile.build_ids.find(path);
       const std::string bid = build_id == profile.build_ids.end() ? "" : build_id->second;
-      if (auto r = w.Insert(*module, int64_t{it->second}, f.module, bid); !r) return r;
+      if (auto r = w.Insert(*module, int64_t{file_module}, path, bid); !r) return r;
     }
     file_frame[id] = static_cast<uint32_t>(block_frames.size());
-    block_frames.push_back(BlockFrame{it->second, &f});
+    block_frames.push_back(BlockFrame{file_module, &f});
   }
   auto frame_block = w.Prepare("INSERT INTO frame_blocks (id, raw_bytes, data) VALUES (?, ?, ?)");
   if (!frame_block) return frame_block.error();
@@ -832,7 +844,7 @@ class Reader {
   }
 
   Result<Profile> ReadAll();
-  Result<void> ReadFrameBlocks(const std::vector<std::string>& modules, Profile& profile,
+  Result<void> ReadFrameBlocks(const std::vector<uint32_t>& modules, Profile& profile,
                                std::vector<uint32_t>& frame_ids);
   Result<void> ReadTreeBlocks(const std::unordered_map<int64_t, bool>& windows,
                               const std::vector<uint32_t>& thread_ids, const std::vector<uint32_t>& frame_ids,
@@ -869,7 +881,7 @@ bool ParseUnsigned(const std::string& text, uint64_t& out) {
 
 // Schema 2 frames: blocks in id order (dense from 0), each a run of frames
 // whose file ids follow on from the previous block's.
-Result<void> Reader::ReadFrameBlocks(const std::vector<std::string>& modules, Profile& profile,
+Result<void> Reader::ReadFrameBlocks(const std::vector<uint32_t>& modules, Profile& profile,
                                      std::vector<uint32_t>& frame_ids) {
   int64_t next_block = 0;
   std::vector<std::pair<uint32_t, FrameRecord>> decoded;
@@ -893,7 +905,7 @@ Result<void> Reader::ReadFrameBlocks(const std::vector<std::string>& modules, Pr
         }
         for (auto& [module, frame] : decoded) {
           if (frame_ids.size() >= CallTree::kNoFrame) return Corrupt("too many frames");
-          if (auto r = Spend(sizeof(FrameRecord) + modules[module].size() + frame.symbol.size()); !r) return r;
+          if (auto r = Spend(sizeof(FrameRecord) + frame.symbol.size()); !r) return r;
           frame.module = modules[module];
           frame.symbol = EscapeControl(frame.symbol);
           frame_ids.push_back(profile.frames.Intern(frame));
@@ -1090,7 +1102,8 @@ Result<Profile> Reader::ReadAll() {
   }
 
   // Modules and frames: ids dense from 0, so a vector maps file ids to ours.
-  std::vector<std::string> modules;
+  // Each path is held once, in the profile's module table.
+  std::vector<uint32_t> modules;
   if (auto r = ForEachRow("SELECT id, path, build_id FROM modules ORDER BY id", 0b110, 0,
                           [&](sqlite3_stmt* s) -> Result<void> {
                             if (sqlite3_column_int64(s, 0) != static_cast<int64_t>(modules.size())) {
@@ -1102,9 +1115,10 @@ Result<Profile> Reader::ReadAll() {
                                              " has a path or build id longer than a file system allows");
                             }
                             if (auto r = Spend(static_cast<uint64_t>(sqlite3_column_bytes(s, 1)) + 64); !r) return r;
-                            modules.push_back(ColumnText(s, 1));
+                            const std::string path = ColumnText(s, 1);
+                            modules.push_back(profile.frames.InternModule(path));
                             std::string build_id = ColumnText(s, 2);
-                            if (!build_id.empty()) profile.build_ids[modules.back()] = build_id;
+                            if (!build_id.empty()) profile.build_ids[path] = build_id;
                             return {};
                           });
       !r) {
@@ -1139,9 +1153,8 @@ Result<Profile> Reader::ReadAll() {
                                std::to_string(sqlite3_column_bytes(s, 2)) + " bytes (at most " +
                                std::to_string(kMaxSymbolBytes) + ")");
               }
-              // Each frame holds its own copy of the module path (bounded above).
-              if (auto r = Spend(sizeof(FrameRecord) + modules[static_cast<size_t>(module)].size() +
-                                 static_cast<uint64_t>(sqlite3_column_bytes(s, 2)));
+              // The module path is held once, in the module table (spent above).
+              if (auto r = Spend(sizeof(FrameRecord) + static_cast<uint64_t>(sqlite3_column_bytes(s, 2)));
                   !r) {
                 return r;
               }

@@ -138,7 +138,7 @@ TEST_F(Debuginfod, StrippedProgramNamedThroughLocalServer) {
   for (const FrameRecord& f : p.frames.all()) {
     // A frame without a file address (a sample caught while the mapping was
     // being set up) cannot be looked up by anyone; every located one must be named.
-    if (f.module == stripped_ && f.address != 0) EXPECT_FALSE(f.symbol.empty()) << "0x" << std::hex << f.address;
+    if (p.frames.module_of(f) == stripped_ && f.address != 0) EXPECT_FALSE(f.symbol.empty()) << "0x" << std::hex << f.address;
   }
   // The file is in the client's cache now.
   EXPECT_TRUE(std::filesystem::exists(tmp_.path("cache/" + build_id_ + "/debuginfo")));
@@ -154,7 +154,7 @@ TEST_F(Debuginfod, ReportAndExportNameACaptureLater) {
   EXPECT_EQ(err.find("from debuginfod"), std::string::npos) << err;
   bool unnamed = false;
   for (const FrameRecord& f : p.frames.all()) {
-    unnamed = unnamed || (f.module == stripped_ && f.symbol.empty() && f.address != 0);
+    unnamed = unnamed || (p.frames.module_of(f) == stripped_ && f.symbol.empty() && f.address != 0);
   }
   ASSERT_TRUE(unnamed) << "the capture has no unnamed frame of the stripped program";
   ASSERT_NO_FATAL_FAILURE(StartServer());
@@ -196,7 +196,7 @@ TEST_F(Debuginfod, UnreachableServerLeavesOffsetsAndDoesNotStall) {
   // Unknown frames keep their module and where they are.
   bool offsets = false;
   for (const FrameRecord& f : p.frames.all()) {
-    if (f.module == stripped_ && f.symbol.empty()) offsets = offsets || f.address != 0;
+    if (p.frames.module_of(f) == stripped_ && f.symbol.empty()) offsets = offsets || f.address != 0;
   }
   EXPECT_TRUE(offsets) << "stripped frames stored without their offsets";
   // Reports show them as module+offset, under their module in tprof.

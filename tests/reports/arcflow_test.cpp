@@ -394,7 +394,7 @@ Profile GroundTruthProfile() {
   profile.meta.frequency_hz = 1000;
   auto frame = [&](const char* name) {
     FrameRecord f;
-    f.module = "/usr/bin/groundtruth";
+    f.module = profile.frames.InternModule("/usr/bin/groundtruth");
     f.symbol = name;
     f.kind = FrameKind::kNative;
     return profile.frames.Intern(f);
@@ -484,12 +484,12 @@ TEST(ArcflowProfile, ThreadsFiltersAndMerge) {
 TEST(ArcflowProfile, UnknownFramesAndSameNamesMerge) {
   Profile profile;
   FrameRecord a1;
-  a1.module = "/lib/a.so";
+  a1.module = profile.frames.InternModule("/lib/a.so");
   a1.symbol = "dup";
   FrameRecord a2 = a1;
   a2.address = 0x40;  // another frame record, same function name
   FrameRecord stripped;
-  stripped.module = "/usr/bin/stripped";
+  stripped.module = profile.frames.InternModule("/usr/bin/stripped");
   stripped.reason = UnknownReason::kStripped;
   const uint32_t f1 = profile.frames.Intern(a1), f2 = profile.frames.Intern(a2),
                  fs = profile.frames.Intern(stripped);
@@ -764,7 +764,7 @@ TEST(ArcflowGolden, GroundTruthMergedThreads) {
   const uint32_t t = profile.ThreadIndex(4242, 4243);
   profile.threads[t].comm = "helper";
   FrameRecord outer;
-  outer.module = "/usr/bin/groundtruth";
+  outer.module = profile.frames.InternModule("/usr/bin/groundtruth");
   outer.symbol = "outer";
   outer.kind = FrameKind::kNative;
   FrameRecord main = outer;

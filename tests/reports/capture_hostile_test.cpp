@@ -13,6 +13,7 @@
 
 #include "store/capture_blocks.h"
 #include "store/capture_store.h"
+#include "model/profile_merge.h"
 #include "tests/reports/test_profiles.h"
 
 #include "tests/layer_names.h"
@@ -371,6 +372,66 @@ TEST(HostileCapture, ControlCharactersInNamesAreEscaped) {
   ASSERT_TRUE(read.ok()) << read.error().message;
   EXPECT_EQ(read->threads[0].comm, "evil\\x1b]0;owned\\x07\\x0aforged line");
   EXPECT_EQ(read->threads[0].process_comm, "p\\x9b2J");
+}
+
+// One module path under many frames: a red-team capture had a 1 MiB path under
+// 12,000 frames and reached 9.7 GB, each frame holding a copy. Frames name
+// their module by id now, so the path is held once by the model, by a merge
+// and by the writer, and the reader holds it once: 150,000 frames under the
+// longest path a capture may hold (4 KiB) read into well under the 600 MB
+// that a copy per frame took.
+Profile OneModuleProfile(size_t path_bytes, int frames) {
+  Profile p;
+  p.meta.frequency_hz = 999;
+  const uint32_t module = p.frames.InternModule("/" + std::string(path_bytes - 1, 'm'));
+  const uint32_t t = p.ThreadIndex(1, 1);
+  for (int i = 0; i < frames; ++i) {
+    FrameRecord f;
+    f.module = module;
+    f.symbol = "f" + std::to_string(i);
+    f.kind = FrameKind::kNative;
+    f.address = static_cast<uint64_t>(i) * 16;
+    const uint32_t stack[] = {p.frames.Intern(f)};
+    p.threads[t].tree.AddStack(stack, 1);
+  }
+  return p;
+}
+
+TEST(HostileCapture, OneLongModulePathIsHeldOnce) {
+  const Profile big = OneModuleProfile(1 << 20, 12000);
+  ASSERT_EQ(big.frames.size(), 12000u);
+  EXPECT_EQ(big.frames.module_count(), 2u);  // "" and the path
+  for (const FrameRecord& f : big.frames.all()) ASSERT_EQ(f.module, 1u);
+  Profile merged;
+  MergeProfile(merged, big);
+  MergeProfile(merged, big);
+  EXPECT_EQ(merged.frames.module_count(), 2u);
+  TempDir dir;
+  const std::string long_path = dir.File("long-path.db");
+  ASSERT_TRUE(WriteCapture(long_path, big).ok());
+  struct stat st {};
+  ASSERT_EQ(::stat(long_path.c_str(), &st), 0);
+  EXPECT_LT(st.st_size, 4 << 20);  // the path written once
+  // Longer than any file system path: refused in one line.
+  EXPECT_NE(Rejected(long_path).find("path"), std::string::npos);
+
+  const std::string many = dir.File("many-frames.db");
+  ASSERT_TRUE(WriteCapture(many, OneModuleProfile(4096, 150000)).ok());
+  auto resident_mb = [] {
+    std::ifstream statm("/proc/self/statm");
+    uint64_t size = 0, resident = 0;
+    statm >> size >> resident;
+    return static_cast<double>(resident * static_cast<uint64_t>(::sysconf(_SC_PAGESIZE))) / 1e6;
+  };
+  const double before = resident_mb();
+  auto read = ReadCapture(many);
+  ASSERT_TRUE(read.ok()) << read.error().message;
+  const double grown = resident_mb() - before;
+  EXPECT_EQ(read->frames.size(), 150000u);
+  EXPECT_EQ(read->frames.module_count(), 2u);
+  EXPECT_EQ(read->frames.module(1).size(), 4096u);
+  EXPECT_EQ(read->total_samples(), 150000u);
+  EXPECT_LT(grown, 250.0) << "reading grew the resident set by " << grown << " MB";
 }
 
 // The integrity error names the damage, not SQLite's heading.

@@ -58,7 +58,7 @@ std::map<std::vector<std::string>, std::tuple<uint64_t, uint64_t, uint64_t>> Tre
     if (i > 0) {
       const FrameRecord& f = p.frames.at(nodes[i].frame);
       paths[i] = paths[nodes[i].parent];
-      paths[i].push_back(f.module + "|" + f.symbol + "|" + std::to_string(f.address) + "|" +
+      paths[i].push_back(p.frames.module_of(f) + "|" + f.symbol + "|" + std::to_string(f.address) + "|" +
                          std::to_string(static_cast<int>(f.kind)) + "|" +
                          std::to_string(static_cast<int>(f.reason)) + "|" + (f.inlined ? "i" : ""));
     }
@@ -89,7 +89,7 @@ void ExpectSameProfile(const Profile& a, const Profile& b) {
   auto sorted_frames = [](const Profile& p) {
     std::vector<std::tuple<std::string, uint64_t, std::string, int, int, bool>> out;
     for (const FrameRecord& f : p.frames.all()) {
-      out.emplace_back(f.module, f.address, f.symbol, static_cast<int>(f.kind), static_cast<int>(f.reason), f.inlined);
+      out.emplace_back(p.frames.module_of(f), f.address, f.symbol, static_cast<int>(f.kind), static_cast<int>(f.reason), f.inlined);
     }
     std::sort(out.begin(), out.end());
     return out;

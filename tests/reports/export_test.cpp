@@ -442,7 +442,7 @@ TEST(Speedscope, OneSampledProfilePerThread) {
 TEST(Speedscope, HostileNamesStayValidJson) {
   Profile profile = SampleProfile();
   FrameRecord frame;
-  frame.module = "/tmp/perf-77.map\xfe";
+  frame.module = profile.frames.InternModule("/tmp/perf-77.map\xfe");
   frame.symbol = "evil\xff\x1b[2J\xc0\xaf";
   frame.kind = FrameKind::kJit;
   const uint32_t id = profile.frames.Intern(frame);
@@ -557,7 +557,7 @@ TEST(FrameDisplayName, EveryViewAndExportShowsTheSameName) {
   auto frame = [&](std::string module, std::string symbol, FrameKind kind, uint64_t address,
                    UnknownReason reason) {
     FrameRecord f;
-    f.module = std::move(module);
+    f.module = profile.frames.InternModule(module);
     f.symbol = std::move(symbol);
     f.kind = kind;
     f.address = address;
@@ -578,7 +578,7 @@ TEST(FrameDisplayName, EveryViewAndExportShowsTheSameName) {
   profile.threads[t].comm = profile.threads[t].process_comm = "app";
   uint64_t count = 1;
   for (const auto& [id, name] : expected) {
-    EXPECT_EQ(FrameDisplayName(profile.frames.at(id)), name);
+    EXPECT_EQ(FrameDisplayName(profile.frames, id), name);
     const uint32_t stack[] = {main_f, id};
     profile.threads[t].tree.AddStack(stack, count++);
   }

@@ -15,42 +15,50 @@ namespace {
 using testing::ExpectGolden;
 using testing::SampleProfile;
 
+// The frames of these name tests, with their modules.
+FrameTable& Table() {
+  static FrameTable table;
+  return table;
+}
+
 FrameRecord Named(std::string module, std::string symbol, FrameKind kind) {
   FrameRecord f;
-  f.module = std::move(module);
+  f.module = Table().InternModule(module);
   f.symbol = std::move(symbol);
   f.kind = kind;
   return f;
 }
 
+std::string Folded(const FrameRecord& f) { return FoldedFrameName(Table(), Table().Intern(f)); }
+
 TEST(FoldedNames, SuffixesFollowFlameGraphConventions) {
-  EXPECT_EQ(FoldedFrameName(Named("vmlinux", "do_syscall_64", FrameKind::kKernel)), "do_syscall_64_[k]");
-  EXPECT_EQ(FoldedFrameName(Named("JITCODE", "Lcom/A;.run()V", FrameKind::kJit)), "Lcom/A:.run()V_[j]");
-  EXPECT_EQ(FoldedFrameName(Named("python", "py::f:/x.py", FrameKind::kInterpreted)), "py::f:/x.py_[j]");
-  EXPECT_EQ(FoldedFrameName(Named("/bin/x", "main", FrameKind::kNative)), "main");
+  EXPECT_EQ(Folded(Named("vmlinux", "do_syscall_64", FrameKind::kKernel)), "do_syscall_64_[k]");
+  EXPECT_EQ(Folded(Named("JITCODE", "Lcom/A;.run()V", FrameKind::kJit)), "Lcom/A:.run()V_[j]");
+  EXPECT_EQ(Folded(Named("python", "py::f:/x.py", FrameKind::kInterpreted)), "py::f:/x.py_[j]");
+  EXPECT_EQ(Folded(Named("/bin/x", "main", FrameKind::kNative)), "main");
   FrameRecord inlined = Named("/bin/x", "helper", FrameKind::kNative);
   inlined.inlined = true;
-  EXPECT_EQ(FoldedFrameName(inlined), "helper_[i]");
+  EXPECT_EQ(Folded(inlined), "helper_[i]");
 }
 
 TEST(FoldedNames, UnknownFramesShowTheirModule) {
   FrameRecord f = Named("/usr/lib/libz.so.1", "", FrameKind::kNative);
   f.reason = UnknownReason::kStripped;
-  EXPECT_EQ(FoldedFrameName(f), "[libz.so.1]");
+  EXPECT_EQ(Folded(f), "[libz.so.1]");
   f.address = 0x1a2b;  // captures keep where an unnamed instruction is
-  EXPECT_EQ(FoldedFrameName(f), "[libz.so.1+0x1a2b]");
-  EXPECT_EQ(FoldedFrameName(Named("[vdso]", "", FrameKind::kNative)), "[vdso]");
-  EXPECT_EQ(FoldedFrameName(Named("", "", FrameKind::kUnknown)), "[unknown]");
-  EXPECT_EQ(FoldedFrameName(Named("vmlinux", "", FrameKind::kKernel)), "[vmlinux]_[k]");
+  EXPECT_EQ(Folded(f), "[libz.so.1+0x1a2b]");
+  EXPECT_EQ(Folded(Named("[vdso]", "", FrameKind::kNative)), "[vdso]");
+  EXPECT_EQ(Folded(Named("", "", FrameKind::kUnknown)), "[unknown]");
+  EXPECT_EQ(Folded(Named("vmlinux", "", FrameKind::kKernel)), "[vmlinux]_[k]");
   FrameRecord marker = Named("", "", FrameKind::kUnknown);
   marker.reason = UnknownReason::kTruncated;
-  EXPECT_EQ(FoldedFrameName(marker), "[truncated]");
+  EXPECT_EQ(Folded(marker), "[truncated]");
 }
 
 TEST(FoldedNames, NamesCannotBreakTheLineFormat) {
-  EXPECT_EQ(FoldedFrameName(Named("/x", "a;b;c", FrameKind::kNative)), "a:b:c");
-  EXPECT_EQ(FoldedFrameName(Named("/x", "evil\nname 12", FrameKind::kNative)), "evil?name_12");
-  EXPECT_EQ(FoldedFrameName(Named("/x", "tab\there", FrameKind::kNative)), "tab?here");
+  EXPECT_EQ(Folded(Named("/x", "a;b;c", FrameKind::kNative)), "a:b:c");
+  EXPECT_EQ(Folded(Named("/x", "evil\nname 12", FrameKind::kNative)), "evil?name_12");
+  EXPECT_EQ(Folded(Named("/x", "tab\there", FrameKind::kNative)), "tab?here");
   ThreadRecord thread;
   thread.process_comm = "busy loop;x";
   EXPECT_EQ(FoldedProcessName(thread), "busy_loop:x");

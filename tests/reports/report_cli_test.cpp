@@ -74,7 +74,7 @@ TEST_F(ReportCli, ReportDefaultsToTprofByPidTidModSym) {
 TEST_F(ReportCli, NoParamsDropsCxxParameterLists) {
   Profile p = SampleProfile();
   FrameRecord f;
-  f.module = "/usr/bin/busy";
+  f.module = p.frames.InternModule("/usr/bin/busy");
   f.symbol = "ns::Worker::step(std::vector<int, std::allocator<int> > const&) const";
   f.kind = FrameKind::kNative;
   f.address = 0x1300;

@@ -34,7 +34,7 @@ TEST(DropParams, RenamesNativeFramesOnly) {
   Profile p;
   auto frame = [&](const std::string& symbol, FrameKind kind, uint64_t address) {
     FrameRecord f;
-    f.module = "/usr/bin/app";
+    f.module = p.frames.InternModule("/usr/bin/app");
     f.symbol = symbol;
     f.kind = kind;
     f.address = address;

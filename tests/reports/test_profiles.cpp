@@ -14,7 +14,7 @@ uint32_t Frame(Profile& p, std::string module, std::string symbol, FrameKind kin
                UnknownReason reason = UnknownReason::kNone, bool inlined = false,
                uint64_t address = 0) {
   FrameRecord f;
-  f.module = std::move(module);
+  f.module = p.frames.InternModule(module);
   f.symbol = std::move(symbol);
   f.kind = kind;
   f.reason = reason;

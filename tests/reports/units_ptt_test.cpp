@@ -14,7 +14,7 @@ Profile TwoThreads() {
   Profile p;
   p.meta.frequency_hz = 1000;  // 1 ms per sample by the interval
   FrameRecord f;
-  f.module = "/bin/prog";
+  f.module = p.frames.InternModule("/bin/prog");
   f.kind = FrameKind::kNative;
   f.symbol = "busy";
   const uint32_t busy = p.frames.Intern(f);
