@@ -172,7 +172,7 @@ TEST(CaptureStore, AnyDeclaredValueTypeRoundTripsAndIsAMetric) {
   other.DeclareValue(ValueType{"offcpu", "nanoseconds"});
   other.DeclareValue(ValueType{"cycles", "count"});
   const uint32_t leaf = other.threads[other.ThreadIndex(1, 1)].tree.AddStack(
-      std::vector<uint32_t>{other.frames.Intern(FrameRecord{"m", "f", 0, FrameKind::kNative})}, 1);
+      std::vector<uint32_t>{other.frames.Intern("m", FrameRecord{0, "f", 0, FrameKind::kNative})}, 1);
   other.threads[0].tree.Add(leaf, 0, 2, 7);
   Profile merged = *read;
   MergeProfile(merged, other);

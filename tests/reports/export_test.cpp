@@ -477,7 +477,7 @@ TEST(Speedscope, HostileNamesStayValidJson) {
 Profile MetricProfile() {
   Profile p;
   p.meta.frequency_hz = 1000;
-  auto frame = [&](const char* name) { return p.frames.Intern(FrameRecord{"/bin/app", name, 0, FrameKind::kNative}); };
+  auto frame = [&](const char* name) { return p.frames.Intern("/bin/app", FrameRecord{0, name, 0, FrameKind::kNative}); };
   const uint32_t main_f = frame("main"), work = frame("work"), wait = frame("wait"), other = frame("other");
   const size_t offcpu = p.DeclareValue(ValueType{"offcpu", "nanoseconds"});
   ThreadRecord& a = p.threads[p.ThreadIndex(10, 10)];
