@@ -33,15 +33,7 @@ void MergePtt(PttData& into, const PttData& from) {
       into.threads.push_back(t);
       continue;
     }
-    PttThread& d = into.threads[it->second];
-    d.cpu_ns += t.cpu_ns;
-    d.hardirq_ns += t.hardirq_ns;
-    d.softirq_ns += t.softirq_ns;
-    d.dispatches += t.dispatches;
-    d.interrupts += t.interrupts;
-    if (!t.comm.empty()) d.comm = t.comm;
-    if (d.events.size() < t.events.size()) d.events.resize(t.events.size());
-    for (size_t e = 0; e < t.events.size(); ++e) d.events[e] += t.events[e];
+    into.threads[it->second].Add(t);
   }
   into.intervals.insert(into.intervals.end(), from.intervals.begin(), from.intervals.end());
   std::map<std::tuple<uint32_t, uint8_t, uint32_t>, size_t> vectors;

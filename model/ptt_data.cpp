@@ -18,4 +18,15 @@ std::string SysVecName(uint32_t vector) {
   return "sysvec " + std::to_string(vector);
 }
 
+void PttThread::Add(const PttThread& other) {
+  cpu_ns += other.cpu_ns;
+  hardirq_ns += other.hardirq_ns;
+  softirq_ns += other.softirq_ns;
+  dispatches += other.dispatches;
+  interrupts += other.interrupts;
+  if (events.size() < other.events.size()) events.resize(other.events.size());
+  for (size_t e = 0; e < other.events.size(); ++e) events[e] += other.events[e];
+  if (!other.comm.empty()) comm = other.comm;
+}
+
 }  // namespace arcprof::model

@@ -35,6 +35,9 @@ struct PttThread {
   std::vector<uint64_t> events;
 
   uint64_t interrupt_ns() const { return hardirq_ns + softirq_ns; }
+  // Sums another record of the same thread (another window or capture) into
+  // this one; the later non-empty name wins.
+  void Add(const PttThread& other);
   bool operator==(const PttThread&) const = default;
 };
 

@@ -369,14 +369,7 @@ Result<void> ReadPttTables(SqlDb& sql, const std::string& path, int schema_versi
       ptt.threads.push_back(std::move(t));
       return;
     }
-    PttThread& into = ptt.threads[it->second];
-    into.cpu_ns += t.cpu_ns;
-    into.hardirq_ns += t.hardirq_ns;
-    into.softirq_ns += t.softirq_ns;
-    into.dispatches += t.dispatches;
-    into.interrupts += t.interrupts;
-    for (size_t i = 0; i < into.events.size(); ++i) into.events[i] += t.events[i];
-    if (!t.comm.empty()) into.comm = t.comm;
+    ptt.threads[it->second].Add(t);
   };
   if (schema_version >= 3) {
     // Every value as the row table's checks allow.
