@@ -91,27 +91,32 @@ double Metric::UsPerSample(const ThreadRecord& thread) const {
   return it == us_per_sample_.end() ? interval_us_ : it->second;
 }
 
-std::vector<uint64_t> Metric::Values(const ThreadRecord& thread) const {
-  const CallTree& tree = thread.tree;
-  std::vector<uint64_t> out(tree.size(), 0);
+uint64_t Metric::NodeValue(const CallTree& tree, uint32_t node, double us_per_sample) const {
+  uint64_t out = 0;
   for (const Term& term : terms_) {
-    const double scale = term.per_sample ? UsPerSample(thread) : 1.0;
-    for (uint32_t i = 0; i < out.size(); ++i) {
-      const uint64_t v = tree.value(i, term.type);
-      if (v == 0) continue;
-      if (term.per_sample) {
-        out[i] += static_cast<uint64_t>(std::llround(static_cast<double>(v) * scale));
-      } else {
-        out[i] += (v + term.divisor / 2) / term.divisor;
-      }
+    const uint64_t v = tree.value(node, term.type);
+    if (v == 0) continue;
+    if (term.per_sample) {
+      out += static_cast<uint64_t>(std::llround(static_cast<double>(v) * us_per_sample));
+    } else {
+      out += (v + term.divisor / 2) / term.divisor;
     }
   }
   return out;
 }
 
+std::vector<uint64_t> Metric::Values(const ThreadRecord& thread) const {
+  const double us_per_sample = UsPerSample(thread);
+  std::vector<uint64_t> out(thread.tree.size());
+  for (uint32_t i = 0; i < out.size(); ++i) out[i] = NodeValue(thread.tree, i, us_per_sample);
+  return out;
+}
+
 uint64_t Metric::Total(const ThreadRecord& thread) const {
+  // Summed node by node (each node rounded as in Values), without the vector.
+  const double us_per_sample = UsPerSample(thread);
   uint64_t total = 0;
-  for (uint64_t v : Values(thread)) total += v;
+  for (uint32_t i = 0; i < thread.tree.size(); ++i) total += NodeValue(thread.tree, i, us_per_sample);
   return total;
 }
 

@@ -68,6 +68,8 @@ class Metric {
   };
   using ThreadKey = std::tuple<std::string, uint32_t, uint32_t>;  // host, pid, tid
   double UsPerSample(const ThreadRecord& thread) const;
+  // The metric's value of one node, `us_per_sample` being UsPerSample(its thread).
+  uint64_t NodeValue(const CallTree& tree, uint32_t node, double us_per_sample) const;
 
   std::string name_;
   std::string unit_;
