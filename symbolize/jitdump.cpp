@@ -1,6 +1,7 @@
 #include "symbolize/jitdump.h"
 
 #include <cstring>
+#include <optional>
 
 #include "symbolize/jitdump_format.h"
 
@@ -50,6 +51,31 @@ ParseProgress Corrupt(size_t consumed, std::string message) {
   return p;
 }
 
+
+// Walks the records of `data`: each starts with {u32 id, u32 total size, u64
+// timestamp}. `handle(id, total, t_ns, off, end)` reads one record and returns
+// an error to stop with it. A size out of range is corruption; a record whose
+// end lies past the data is still being written, and the walk stops before it.
+template <class Handle>
+ParseProgress ForEachRecord(std::string_view data, const Reader& r, const char* what, Handle&& handle) {
+  size_t off = 0;
+  while (data.size() - off >= kRecordHeaderSize) {
+    const uint32_t id = r.U32(off);
+    const uint32_t total = r.U32(off + 4);
+    const uint64_t t_ns = r.U64(off + 8);
+    if (total < kRecordHeaderSize || total > kMaxRecordSize) {
+      return Corrupt(off, std::string(what) + " size " + std::to_string(total) + " at offset " + std::to_string(off));
+    }
+    if (total > data.size() - off) break;  // still being written
+    const size_t end = off + total;
+    if (std::optional<ParseProgress> error = handle(id, total, t_ns, off, end)) return *std::move(error);
+    off = end;
+  }
+  ParseProgress p;
+  p.consumed = off;
+  return p;
+}
+
 }  // namespace
 
 Result<FileHeader> ParseFileHeader(std::string_view data) {
@@ -77,17 +103,9 @@ Result<FileHeader> ParseFileHeader(std::string_view data) {
 }
 
 ParseProgress ParseRecords(std::string_view data, bool swapped, Records* out) {
-  Reader r(data, swapped);
-  size_t off = 0;
-  while (data.size() - off >= kRecordHeaderSize) {
-    const uint32_t id = r.U32(off);
-    const uint32_t total = r.U32(off + 4);
-    const uint64_t t_ns = r.U64(off + 8);
-    if (total < kRecordHeaderSize || total > kMaxRecordSize) {
-      return Corrupt(off, "record size " + std::to_string(total) + " at offset " + std::to_string(off));
-    }
-    if (total > data.size() - off) break;  // still being written
-    const size_t end = off + total;
+  const Reader r(data, swapped);
+  return ForEachRecord(data, r, "record", [&](uint32_t id, uint32_t total, uint64_t t_ns, size_t off,
+                                              size_t end) -> std::optional<ParseProgress> {
     switch (id) {
       case kCodeLoad: {
         if (total < kCodeLoadFixedSize) return Corrupt(off, "CODE_LOAD shorter than 56 bytes");
@@ -132,11 +150,8 @@ ParseProgress ParseRecords(std::string_view data, bool swapped, Records* out) {
         ++out->skipped;
         break;
     }
-    off = end;
-  }
-  ParseProgress p;
-  p.consumed = off;
-  return p;
+    return std::nullopt;
+  });
 }
 
 Result<uint32_t> ParseSideHeader(std::string_view data) {
@@ -150,17 +165,9 @@ Result<uint32_t> ParseSideHeader(std::string_view data) {
 }
 
 ParseProgress ParseSideRecords(std::string_view data, SideRecords* out) {
-  Reader r(data, false);
-  size_t off = 0;
-  while (data.size() - off >= kRecordHeaderSize) {
-    const uint32_t id = r.U32(off);
-    const uint32_t total = r.U32(off + 4);
-    const uint64_t t_ns = r.U64(off + 8);
-    if (total < kRecordHeaderSize || total > kMaxRecordSize) {
-      return Corrupt(off, "side record size " + std::to_string(total) + " at offset " + std::to_string(off));
-    }
-    if (total > data.size() - off) break;
-    const size_t end = off + total;
+  const Reader r(data, false);
+  return ForEachRecord(data, r, "side record", [&](uint32_t id, uint32_t total, uint64_t t_ns, size_t off,
+                                                   size_t end) -> std::optional<ParseProgress> {
     size_t len = 0;
     switch (id) {
       case kSideVmInfo: {
@@ -262,11 +269,8 @@ ParseProgress ParseSideRecords(std::string_view data, SideRecords* out) {
         ++out->skipped;
         break;
     }
-    off = end;
-  }
-  ParseProgress p;
-  p.consumed = off;
-  return p;
+    return std::nullopt;
+  });
 }
 
 }  // namespace arcprof::jitdump

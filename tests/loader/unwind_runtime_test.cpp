@@ -282,7 +282,10 @@ TEST(UnwindJava, HybridStacksThroughJitFramesAreComplete) {
       if (has_jit) jit += tree.value(static_cast<uint32_t>(n), kSamplesValue);
     }
   }
-  ASSERT_GT(samples, 1500u);
+  // 4 s of one busy thread is ~4,000 samples on an idle machine; under a load of
+  // 14 it got 1,042. The ratios below are the test; this only asks for enough
+  // samples to make them mean something.
+  ASSERT_GT(samples, 400u);
   EXPECT_GE(jit, samples / 2) << "most samples should run JIT code";
   EXPECT_GE(complete, samples * 95 / 100) << complete << " of " << samples;
 }
