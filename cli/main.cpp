@@ -106,7 +106,7 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   record->add_option("-o,--output", rec.output, "Capture file")->capture_default_str();
   record->add_option("--buffer-mb", rec.buffer_mb,
-                     "Sample ring buffer size in MiB (default: from -F, the CPUs and --stack-kb, 8 to 64)")
+                     "Sample ring buffer size in MiB (default: from -F, the CPUs and --stack-kb, 4 to 64)")
       ->check(CLI::Range(1, 2048));
   record->add_option("--call-graph", rec.call_graph,
                      "Stack unwinding: fp (frame pointers), dwarf (unwind tables over a stack "
@@ -194,8 +194,13 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::Range(1, 128));
   continuous->add_option("--buffer-mb", cont.record.buffer_mb,
-                         "Sample ring buffer size in MiB (default: from -F, the CPUs and --stack-kb, 8 to 64)")
+                         "Sample ring buffer size in MiB (default: from -F, the CPUs and --stack-kb, 4 to 64)")
       ->check(CLI::Range(1, 4096));
+  std::string window_max_size = "24MB";
+  continuous
+      ->add_option("--window-max-size", window_max_size,
+                   "Close a window early when its frames and call trees hold more than this (0: no limit)")
+      ->capture_default_str();
   continuous->add_flag_callback("--no-ptt", [&cont] { cont.record.ptt = false; }, "No per-thread time");
   continuous->add_flag_callback("--no-java", [&cont] { cont.record.java = false; }, "Do not attach to JVMs");
   arcprof::push::PushFlags push_flags;
@@ -277,7 +282,9 @@ int main(int argc, char** argv) {
     auto w = parse(window, "--window", arcprof::store::ParseDurationNs);
     auto r = parse(retain, "--retain", arcprof::store::ParseDurationNs);
     auto m = parse(max_size, "--max-size", arcprof::store::ParseSize);
-    if (!w || !r || !m) return 1;
+    auto wm = parse(window_max_size, "--window-max-size", arcprof::store::ParseSize);
+    if (!w || !r || !m || !wm) return 1;
+    cont.window_max_bytes = *wm;
     cont.window_ns = *w;
     cont.retain_ns = *r;
     cont.max_bytes = *m;

@@ -89,6 +89,17 @@ Result<int> RunContinuous(const ContinuousOptions& opt) {
   if (!opened) return opened.error();
   WindowStore& store = *opened;
 
+  // The heap of a daemon follows what it holds, not its peaks: at most two
+  // malloc arenas (the drain loop, plus the pusher and debuginfod threads),
+  // and a fixed mmap threshold, so that large short-lived blocks (sections
+  // read for symbols and CFI, a window's compressed blob) go back to the
+  // kernel when freed. Without it glibc raises the threshold after the first
+  // such free and later ones stay in the heap, where a small block above
+  // them keeps the pages.
+  mallopt(M_ARENA_MAX, 2);
+  mallopt(M_MMAP_THRESHOLD, 256 * 1024);
+  mallopt(M_TRIM_THRESHOLD, 4 * 1024 * 1024);
+
   RecordOptions record = opt.record;
   if (!record.ptt.has_value() && record.pids.empty()) record.ptt = true;
   StopSignals signals(/*hangup_reopens_log=*/true);
@@ -172,6 +183,8 @@ Result<int> RunContinuous(const ContinuousOptions& opt) {
     }
   };
 
+  constexpr uint64_t kSizeCheckNs = 1000000000ull;
+  uint64_t next_size_check = 0;
   uint64_t next_close = NextBoundary(RecordingSession::MonotonicNs(), RecordingSession::RealtimeNs(),
                                      opt.window_ns);
   session.SetWindowEnd(next_close);
@@ -192,7 +205,26 @@ Result<int> RunContinuous(const ContinuousOptions& opt) {
       break;
     }
     const uint64_t now = RecordingSession::MonotonicNs();
-    if (now >= next_close) {
+    bool window_full = false;
+    if (opt.window_max_bytes != 0 && now >= next_size_check && now < next_close) {
+      next_size_check = now + kSizeCheckNs;
+      const size_t held = session.WindowBytes();
+      if (held > opt.window_max_bytes) {
+        window_full = true;
+        fprintf(stderr,
+                "arcprof: window closed early: it holds %zu KiB of frames and call trees (limit %llu KiB); "
+                "the next one runs to the scheduled boundary\n",
+                held >> 10, static_cast<unsigned long long>(opt.window_max_bytes >> 10));
+      }
+    }
+    if (window_full) {
+      // Early: ends now; the schedule (next_close) is unchanged.
+      auto window = session.CloseWindow(now);
+      if (!window) return window.error();
+      session.SetWindowEnd(next_close);
+      enqueue(std::move(*window));
+      flush();
+    } else if (now >= next_close) {
       // The window ends exactly on its boundary, even when closed late on a
       // busy machine; the next boundary is one window later (or, after a
       // stall longer than a window, the next one from now).

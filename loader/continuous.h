@@ -20,6 +20,11 @@ struct ContinuousOptions {
   uint64_t max_bytes = 2ull << 30;                     // 0: no limit
   std::string log_path;         // --log FILE: stderr goes there; SIGHUP reopens it
   uint64_t retry_ns = 10ull * 1000000000ull;           // a failed window write is retried this often
+  // The window in progress may hold at most this many heap bytes (frames and
+  // call trees of a busy machine's distinct stacks); past it the window is
+  // closed early, with a log line, and the next one runs to the scheduled
+  // boundary. 0: no limit.
+  uint64_t window_max_bytes = 24ull << 20;
   // Hooks for a sender of windows (--push): after the store is open and
   // sampling runs, after every window written, and before exiting.
   std::function<Result<void>(const std::string& store_dir)> on_start;

@@ -314,19 +314,20 @@ uint64_t RecordingSession::lost_sideband_records() const {
 // The symbolizer holds one descriptor per mapped file (device, inode) that a
 // remembered process maps: a busy machine needs more than the usual 1024.
 // Root may raise the hard limit too; a limit that stays low is said once.
-// The sample ring buffer, when --buffer-mb is not given: a quarter of a second
-// of worst-case records (every sample with a full stack copy) on every CPU,
-// rounded up to a power of two, from 8 to 64 MiB. Drains run every 100 ms,
+// The sample ring buffer, when --buffer-mb is not given: half a second of
+// worst-case records (every sample with a full stack copy) on every CPU,
+// rounded up to a power of two, from 4 to 64 MiB. Drains run every 100 ms,
 // but a loaded machine starves the drain: record's 999 Hz keeps 64 MiB,
-// continuous's 49 Hz needs 8 MiB (the pages count twice in RSS: they are
-// mapped twice).
+// continuous's 49 Hz on 2 CPUs gets 4 MiB (several seconds of the stacks
+// seen in practice, which copy far less than the full 64 KiB). The pages
+// count twice in RSS from the start: they are mapped twice.
 static uint32_t AutoBufferMb(uint64_t frequency_hz, uint32_t unwind_mode, uint64_t stack_bytes) {
   if (frequency_hz == 0) return 64;  // -c: the rate is not known
   const long cpus = std::max(1L, sysconf(_SC_NPROCESSORS_ONLN));
   const uint64_t copy = unwind_mode == ARCPROF_UNWIND_FP ? ARCPROF_FP_STACK_COPY : stack_bytes;
   const uint64_t record = copy + ARCPROF_MAX_STACK * 2 * sizeof(uint64_t) + 256;
-  const uint64_t wanted = frequency_hz * static_cast<uint64_t>(cpus) * record / 4;
-  uint32_t mb = 8;
+  const uint64_t wanted = frequency_hz * static_cast<uint64_t>(cpus) * record / 2;
+  uint32_t mb = 4;
   while (mb < 64 && (static_cast<uint64_t>(mb) << 20) < wanted) mb <<= 1;
   return mb;
 }
@@ -566,6 +567,8 @@ Result<Profile> RecordingSession::CloseWindow(uint64_t end_ns) {
 
 void RecordingSession::SetWindowEnd(uint64_t end_ns) { s_->window_end_ns = end_ns; }
 
+size_t RecordingSession::WindowBytes() const { return s_->processor->WindowBytes(); }
+
 Result<Profile> RecordingSession::Stop() {
   s_->window_end_ns = UINT64_MAX;
   return Close(true, MonotonicNs());
@@ -606,11 +609,14 @@ Result<Profile> RecordingSession::Close(bool last, uint64_t end) {
     const UnwinderStats& us = s.unwinder->stats();
     spdlog::debug(
         "window close: {} processes, {} open files, symbol tables {} KiB ({} released), CFI {} KiB "
-        "({} rows computed, {} files released), {} libdwfl spaces made",
+        "({} rows computed, {} files released), {} libdwfl spaces made, window {} KiB ({} threads, "
+        "{} frames)",
         st.processes, st.open_files, st.symbol_bytes >> 10, st.symbol_tables_released, us.cfi_bytes >> 10,
-        us.rules_computed, us.cfi_released, us.dwfl_created);
+        us.rules_computed, us.cfi_released, us.dwfl_created, s.processor->WindowBytes() >> 10,
+        s.processor->window().threads.size(), s.processor->window().frames.size());
   }
   Profile window = s.processor->TakeWindow();
+  s.unwinder->ReleaseIdleSpaces();
   window.meta = s.meta;
   window.meta.start_monotonic_ns = s.window_start_ns;
   window.meta.end_monotonic_ns = end;

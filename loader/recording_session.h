@@ -75,6 +75,9 @@ class RecordingSession {
   void SetWindowEnd(uint64_t end_ns);
   // Stops sampling (everything detached), then returns the last window.
   Result<model::Profile> Stop();
+  // About how many heap bytes the window in progress holds
+  // (SampleProcessor::WindowBytes; walks the window, so about once a second).
+  size_t WindowBytes() const;
 
   LaunchedCommand* command();
   uint64_t samples() const;

@@ -356,6 +356,24 @@ void SampleProcessor::Rename(ThreadRecord& t, std::string_view comm) {
   if (t.tid == t.pid) t.process_comm = comm;
 }
 
+size_t SampleProcessor::WindowBytes() const {
+  // Per node: the node, one value per column, the child index entry (an
+  // unordered_map node and its bucket) and the vectors' spare capacity.
+  constexpr size_t kIndexEntry = 40;
+  size_t bytes = 0;
+  for (const ThreadRecord& t : window_.threads) {
+    bytes += sizeof(ThreadRecord) + t.comm.capacity() + t.process_comm.capacity() + t.cmdline.capacity();
+    const size_t columns = t.tree.value_columns();
+    bytes += t.tree.size() * (sizeof(CallTree::Node) + columns * sizeof(uint64_t) + kIndexEntry) * 5 / 4;
+  }
+  for (const FrameRecord& f : window_.frames.all()) {
+    bytes += sizeof(FrameRecord) + kIndexEntry + (f.symbol.size() > 15 ? f.symbol.capacity() + 1 : 0);
+  }
+  for (size_t m = 0; m < window_.frames.module_count(); ++m) bytes += window_.frames.module(m).capacity() + 48;
+  bytes += frame_ids_.size() * (sizeof(FrameKey) + sizeof(uint32_t) + kIndexEntry);
+  return bytes;
+}
+
 Profile SampleProcessor::TakeWindow() {
   for (ThreadRecord& t : window_.threads) {
     if (t.pid == 0) {

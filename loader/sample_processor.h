@@ -61,6 +61,11 @@ class SampleProcessor {
   model::Profile TakeWindow();
   // The open window (thread table and trees so far).
   const model::Profile& window() const { return window_; }
+  // About how many heap bytes the open window holds (threads, tree nodes
+  // with their values and child index, frames and their names): what a
+  // daemon compares with its window limit. Walks the window: call it
+  // about once a second, not per sample.
+  size_t WindowBytes() const;
 
   // Totals over every window of the session.
   uint64_t samples() const { return total_samples_ + samples_; }

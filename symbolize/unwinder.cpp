@@ -180,6 +180,11 @@ void Unwinder::Prune() {
   });
 }
 
+size_t Unwinder::ReleaseIdleSpaces() {
+  const size_t n = std::erase_if(spaces_, [&](const auto& e) { return e.second->last_used <= space_clock_at_release_; });
+  space_clock_at_release_ = space_clock_;
+  return n;
+}
 
 Unwinder::Space* Unwinder::SpaceFor(uint32_t pid, uint64_t t_ns) {
   auto files = symbolizer_.MappedFiles(pid, t_ns);

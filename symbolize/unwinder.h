@@ -79,6 +79,11 @@ class Unwinder {
   std::optional<uint64_t> LeafCaller(const UnwindInput& input);
 
   const UnwinderStats& stats() const { return stats_; }
+  // Ends the libdwfl spaces no walk used since the previous call (a daemon
+  // calls it at each window close): each maps every module of its process,
+  // and a space idle for a whole window is cheaper to rebuild than to keep.
+  // Returns how many were ended.
+  size_t ReleaseIdleSpaces();
 
   // How to step out of the frame at one pc: where the CFA is and where the
   // caller's return address and rbp are saved (x86-64 CFI as compilers emit
@@ -125,6 +130,7 @@ class Unwinder {
   static constexpr size_t kMaxSpaces = 4;
   static constexpr uint64_t kWalksPerDwfl = 2000;
   uint64_t space_clock_ = 0;
+  uint64_t space_clock_at_release_ = 0;
   std::unordered_map<uint32_t, std::unique_ptr<Space>> spaces_;  // by pid
   std::unordered_map<uint32_t, std::unique_ptr<FileCfi>> cfi_;   // by symbolizer file id
   // CFI held at once (sections read, rows interpreted, libdw's caches, as

@@ -295,6 +295,32 @@ TEST(ContinuousRuntime, SighupReopensTheLogAndKeepsCapturing) {
   EXPECT_EQ(reopened.find("continuous capture"), std::string::npos) << reopened;
 }
 
+// The window being built is bounded: past --window-max-size its frames and
+// call trees are closed into the store early, with a log line, and the next
+// window runs to the scheduled boundary (docs/performance.md, "Session 5").
+TEST(ContinuousRuntime, AWindowPastItsSizeLimitClosesEarly) {
+  ARCPROF_REQUIRE_RECORD_CAPABLE();
+  TempDir tmp;
+  const std::string store = tmp.path("store");
+  // 999 Hz of the whole machine: a 16 KiB window is full within a second or
+  // two even on an idle machine (every CPU's idle and interrupt stacks).
+  std::vector<std::string> argv = {kArcprof, "continuous", "--store", store, "--window", "60s", "--no-java",
+                                   "-F", "999", "--window-max-size", "16k"};
+  Subprocess daemon(argv);
+  ASSERT_TRUE(daemon.WaitForStderr("continuous capture", 20)) << daemon.stderr_text();
+  ASSERT_TRUE(daemon.WaitForStderr("window closed early", 20)) << daemon.stderr_text();
+  ASSERT_TRUE(WaitForWindows(store, 2, 20)) << daemon.stderr_text();
+  daemon.Signal(SIGTERM);
+  ASSERT_EQ(daemon.Wait(), 0) << daemon.stderr_text();
+  const std::vector<StoredWindow> windows = Windows(store);
+  ASSERT_GE(windows.size(), 3u);  // at least two early ones and the last
+  // Early windows are far shorter than --window.
+  for (size_t i = 0; i + 1 < windows.size(); ++i) {
+    EXPECT_LT(windows[i].end_unix_ns - windows[i].start_unix_ns, 30ull * 1000000000ull);
+  }
+  EXPECT_NE(daemon.stderr_text().find("(limit 16 KiB)"), std::string::npos) << daemon.stderr_text();
+}
+
 TEST(ContinuousRuntime, RetentionBySizeKeepsTheNewestWindows) {
   ARCPROF_REQUIRE_RECORD_CAPABLE();
   TempDir tmp;
