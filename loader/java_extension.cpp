@@ -155,6 +155,10 @@ class JavaExtension : public RecordExtension {
       entry.source->Poll(now);
       Report(*entry.source);
     }
+    if (now - last_retire_ns_ >= kRetireEveryNs) {
+      last_retire_ns_ = now;
+      RetireExitedSources(now);
+    }
     if (attach_) {
       for (auto it = pending_.begin(); it != pending_.end();) {
         if (it->wait_for(std::chrono::seconds(0)) == std::future_status::ready) it = pending_.erase(it);
@@ -174,33 +178,15 @@ class JavaExtension : public RecordExtension {
       pending_.clear();
     }
     const uint64_t now = JitMonotonicNowNs();
-    JitSourceStats delta;
-    int64_t jvms = 0, without_fp = 0, unwalkable = 0;
+    Tally tally = std::move(retired_);
+    retired_ = Tally();
     for (auto& [pid, entry] : sources_) {
-      JitProcessSource& source = *entry.source;
-      source.Poll(now);
-      Report(source);
-      const JitSourceStats& s = source.stats();
-      delta.code_loads += s.code_loads - entry.reported.code_loads;
-      delta.perf_map_entries += s.perf_map_entries - entry.reported.perf_map_entries;
-      delta.unloads += s.unloads - entry.reported.unloads;
-      delta.inline_records += s.inline_records - entry.reported.inline_records;
-      delta.frames += s.frames - entry.reported.frames;
-      delta.methods += s.methods - entry.reported.methods;
-      entry.reported = s;
-      // A JVM counts in the first window that knows its flags and code, so
-      // windows sum.
-      if (source.vm_flags() && !entry.counted && (s.code_loads > 0 || last)) {
-        entry.counted = true;
-        ++jvms;
-        if (!(*source.vm_flags() & jitdump::kVmPreserveFramePointer)) {
-          ++without_fp;
-          // Compiled frames are stepped by their frame sizes when the agent
-          // could read them (HotSpot's CodeBlob layout known).
-          if (s.frames == 0) ++unwalkable;
-        }
-      }
+      entry.source->Poll(now);
+      Report(*entry.source);
+      Account(entry, last, tally);
     }
+    const JitSourceStats& delta = tally.delta;
+    const int64_t jvms = tally.jvms, without_fp = tally.without_fp, unwalkable = tally.unwalkable;
     FlushMessages();
     // Java thread names: the agent knows them by the tid the JVM sees, which
     // is the host tid unless the JVM runs in its own pid namespace; there the
@@ -220,6 +206,12 @@ class JavaExtension : public RecordExtension {
       }
       const auto& names = it->second.source->thread_names();
       if (auto name = names.find(tid); name != names.end()) t.comm = name->second;
+    }
+    // JVMs that exited during the window: their thread names were kept.
+    for (ThreadRecord& t : window.threads) {
+      auto it = tally.thread_names.find(t.pid);
+      if (it == tally.thread_names.end() || sources_.count(t.pid)) continue;
+      if (auto name = it->second.find(t.tid); name != it->second.end()) t.comm = name->second;
     }
     int64_t attached, failed;
     {
@@ -308,6 +300,63 @@ class JavaExtension : public RecordExtension {
     }
   }
 
+  // What a window reports of its JVMs: counter deltas, JVMs counted, and the
+  // thread names of JVMs that exited during the window.
+  struct Tally {
+    JitSourceStats delta;
+    int64_t jvms = 0, without_fp = 0, unwalkable = 0;
+    std::map<uint32_t, std::map<uint32_t, std::string>> thread_names;  // pid -> tid -> name
+  };
+  struct Source;
+  static void Account(Source& entry, bool last, Tally& tally) {
+    JitProcessSource& source = *entry.source;
+    const JitSourceStats& s = source.stats();
+    JitSourceStats& delta = tally.delta;
+    delta.code_loads += s.code_loads - entry.reported.code_loads;
+    delta.perf_map_entries += s.perf_map_entries - entry.reported.perf_map_entries;
+    delta.unloads += s.unloads - entry.reported.unloads;
+    delta.inline_records += s.inline_records - entry.reported.inline_records;
+    delta.frames += s.frames - entry.reported.frames;
+    delta.methods += s.methods - entry.reported.methods;
+    entry.reported = s;
+    // A JVM counts in the first window that knows its flags and code, so
+    // windows sum.
+    if (source.vm_flags() && !entry.counted && (s.code_loads > 0 || last)) {
+      entry.counted = true;
+      ++tally.jvms;
+      if (!(*source.vm_flags() & jitdump::kVmPreserveFramePointer)) {
+        ++tally.without_fp;
+        // Compiled frames are stepped by their frame sizes when the agent
+        // could read them (HotSpot's CodeBlob layout known).
+        if (s.frames == 0) ++tally.unwalkable;
+      }
+    }
+  }
+
+  // Every second: the sources of JVMs that exited are let go at once, not at
+  // the next window close. Each holds the names of every method its JVM
+  // loaded (megabytes); under a JVM restarted every few seconds a minute's
+  // worth of them was 50 MB of a daemon's heap. What the window still needs
+  // of one (counters, thread names) is kept in retired_; the symbolizer's
+  // own reference serves samples still in the ring until it forgets the
+  // process.
+  void RetireExitedSources(uint64_t now) {
+    for (auto it = sources_.begin(); it != sources_.end();) {
+      if (!(kill(static_cast<pid_t>(it->first), 0) != 0 && errno == ESRCH)) {
+        ++it;
+        continue;
+      }
+      it->second.source->Poll(now);
+      Report(*it->second.source);
+      Account(it->second, /*last=*/true, retired_);
+      const auto& names = it->second.source->thread_names();
+      if (!names.empty()) {
+        retired_.thread_names[it->first] = names;
+      }
+      it = sources_.erase(it);
+    }
+  }
+
   // Between windows (a continuous session runs for days): processes that
   // exited are forgotten, so a later process with the same pid is a new
   // candidate (a restarted JVM is attached again). The symbolizer keeps its
@@ -385,6 +434,9 @@ class JavaExtension : public RecordExtension {
   std::set<uint32_t> mapped_jvm_;  // mapped libjvm.so since the last scan (side band)
   std::set<uint32_t> starting_;    // JVMs not handling SIGQUIT yet: looked at every scan
   uint64_t last_full_scan_ns_ = 0;
+  uint64_t last_retire_ns_ = 0;
+  static constexpr uint64_t kRetireEveryNs = 1'000'000'000;
+  Tally retired_;
   Symbolizer* symbolizer_ = nullptr;  // holds our mapping observer while attaching
   std::vector<std::future<void>> pending_;
   uint64_t last_scan_ns_ = 0;
