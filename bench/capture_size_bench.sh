@@ -13,7 +13,7 @@
 # from SQLite's dbstat, free pages, page size, and the raw vs compressed bytes
 # of the frame and tree blocks.
 # Usage: bench/capture_size_bench.sh [BUILD_DIR]   (as root; SECONDS_PER_WORKLOAD=N, default 15;
-#        KEEP_CAPTURES=DIR keeps the captures)
+#        KEEP_CAPTURES=DIR keeps the captures; WORKLOADS="gxx xz" runs only those)
 set -euo pipefail
 build=$(realpath "${1:-build}")
 arcprof=$build/arcprof
@@ -51,7 +51,7 @@ cmd[python3]="/usr/bin/python3 $src/bench/workloads/python_workload.py $tmp/py $
 cmd[node]="node --perf-basic-prof $src/bench/workloads/node_workload.js $seconds > /dev/null"
 cmd[java]="$java17/java -XX:+PreserveFramePointer -cp $tmp/java CaptureBench $seconds > /dev/null"
 cmd[sqlite3]="sqlite3 :memory: 'WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < $rows) SELECT sum(x) FROM c;' > /dev/null"
-order=(gxx xz python3 node java sqlite3)
+order=(${WORKLOADS:-gxx xz python3 node java sqlite3})
 
 median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 report_s() {  # median wall seconds of `arcprof report -i $1`

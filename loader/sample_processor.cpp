@@ -12,6 +12,18 @@ namespace arcprof {
 using namespace arcprof::model;
 namespace {
 
+// The address a frame is stored under, on CPU and off CPU alike. A named
+// frame: its symbol's start. An unnamed frame of a known file: the start of
+// its function (.eh_frame_hdr), so every call site and instruction of one
+// stripped function is one frame like a named function's, shown
+// [libfoo.so+0xSTART], and a later symbol source (a debug file, debuginfod)
+// names it from that start; without a function table, the instruction itself.
+uint64_t StoredAddress(const SymbolizedFrame& f) {
+  const bool unnamed_in_file = f.symbol.empty() && f.kind == FrameKind::kNative && !f.module.empty();
+  if (!unnamed_in_file || f.address != 0) return f.address;
+  return f.offset;
+}
+
 }  // namespace
 
 size_t SampleProcessor::FrameKeyHash::operator()(const FrameKey& k) const {
@@ -78,11 +90,7 @@ void SampleProcessor::UserStack(const StackSample& sample) {
 }
 
 uint32_t SampleProcessor::InternFrame(const SymbolizedFrame& f) {
-  // An unnamed instruction in a known file keeps where it is (the ELF vaddr):
-  // reports show [libfoo.so+0x1a2b] and a later symbol source (a debug file,
-  // debuginfod) can still name it from the capture.
-  const bool keep_offset = f.symbol.empty() && f.kind == FrameKind::kNative && !f.module.empty();
-  const uint64_t address = keep_offset ? f.offset : f.address;
+  const uint64_t address = StoredAddress(f);
   const FrameKey key{f.module.data(), f.symbol.data(), address,
                      static_cast<uint16_t>(static_cast<unsigned>(f.kind) << 8 |
                                            static_cast<unsigned>(f.reason))};
@@ -228,7 +236,7 @@ void SampleProcessor::KeepOffCpuStack(const StackSample& e) {
     FrameRecord record;
     record.module = kept_modules_.InternModule(f.module);
     record.symbol = std::string(f.symbol);
-    record.address = f.address;
+    record.address = StoredAddress(f);  // the same frame as on CPU
     record.kind = f.kind;
     record.reason = f.reason;
     kept.frames.push_back(KeepFrame(FrameRecord(record)));

@@ -5,6 +5,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -75,6 +76,18 @@ std::unique_ptr<ElfFile> ElfFile::FromImage(std::vector<char> image, std::string
 Result<ElfPtr> ElfFile::OpenSelf() {
   if (fd_.valid()) return OpenElfFd(fd_.get());
   return OpenElfMemory(std::span<char>(image_.data(), image_.size()));
+}
+
+std::optional<uint64_t> ElfFile::FunctionStart(uint64_t vaddr) {
+  if (!function_starts_loaded_) {
+    function_starts_loaded_ = true;
+    if (is_elf()) {
+      if (auto elf = OpenSelf(); elf.ok()) function_starts_ = ReadFunctionStarts(elf->get());
+    }
+  }
+  auto after = std::upper_bound(function_starts_.begin(), function_starts_.end(), vaddr);
+  if (after == function_starts_.begin()) return std::nullopt;
+  return *(after - 1);
 }
 
 bool ElfFile::LoadSymbols(const DebugSearchOptions& debug) {

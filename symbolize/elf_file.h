@@ -52,16 +52,27 @@ class ElfFile {
   // and it does not cover vaddr, Unknown(kNoSymbols) when a full table does not.
   Lookup Find(uint64_t vaddr, const DebugSearchOptions& debug);
 
+  // The start of the function covering vaddr from .eh_frame_hdr (read on
+  // the first call), for code no symbol names: stripped files keep it.
+  // nullopt when the file has no such table or vaddr is below its first
+  // function. An address past the last function's end still gives that
+  // function (the table holds starts only).
+  std::optional<uint64_t> FunctionStart(uint64_t vaddr);
+
   // Reads the symbol tables if not done yet; true when this call read them.
   bool LoadSymbols(const DebugSearchOptions& debug);
   bool symbols_loaded() const { return symbols_loaded_; }
   // Heap bytes of the symbol tables read (0 before LoadSymbols).
-  size_t symbol_bytes() const { return full_.bytes() + dynsym_.bytes(); }
+  size_t symbol_bytes() const {
+    return full_.bytes() + dynsym_.bytes() + function_starts_.capacity() * sizeof(uint64_t);
+  }
   // Gives the symbol tables back; the next Find reads them again. Names
   // handed out before must have been copied (the symbolizer interns them).
   void ReleaseSymbols() {
     full_ = SymbolTable();
     dynsym_ = SymbolTable();
+    function_starts_ = {};
+    function_starts_loaded_ = false;
     debug_fd_.reset();
     debug_path_.clear();
     symbols_loaded_ = false;
@@ -106,6 +117,8 @@ class ElfFile {
   bool debuginfod_requested_ = false;
   SymbolTable full_;    // .symtab of the file or of its debug file
   SymbolTable dynsym_;  // only consulted when full_ is empty
+  bool function_starts_loaded_ = false;
+  std::vector<uint64_t> function_starts_;  // .eh_frame_hdr, sorted
   ScopedFd debug_fd_;
   std::string debug_path_;
 };

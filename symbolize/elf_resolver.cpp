@@ -24,6 +24,9 @@ SymbolizedFrame ElfResolver::Resolve(ElfFile* file, const TimelineMapping& m, ui
   ElfFile::Lookup found = file->Find(*vaddr, debug_);
   if (!found.symbol) {
     frame.reason = found.reason;
+    // Unnamed code is keyed by its function like named code: the start of
+    // the FDE covering it (stripped files keep .eh_frame_hdr); 0 when unknown.
+    if (auto start = file->FunctionStart(*vaddr)) frame.address = *start;
     // Stripped: ask debuginfod in the background. This sample stays unnamed
     // (with its offset); the capture's frames are named once the file is in.
     if (found.reason == UnknownReason::kStripped && debug_.debuginfod &&

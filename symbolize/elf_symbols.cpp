@@ -218,6 +218,41 @@ std::optional<uint64_t> FileOffsetToVaddr(const std::vector<LoadSegment>& loads,
   return std::nullopt;
 }
 
+std::vector<uint64_t> ReadFunctionStarts(Elf* elf) {
+  // DWARF pointer encodings (the low nibble: format, the high: what it is relative to).
+  constexpr uint8_t kUdata4 = 0x03, kSdata4 = 0x0b, kDatarel = 0x30;
+  size_t shstrndx = 0;
+  if (!elf || elf_getshdrstrndx(elf, &shstrndx) != 0) return {};
+  for (Elf_Scn* scn = nullptr; (scn = elf_nextscn(elf, scn)) != nullptr;) {
+    GElf_Shdr shdr;
+    if (!gelf_getshdr(scn, &shdr) || shdr.sh_type != SHT_PROGBITS) continue;
+    const char* name = elf_strptr(elf, shstrndx, shdr.sh_name);
+    if (!name || std::strcmp(name, ".eh_frame_hdr") != 0) continue;
+    Elf_Data* data = elf_getdata(scn, nullptr);
+    if (!data || !data->d_buf || data->d_size < 12) return {};
+    const auto* bytes = static_cast<const uint8_t*>(data->d_buf);
+    const size_t size = data->d_size;
+    // version, eh_frame_ptr encoding, fde_count encoding, table encoding;
+    // then eh_frame_ptr and fde_count (4 bytes each in the layouts read here).
+    const auto four_bytes = [](uint8_t enc) { return (enc & 0x0f) == kUdata4 || (enc & 0x0f) == kSdata4; };
+    if (bytes[0] != 1 || !four_bytes(bytes[1]) || !four_bytes(bytes[2]) || bytes[3] != (kDatarel | kSdata4)) {
+      return {};
+    }
+    uint32_t count = 0;
+    std::memcpy(&count, bytes + 8, 4);
+    if (count > (size - 12) / 8) return {};
+    std::vector<uint64_t> starts(count);
+    for (size_t i = 0; i < count; ++i) {
+      int32_t rel = 0;
+      std::memcpy(&rel, bytes + 12 + 8 * i, 4);
+      starts[i] = shdr.sh_addr + static_cast<uint64_t>(static_cast<int64_t>(rel));
+      if (i > 0 && starts[i] < starts[i - 1]) return {};
+    }
+    return starts;
+  }
+  return {};
+}
+
 SymbolTable SymbolTable::Load(Elf* elf, Section section, Elf* plt_source) {
   SymbolTable table;
   const uint32_t wanted = section == Section::kSymtab ? SHT_SYMTAB : SHT_DYNSYM;

@@ -57,6 +57,13 @@ Result<ElfHeaderInfo> ReadElfHeaderInfo(Elf* elf);
 std::optional<uint64_t> FileOffsetToVaddr(const std::vector<LoadSegment>& loads,
                                           uint64_t offset);
 
+// Where functions start, from the binary search table of .eh_frame_hdr (one
+// entry per FDE, sorted): function boundaries that a stripped file keeps,
+// since the unwinder needs them. Only the table layout gcc and clang emit
+// (datarel sdata4 entries, a udata4/sdata4 count) is read; anything else, a
+// table that does not fit its section or is not sorted gives an empty vector.
+std::vector<uint64_t> ReadFunctionStarts(Elf* elf);
+
 struct ElfSymbol {
   uint64_t start = 0;  // ELF virtual address
   uint64_t end = 0;    // exclusive

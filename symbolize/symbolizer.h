@@ -23,7 +23,10 @@ class DebuginfodFetcher;
 struct SymbolizedFrame {
   std::string_view module;  // stable for the Symbolizer's lifetime
   std::string_view symbol;  // "" when unknown
-  uint64_t address = 0;     // symbol start: file virtual address for ELF, absolute for kernel
+  // Symbol start: file virtual address for ELF, absolute for kernel. For an
+  // unnamed ELF frame the start of its function from .eh_frame_hdr, 0 when
+  // the file has none.
+  uint64_t address = 0;
   FrameKind kind = FrameKind::kUnknown;
   UnknownReason reason = UnknownReason::kNone;
   // The instruction itself in the module's terms: the ELF vaddr for files and

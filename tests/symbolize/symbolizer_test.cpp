@@ -162,6 +162,14 @@ TEST(Symbolizer, StrippedSharedLibraryFallsBackToDynsym) {
   EXPECT_EQ(local.reason, UnknownReason::kStripped);
   EXPECT_EQ(local.kind, FrameKind::kNative);
   EXPECT_EQ(local.module, Canonical(lib));
+  // The unnamed function is keyed by its start from .eh_frame_hdr (where the
+  // symbol would start), and the instruction keeps its own offset.
+  EXPECT_EQ(local.address, local.offset);
+  SymbolizedFrame inside =
+      symbolizer.ResolveUser(fixture.pid(), fixture.address("fixture_lib_static") + 5, 2000);
+  EXPECT_EQ(inside.reason, UnknownReason::kStripped);
+  EXPECT_EQ(inside.address, local.address);
+  EXPECT_EQ(inside.offset, local.offset + 5);
 }
 
 TEST(Symbolizer, CppNamesAreDemangled) {

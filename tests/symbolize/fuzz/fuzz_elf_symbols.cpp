@@ -20,6 +20,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (uint64_t vaddr : probes) {
     arcprof::ElfFile::Lookup found = file->Find(vaddr, no_debug);
     if (found.symbol && (vaddr < found.symbol->start || vaddr >= found.symbol->end)) __builtin_trap();
+    if (auto start = file->FunctionStart(vaddr); start && *start > vaddr) __builtin_trap();
   }
   return 0;
 }
