@@ -86,6 +86,21 @@ Metric Metric::WithUnit(std::string unit) const {
   return m;
 }
 
+Metric Metric::InNanoseconds() const {
+  if (name_ != "cpu" && name_ != "offcpu" && name_ != "wall") return *this;
+  Metric m = *this;
+  m.per_sample_scale_ = 1000.0;
+  for (Term& term : m.terms_) {
+    if (!term.per_sample) term.divisor = term.divisor >= 1000 ? term.divisor / 1000 : 1;
+  }
+  m.unit_ = m.name_ + "-ns";
+  return m;
+}
+
+bool Metric::CpuMeasured(const ThreadRecord& thread) const {
+  return us_per_sample_.count({thread.host, thread.pid, thread.tid}) != 0;
+}
+
 double Metric::UsPerSample(const ThreadRecord& thread) const {
   auto it = us_per_sample_.find({thread.host, thread.pid, thread.tid});
   return it == us_per_sample_.end() ? interval_us_ : it->second;
@@ -97,7 +112,7 @@ uint64_t Metric::NodeValue(const CallTree& tree, uint32_t node, double us_per_sa
     const uint64_t v = tree.value(node, term.type);
     if (v == 0) continue;
     if (term.per_sample) {
-      out += static_cast<uint64_t>(std::llround(static_cast<double>(v) * us_per_sample));
+      out += static_cast<uint64_t>(std::llround(static_cast<double>(v) * us_per_sample * per_sample_scale_));
     } else {
       out += (v + term.divisor / 2) / term.divisor;
     }

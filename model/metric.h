@@ -60,6 +60,14 @@ class Metric {
   // Σ Values(thread).
   uint64_t Total(const ThreadRecord& thread) const;
 
+  // The same metric in nanoseconds instead of microseconds (the time
+  // metrics; any other metric is returned as it is), unit "<name>-ns": what
+  // pprof carries, with the same per-thread CPU time as the views.
+  Metric InNanoseconds() const;
+  // cpu and wall: whether `thread`'s CPU time is what PTT measured for it
+  // (false: its samples count one sampling interval each).
+  bool CpuMeasured(const ThreadRecord& thread) const;
+
  private:
   struct Term {
     size_t type = 0;          // value type index
@@ -78,6 +86,8 @@ class Metric {
   // interval for threads PTT did not measure.
   std::map<ThreadKey, double> us_per_sample_;
   double interval_us_ = 1000.0;
+  // 1000 InNanoseconds(): the per-sample terms' scale.
+  double per_sample_scale_ = 1.0;
 };
 
 }  // namespace arcprof::model

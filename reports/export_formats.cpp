@@ -100,7 +100,10 @@ Result<void> ExportSvg(const Profile& profile, const ExportOptions& options, std
 Result<void> ExportPprof(const Profile& profile, const ExportOptions& options, std::ostream& out) {
   auto selection = Select(profile, options);
   if (!selection) return selection.error();
-  auto bytes = PprofFile(*selection->profile, selection->filter, options.metric);
+  // cpu per sample from the whole capture, whatever --root/--min cut.
+  auto cpu = Metric::Select(profile, "cpu");
+  if (!cpu) return cpu.error();
+  auto bytes = PprofFile(*selection->profile, selection->filter, options.metric, &*cpu);
   if (!bytes) return bytes.error();
   out << *bytes;
   return {};

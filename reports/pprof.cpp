@@ -169,7 +169,15 @@ void AddLabel(pb::Sample* sample, int64_t key, int64_t str) {
 }  // namespace
 
 std::string EncodePprof(const Profile& profile, const ThreadFilter& filter,
-                        const std::string& default_metric) {
+                        const std::string& default_metric, const Metric* cpu_metric) {
+  // The cpu values are --metric cpu's, in nanoseconds: PTT's measured CPU
+  // time per thread where the capture has it, one period per sample otherwise.
+  Metric cpu;
+  if (cpu_metric != nullptr) {
+    cpu = cpu_metric->InNanoseconds();
+  } else if (auto selected = Metric::Select(profile, "cpu")) {
+    cpu = selected->InNanoseconds();
+  }
   pb::Profile out;
   PprofBuilder builder(profile, out);
   StringTable& strings = builder.strings();
@@ -216,6 +224,23 @@ std::string EncodePprof(const Profile& profile, const ThreadFilter& filter,
           std::to_string(frequency) + " Hz");
   if (!profile.meta.target.empty()) comment("target: " + profile.meta.target);
   if (!profile.meta.host.empty()) comment("host: " + profile.meta.host);
+  {
+    size_t measured = 0, sampled = 0;
+    for (const ThreadRecord& thread : profile.threads) {
+      if (!filter.Matches(thread) || thread.tree.total(kSamplesValue) == 0) continue;
+      ++sampled;
+      if (cpu.CpuMeasured(thread)) ++measured;
+    }
+    const std::string per_sample = "samples x " + std::to_string(period) + " ns";
+    if (measured == 0) {
+      comment("cpu: " + per_sample + " (no per-thread CPU time (PTT) in this capture)");
+    } else {
+      comment("cpu: per-thread CPU time measured by PTT, shared out over each thread's samples, for " +
+              std::to_string(measured) + " of " + std::to_string(sampled) + " threads" +
+              (measured < sampled ? "; " + per_sample + " for the others" : std::string()) +
+              " (as report --metric cpu)");
+    }
+  }
 
   const int64_t key_pid = strings.Index("pid");
   const int64_t key_tid = strings.Index("tid");
@@ -261,6 +286,10 @@ std::string EncodePprof(const Profile& profile, const ThreadFilter& filter,
     group_next.assign(nodes.size(), 0);
     const int64_t comm = strings.Index(ValidUtf8(ProcessName(thread)));
     const int64_t thread_name = thread.comm.empty() ? 0 : strings.Index(ValidUtf8(thread.comm));
+    // Threads PTT did not measure: exactly samples x period, the period the
+    // profile declares (--metric cpu's 1e6 / frequency us, without rounding).
+    const bool measured = cpu.CpuMeasured(thread);
+    const std::vector<uint64_t> cpu_ns = measured ? cpu.Values(thread) : std::vector<uint64_t>();
     for (size_t leaf = 0; leaf < nodes.size(); ++leaf) {
       const auto value = [&](size_t type) {
         return static_cast<int64_t>(tree.value(static_cast<uint32_t>(leaf), type));
@@ -292,10 +321,11 @@ std::string EncodePprof(const Profile& profile, const ThreadFilter& filter,
         n = group_next[n];
       }
       const int64_t count = value(kSamplesValue);
+      const int64_t on_cpu = measured ? static_cast<int64_t>(cpu_ns[leaf]) : count * period;
       sample->add_value(count);
-      sample->add_value(count * period);
+      sample->add_value(on_cpu);
       for (size_t type : declared) sample->add_value(value(type));
-      if (offcpu) sample->add_value(count * period + value(*offcpu));
+      if (offcpu) sample->add_value(on_cpu + value(*offcpu));
       pb::Label* pid = sample->add_label();
       pid->set_key(key_pid);
       pid->set_num(thread.pid);
@@ -335,8 +365,8 @@ Result<std::string> Gzip(std::string_view bytes) {
 }
 
 Result<std::string> PprofFile(const Profile& profile, const ThreadFilter& filter,
-                              const std::string& default_metric) {
-  return Gzip(EncodePprof(profile, filter, default_metric));
+                              const std::string& default_metric, const Metric* cpu) {
+  return Gzip(EncodePprof(profile, filter, default_metric, cpu));
 }
 
 }  // namespace arcprof::reports

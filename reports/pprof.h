@@ -1,8 +1,13 @@
 // pprof export: a gzipped perftools.profiles.Profile (reports/proto/profile.proto,
 // docs/formats.md §3), readable by `go tool pprof`.
 //
-// Content: sample types (samples, count) and (cpu, nanoseconds) with period
-// 1e9 / frequency; one sample per (thread, sampled stack) with labels pid,
+// Content: sample types (samples, count), (cpu, nanoseconds), then every other
+// value type the capture has (offcpu) and, with off-CPU time, (wall,
+// nanoseconds) = cpu + offcpu; period type cpu nanoseconds, period
+// 1e9 / frequency. The cpu values are those of --metric cpu (model/metric.h),
+// in nanoseconds: the CPU time PTT measured for a thread shared out over its
+// samples, or samples x period for threads PTT did not measure; a comment of
+// the profile says which. One sample per (thread, sampled stack) with labels pid,
 // tid (numbers), comm (process name), thread_name and, in a merge of several
 // machines, host; one location per
 // physical frame, frames inlined into it as further lines of that location
@@ -15,18 +20,22 @@
 #include <string_view>
 
 #include "common/result.h"
+#include "model/metric.h"
 #include "model/profile.h"
 #include "model/thread_filter.h"
 
 namespace arcprof::reports {
 
 // The serialized (uncompressed) Profile message of the selected threads.
+// `cpu`: --metric cpu resolved on the whole capture, when `profile` is a cut
+// of it (--root, --min: each thread's CPU time per sample comes from its
+// whole tree); null resolves it on `profile`.
 std::string EncodePprof(const model::Profile& profile, const model::ThreadFilter& filter,
-                        const std::string& default_metric = "samples");
+                        const std::string& default_metric = "samples", const model::Metric* cpu = nullptr);
 // gzip (RFC 1952) of `bytes`, as pprof files are stored.
 Result<std::string> Gzip(std::string_view bytes);
 // EncodePprof, gzipped: the content of a .pb.gz file.
 Result<std::string> PprofFile(const model::Profile& profile, const model::ThreadFilter& filter,
-                              const std::string& default_metric = "samples");
+                              const std::string& default_metric = "samples", const model::Metric* cpu = nullptr);
 
 }  // namespace arcprof::reports

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <regex>
 #include <set>
 #include <sys/stat.h>
@@ -27,9 +28,11 @@ void Record(const std::string& db, const std::string& ratio) {
   ASSERT_EQ(rec.Wait(), 0) << rec.stderr_text();
 }
 
-// tprof's symbol rows (--by sym) as name -> ticks; names carry " (module)".
-std::map<std::string, uint64_t> TprofBySymbol(const std::string& db, uint64_t* total) {
-  auto [code, text] = RunCapture({kArcprof, "report", "-i", db, "--by", "sym", "--format", "json"});
+// tprof's symbol rows (--by sym) as name -> ticks (--metric's unit); names carry " (module)".
+std::map<std::string, uint64_t> TprofBySymbol(const std::string& db, uint64_t* total,
+                                              const std::string& metric = "samples") {
+  auto [code, text] =
+      RunCapture({kArcprof, "report", "-i", db, "--by", "sym", "--format", "json", "--metric", metric});
   EXPECT_EQ(code, 0);
   const auto json = nlohmann::json::parse(text);
   *total = json["header"]["total_samples"].get<uint64_t>();
@@ -92,6 +95,75 @@ TEST(ExportCapture, GoToolPprofAgreesWithTheTprofReport) {
   EXPECT_NE(cpu_top.find("Period: 1001001"), std::string::npos);
   EXPECT_NE(cpu_top.find("comm:[ground_truth]"), std::string::npos);
   EXPECT_NE(cpu_top.find("thread_name:[ground_truth]"), std::string::npos);
+}
+
+// pprof's cpu is --metric cpu: on a `record --ptt` capture, the CPU time PTT
+// measured for the thread (not samples x period), shared out over its
+// samples exactly as `arcprof report --metric cpu` shares it.
+TEST(ExportCapture, GoToolPprofCpuIsTheReportsMetricCpu) {
+  ARCPROF_REQUIRE_RECORD_CAPABLE();
+  if (access(kGo.c_str(), X_OK) != 0) {
+    if (InCi()) FAIL() << "go is missing (Debian package golang-go; scripts/install-deps.sh)";
+    GTEST_SKIP() << "go is missing: install golang-go (scripts/install-deps.sh)";
+  }
+  TempDir tmp;
+  const std::string db = tmp.path("ptt.db");
+  const std::string pb = tmp.path("ptt.pb.gz");
+  Subprocess rec({kArcprof, "record", "-q", "--ptt", "-o", db, "--", kGroundTruth, "2", "3:1"});
+  ASSERT_EQ(rec.Wait(), 0) << rec.stderr_text();
+  auto [export_code, unused] = RunCapture({kArcprof, "export", "--format", "pprof", "-i", db, "-o", pb});
+  ASSERT_EQ(export_code, 0);
+  auto [code, top] = RunCapture({"/usr/bin/env", "HOME=" + tmp.dir(), "GOCACHE=" + tmp.path("gocache"),
+                                 "GOPATH=" + tmp.path("gopath"), "GOTOOLCHAIN=local", "GOFLAGS=", kGo, "tool",
+                                 "pprof", "-top", "-nodecount=50", "-unit=us", "-sample_index=cpu", pb});
+  ASSERT_EQ(code, 0) << top;
+  EXPECT_NE(top.find("cpu: per-thread CPU time measured by PTT"), std::string::npos) << top;
+
+  // The CPU time PTT measured for ground_truth's one thread (PTT sees the
+  // whole machine: other ground_truth runs may be in it).
+  auto [pid_code, pid_text] = RunCapture({kArcprof, "report", "-i", db, "--by", "pid", "--format", "json"});
+  ASSERT_EQ(pid_code, 0) << pid_text;
+  const auto by_pid = nlohmann::json::parse(pid_text);
+  ASSERT_EQ(by_pid["rows"].size(), 1u) << pid_text;
+  const int64_t pid = by_pid["rows"][0]["pid"].get<int64_t>();
+  auto [ptt_code, ptt_text] = RunCapture({kArcprof, "report", "-i", db, "--view", "ptt", "--format", "json"});
+  ASSERT_EQ(ptt_code, 0) << ptt_text;
+  double ptt_us = -1;
+  const auto ptt = nlohmann::json::parse(ptt_text);
+  for (const auto& thread : ptt["threads"]) {
+    if (thread["pid"].get<int64_t>() == pid && thread["tid"].get<int64_t>() == pid) ptt_us = thread["cpu_ms"].get<double>() * 1000;
+  }
+  ASSERT_GT(ptt_us, 100'000) << ptt_text;  // 2 s of burning, however loaded the machine
+
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(top, m, std::regex(R"(Total samples = ([\d.]+)us)"))) << top;
+  const double pprof_total_us = std::stod(m[1]);
+  EXPECT_NEAR(pprof_total_us, ptt_us, 1.0) << top;
+  uint64_t samples = 0;
+  TprofBySymbol(db, &samples);
+  // Not samples x period: these differ by far more than a microsecond (a
+  // sample is 1001 us) unless the two agree by chance.
+  EXPECT_GT(std::abs(pprof_total_us - static_cast<double>(samples) * 1001.001), 1.0)
+      << "pprof cpu looks like samples x period\n" << top;
+
+  // Function by function, the report's --metric cpu (us) is pprof's flat.
+  uint64_t total_us = 0;
+  const auto report = TprofBySymbol(db, &total_us, "cpu");
+  EXPECT_NEAR(static_cast<double>(total_us), pprof_total_us, 1.0 + 0.5 * static_cast<double>(report.size()));
+  std::map<std::string, double> flat;
+  std::istringstream lines(top);
+  std::string line;
+  const std::regex row(R"(^\s*([\d.]+)(us)?\s+[\d.]+%\s+[\d.]+%\s+[\d.]+(us)?\s+[\d.]+%\s+(.+)$)");
+  while (std::getline(lines, line)) {
+    if (std::regex_match(line, m, row)) flat[m[4]] = std::stod(m[1]);
+  }
+  for (const char* fn : {"f_heavy", "f_light"}) {
+    SCOPED_TRACE(fn);
+    ASSERT_TRUE(report.count(fn)) << top;
+    ASSERT_TRUE(flat.count(fn)) << top;
+    EXPECT_NEAR(flat[fn], static_cast<double>(report.at(fn)), 1.0) << top;
+  }
+  EXPECT_NEAR(flat["f_heavy"] / (flat["f_heavy"] + flat["f_light"]), 0.75, 0.04) << top;
 }
 
 TEST(ExportCapture, DiffOfSwappedRatiosMovesFHeavyByFiftyPoints) {

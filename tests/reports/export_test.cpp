@@ -545,6 +545,39 @@ TEST(Metric, EveryViewAndExportWeighsByTheSelectedMetric) {
   for (const auto& t : pprof.sample_type()) types.push_back(pprof.string_table(t.type()));
   EXPECT_EQ(types, (std::vector<std::string>{"samples", "cpu", "offcpu", "wall"}));
   EXPECT_EQ(pprof.string_table(pprof.default_sample_type()), "offcpu");
+  // cpu is --metric cpu in ns: PTT's 50 ms for thread 10, 4 x 1 ms for
+  // thread 11 (not measured); wall adds the 3 ms blocked; a comment says so.
+  std::map<std::string, std::vector<int64_t>> by_leaf;
+  const auto leaf_name = [&](const perftools::profiles::Sample& s) {
+    for (const auto& loc : pprof.location()) {
+      if (loc.id() != s.location_id(0)) continue;
+      for (const auto& f : pprof.function()) {
+        if (f.id() == loc.line(0).function_id()) return pprof.string_table(f.name());
+      }
+    }
+    return std::string();
+  };
+  for (const auto& s : pprof.sample()) by_leaf[leaf_name(s)] = {s.value().begin(), s.value().end()};
+  EXPECT_EQ(by_leaf["work"], (std::vector<int64_t>{10, 50'000'000, 0, 50'000'000}));
+  EXPECT_EQ(by_leaf["wait"], (std::vector<int64_t>{0, 0, 3'000'000, 3'000'000}));
+  EXPECT_EQ(by_leaf["other"], (std::vector<int64_t>{4, 4'000'000, 0, 4'000'000}));
+  bool cpu_comment = false;
+  for (int64_t c : pprof.comment()) {
+    const std::string& text = pprof.string_table(c);
+    cpu_comment = cpu_comment || (text.find("measured by PTT") != std::string::npos &&
+                                  text.find("1 of 2 threads") != std::string::npos);
+  }
+  EXPECT_TRUE(cpu_comment);
+  // Through the registry with --root: thread 10 keeps its 5 ms a sample.
+  options.metric = "samples";
+  options.root = "work";
+  out.str("");
+  ASSERT_TRUE(BuiltinRegistry().formats.at("pprof")(p, options, out).ok());
+  perftools::profiles::Profile rooted;
+  const auto unzipped = Gunzip(out.str());
+  ASSERT_TRUE(rooted.ParseFromString(unzipped));
+  ASSERT_EQ(rooted.sample_size(), 1);
+  EXPECT_EQ(rooted.sample(0).value(1), 50'000'000);
 
   EXPECT_FALSE(Metric::Select(p, "bogus").ok());
   Profile without_offcpu = SampleProfile();
