@@ -262,6 +262,10 @@ struct offcpu_start {
 	__u64 pending_ns;    /* closed intervals of `key` ... */
 	__u64 pending_count; /* ... not yet in offcpu_time */
 	__u64 known;
+	/* What `key` was hashed from (but the thread): state << 32 | syscall,
+	 * then user ip, sp and bp. A switch that finds the same four values
+	 * has the same key and skips the hash. */
+	__u64 where[4];
 };
 
 struct {
@@ -387,6 +391,36 @@ static __always_inline __u64 switch_clock(struct task_struct *cur)
 	return bpf_ktime_get_ns();
 }
 
+/* The user registers of a task, without a kernel call. They sit at a fixed
+ * offset from the base of the task's kernel stack (x86's task_pt_regs():
+ * THREAD_SIZE less the padding and struct pt_regs, all build constants that
+ * BTF does not carry), so the offset is measured once with
+ * bpf_task_pt_regs() (a kernel call, 16 ns here) and every later switch adds
+ * it to task->stack and reads through bpf_rdonly_cast(), which the verifier
+ * turns into a plain move: the loads are then fault-checked plain loads.
+ * The pointer is made a number through this global (a root-only "pointer
+ * leak", which arcprof is). Used for the off-CPU key only; a wrong offset
+ * would only misplace keys, and an implausible one keeps the kernel call. */
+__u64 pt_regs_offset;
+__u64 pt_regs_probe;
+
+extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym;
+
+static __always_inline struct pt_regs *user_regs_of(struct task_struct *t)
+{
+	__u64 stack = (__u64)t->stack;
+	__u64 off = pt_regs_offset;
+	if (!off) {
+		struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(t);
+		*(volatile __u64 *)&pt_regs_probe = (__u64)regs;
+		off = *(volatile __u64 *)&pt_regs_probe - stack;
+		if (off == 0 || off >= (1u << 20))
+			return regs;
+		pt_regs_offset = off;
+	}
+	return bpf_rdonly_cast((void *)(stack + off), bpf_core_type_id_kernel(struct pt_regs));
+}
+
 /* At every context switch: `prev` (the current task) goes off CPU, `next`
  * comes back from wherever it was. Everything stays cheap but for the first
  * time a key is seen: then its stack is written, with the same record and
@@ -395,8 +429,8 @@ static __always_inline __u64 switch_clock(struct task_struct *cur)
  * and frame pointer): a thread that blocks at the same place again has the
  * same stack. A thread that keeps blocking at one place (a ping-pong, a
  * worker loop) costs two array lookups in offcpu_slots (inlined, no call),
- * one load of the run queue's clock, one bpf_task_pt_regs() call and a hash
- * of its registers per switch; its time is summed in its slot (or task
+ * one load of the run queue's clock and four loads of its user registers
+ * compared with those of its last switch, no kernel call; its time is summed in its slot (or task
  * storage) and added to offcpu_time once a millisecond has built up, when it
  * blocks elsewhere, or at its last switch. Only targeted threads have a state:
  * a switch between untargeted threads (or the idle task, pid 0) costs two
@@ -449,15 +483,22 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 	__s64 nr = -1;
 	__u64 ip = 0, sp = 0, bp = 0;
 	if (prev->mm) {
-		/* A BTF pointer: plain loads, no probe-read helper calls. */
-		struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(prev);
+		/* Plain loads, no probe-read helper calls. */
+		struct pt_regs *regs = user_regs_of(prev);
 		nr = regs->orig_ax;
 		ip = regs->ip;
 		sp = regs->sp;
 		bp = regs->bp;
 	}
+	__u64 state_nr = (__u64)state << 32 | (__u32)nr;
+	if (st->known && st->where[0] == state_nr && st->where[1] == ip && st->where[2] == sp &&
+	    st->where[3] == bp) {
+		/* Where it blocked last time: same key, nothing to hash. */
+		st->ts = now ? now | 1 : 0;
+		return 0;
+	}
 	__u64 key = mix64(0x9e3779b97f4a7c15ull, (__u64)tgid << 32 | tid);
-	key = mix64(key, (__u64)state << 32 | (__u32)nr);
+	key = mix64(key, state_nr);
 	key = mix64(key, ip);
 	key = mix64(key, sp);
 	key = mix64(key, bp);
@@ -488,6 +529,10 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 		st->key = key;
 		st->known = 1;
 	}
+	st->where[0] = state_nr;
+	st->where[1] = ip;
+	st->where[2] = sp;
+	st->where[3] = bp;
 	/* 0 means "on CPU" (or not timed), so a start is never 0. */
 	st->ts = now ? now | 1 : 0;
 	return 0;
