@@ -398,11 +398,14 @@ static __always_inline __u64 switch_clock(struct task_struct *cur)
  * bpf_task_pt_regs() (a kernel call, 16 ns here) and every later switch adds
  * it to task->stack and reads through bpf_rdonly_cast(), which the verifier
  * turns into a plain move: the loads are then fault-checked plain loads.
- * The pointer is made a number through this global (a root-only "pointer
- * leak", which arcprof is). Used for the off-CPU key only; a wrong offset
- * would only misplace keys, and an implausible one keeps the kernel call. */
+ * The pointer is made a number through global memory (a root-only "pointer
+ * leak", which arcprof is), one slot per CPU so that CPUs measuring at the
+ * same time do not read each other's pointer. Used for the off-CPU key only;
+ * a wrong offset would only misplace keys, and an implausible one (above the
+ * largest x86 THREAD_SIZE, 32 KiB with KASAN) keeps the kernel call. */
+#define PT_REGS_PROBE_SLOTS 1024
 __u64 pt_regs_offset;
-__u64 pt_regs_probe;
+__u64 pt_regs_probe[PT_REGS_PROBE_SLOTS];
 
 extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym;
 
@@ -412,9 +415,10 @@ static __always_inline struct pt_regs *user_regs_of(struct task_struct *t)
 	__u64 off = pt_regs_offset;
 	if (!off) {
 		struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(t);
-		*(volatile __u64 *)&pt_regs_probe = (__u64)regs;
-		off = *(volatile __u64 *)&pt_regs_probe - stack;
-		if (off == 0 || off >= (1u << 20))
+		__u64 *probe = &pt_regs_probe[bpf_get_smp_processor_id() & (PT_REGS_PROBE_SLOTS - 1)];
+		*(volatile __u64 *)probe = (__u64)regs;
+		off = *(volatile __u64 *)probe - stack;
+		if (off == 0 || off >= (1u << 16) || (off & 7))
 			return regs;
 		pt_regs_offset = off;
 	}
