@@ -34,6 +34,15 @@ class JitResolver {
 
   // Drops pid's source (exec replaced the image, or the process is gone).
   void Forget(uint32_t pid) { sources_.erase(pid); }
+  // Lets pid's source go but remembers that it had one, so that a late
+  // sample of the exited process does not read its JIT files again (its JIT
+  // frames stay unnamed). Returns whether a source was let go.
+  bool Release(uint32_t pid) {
+    auto it = sources_.find(pid);
+    if (it == sources_.end() || !it->second.source) return false;
+    it->second.source.reset();
+    return true;
+  }
   size_t size() const { return sources_.size(); }
 
  private:

@@ -116,8 +116,10 @@ struct Symbolizer::Impl {
     if (next_liveness_ns == 0) next_liveness_ns = t_ns + 30'000'000'000;
     const bool check_alive = t_ns >= next_liveness_ns;
     if (check_alive) next_liveness_ns = t_ns + 30'000'000'000;
+    size_t jit_released = 0;
     timeline.ForEachProcess([&](const TimelineProcess& p) {
       if (p.exited) {
+        if (p.exit_ns + options.exited_jit_retention_ns <= t_ns) jit_released += jit.Release(p.pid);
         if (p.exit_ns + options.exited_retention_ns <= t_ns) gone.push_back(p.pid);
       } else if (check_alive) {
         struct stat st;
@@ -137,6 +139,7 @@ struct Symbolizer::Impl {
       jit.Forget(pid);
       ++forgotten;
     }
+    if (jit_released > 0) spdlog::debug("symbolizer: let go of {} JIT sources of exited processes", jit_released);
     if (forgotten == 0) return;
     stats.processes_forgotten += forgotten;
     std::unordered_set<uint32_t> live;

@@ -68,6 +68,10 @@ struct SymbolizerOptions {
   // this long after it exited, in the time of the events; files no
   // remembered process maps are closed then. Samples are drained long before.
   uint64_t exited_retention_ns = 10'000'000'000;
+  // A JIT source (every method name of a JVM: megabytes) is let go sooner,
+  // at the first forget pass this long after its process exited: samples
+  // taken before an exit are drained within a second of it.
+  uint64_t exited_jit_retention_ns = 3'000'000'000;
   // Symbol tables held at once (ModuleCache::kSymbolBudgetBytes): the least
   // recently used files' tables are given back past it.
   size_t symbol_budget_bytes = 32u << 20;
