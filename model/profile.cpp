@@ -72,17 +72,23 @@ std::vector<uint64_t>& CallTree::Column(size_t type) {
 
 uint32_t CallTree::Child(uint32_t parent, uint32_t frame) {
   const uint64_t key = static_cast<uint64_t>(parent) << 32 | frame;
-  auto [it, inserted] = child_index_.try_emplace(key, static_cast<uint32_t>(nodes_.size()));
+  bool inserted = false;
+  const uint32_t id = child_index_.FindOrInsert(key, static_cast<uint32_t>(nodes_.size()), inserted);
   if (inserted) {
     nodes_.push_back(Node{parent, frame, 0});
     for (std::vector<uint64_t>& column : values_) column.push_back(0);
   }
-  return it->second;
+  return id;
 }
 
 uint32_t CallTree::FindChild(uint32_t parent, uint32_t frame) const {
-  auto it = child_index_.find(static_cast<uint64_t>(parent) << 32 | frame);
-  return it == child_index_.end() ? kNoNode : it->second;
+  return child_index_.Find(static_cast<uint64_t>(parent) << 32 | frame, kNoNode);
+}
+
+void CallTree::Reserve(size_t nodes) {
+  nodes_.reserve(nodes);
+  for (std::vector<uint64_t>& column : values_) column.reserve(nodes);
+  child_index_.Reserve(nodes);
 }
 
 uint32_t CallTree::AddStack(std::span<const uint32_t> frames_root_first, uint64_t count,
@@ -130,17 +136,22 @@ void CallTree::TransformValues(size_t type, const std::function<uint64_t(uint32_
   for (uint32_t i = 0; i < column.size(); ++i) column[i] = f(i, column[i]);
 }
 
-CallTree CallTree::Rerooted(const std::function<bool(uint32_t frame)>& is_root) const {
+CallTree CallTree::Rerooted(const std::function<bool(uint32_t frame)>& is_root, bool under_top) const {
   constexpr uint32_t kDropped = 0xffffffffu;
   CallTree out;
   std::vector<uint32_t> mapped(nodes_.size(), kDropped);
+  std::vector<uint32_t> top(under_top ? nodes_.size() : 0);  // each node's child of node 0
   // Node 0 is not "below" anything: the first match on a path starts a new top.
   for (uint32_t i = 1; i < nodes_.size(); ++i) {
     const Node& node = nodes_[i];
+    if (under_top) {
+      top[i] = node.parent == 0 ? i : top[node.parent];
+      if (node.parent == 0) continue;  // copied only when something below matches
+    }
     uint32_t parent = node.parent == 0 ? kDropped : mapped[node.parent];
     if (parent == kDropped) {
       if (!is_root(node.frame)) continue;
-      parent = 0;
+      parent = under_top ? out.Child(0, nodes_[top[i]].frame) : 0;
     }
     mapped[i] = out.Child(parent, node.frame);
     out.nodes_[mapped[i]].n += node.n;
@@ -154,8 +165,8 @@ CallTree CallTree::Rerooted(const std::function<bool(uint32_t frame)>& is_root) 
   return out;
 }
 
-CallTree CallTree::Pruned(const std::function<bool(uint32_t node)>& keep,
-                          uint32_t bucket_frame) const {
+CallTree CallTree::Pruned(const std::function<bool(uint32_t node)>& keep, uint32_t bucket_frame,
+                          BucketN bucket_n) const {
   constexpr uint32_t kDropped = 0xffffffffu;
   // Whole-subtree sums, bottom-up (children follow parents).
   std::vector<uint64_t> sum_n(nodes_.size());
@@ -175,6 +186,10 @@ CallTree CallTree::Pruned(const std::function<bool(uint32_t node)>& keep,
     const uint32_t parent = whole[nodes_[i].parent] ? kDropped : mapped[nodes_[i].parent];
     if (parent == kDropped) continue;  // inside a pruned subtree: already counted
     if (!keep(i)) {
+      const uint64_t n = bucket_n == BucketN::kSubtree ? sum_n[i] : nodes_[i].n;
+      const bool empty = n == 0 && std::all_of(sum.begin(), sum.end(),
+                                                      [&](const auto& column) { return column[i] == 0; });
+      if (empty) continue;  // nothing to keep: no bucket for it
       mapped[i] = out.Child(parent, bucket_frame);
       whole[i] = true;
       continue;
@@ -183,7 +198,8 @@ CallTree CallTree::Pruned(const std::function<bool(uint32_t node)>& keep,
   }
   for (uint32_t i = 0; i < nodes_.size(); ++i) {
     if (mapped[i] == kDropped) continue;
-    out.nodes_[mapped[i]].n += whole[i] ? sum_n[i] : nodes_[i].n;
+    const bool subtree_n = whole[i] && bucket_n == BucketN::kSubtree;
+    out.nodes_[mapped[i]].n += subtree_n ? sum_n[i] : nodes_[i].n;
     for (size_t type = 0; type < values_.size(); ++type) {
       out.Column(type)[mapped[i]] += whole[i] ? sum[type][i] : values_[type][i];
     }
@@ -193,6 +209,28 @@ CallTree CallTree::Pruned(const std::function<bool(uint32_t node)>& keep,
 
 void CallTree::Accumulate(std::vector<uint64_t>& values) const {
   for (size_t i = std::min(values.size(), nodes_.size()); i-- > 1;) values[nodes_[i].parent] += values[i];
+}
+
+std::vector<uint64_t> CallTree::Cumulative(size_t type) const {
+  std::vector<uint64_t> cum = type < values_.size() ? values_[type] : std::vector<uint64_t>(nodes_.size(), 0);
+  Accumulate(cum);
+  return cum;
+}
+
+std::vector<uint32_t> CallTree::Depths() const {
+  std::vector<uint32_t> depth(nodes_.size(), 0);
+  for (size_t i = 1; i < nodes_.size(); ++i) depth[i] = depth[nodes_[i].parent] + 1;
+  return depth;
+}
+
+ChildLists::ChildLists(const CallTree& tree) {
+  const auto& nodes = tree.nodes();
+  begin_.assign(nodes.size() + 1, 0);
+  for (size_t v = 1; v < nodes.size(); ++v) ++begin_[nodes[v].parent + 1];
+  for (size_t v = 0; v < nodes.size(); ++v) begin_[v + 1] += begin_[v];
+  list_.resize(nodes.size() > 0 ? nodes.size() - 1 : 0);
+  std::vector<uint32_t> fill(begin_.begin(), begin_.end() - 1);
+  for (size_t v = 1; v < nodes.size(); ++v) list_[fill[nodes[v].parent]++] = static_cast<uint32_t>(v);
 }
 
 uint64_t CallTree::total(size_t type) const {

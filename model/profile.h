@@ -5,6 +5,7 @@
 // on disk are exactly this (see docs/capture-format.md).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -17,6 +18,7 @@
 #include <vector>
 
 #include "common/frame.h"
+#include "model/flat_index.h"
 #include "model/ptt_data.h"
 
 namespace arcprof::model {
@@ -130,15 +132,31 @@ class CallTree {
   // Replaces value `type` of every node with f(node id, value).
   void TransformValues(size_t type, const std::function<uint64_t(uint32_t, uint64_t)>& f);
   // The subtrees under the outermost nodes whose frame satisfies is_root,
-  // each re-rooted directly under node 0 (matching subtrees merge).
-  CallTree Rerooted(const std::function<bool(uint32_t frame)>& is_root) const;
+  // each re-rooted directly under node 0 (matching subtrees merge). With
+  // `under_top` the children of node 0 (the threads of a tree that holds
+  // several, as arcflow's) stay: each subtree is re-rooted under a copy of its
+  // top ancestor, which keeps none of its own n and values and exists only
+  // when something below it matched; is_root is not asked about top nodes.
+  CallTree Rerooted(const std::function<bool(uint32_t frame)>& is_root, bool under_top = false) const;
   // Turns per-node values (indexed by node, e.g. value(i, type) or a metric's)
   // into cumulative ones: each node's plus everything below it.
   void Accumulate(std::vector<uint64_t>& values) const;
+  // Value `type` of every node plus everything below it, indexed by node.
+  std::vector<uint64_t> Cumulative(size_t type = kSamplesValue) const;
+  // The depth of every node, indexed by node: node 0 is 0, its children 1.
+  std::vector<uint32_t> Depths() const;
+  // What the bucket of a pruned subtree counts as its n: the n of the whole
+  // subtree (every occurrence it held), or only the n of the pruned top nodes
+  // (the occurrences of the contexts that were cut: arcflow's "[pruned]").
+  enum class BucketN { kSubtree, kTopNodes };
   // A copy without the subtrees whose top node fails keep(node): each such
   // subtree becomes one child of its parent with frame `bucket_frame`, holding
-  // the subtree's summed n and values.
-  CallTree Pruned(const std::function<bool(uint32_t node)>& keep, uint32_t bucket_frame) const;
+  // the subtree's summed values and n (see BucketN). A subtree that would
+  // give its bucket no n and no value leaves no bucket.
+  CallTree Pruned(const std::function<bool(uint32_t node)>& keep, uint32_t bucket_frame,
+                  BucketN bucket_n = BucketN::kSubtree) const;
+  // Room for `nodes` nodes without rehashing.
+  void Reserve(size_t nodes);
 
   const std::vector<Node>& nodes() const { return nodes_; }
   size_t size() const { return nodes_.size(); }
@@ -157,7 +175,30 @@ class CallTree {
   std::vector<Node> nodes_;
   // values_[type][node]: one column per value type, as long as nodes_.
   std::vector<std::vector<uint64_t>> values_;
-  std::unordered_map<uint64_t, uint32_t> child_index_;  // (parent << 32 | frame) -> node
+  FlatIndex child_index_;  // (parent << 32 | frame) -> node
+};
+
+// The children of every node of a tree in one array (one allocation for the
+// whole tree, not a list per node): node v's children are of(v), in creation
+// order until Sort. Every view that walks a tree top-down reads it.
+class ChildLists {
+ public:
+  ChildLists() = default;  // no tree: of() must not be called
+  explicit ChildLists(const CallTree& tree);
+  // Sorts each node's children by less(a, b) (node ids).
+  template <typename Less>
+  void Sort(Less less) {
+    for (size_t v = 0; v + 1 < begin_.size(); ++v) {
+      std::sort(list_.begin() + begin_[v], list_.begin() + begin_[v + 1], less);
+    }
+  }
+  std::span<const uint32_t> of(uint32_t node) const {
+    return {list_.data() + begin_[node], list_.data() + begin_[node + 1]};
+  }
+
+ private:
+  std::vector<uint32_t> begin_;  // node v's children: list_[begin_[v] .. begin_[v + 1])
+  std::vector<uint32_t> list_;
 };
 
 struct ThreadRecord {

@@ -187,25 +187,14 @@ FlameTree::Node FlameTree::node(uint32_t id) const {
 
 void FlameTree::Finalize() {
   const auto& nodes = tree_.nodes();
-  value_.resize(nodes.size());
-  for (uint32_t i = 0; i < nodes.size(); ++i) value_[i] = tree_.value(i, model::kSamplesValue);
-  // Children are created after their parents (CallTree), so one pass sums them.
-  tree_.Accumulate(value_);
-  child_begin_.assign(nodes.size() + 1, 0);
-  for (size_t i = 1; i < nodes.size(); ++i) ++child_begin_[nodes[i].parent + 1];
-  for (size_t i = 1; i < child_begin_.size(); ++i) child_begin_[i] += child_begin_[i - 1];
-  child_list_.assign(nodes.size() > 0 ? nodes.size() - 1 : 0, 0);
-  std::vector<uint32_t> fill(child_begin_.begin(), child_begin_.end() - 1);
-  for (size_t i = 1; i < nodes.size(); ++i) child_list_[fill[nodes[i].parent]++] = static_cast<uint32_t>(i);
-  for (size_t p = 0; p < nodes.size(); ++p) {
-    std::sort(child_list_.begin() + child_begin_[p], child_list_.begin() + child_begin_[p + 1],
-              [&](uint32_t a, uint32_t b) {
-                const Label& la = labels_[nodes[a].frame];
-                const Label& lb = labels_[nodes[b].frame];
-                if (la.name != lb.name) return la.name < lb.name;
-                return la.kind < lb.kind;
-              });
-  }
+  value_ = tree_.Cumulative(model::kSamplesValue);
+  children_ = model::ChildLists(tree_);
+  children_.Sort([&](uint32_t a, uint32_t b) {
+    const Label& la = labels_[nodes[a].frame];
+    const Label& lb = labels_[nodes[b].frame];
+    if (la.name != lb.name) return la.name < lb.name;
+    return la.kind < lb.kind;
+  });
 }
 
 FlameTree FlameTreeFromProfile(const Profile& profile, const ThreadFilter& filter, const Metric& metric) {

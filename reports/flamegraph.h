@@ -69,9 +69,7 @@ class FlameTree {
   Node node(uint32_t id) const;
   const std::string& name(uint32_t id) const { return labels_[label(id)].name; }
   // The children of a node, sorted by name (then kind). Valid after Finalize().
-  std::span<const uint32_t> children(uint32_t id) const {
-    return {child_list_.data() + child_begin_[id], child_list_.data() + child_begin_[id + 1]};
-  }
+  std::span<const uint32_t> children(uint32_t id) const { return children_.of(id); }
   uint64_t total() const { return value_.empty() ? 0 : value_[kRoot]; }
   // Finds the child of `parent` named `name` of `kind`; kNone when absent.
   uint32_t FindChild(uint32_t parent, std::string_view name, FlameKind kind) const;
@@ -94,8 +92,7 @@ class FlameTree {
   std::vector<Label> labels_;
   std::unordered_map<std::string, uint32_t> label_index_;  // kind byte + name -> label
   std::vector<uint64_t> value_;                            // per node, after Finalize()
-  std::vector<uint32_t> child_begin_;
-  std::vector<uint32_t> child_list_;
+  model::ChildLists children_;  // sorted by name, after Finalize()
 };
 
 // The selected threads of a capture: "all", then the process name (threads of

@@ -68,10 +68,12 @@ std::string FoldedHostName(const ThreadRecord& thread) {
 
 namespace {
 
-// Every selected thread's tree merged into one tree per process, keyed by
-// folded names, then walked depth first with one growing line: the work is
-// the size of the output, never a walk to the root per stack, and nothing
-// holds all lines at once.
+// Every selected thread's tree merged into one call tree (model::CallTree)
+// whose frame ids are folded names: node 0's children are the processes, below
+// them the frames, so threads of one process with the same stack share nodes.
+// It is then walked depth first with one growing line: the work is the size of
+// the output, never a walk to the root per stack, and nothing holds all lines
+// at once.
 class FoldedTree {
  public:
   FoldedTree(const Profile& profile, const ThreadFilter& filter, const Metric& metric) {
@@ -81,8 +83,7 @@ class FoldedTree {
       if (!filter.Matches(thread)) continue;
       const uint32_t process_name = Intern(thread.host.empty() ? FoldedProcessName(thread)
                                                                : FoldedHostName(thread) + ";" + FoldedProcessName(thread));
-      uint32_t& root = process_roots_[names_[process_name]];
-      if (root == 0) root = NewNode(process_name);
+      const uint32_t root = tree_.Child(0, process_name);
       const auto& nodes = profile.threads[t].tree.nodes();
       const std::vector<uint64_t> values = metric.Values(thread);
       mapped_.assign(nodes.size(), root);
@@ -93,13 +94,13 @@ class FoldedTree {
         if (depth_[i] <= kMaxFoldedDepth) {
           int32_t& name = name_of_frame[nodes[i].frame];
           if (name < 0) name = static_cast<int32_t>(Intern(FoldedFrameName(profile.frames, nodes[i].frame)));
-          mapped_[i] = Child(mapped_[parent], static_cast<uint32_t>(name));
+          mapped_[i] = tree_.Child(mapped_[parent], static_cast<uint32_t>(name));
         } else if (depth_[i] == kMaxFoldedDepth + 1) {
-          mapped_[i] = Child(mapped_[parent], Intern("[deeper frames cut]"));
+          mapped_[i] = tree_.Child(mapped_[parent], Intern("[deeper frames cut]"));
         } else {
           mapped_[i] = mapped_[parent];  // everything deeper counts on the cut marker
         }
-        tree_[mapped_[i]].count += values[i];
+        tree_.Add(mapped_[i], 0, kSamplesValue, values[i]);
       }
     }
   }
@@ -108,17 +109,19 @@ class FoldedTree {
   // within a process (children in name order), processes in name order.
   template <typename Emit>
   void Walk(Emit&& emit) {
+    ChildLists children(tree_);
+    const auto& nodes = tree_.nodes();
+    children.Sort([&](uint32_t a, uint32_t b) { return names_.at(nodes[a].frame).symbol < names_.at(nodes[b].frame).symbol; });
     std::string line;
-    for (const auto& [process, root] : process_roots_) {
-      struct Frame {
-        uint32_t node;
-        size_t line_length;
-        std::vector<uint32_t> children;  // sorted by name
-        size_t next = 0;
-      };
-      std::vector<Frame> stack;
-      line = process;
-      stack.push_back({root, line.size(), SortedChildren(root)});
+    struct Frame {
+      std::span<const uint32_t> children;
+      size_t line_length;
+      size_t next = 0;
+    };
+    std::vector<Frame> stack;
+    for (const uint32_t process : children.of(0)) {
+      line = names_.at(nodes[process].frame).symbol;
+      stack.push_back({children.of(process), line.size()});
       while (!stack.empty()) {
         Frame& top = stack.back();
         if (top.next == top.children.size()) {
@@ -128,48 +131,19 @@ class FoldedTree {
         const uint32_t child = top.children[top.next++];
         line.resize(top.line_length);
         line += ';';
-        line += names_[tree_[child].name];
-        if (tree_[child].count > 0) emit(std::string_view(line), tree_[child].count);
-        stack.push_back({child, line.size(), SortedChildren(child)});
+        line += names_.at(nodes[child].frame).symbol;
+        if (const uint64_t count = tree_.value(child, kSamplesValue); count > 0) emit(std::string_view(line), count);
+        stack.push_back({children.of(child), line.size()});
       }
     }
   }
 
  private:
-  struct Node {
-    uint32_t name = 0;
-    uint64_t count = 0;
-    std::map<uint32_t, uint32_t> children;  // name id -> node
-  };
+  // The folded names, each held once: a frame table whose records are names only.
+  uint32_t Intern(const std::string& name) { return InternName(names_, name); }
 
-  uint32_t Intern(const std::string& name) {
-    auto [it, added] = name_ids_.try_emplace(name, static_cast<uint32_t>(names_.size()));
-    if (added) names_.push_back(name);
-    return it->second;
-  }
-  uint32_t NewNode(uint32_t name) {
-    tree_.push_back(Node{name, 0, {}});
-    return static_cast<uint32_t>(tree_.size() - 1);
-  }
-  uint32_t Child(uint32_t parent, uint32_t name) {
-    auto it = tree_[parent].children.find(name);
-    if (it != tree_[parent].children.end()) return it->second;
-    const uint32_t child = NewNode(name);
-    tree_[parent].children.emplace(name, child);
-    return child;
-  }
-  std::vector<uint32_t> SortedChildren(uint32_t node) const {
-    std::vector<uint32_t> out;
-    for (const auto& [name, child] : tree_[node].children) out.push_back(child);
-    std::sort(out.begin(), out.end(),
-              [&](uint32_t a, uint32_t b) { return names_[tree_[a].name] < names_[tree_[b].name]; });
-    return out;
-  }
-
-  std::vector<Node> tree_{Node{}};  // node 0 is unused: 0 means "no root yet"
-  std::vector<std::string> names_;
-  std::unordered_map<std::string, uint32_t> name_ids_;
-  std::map<std::string, uint32_t> process_roots_;
+  CallTree tree_;
+  FrameTable names_;
   std::vector<uint32_t> mapped_;
   std::vector<uint32_t> depth_;
 };
