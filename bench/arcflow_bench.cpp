@@ -104,8 +104,8 @@ void BM_BuildModel(benchmark::State& state) {
   const Profile& profile = BenchProfile();
   size_t nodes = 0;
   for (auto _ : state) {
-    ArcflowModel model = ArcflowFromProfile(profile, {}, false);
-    nodes = model.nodes().size();
+    ArcflowProfile model = ArcflowFromProfile(profile, {}, false);
+    nodes = model.tree.size();
     benchmark::DoNotOptimize(model);
   }
   state.counters["nodes"] = static_cast<double>(nodes);

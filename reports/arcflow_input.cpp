@@ -150,24 +150,24 @@ class InputBuilder {
         __builtin_add_overflow(total_base_, base, &total_base_)) {
       return LineError(line, "the totals overflow 64 bits; use a coarser unit");
     }
-    model_.Add(node, n, base);
+    model_.tree.Add(node, n, kSamplesValue, base);
     return {};
   }
 
-  ArcflowModel& model() { return model_; }
+  ArcflowProfile& model() { return model_; }
 
  private:
   Thread* ThreadSlot(uint32_t pid, uint32_t tid, std::string_view name) {
     auto [it, inserted] = threads_.try_emplace({pid, tid});
     if (inserted) {
       const std::string consumer = fmt::format("{}_{}_{}", pid, tid, name.empty() ? "input" : name);
-      it->second.node = model_.Child(ArcflowModel::kRootNode,
-                                     model_.InternConsumer(consumer, ConsumerKind::kThread));
+      it->second.node = model_.tree.Child(ArcflowProfile::kRootNode,
+                                          model_.InternConsumer(consumer, ConsumerKind::kThread));
     }
     return &it->second;
   }
 
-  ArcflowModel model_;
+  ArcflowProfile model_;
   // std::map: node pointers into it stay valid as threads are added.
   std::map<std::pair<uint32_t, uint32_t>, Thread> threads_;
   Thread* current_ = nullptr;
@@ -179,7 +179,7 @@ bool IsDirective(std::string_view line) { return line.size() >= 2 && line.substr
 
 }  // namespace
 
-Result<ArcflowModel> ParseArcflowCallTree(std::string_view text) {
+Result<ArcflowProfile> ParseArcflowCallTree(std::string_view text) {
   InputBuilder builder;
   bool seen_record = false;
   bool seen_header = false;
@@ -208,19 +208,18 @@ Result<ArcflowModel> ParseArcflowCallTree(std::string_view text) {
                                    Excerpt(line)));
     }
     seen_record = true;
-    ArcflowModel& model = builder.model();
+    ArcflowProfile& model = builder.model();
     uint32_t node = builder.Current().node;
     for (size_t i = 0; i + 2 < tokens.size(); ++i) {
-      node = model.Child(node, model.InternConsumer(tokens[i], ConsumerKind::kFunction));
+      node = model.tree.Child(node, model.InternConsumer(tokens[i], ConsumerKind::kFunction));
     }
     return builder.Add(line_number, node, n, y);
   });
   if (!r) return r.error();
-  builder.model().Finalize();
   return std::move(builder.model());
 }
 
-Result<ArcflowModel> ParseArcflowEventTrace(std::string_view text) {
+Result<ArcflowProfile> ParseArcflowEventTrace(std::string_view text) {
   InputBuilder builder;
   bool have_metric = false;
   uint64_t last_metric = 0;
@@ -265,12 +264,12 @@ Result<ArcflowModel> ParseArcflowEventTrace(std::string_view text) {
       if (id_end == 0) return LineError(line_number, "'thread' needs an id: '<metric> thread TID [name]'");
       return builder.SwitchThread(line_number, name.substr(0, id_end), Trim(name.substr(id_end)));
     }
-    ArcflowModel& model = builder.model();
+    ArcflowProfile& model = builder.model();
     auto& thread = builder.Current();
     if (op == ">") {
       if (name.empty()) return LineError(line_number, "'>' needs a name: '<metric> > name'");
       const uint32_t parent = thread.stack.empty() ? thread.node : thread.stack.back();
-      const uint32_t node = model.Child(parent, model.InternConsumer(name, ConsumerKind::kFunction));
+      const uint32_t node = model.tree.Child(parent, model.InternConsumer(name, ConsumerKind::kFunction));
       thread.stack.push_back(node);
       return builder.Add(line_number, node, 1, 0);
     }
@@ -279,7 +278,7 @@ Result<ArcflowModel> ParseArcflowEventTrace(std::string_view text) {
         return LineError(line_number, fmt::format("'< {}' with no open frame on this thread",
                                                   Excerpt(name)));
       }
-      const std::string& open = model.name(thread.stack.back());
+      const std::string& open = model.name(model.consumer_of(thread.stack.back()));
       if (!name.empty() && name != open) {
         return LineError(line_number, fmt::format("'< {}' does not match the open frame '{}'",
                                                   Excerpt(name), Excerpt(open)));
@@ -293,11 +292,10 @@ Result<ArcflowModel> ParseArcflowEventTrace(std::string_view text) {
   if (!r) return r.error();
   // Frames still open at the end were charged up to the last record: a trace
   // cut short is still a valid trace.
-  builder.model().Finalize();
   return std::move(builder.model());
 }
 
-Result<ArcflowModel> ParseArcflowText(std::string_view text) {
+Result<ArcflowProfile> ParseArcflowText(std::string_view text) {
   bool is_trace = false;
   Result<void> r = ForEachLine(text, [&](size_t, std::string_view raw) -> Result<void> {
     const std::string_view line = Trim(raw);

@@ -10,7 +10,7 @@
 #include <fmt/format.h>
 
 #include "reports/arcflow.h"
-#include "reports/arcflow_index.h"
+#include "model/flat_index.h"
 #include "reports/export_text.h"
 #include "reports/json_writer.h"
 
@@ -18,7 +18,7 @@ namespace arcprof::reports {
 using namespace arcprof::model;
 namespace {
 
-constexpr uint32_t kNone = ArcflowModel::kNone;
+constexpr uint32_t kNone = ArcflowProfile::kNone;
 
 // Per node: whether no ancestor has the same consumer (only those outermost
 // occurrences add their cum to the consumer's cum), and the cum that flows
@@ -33,31 +33,32 @@ struct RecursionInfo {
   std::vector<uint32_t> min_depth;
 };
 
-RecursionInfo AnalyzeRecursion(const ArcflowModel& model) {
-  const auto& nodes = model.nodes();
+RecursionInfo AnalyzeRecursion(const ArcflowProfile& model, const std::vector<uint64_t>& cum) {
+  const auto& nodes = model.tree.nodes();
+  const size_t consumer_count = model.consumers.size();
   RecursionInfo info;
   info.outermost.assign(nodes.size(), 0);
-  info.edge_cum.resize(nodes.size());
-  info.present.assign(model.consumers().size(), 0);
-  info.min_depth.assign(model.consumers().size(), kNone);
-  for (size_t i = 0; i < nodes.size(); ++i) info.edge_cum[i] = nodes[i].cum;
+  info.edge_cum = cum;
+  info.present.assign(consumer_count, 0);
+  info.min_depth.assign(consumer_count, kNone);
 
-  const std::vector<uint32_t> depth = model.Depths();
-  std::vector<uint32_t> nearest(model.consumers().size(), kNone);  // innermost node of each consumer on the path
+  const std::vector<uint32_t> depth = model.tree.Depths();
+  const ChildLists children(model.tree);
+  std::vector<uint32_t> nearest(consumer_count, kNone);  // innermost node of each consumer on the path
   std::vector<uint32_t> saved(nodes.size(), kNone);
   std::vector<uint32_t> path;
-  std::vector<std::pair<uint32_t, bool>> stack{{ArcflowModel::kRootNode, false}};
+  std::vector<std::pair<uint32_t, bool>> stack{{ArcflowProfile::kRootNode, false}};
   while (!stack.empty()) {
     auto [v, leaving] = stack.back();
     stack.pop_back();
-    const uint32_t consumer = nodes[v].consumer;
+    const uint32_t consumer = nodes[v].frame;
     if (leaving) {
-      nearest[consumer] = saved[v];
+      if (v != ArcflowProfile::kRootNode) nearest[consumer] = saved[v];
       path.pop_back();
       continue;
     }
     path.push_back(v);
-    if (v != ArcflowModel::kRootNode) {
+    if (v != ArcflowProfile::kRootNode) {
       info.present[consumer] = 1;
       info.min_depth[consumer] = std::min(info.min_depth[consumer], depth[v]);
       const uint32_t u = nearest[consumer];
@@ -67,13 +68,13 @@ RecursionInfo AnalyzeRecursion(const ArcflowModel& model) {
       } else {
         // v re-enters the consumer of u: the child of u on the path carried
         // v's cum into u's subtree, and u's stanza already counts it.
-        info.edge_cum[path[depth[u] + 1]] -= nodes[v].cum;
+        info.edge_cum[path[depth[u] + 1]] -= cum[v];
       }
       nearest[consumer] = v;
     }
     stack.emplace_back(v, true);
-    for (uint32_t c = nodes[v].first_child; c != kNone; c = nodes[c].next_sibling)
-      stack.emplace_back(c, false);
+    const auto below = children.of(v);
+    for (size_t i = below.size(); i-- > 0;) stack.emplace_back(below[i], false);
   }
   return info;
 }
@@ -98,10 +99,11 @@ std::string_view KindName(ConsumerKind kind) {
 
 }  // namespace
 
-std::vector<XarcStanza> ComputeXarc(const ArcflowModel& model) {
-  const auto& nodes = model.nodes();
-  const RecursionInfo info = AnalyzeRecursion(model);
-  std::vector<XarcStanza> by_consumer(model.consumers().size());
+std::vector<XarcStanza> ComputeXarc(const ArcflowProfile& model) {
+  const auto& nodes = model.tree.nodes();
+  const std::vector<uint64_t> cum = model.tree.Cumulative();
+  const RecursionInfo info = AnalyzeRecursion(model, cum);
+  std::vector<XarcStanza> by_consumer(model.consumers.size());
   // Edges (consumer, other consumer) -> a line; the owner of a line is kept
   // beside it to hand the lines out to their stanzas afterwards.
   struct Edges {
@@ -124,15 +126,16 @@ std::vector<XarcStanza> ComputeXarc(const ArcflowModel& model) {
   child_edges.index.Reserve(nodes.size());
   parent_edges.lines.reserve(nodes.size());
   child_edges.lines.reserve(nodes.size());
-  for (size_t v = 1; v < nodes.size(); ++v) {
+  for (uint32_t v = 1; v < nodes.size(); ++v) {
     const auto& node = nodes[v];
-    const uint64_t counted_cum = info.outermost[v] ? node.cum : 0;
-    AddTo(by_consumer[node.consumer].self, node.n, node.base, counted_cum);
-    const bool under_root = node.parent == ArcflowModel::kRootNode;
-    const uint32_t parent_consumer = under_root ? kNone : nodes[node.parent].consumer;
-    AddTo(parent_edges.At(node.consumer, parent_consumer), node.n, node.base, counted_cum);
+    const uint64_t base = model.tree.value(v, kSamplesValue);
+    const uint64_t counted_cum = info.outermost[v] ? cum[v] : 0;
+    AddTo(by_consumer[node.frame].self, node.n, base, counted_cum);
+    const bool under_root = node.parent == ArcflowProfile::kRootNode;
+    const uint32_t parent_consumer = under_root ? kNone : nodes[node.parent].frame;
+    AddTo(parent_edges.At(node.frame, parent_consumer), node.n, base, counted_cum);
     if (!under_root) {
-      AddTo(child_edges.At(parent_consumer, node.consumer), node.n, node.base, info.edge_cum[v]);
+      AddTo(child_edges.At(parent_consumer, node.frame), node.n, base, info.edge_cum[v]);
     }
   }
   for (size_t i = 0; i < parent_edges.lines.size(); ++i)
@@ -140,15 +143,11 @@ std::vector<XarcStanza> ComputeXarc(const ArcflowModel& model) {
   for (size_t i = 0; i < child_edges.lines.size(); ++i)
     by_consumer[child_edges.owners[i]].children.push_back(child_edges.lines[i]);
 
-  auto name_of = [&](uint32_t consumer) -> const std::string& {
-    static const std::string kRootName = "[root]";
-    return consumer == kNone ? kRootName : model.consumer(consumer).name;
-  };
   auto by_cum = [&](const ArcflowLine& a, const ArcflowLine& b) {
     if (a.cum != b.cum) return a.cum > b.cum;
     if (a.base != b.base) return a.base > b.base;
     if (a.n != b.n) return a.n > b.n;
-    return name_of(a.consumer) < name_of(b.consumer);
+    return model.name(a.consumer) < model.name(b.consumer);
   };
   std::vector<XarcStanza> stanzas;
   for (uint32_t c = 0; c < by_consumer.size(); ++c) {
@@ -168,12 +167,13 @@ std::vector<XarcStanza> ComputeXarc(const ArcflowModel& model) {
   return stanzas;
 }
 
-std::vector<ArcflowLine> ComputeXprof(const ArcflowModel& model, ArcflowSort sort) {
-  const auto& nodes = model.nodes();
-  const RecursionInfo info = AnalyzeRecursion(model);
-  std::vector<ArcflowLine> lines(model.consumers().size());
-  for (size_t v = 1; v < nodes.size(); ++v) {
-    AddTo(lines[nodes[v].consumer], nodes[v].n, nodes[v].base, info.outermost[v] ? nodes[v].cum : 0);
+std::vector<ArcflowLine> ComputeXprof(const ArcflowProfile& model, ArcflowSort sort) {
+  const auto& nodes = model.tree.nodes();
+  const std::vector<uint64_t> cum = model.tree.Cumulative();
+  const RecursionInfo info = AnalyzeRecursion(model, cum);
+  std::vector<ArcflowLine> lines(model.consumers.size());
+  for (uint32_t v = 1; v < nodes.size(); ++v) {
+    AddTo(lines[nodes[v].frame], nodes[v].n, model.tree.value(v, kSamplesValue), info.outermost[v] ? cum[v] : 0);
   }
   std::vector<ArcflowLine> out;
   for (uint32_t c = 0; c < lines.size(); ++c) {
@@ -191,7 +191,7 @@ std::vector<ArcflowLine> ComputeXprof(const ArcflowModel& model, ArcflowSort sor
     const uint32_t da = info.min_depth[a.consumer], db = info.min_depth[b.consumer];
     if (da != db) return da < db;
     if (a.n != b.n) return a.n > b.n;
-    return model.consumer(a.consumer).name < model.consumer(b.consumer).name;
+    return model.name(a.consumer) < model.name(b.consumer);
   });
   return out;
 }
@@ -219,7 +219,7 @@ Result<ArcflowUnits> ParseArcflowUnits(std::string_view text) {
 namespace {
 
 // Milliseconds per unit of the resource, from the unit binding.
-Result<double> MillisecondsPerUnit(const ArcflowModel& model) {
+Result<double> MillisecondsPerUnit(const ArcflowProfile& model) {
   std::string_view unit = model.bindings.unit;
   if (unit == "samples") {
     if (model.frequency_hz == 0) {
@@ -243,7 +243,7 @@ Result<double> MillisecondsPerUnit(const ArcflowModel& model) {
 // stream in large blocks: the reports can have millions of lines.
 class ReportWriter {
  public:
-  ReportWriter(std::ostream& out, const ArcflowModel& model, ArcflowUnits units, double ms_per_unit)
+  ReportWriter(std::ostream& out, const ArcflowProfile& model, ArcflowUnits units, double ms_per_unit)
       : out_(out), units_(units), ms_per_unit_(ms_per_unit), total_(model.total()) {}
   ~ReportWriter() { Flush(); }
 
@@ -367,7 +367,7 @@ class ReportWriter {
 
 struct ReportContext {
   std::ostream& out;  // the JSON documents are streamed here, the text goes through ReportWriter
-  const ArcflowModel& model;
+  const ArcflowProfile& model;
   const ArcflowOptions& options;
   uint64_t total_before_root;
   double ms_per_unit;
@@ -392,7 +392,7 @@ std::string_view UnitsName(ArcflowUnits units) {
 }
 
 void TextHeader(ReportWriter& w, const ReportContext& ctx) {
-  const ArcflowModel& m = ctx.model;
+  const ArcflowProfile& m = ctx.model;
   w.Write("# arcflow {}: consumers={} unit={} occurrences={}\n", ViewName(ctx.options.view),
           m.bindings.consumers, m.bindings.unit, m.bindings.occurrences);
   w.Write("# total: {} {}", m.total(), m.bindings.unit);
@@ -413,7 +413,7 @@ void TextHeader(ReportWriter& w, const ReportContext& ctx) {
 
 // Opens the document's object and writes the members every view shares.
 void JsonHeader(JsonStream& json, const ReportContext& ctx) {
-  const ArcflowModel& m = ctx.model;
+  const ArcflowProfile& m = ctx.model;
   Json head = {{"view", ViewName(ctx.options.view)},
                {"bindings",
                 {{"consumers", m.bindings.consumers}, {"unit", m.bindings.unit}, {"occurrences", m.bindings.occurrences}}},
@@ -427,32 +427,8 @@ void JsonHeader(JsonStream& json, const ReportContext& ctx) {
   json.BeginObject().Members(head);
 }
 
-// The children of every node sorted by cum descending, then name (the order
-// of the xtree), in one array: node v's children are
-// sorted[begin[v] .. begin[v + 1]). One allocation instead of one per node.
-struct SortedChildren {
-  std::vector<uint32_t> begin;
-  std::vector<uint32_t> sorted;
-
-  explicit SortedChildren(const ArcflowModel& model) {
-    const auto& nodes = model.nodes();
-    begin.assign(nodes.size() + 1, 0);
-    for (size_t v = 1; v < nodes.size(); ++v) ++begin[nodes[v].parent + 1];
-    for (size_t v = 0; v < nodes.size(); ++v) begin[v + 1] += begin[v];
-    sorted.resize(nodes.size() > 0 ? nodes.size() - 1 : 0);
-    std::vector<uint32_t> fill(begin.begin(), begin.end() - 1);
-    for (size_t v = 1; v < nodes.size(); ++v) sorted[fill[nodes[v].parent]++] = static_cast<uint32_t>(v);
-    for (size_t v = 0; v < nodes.size(); ++v) {
-      std::sort(sorted.begin() + begin[v], sorted.begin() + begin[v + 1], [&](uint32_t a, uint32_t b) {
-        if (nodes[a].cum != nodes[b].cum) return nodes[a].cum > nodes[b].cum;
-        return model.name(a) < model.name(b);
-      });
-    }
-  }
-};
-
 void RenderXtree(ReportWriter& w, const ReportContext& ctx) {
-  const ArcflowModel& m = ctx.model;
+  const ArcflowProfile& m = ctx.model;
   const bool json = ctx.options.format == ArcflowFormat::kJson;
   JsonStream stream(ctx.out);
   if (json) {
@@ -470,9 +446,20 @@ void RenderXtree(ReportWriter& w, const ReportContext& ctx) {
     uint32_t level;
     int64_t parent_row;
   };
-  const SortedChildren order(m);
+  const auto& nodes = m.tree.nodes();
+  const std::vector<uint64_t> cum = m.tree.Cumulative();
+  // Every node's children by cum descending, then name: the order of the xtree.
+  ChildLists order(m.tree);
+  order.Sort([&](uint32_t a, uint32_t b) {
+    if (cum[a] != cum[b]) return cum[a] > cum[b];
+    return m.name(nodes[a].frame) < m.name(nodes[b].frame);
+  });
   std::vector<Item> stack;
-  for (uint32_t i = order.begin[1]; i-- > order.begin[0];) stack.push_back({order.sorted[i], 0, -1});
+  const auto push_children = [&](uint32_t node, uint32_t level, int64_t parent_row) {
+    const auto children = order.of(node);
+    for (size_t i = children.size(); i-- > 0;) stack.push_back({children[i], level, parent_row});
+  };
+  push_children(ArcflowProfile::kRootNode, 0, -1);
   int64_t row = 0;
   // One line object, its members overwritten for each node: the xtree can
   // have millions of nodes, and the keys are then allocated once.
@@ -480,25 +467,25 @@ void RenderXtree(ReportWriter& w, const ReportContext& ctx) {
   while (!stack.empty()) {
     const Item item = stack.back();
     stack.pop_back();
-    const auto& node = m.node(item.node);
+    const auto& node = nodes[item.node];
+    const uint64_t base = m.tree.value(item.node, kSamplesValue);
     if (json) {
       line["level"] = item.level;
       line["parent"] = item.parent_row < 0 ? Json(nullptr) : Json(item.parent_row);
-      line["name"] = m.name(item.node);
-      line["kind"] = KindName(m.consumer(node.consumer).kind);
-      w.JsonValues(line, node.n, node.base, node.cum);
+      line["name"] = m.name(node.frame);
+      line["kind"] = KindName(m.kind(node.frame));
+      w.JsonValues(line, node.n, base, cum[item.node]);
       stream.Value(line);
     } else {
       w.Int(item.level, 5);
       w.Int(node.n, 12);
-      w.Value(node.base, 14);
-      w.Value(node.cum, 14);
+      w.Value(base, 14);
+      w.Value(cum[item.node], 14);
       w.Spaces(2 + 2 * static_cast<size_t>(item.level));
-      w.Text(m.name(item.node));
+      w.Text(m.name(node.frame));
       w.Text("\n");
     }
-    for (uint32_t i = order.begin[item.node + 1]; i-- > order.begin[item.node];)
-      stack.push_back({order.sorted[i], item.level + 1, row});
+    push_children(item.node, item.level + 1, row);
     ++row;
   }
   if (json) {
@@ -508,10 +495,10 @@ void RenderXtree(ReportWriter& w, const ReportContext& ctx) {
 }
 
 void RenderXarc(ReportWriter& w, const ReportContext& ctx) {
-  const ArcflowModel& m = ctx.model;
+  const ArcflowProfile& m = ctx.model;
   const auto stanzas = ComputeXarc(m);
   auto name_of = [&](uint32_t consumer) -> std::string_view {
-    return consumer == kNone ? std::string_view("[root]") : std::string_view(m.consumer(consumer).name);
+    return std::string_view(m.name(consumer));
   };
   if (ctx.options.format == ArcflowFormat::kJson) {
     JsonStream stream(ctx.out);
@@ -529,7 +516,7 @@ void RenderXarc(ReportWriter& w, const ReportContext& ctx) {
     };
     for (const XarcStanza& s : stanzas) {
       stream.Value({{"name", name_of(s.self.consumer)},
-                    {"kind", KindName(m.consumer(s.self.consumer).kind)},
+                    {"kind", KindName(m.kind(s.self.consumer))},
                     {"self", json_line(s.self)},
                     {"parents", json_lines(s.parents)},
                     {"children", json_lines(s.children)}});
@@ -561,7 +548,7 @@ void RenderXarc(ReportWriter& w, const ReportContext& ctx) {
 }
 
 void RenderXprof(ReportWriter& w, const ReportContext& ctx) {
-  const ArcflowModel& m = ctx.model;
+  const ArcflowProfile& m = ctx.model;
   const auto lines = ComputeXprof(m, ctx.options.sort);
   if (ctx.options.format == ArcflowFormat::kJson) {
     JsonStream stream(ctx.out);
@@ -569,7 +556,7 @@ void RenderXprof(ReportWriter& w, const ReportContext& ctx) {
     stream.Key("sort").Value(ctx.options.sort == ArcflowSort::kBase ? "base" : "cum");
     stream.Key("rows").BeginArray(/*one_per_line=*/true);
     for (const ArcflowLine& line : lines) {
-      Json item = {{"name", m.consumer(line.consumer).name}, {"kind", KindName(m.consumer(line.consumer).kind)}};
+      Json item = {{"name", m.name(line.consumer)}, {"kind", KindName(m.kind(line.consumer))}};
       w.JsonValues(item, line.n, line.base, line.cum);
       stream.Value(item);
     }
@@ -583,14 +570,14 @@ void RenderXprof(ReportWriter& w, const ReportContext& ctx) {
   for (const ArcflowLine& line : lines) {
     w.Columns(line.n, line.base, line.cum);
     w.Text("  ");
-    w.Text(m.consumer(line.consumer).name);
+    w.Text(m.name(line.consumer));
     w.Text("\n");
   }
 }
 
 }  // namespace
 
-Result<void> RenderArcflowModel(const ArcflowModel& model, const ArcflowOptions& options,
+Result<void> RenderArcflowProfile(const ArcflowProfile& model, const ArcflowOptions& options,
                                 std::ostream& out) {
   if (!(options.min_pct >= 0 && options.min_pct <= 100)) {
     return MakeError(fmt::format("--min {} is not a percentage; give a number from 0 to 100",
@@ -603,17 +590,17 @@ Result<void> RenderArcflowModel(const ArcflowModel& model, const ArcflowOptions&
     ms_per_unit = *scale;
   }
   // Each transform makes a new model; keep only the ones asked for.
-  const ArcflowModel* current = &model;
-  ArcflowModel merged;
-  ArcflowModel rooted;
-  ArcflowModel pruned;
+  const ArcflowProfile* current = &model;
+  ArcflowProfile merged;
+  ArcflowProfile rooted;
+  ArcflowProfile pruned;
   if (options.merge_threads) {
     merged = MergeThreads(*current);
     current = &merged;
   }
   const uint64_t total_before_root = current->total();
   if (!options.root.empty()) {
-    Result<ArcflowModel> r = RestrictToRoot(*current, options.root);
+    Result<ArcflowProfile> r = RestrictToRoot(*current, options.root);
     if (!r) return r.error();
     rooted = std::move(r).value();
     current = &rooted;
@@ -643,17 +630,17 @@ Result<void> RenderArcflowView(const Profile& profile, const ArcflowOptions& opt
   const bool ptt_ms = options.units == ArcflowUnits::kMs && profile.ptt.recorded && options.metric == "samples";
   auto metric = Metric::Select(profile, ptt_ms ? "cpu" : options.metric);
   if (!metric) return metric.error();
-  ArcflowModel model = ArcflowFromProfile(profile, options.filter, options.merge_threads,
+  ArcflowProfile model = ArcflowFromProfile(profile, options.filter, options.merge_threads,
                                           ptt_ms ? metric->WithUnit("ptt-cpu-us") : *metric);
   const auto& filter = options.filter;
   const bool filtered = !filter.pids.empty() || !filter.tids.empty() || !filter.comms.empty();
-  if (filtered && model.node(ArcflowModel::kRootNode).first_child == kNone && !profile.threads.empty()) {
+  if (filtered && model.tree.size() == 1 && !profile.threads.empty()) {
     return MakeError("no thread of the capture matches the pid/tid/comm filter; list the threads "
                      "with the tprof report");
   }
   ArcflowOptions rest = options;
   rest.merge_threads = false;  // done while building: cheaper than a second copy
-  return RenderArcflowModel(model, rest, out);
+  return RenderArcflowProfile(model, rest, out);
 }
 
 }  // namespace arcprof::reports

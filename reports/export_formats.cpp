@@ -148,7 +148,7 @@ Result<void> ExportHtml(const Profile& profile, const ExportOptions& options, st
   tprof_options.metric = selection->metric;
   const TprofReport tprof = BuildTprof(*selection->profile, tprof_options);
 
-  ArcflowModel model = ArcflowFromProfile(profile, options.filter, true, selection->metric);
+  ArcflowProfile model = ArcflowFromProfile(profile, options.filter, true, selection->metric);
   if (!options.root.empty()) {
     auto restricted = RestrictToRoot(model, options.root);
     if (!restricted) return restricted.error();
@@ -186,13 +186,13 @@ Result<void> ExportHtml(const Profile& profile, const ExportOptions& options, st
          "<th>Name</th></tr></thead><tbody>\n";
   size_t shown = 0;
   for (const ArcflowLine& line : xprof) {
-    const auto& consumer = model.consumer(line.consumer);
-    if (consumer.kind != ConsumerKind::kFunction && consumer.kind != ConsumerKind::kPruned) continue;
+    const ConsumerKind kind = model.kind(line.consumer);
+    if (kind != ConsumerKind::kFunction && kind != ConsumerKind::kPruned) continue;
     if (++shown > kHtmlXprofRows) break;
     out << "<tr><td class=\"num\">" << line.base << "</td><td class=\"num\">"
         << Fixed(xprof_total > 0 ? 100.0 * line.base / xprof_total : 0, 2) << "</td><td class=\"num\">"
         << line.cum << "</td><td class=\"num\">" << Fixed(xprof_total > 0 ? 100.0 * line.cum / xprof_total : 0, 2)
-        << "</td><td class=\"num\">" << line.n << "</td><td>" << XmlEscape(consumer.name) << "</td></tr>\n";
+        << "</td><td class=\"num\">" << line.n << "</td><td>" << XmlEscape(model.name(line.consumer)) << "</td></tr>\n";
   }
   out << "</tbody></table>";
   if (shown > kHtmlXprofRows) {

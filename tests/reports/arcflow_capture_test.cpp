@@ -17,10 +17,10 @@ namespace {
 const std::string kArcprof = ARCPROF_BIN;
 const std::string kGroundTruth = std::string(ARCPROF_TEST_PROGRAMS) + "/ground_truth";
 
-const ArcflowLine* Find(const ArcflowModel& model, const std::vector<ArcflowLine>& lines,
+const ArcflowLine* Find(const ArcflowProfile& model, const std::vector<ArcflowLine>& lines,
                         std::string_view name) {
   for (const auto& line : lines) {
-    if (model.consumer(line.consumer).name == name) return &line;
+    if (model.name(line.consumer) == name) return &line;
   }
   return nullptr;
 }
@@ -34,11 +34,11 @@ TEST(ArcflowCapture, GroundTruthInvariantsAndShares) {
   const Profile profile = LoadCapture(db);
 
   // Every thread of the capture, kernel frames and unknown frames included.
-  const ArcflowModel all = ArcflowFromProfile(profile, {}, false);
+  const ArcflowProfile all = ArcflowFromProfile(profile, {}, false);
   // 4 s at 999 Hz is about 4000 samples when the machine is idle; other load
   // only lowers the count.
   ASSERT_GT(all.total(), 500u);
-  for (const ArcflowModel& model : {all, MergeThreads(all), Prune(all, 0.5)}) {
+  for (const ArcflowProfile& model : {all, MergeThreads(all), Prune(all, 0.5)}) {
     for (const XarcStanza& s : ComputeXarc(model)) {
       uint64_t n = 0, base = 0, cum = 0, child_cum = 0;
       for (const auto& p : s.parents) {
@@ -47,7 +47,7 @@ TEST(ArcflowCapture, GroundTruthInvariantsAndShares) {
         cum += p.cum;
       }
       for (const auto& c : s.children) child_cum += c.cum;
-      const std::string& name = model.consumer(s.self.consumer).name;
+      const std::string& name = model.name(s.self.consumer);
       ASSERT_EQ(n, s.self.n) << name;
       ASSERT_EQ(base, s.self.base) << name;
       ASSERT_EQ(cum, s.self.cum) << name;
@@ -57,7 +57,7 @@ TEST(ArcflowCapture, GroundTruthInvariantsAndShares) {
 
   model::ThreadFilter filter;
   filter.comms = {"ground_truth"};
-  const ArcflowModel gt = ArcflowFromProfile(profile, filter, true);
+  const ArcflowProfile gt = ArcflowFromProfile(profile, filter, true);
   const auto xprof = ComputeXprof(gt, ArcflowSort::kBase);
   const ArcflowLine* heavy = Find(gt, xprof, "f_heavy");
   const ArcflowLine* light = Find(gt, xprof, "f_light");

@@ -66,21 +66,39 @@ constexpr std::string_view kPaperTrace = R"(#! unit cpu-seconds
 10 < Main
 )";
 
-ArcflowModel Parse(std::string_view text) {
-  Result<ArcflowModel> model = ParseArcflowText(text);
+ArcflowProfile Parse(std::string_view text) {
+  Result<ArcflowProfile> model = ParseArcflowText(text);
   EXPECT_TRUE(model.ok()) << model.error().message;
-  return model.ok() ? std::move(model).value() : ArcflowModel();
+  return model.ok() ? std::move(model).value() : ArcflowProfile();
 }
 
-uint32_t ConsumerId(const ArcflowModel& model, std::string_view name) {
-  for (uint32_t c = 0; c < model.consumers().size(); ++c) {
-    if (model.consumer(c).name == name) return c;
+// Readers of the arcflow tree (node ids of ArcflowProfile::tree) for the tests.
+std::vector<uint32_t> Children(const ArcflowProfile& model, uint32_t node) {
+  const ChildLists lists(model.tree);
+  const auto children = lists.of(node);
+  return {children.begin(), children.end()};
+}
+struct NodeView {
+  uint64_t n = 0;
+  uint64_t base = 0;
+  uint64_t cum = 0;
+};
+NodeView Node(const ArcflowProfile& model, uint32_t node) {
+  return {model.tree.nodes()[node].n, model.tree.value(node, kSamplesValue), model.tree.Cumulative()[node]};
+}
+const std::string& NodeName(const ArcflowProfile& model, uint32_t node) {
+  return model.name(model.consumer_of(node));
+}
+
+uint32_t ConsumerId(const ArcflowProfile& model, std::string_view name) {
+  for (uint32_t c = 0; c < model.consumers.size(); ++c) {
+    if (model.name(c) == name) return c;
   }
   ADD_FAILURE() << "no consumer " << name;
-  return ArcflowModel::kNone;
+  return ArcflowProfile::kNone;
 }
 
-const XarcStanza& StanzaOf(const std::vector<XarcStanza>& stanzas, const ArcflowModel& model,
+const XarcStanza& StanzaOf(const std::vector<XarcStanza>& stanzas, const ArcflowProfile& model,
                            std::string_view name) {
   const uint32_t id = ConsumerId(model, name);
   for (const auto& s : stanzas) {
@@ -91,9 +109,9 @@ const XarcStanza& StanzaOf(const std::vector<XarcStanza>& stanzas, const Arcflow
   return kEmpty;
 }
 
-const ArcflowLine* LineOf(const std::vector<ArcflowLine>& lines, const ArcflowModel& model,
+const ArcflowLine* LineOf(const std::vector<ArcflowLine>& lines, const ArcflowProfile& model,
                           std::string_view name) {
-  const uint32_t id = name == "[root]" ? ArcflowModel::kNone : ConsumerId(model, name);
+  const uint32_t id = name == "[root]" ? ArcflowProfile::kNone : ConsumerId(model, name);
   for (const auto& l : lines) {
     if (l.consumer == id) return &l;
   }
@@ -101,7 +119,7 @@ const ArcflowLine* LineOf(const std::vector<ArcflowLine>& lines, const ArcflowMo
 }
 
 // The four xarc invariants, for every stanza.
-void ExpectInvariants(const ArcflowModel& model, const std::string& context) {
+void ExpectInvariants(const ArcflowProfile& model, const std::string& context) {
   for (const XarcStanza& s : ComputeXarc(model)) {
     uint64_t n = 0, base = 0, cum = 0, child_cum = 0;
     for (const auto& p : s.parents) {
@@ -110,7 +128,7 @@ void ExpectInvariants(const ArcflowModel& model, const std::string& context) {
       cum += p.cum;
     }
     for (const auto& c : s.children) child_cum += c.cum;
-    const std::string& name = model.consumer(s.self.consumer).name;
+    const std::string& name = model.name(s.self.consumer);
     ASSERT_EQ(n, s.self.n) << context << " consumer " << name;
     ASSERT_EQ(base, s.self.base) << context << " consumer " << name;
     ASSERT_EQ(cum, s.self.cum) << context << " consumer " << name;
@@ -118,9 +136,9 @@ void ExpectInvariants(const ArcflowModel& model, const std::string& context) {
   }
 }
 
-std::string Render(const ArcflowModel& model, const ArcflowOptions& options) {
+std::string Render(const ArcflowProfile& model, const ArcflowOptions& options) {
   std::ostringstream out;
-  Result<void> r = RenderArcflowModel(model, options, out);
+  Result<void> r = RenderArcflowProfile(model, options, out);
   EXPECT_TRUE(r.ok()) << r.error().message;
   return out.str();
 }
@@ -135,20 +153,20 @@ std::string Render(const Profile& profile, const ArcflowOptions& options) {
 // ------------------------------------------------------------ the paper
 
 TEST(ArcflowPaper, XtreeHasElevenNodesUnderTheThread) {
-  const ArcflowModel model = Parse(kPaperCallTree);
+  const ArcflowProfile model = Parse(kPaperCallTree);
   EXPECT_EQ(model.total(), 10u);
   EXPECT_EQ(model.bindings.unit, "cpu-seconds");
   EXPECT_EQ(model.bindings.occurrences, "calls");
-  const auto threads = model.Children(ArcflowModel::kRootNode);
+  const auto threads = Children(model, ArcflowProfile::kRootNode);
   ASSERT_EQ(threads.size(), 1u);
-  EXPECT_EQ(model.nodes().size(), 1u + 1u + 11u);  // root, thread, 11 contexts
+  EXPECT_EQ(model.tree.size(), 1u + 1u + 11u);  // root, thread, 11 contexts
 
-  const uint32_t main = model.Children(threads[0]).at(0);
-  EXPECT_EQ(model.name(main), "Main");
-  EXPECT_EQ(model.node(main).base, 0u);
-  EXPECT_EQ(model.node(main).cum, 10u);
+  const uint32_t main = Children(model, threads[0]).at(0);
+  EXPECT_EQ(NodeName(model, main), "Main");
+  EXPECT_EQ(Node(model, main).base, 0u);
+  EXPECT_EQ(Node(model, main).cum, 10u);
   std::map<std::string, uint64_t> children_cum;
-  for (uint32_t c : model.Children(main)) children_cum[model.name(c)] = model.node(c).cum;
+  for (uint32_t c : Children(model, main)) children_cum[NodeName(model, c)] = Node(model, c).cum;
   EXPECT_EQ(children_cum, (std::map<std::string, uint64_t>{{"A", 4}, {"B", 6}}));
 
   // In the text: Main 100%, then B 60% before A 40%; X base 0%, cum 30%.
@@ -171,7 +189,7 @@ TEST(ArcflowPaper, XtreeHasElevenNodesUnderTheThread) {
 }
 
 TEST(ArcflowPaper, XarcNumbers) {
-  const ArcflowModel model = Parse(kPaperCallTree);
+  const ArcflowProfile model = Parse(kPaperCallTree);
   const auto stanzas = ComputeXarc(model);
 
   const XarcStanza& a = StanzaOf(stanzas, model, "A");
@@ -221,30 +239,30 @@ TEST(ArcflowPaper, XarcNumbers) {
 
   const XarcStanza& thread = StanzaOf(stanzas, model, "0_0_input");
   ASSERT_EQ(thread.parents.size(), 1u);
-  EXPECT_EQ(thread.parents[0].consumer, ArcflowModel::kNone);  // the synthetic root
+  EXPECT_EQ(thread.parents[0].consumer, ArcflowProfile::kNone);  // the synthetic root
   EXPECT_EQ(thread.self.cum, 10u);
 
   ExpectInvariants(model, "paper");
 }
 
 TEST(ArcflowPaper, XprofSortedByBaseAndByCum) {
-  const ArcflowModel model = Parse(kPaperCallTree);
+  const ArcflowProfile model = Parse(kPaperCallTree);
   const auto by_base = ComputeXprof(model, ArcflowSort::kBase);
   std::vector<std::string> names;
-  for (const auto& l : by_base) names.push_back(model.consumer(l.consumer).name);
+  for (const auto& l : by_base) names.push_back(model.name(l.consumer));
   // B base 3 first; then A (2, cum 9) before C (2, cum 2); E F G base 1.
   EXPECT_EQ(names, (std::vector<std::string>{"B", "A", "C", "E", "F", "G", "0_0_input", "Main", "X"}));
   const auto by_cum = ComputeXprof(model, ArcflowSort::kCum);
-  EXPECT_EQ(model.consumer(by_cum[0].consumer).name, "0_0_input");
+  EXPECT_EQ(model.name(by_cum[0].consumer), "0_0_input");
   EXPECT_EQ(by_cum[0].cum, 10u);
-  EXPECT_EQ(model.consumer(by_cum[2].consumer).name, "B");  // cum 9, base 3
-  EXPECT_EQ(model.consumer(by_cum[3].consumer).name, "A");  // cum 9, base 2
+  EXPECT_EQ(model.name(by_cum[2].consumer), "B");  // cum 9, base 3
+  EXPECT_EQ(model.name(by_cum[3].consumer), "A");  // cum 9, base 2
   EXPECT_EQ(LineOf(by_cum, model, "X")->cum, 3u);
 }
 
 TEST(ArcflowInputs, EventTraceEqualsCallTree) {
-  const ArcflowModel tree = Parse(kPaperCallTree);
-  const ArcflowModel trace = Parse(kPaperTrace);
+  const ArcflowProfile tree = Parse(kPaperCallTree);
+  const ArcflowProfile trace = Parse(kPaperTrace);
   EXPECT_EQ(trace.total(), 10u);
   for (ArcflowView view : {ArcflowView::kXtree, ArcflowView::kXarc, ArcflowView::kXprof}) {
     for (ArcflowFormat format : {ArcflowFormat::kText, ArcflowFormat::kJson}) {
@@ -260,62 +278,64 @@ TEST(ArcflowInputs, EventTraceEqualsCallTree) {
 
 // A random model: `threads` threads, consumers drawn from a small alphabet so
 // that direct and mutual recursion are frequent.
-ArcflowModel RandomModel(std::mt19937_64& rng, int alphabet, int max_depth, int paths, int threads) {
-  ArcflowModel model;
+ArcflowProfile RandomModel(std::mt19937_64& rng, int alphabet, int max_depth, int paths, int threads) {
+  ArcflowProfile model;
   std::uniform_int_distribution<int> name_dist(0, alphabet - 1);
   std::uniform_int_distribution<int> depth_dist(0, max_depth);
   std::uniform_int_distribution<int> thread_dist(0, threads - 1);
   std::uniform_int_distribution<uint64_t> value_dist(0, 9);
   for (int p = 0; p < paths; ++p) {
     const int t = thread_dist(rng);
-    uint32_t node = model.Child(ArcflowModel::kRootNode,
+    uint32_t node = model.tree.Child(ArcflowProfile::kRootNode,
                                 model.InternConsumer("1_" + std::to_string(t) + "_t", ConsumerKind::kThread));
     const int depth = depth_dist(rng);
     for (int d = 0; d < depth; ++d) {
-      node = model.Child(node, model.InternConsumer("f" + std::to_string(name_dist(rng)),
+      node = model.tree.Child(node, model.InternConsumer("f" + std::to_string(name_dist(rng)),
                                                     ConsumerKind::kFunction));
     }
-    model.Add(node, value_dist(rng), value_dist(rng));
+    const uint64_t n = value_dist(rng);
+    model.tree.Add(node, n, kSamplesValue, value_dist(rng));
   }
-  model.Finalize();
   return model;
 }
 
 // xarc from the definitions, by walking every node's ancestors.
-std::map<uint32_t, XarcStanza> BruteForceXarc(const ArcflowModel& model) {
+std::map<uint32_t, XarcStanza> BruteForceXarc(const ArcflowProfile& model) {
   std::map<uint32_t, XarcStanza> out;
   std::map<std::pair<uint32_t, uint32_t>, ArcflowLine> parents, children;
-  const auto& nodes = model.nodes();
+  const auto& nodes = model.tree.nodes();
+  const std::vector<uint64_t> cum = model.tree.Cumulative();
+  auto base = [&](uint32_t v) { return model.tree.value(v, kSamplesValue); };
   for (uint32_t v = 1; v < nodes.size(); ++v) {
     std::vector<uint32_t> ancestors;  // nearest first
-    for (uint32_t a = nodes[v].parent; a != ArcflowModel::kRootNode; a = nodes[a].parent) ancestors.push_back(a);
-    const uint32_t c = nodes[v].consumer;
+    for (uint32_t a = nodes[v].parent; a != ArcflowProfile::kRootNode; a = nodes[a].parent) ancestors.push_back(a);
+    const uint32_t c = nodes[v].frame;
     const bool outermost = std::none_of(ancestors.begin(), ancestors.end(),
-                                        [&](uint32_t a) { return nodes[a].consumer == c; });
+                                        [&](uint32_t a) { return nodes[a].frame == c; });
     auto& self = out[c].self;
     self.consumer = c;
     self.n += nodes[v].n;
-    self.base += nodes[v].base;
-    if (outermost) self.cum += nodes[v].cum;
-    const uint32_t pc = nodes[v].parent == 0 ? ArcflowModel::kNone : nodes[nodes[v].parent].consumer;
+    self.base += base(v);
+    if (outermost) self.cum += cum[v];
+    const uint32_t pc = nodes[v].parent == 0 ? ArcflowProfile::kNone : nodes[nodes[v].parent].frame;
     auto& pl = parents[{c, pc}];
     pl.consumer = pc;
     pl.n += nodes[v].n;
-    pl.base += nodes[v].base;
-    if (outermost) pl.cum += nodes[v].cum;
-    if (pc != ArcflowModel::kNone) {
+    pl.base += base(v);
+    if (outermost) pl.cum += cum[v];
+    if (pc != ArcflowProfile::kNone) {
       auto& cl = children[{pc, c}];
       cl.consumer = c;
       cl.n += nodes[v].n;
-      cl.base += nodes[v].base;
+      cl.base += base(v);
     }
     // base(v) flows to consumer C through the child of v's nearest C ancestor.
     std::set<uint32_t> seen;
     uint32_t below = v;
     for (uint32_t a : ancestors) {
-      const uint32_t ac = nodes[a].consumer;
+      const uint32_t ac = nodes[a].frame;
       if (ac != c && seen.insert(ac).second) {
-        children[{ac, nodes[below].consumer}].cum += nodes[v].base;
+        children[{ac, nodes[below].frame}].cum += base(v);
       }
       seen.insert(ac);
       below = a;
@@ -343,7 +363,7 @@ TEST(ArcflowProperty, InvariantsHoldOnRandomRecursiveTrees) {
   std::mt19937_64 rng(20000101);
   for (int i = 0; i < 3000; ++i) {
     const int alphabet = 2 + i % 6;
-    const ArcflowModel model = RandomModel(rng, alphabet, 2 + i % 10, 1 + i % 40, 1 + i % 3);
+    const ArcflowProfile model = RandomModel(rng, alphabet, 2 + i % 10, 1 + i % 40, 1 + i % 3);
     const std::string context = "tree " + std::to_string(i);
     ExpectInvariants(model, context);
     if (HasFatalFailure()) return;
@@ -363,7 +383,7 @@ TEST(ArcflowProperty, InvariantsHoldOnRandomRecursiveTrees) {
     // Transforms keep the invariants.
     ExpectInvariants(MergeThreads(model), context + " merged");
     ExpectInvariants(Prune(model, 1.0 + i % 30), context + " pruned");
-    Result<ArcflowModel> rooted = RestrictToRoot(model, "f1|f2");
+    Result<ArcflowProfile> rooted = RestrictToRoot(model, "f1|f2");
     if (rooted) ExpectInvariants(*rooted, context + " rooted");
     if (HasFatalFailure()) return;
   }
@@ -371,7 +391,7 @@ TEST(ArcflowProperty, InvariantsHoldOnRandomRecursiveTrees) {
 
 TEST(ArcflowProperty, DeepDirectRecursionCountsOnce) {
   // main -> r -> r -> r -> leaf: r's cum is the outermost r's cum, not 3x.
-  ArcflowModel model = Parse("main 1 1\nmain r 1 1\nmain r r 1 1\nmain r r r 1 1\nmain r r r leaf 1 5\n");
+  ArcflowProfile model = Parse("main 1 1\nmain r 1 1\nmain r r 1 1\nmain r r r 1 1\nmain r r r leaf 1 5\n");
   const auto stanzas = ComputeXarc(model);
   const XarcStanza& r = StanzaOf(stanzas, model, "r");
   EXPECT_EQ(r.self.n, 3u);
@@ -413,13 +433,13 @@ Profile GroundTruthProfile() {
 
 TEST(ArcflowProfile, GroundTruthShape) {
   const Profile profile = GroundTruthProfile();
-  const ArcflowModel model = ArcflowFromProfile(profile, {}, false);
+  const ArcflowProfile model = ArcflowFromProfile(profile, {}, false);
   EXPECT_EQ(model.total(), 100u);
   const auto xprof = ComputeXprof(model, ArcflowSort::kBase);
   ASSERT_GE(xprof.size(), 5u);
-  EXPECT_EQ(model.consumer(xprof[0].consumer).name, "f_heavy");
+  EXPECT_EQ(model.name(xprof[0].consumer), "f_heavy");
   EXPECT_EQ(xprof[0].base, 75u);
-  EXPECT_EQ(model.consumer(xprof[1].consumer).name, "f_light");
+  EXPECT_EQ(model.name(xprof[1].consumer), "f_light");
   EXPECT_EQ(xprof[1].base, 25u);
   EXPECT_EQ(LineOf(xprof, model, "outer")->cum, 100u);
   EXPECT_EQ(LineOf(xprof, model, "outer")->base, 0u);
@@ -452,9 +472,9 @@ TEST(ArcflowProfile, ThreadsFiltersAndMerge) {
   const uint32_t stack[] = {w};
   profile.threads[t].tree.AddStack(stack, 20);
 
-  const ArcflowModel all = ArcflowFromProfile(profile, {}, false);
+  const ArcflowProfile all = ArcflowFromProfile(profile, {}, false);
   EXPECT_EQ(all.total(), 120u);
-  EXPECT_EQ(all.Children(ArcflowModel::kRootNode).size(), 2u);
+  EXPECT_EQ(Children(all, ArcflowProfile::kRootNode).size(), 2u);
 
   model::ThreadFilter by_comm;
   by_comm.comms = {"worker"};
@@ -466,12 +486,12 @@ TEST(ArcflowProfile, ThreadsFiltersAndMerge) {
   by_tid.tids = {4242};
   EXPECT_EQ(ArcflowFromProfile(profile, by_tid, false).total(), 100u);
 
-  const ArcflowModel merged = ArcflowFromProfile(profile, {}, true);
-  const auto threads = merged.Children(ArcflowModel::kRootNode);
+  const ArcflowProfile merged = ArcflowFromProfile(profile, {}, true);
+  const auto threads = Children(merged, ArcflowProfile::kRootNode);
   ASSERT_EQ(threads.size(), 1u);
-  EXPECT_EQ(merged.name(threads[0]), "all_threads");
-  EXPECT_EQ(merged.node(threads[0]).cum, 120u);
-  EXPECT_EQ(merged.Children(threads[0]).size(), 2u);  // main and worker_loop
+  EXPECT_EQ(NodeName(merged, threads[0]), "all_threads");
+  EXPECT_EQ(Node(merged, threads[0]).cum, 120u);
+  EXPECT_EQ(Children(merged, threads[0]).size(), 2u);  // main and worker_loop
 
   ArcflowOptions options;
   options.filter.pids = {1};
@@ -498,28 +518,29 @@ TEST(ArcflowProfile, UnknownFramesAndSameNamesMerge) {
   const uint32_t s2[] = {f2, fs};
   profile.threads[t].tree.AddStack(s1, 3);
   profile.threads[t].tree.AddStack(s2, 4);
-  const ArcflowModel model = ArcflowFromProfile(profile, {}, false);
-  const uint32_t thread = model.Children(ArcflowModel::kRootNode)[0];
-  ASSERT_EQ(model.Children(thread).size(), 1u);
-  const uint32_t dup = model.Children(thread)[0];
-  EXPECT_EQ(model.name(dup), "dup");
-  EXPECT_EQ(model.node(dup).cum, 7u);
+  const ArcflowProfile model = ArcflowFromProfile(profile, {}, false);
+  const uint32_t thread = Children(model, ArcflowProfile::kRootNode)[0];
+  ASSERT_EQ(Children(model, thread).size(), 1u);
+  const uint32_t dup = Children(model, thread)[0];
+  EXPECT_EQ(NodeName(model, dup), "dup");
+  EXPECT_EQ(Node(model, dup).cum, 7u);
   // The one display name (model/frame_name.h): the module's base name, as in every view.
-  EXPECT_EQ(model.name(model.Children(dup)[0]), "[stripped]");
+  EXPECT_EQ(NodeName(model, Children(model, dup)[0]), "[stripped]");
 }
 
 // ------------------------------------------------------------ pruning and --root
 
 TEST(ArcflowTransforms, PruneKeepsCumAndFoldsTheRest) {
-  const ArcflowModel model = Parse(kPaperCallTree);
-  const ArcflowModel pruned = Prune(model, 15);  // keeps cum >= 1.5
+  const ArcflowProfile model = Parse(kPaperCallTree);
+  const ArcflowProfile pruned = Prune(model, 15);  // keeps cum >= 1.5
   ExpectInvariants(pruned, "pruned");
   EXPECT_EQ(pruned.total(), 10u);
   // Kept: thread, Main(10), B(6), A under B(5), X(3), A(4), B under A(3). Every
   // other node had cum 1.
   size_t functions = 0, pruned_nodes = 0;
-  for (const auto& node : pruned.nodes()) {
-    const auto kind = pruned.consumer(node.consumer).kind;
+  for (const auto& node : pruned.tree.nodes()) {
+    if (node.frame == ArcflowProfile::kNone) continue;  // the root
+    const auto kind = pruned.kind(node.frame);
     functions += kind == ConsumerKind::kFunction;
     pruned_nodes += kind == ConsumerKind::kPruned;
   }
@@ -530,44 +551,44 @@ TEST(ArcflowTransforms, PruneKeepsCumAndFoldsTheRest) {
   EXPECT_EQ(LineOf(xprof, pruned, "A")->cum, 9u);
   // Pruning never removes a node whose ancestors... are kept: every kept
   // node's parent is kept, and cum did not change for any kept node.
-  for (size_t v = 1; v < pruned.nodes().size(); ++v) {
-    const auto& node = pruned.node(static_cast<uint32_t>(v));
-    if (pruned.consumer(node.consumer).kind == ConsumerKind::kPruned) continue;
+  for (size_t v = 1; v < pruned.tree.size(); ++v) {
+    const auto& node = Node(pruned, static_cast<uint32_t>(v));
+    if (pruned.kind(pruned.consumer_of(static_cast<uint32_t>(v))) == ConsumerKind::kPruned) continue;
     EXPECT_GE(node.cum * 100, 15u * 10u);
   }
 }
 
 TEST(ArcflowTransforms, RootRestrictsToTheTask) {
-  const ArcflowModel model = Parse(kPaperCallTree);
-  Result<ArcflowModel> rooted = RestrictToRoot(model, "A");
+  const ArcflowProfile model = Parse(kPaperCallTree);
+  Result<ArcflowProfile> rooted = RestrictToRoot(model, "A");
   ASSERT_TRUE(rooted.ok()) << rooted.error().message;
   EXPECT_EQ(rooted->total(), 9u);
-  const uint32_t thread = rooted->Children(ArcflowModel::kRootNode)[0];
-  ASSERT_EQ(rooted->Children(thread).size(), 1u);
-  const uint32_t a = rooted->Children(thread)[0];
-  EXPECT_EQ(rooted->name(a), "A");
-  EXPECT_EQ(rooted->node(a).n, 2u);
-  EXPECT_EQ(rooted->node(a).base, 2u);
-  EXPECT_EQ(rooted->node(a).cum, 9u);
+  const uint32_t thread = Children(*rooted, ArcflowProfile::kRootNode)[0];
+  ASSERT_EQ(Children(*rooted, thread).size(), 1u);
+  const uint32_t a = Children(*rooted, thread)[0];
+  EXPECT_EQ(NodeName(*rooted, a), "A");
+  EXPECT_EQ(Node(*rooted, a).n, 2u);
+  EXPECT_EQ(Node(*rooted, a).base, 2u);
+  EXPECT_EQ(Node(*rooted, a).cum, 9u);
 
   // A regex over whole names: E|F|G is the work under X.
-  Result<ArcflowModel> leaves = RestrictToRoot(model, "[EFG]");
+  Result<ArcflowProfile> leaves = RestrictToRoot(model, "[EFG]");
   ASSERT_TRUE(leaves.ok());
   EXPECT_EQ(leaves->total(), 3u);
   // "X" matches exactly; "Ma" matches no whole name.
   EXPECT_EQ(RestrictToRoot(model, "X")->total(), 3u);
-  Result<ArcflowModel> none = RestrictToRoot(model, "Ma");
+  Result<ArcflowProfile> none = RestrictToRoot(model, "Ma");
   ASSERT_FALSE(none.ok());
   EXPECT_NE(none.error().message.find("matches no frame"), std::string::npos);
   // An invalid regex still matches an exact name.
-  ArcflowModel odd = Parse("main 0 0\nmain operator()( 1 4\nmain other 1 1\n");
-  Result<ArcflowModel> exact = RestrictToRoot(odd, "operator()(");
+  ArcflowProfile odd = Parse("main 0 0\nmain operator()( 1 4\nmain other 1 1\n");
+  Result<ArcflowProfile> exact = RestrictToRoot(odd, "operator()(");
   ASSERT_TRUE(exact.ok());
   EXPECT_EQ(exact->total(), 4u);
   // Huge template names and backtracking-prone patterns stay fast and safe.
   const std::string huge(200000, 'a');
-  ArcflowModel long_names = Parse("main 0 0\nmain " + huge + " 1 7\nmain b 1 1\n");
-  Result<ArcflowModel> long_match = RestrictToRoot(long_names, "(a*)*");
+  ArcflowProfile long_names = Parse("main 0 0\nmain " + huge + " 1 7\nmain b 1 1\n");
+  Result<ArcflowProfile> long_match = RestrictToRoot(long_names, "(a*)*");
   ASSERT_TRUE(long_match.ok());
   EXPECT_EQ(long_match->total(), 7u);
   EXPECT_FALSE(RestrictToRoot(long_names, "(a|aa)*c").ok());
@@ -576,7 +597,7 @@ TEST(ArcflowTransforms, RootRestrictsToTheTask) {
 // ------------------------------------------------------------ units and options
 
 TEST(ArcflowUnits, MillisecondsFromTheUnitBinding) {
-  const ArcflowModel model = Parse(kPaperCallTree);  // cpu-seconds
+  const ArcflowProfile model = Parse(kPaperCallTree);  // cpu-seconds
   ArcflowOptions options;
   options.view = ArcflowView::kXprof;
   options.units = ArcflowUnits::kMs;
@@ -586,15 +607,15 @@ TEST(ArcflowUnits, MillisecondsFromTheUnitBinding) {
       << text;
   EXPECT_NE(text.find("# total: 10 cpu-seconds = 10000.000 ms; shown in ms\n"), std::string::npos) << text;
 
-  ArcflowModel instructions = Parse("#! unit instructions\nmain 1 100\n");
+  ArcflowProfile instructions = Parse("#! unit instructions\nmain 1 100\n");
   std::ostringstream out;
-  Result<void> r = RenderArcflowModel(instructions, options, out);
+  Result<void> r = RenderArcflowProfile(instructions, options, out);
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.error().message.find("'instructions'"), std::string::npos);
 
   options.min_pct = 120;
   options.units = ArcflowUnits::kSamples;
-  r = RenderArcflowModel(instructions, options, out);
+  r = RenderArcflowProfile(instructions, options, out);
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.error().message.find("--min 120"), std::string::npos);
 }
@@ -629,7 +650,7 @@ TEST(ArcflowInputs, CallTreeErrorsNameTheLine) {
       {"#! thread\n", "line 1: '#! thread' needs an id"},
   };
   for (const auto& c : cases) {
-    Result<ArcflowModel> r = ParseArcflowCallTree(c.text);
+    Result<ArcflowProfile> r = ParseArcflowCallTree(c.text);
     ASSERT_FALSE(r.ok()) << c.text;
     EXPECT_NE(r.error().message.find(c.message), std::string::npos) << r.error().message;
   }
@@ -648,7 +669,7 @@ TEST(ArcflowInputs, EventTraceErrorsNameTheLine) {
       {"\n\n1 > a\n", ""},  // valid: blank lines are skipped
   };
   for (const auto& c : cases) {
-    Result<ArcflowModel> r = ParseArcflowEventTrace(c.text);
+    Result<ArcflowProfile> r = ParseArcflowEventTrace(c.text);
     if (c.message.empty()) {
       EXPECT_TRUE(r.ok()) << c.text;
       continue;
@@ -671,13 +692,13 @@ TEST(ArcflowInputs, EventTraceThreadsAndOpenFrames) {
       "20 > step\n"        // run gets 12 more
       "21 < step\n"        // step gets 1
       "30 < run\n";        // run gets 9
-  Result<ArcflowModel> r = ParseArcflowEventTrace(trace);
+  Result<ArcflowProfile> r = ParseArcflowEventTrace(trace);
   ASSERT_TRUE(r.ok()) << r.error().message;
-  const ArcflowModel& model = *r;
+  const ArcflowProfile& model = *r;
   EXPECT_EQ(model.total(), 30u);
   EXPECT_EQ(model.bindings.unit, "cpu-ns");
   std::map<std::string, uint64_t> thread_cum;
-  for (uint32_t t : model.Children(ArcflowModel::kRootNode)) thread_cum[model.name(t)] = model.node(t).cum;
+  for (uint32_t t : Children(model, ArcflowProfile::kRootNode)) thread_cum[NodeName(model, t)] = Node(model, t).cum;
   EXPECT_EQ(thread_cum, (std::map<std::string, uint64_t>{{"10_11_worker one", 27}, {"10_12_input", 3}}));
   const auto xprof = ComputeXprof(model, ArcflowSort::kBase);
   EXPECT_EQ(LineOf(xprof, model, "run")->base, 26u);
@@ -686,7 +707,7 @@ TEST(ArcflowInputs, EventTraceThreadsAndOpenFrames) {
 }
 
 TEST(ArcflowInputs, CallTreeThreadsAndDuplicates) {
-  Result<ArcflowModel> r = ParseArcflowCallTree(
+  Result<ArcflowProfile> r = ParseArcflowCallTree(
       "#! thread 7/8 gc\nmark 1 2\nmark 1 3\n#! thread 7/9\nrun 2 4\n# a comment\n\n");
   ASSERT_TRUE(r.ok()) << r.error().message;
   EXPECT_EQ(r->total(), 9u);
@@ -729,7 +750,7 @@ struct GoldenCase {
 };
 
 TEST(ArcflowGolden, PaperReports) {
-  const ArcflowModel model = Parse(kPaperCallTree);
+  const ArcflowProfile model = Parse(kPaperCallTree);
   const std::vector<GoldenCase> cases = {
       {"paper_xtree.txt", ArcflowView::kXtree, ArcflowFormat::kText, 0, "", ArcflowUnits::kSamples, ArcflowSort::kBase},
       {"paper_xtree_pct.txt", ArcflowView::kXtree, ArcflowFormat::kText, 0, "", ArcflowUnits::kPct, ArcflowSort::kBase},

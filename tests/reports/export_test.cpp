@@ -516,7 +516,7 @@ TEST(Metric, EveryViewAndExportWeighsByTheSelectedMetric) {
   tprof.metric = *wall;
   EXPECT_EQ(BuildTprof(p, tprof).total_samples, 57'000u);
   EXPECT_EQ(FlameTreeFromProfile(p, {}, *wall).total(), 57'000u);
-  const ArcflowModel arcflow = ArcflowFromProfile(p, {}, true, *wall);
+  const ArcflowProfile arcflow = ArcflowFromProfile(p, {}, true, *wall);
   EXPECT_EQ(arcflow.total(), 57'000u);
   EXPECT_EQ(arcflow.bindings.unit, "wall-us");
 
@@ -624,8 +624,8 @@ TEST(FrameDisplayName, EveryViewAndExportShowsTheSameName) {
   for (const auto& module : BuildTprof(profile, by_sym).rows) {
     for (const auto& row : module.children) tprof_names.insert(row.name);
   }
-  const ArcflowModel model = ArcflowFromProfile(profile, {}, true);
-  for (uint32_t i = 1; i < model.nodes().size(); ++i) arcflow_names.insert(model.name(i));
+  const ArcflowProfile model = ArcflowFromProfile(profile, {}, true);
+  for (uint32_t i = 1; i < model.tree.size(); ++i) arcflow_names.insert(model.name(model.consumer_of(i)));
   const FlameTree tree = FlameTreeFromProfile(profile, {});
   std::vector<uint32_t> todo = {FlameTree::kRoot};
   while (!todo.empty()) {

@@ -17,7 +17,7 @@ class NullBuffer : public std::streambuf {
   std::streamsize xsputn(const char*, std::streamsize n) override { return n; }
 };
 
-inline void CheckInvariants(const ArcflowModel& model) {
+inline void CheckInvariants(const ArcflowProfile& model) {
   for (const XarcStanza& s : ComputeXarc(model)) {
     uint64_t n = 0, base = 0, cum = 0, child_cum = 0;
     for (const auto& p : s.parents) {
@@ -33,7 +33,7 @@ inline void CheckInvariants(const ArcflowModel& model) {
   }
 }
 
-inline void ExerciseModel(const ArcflowModel& model) {
+inline void ExerciseModel(const ArcflowProfile& model) {
   CheckInvariants(model);
   CheckInvariants(Prune(model, 10));
   NullBuffer null_buffer;
@@ -49,7 +49,7 @@ inline void ExerciseModel(const ArcflowModel& model) {
     options.min_pct = 5;
     options.merge_threads = view == ArcflowView::kXprof;
     options.root = roots[static_cast<int>(view)];
-    (void)RenderArcflowModel(model, options, null_stream);
+    (void)RenderArcflowProfile(model, options, null_stream);
   }
 }
 

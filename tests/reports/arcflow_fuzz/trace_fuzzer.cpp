@@ -7,7 +7,7 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);
-  arcprof::Result<arcprof::reports::ArcflowModel> model = arcprof::reports::ParseArcflowEventTrace(text);
+  arcprof::Result<arcprof::reports::ArcflowProfile> model = arcprof::reports::ParseArcflowEventTrace(text);
   if (model.ok()) arcprof::ExerciseModel(*model);
   return 0;
 }
