@@ -80,13 +80,19 @@ per_switch=unknown
 if command -v bpftool >/dev/null; then
   stats_was=$(sysctl -n kernel.bpf_stats_enabled)
   sysctl -q kernel.bpf_stats_enabled=1
+  # Ours is the on_switch program that appears with this recording: other
+  # recordings on the machine may have their own.
+  switch_ids() { bpftool prog show name on_switch 2>/dev/null | sed -n 's/^\([0-9]*\): .*/\1/p' | sort; }
+  ids_before=$(switch_ids)
   # long enough to still switch 2 s after the start
   "$arcprof" record -q --no-ptt --off-cpu -o "$tmp/s.db" -- "${rt[@]}" "$pingpong" $((trips * 10)) $pin_arg \
     >/dev/null 2>&1 &
   rec=$!
   sleep 1  # loaded, attached and switching
+  ours=$(comm -13 <(echo "$ids_before") <(switch_ids) | head -1)
   snap() {
-    bpftool prog show name on_switch 2>/dev/null |
+    [ -n "$ours" ] || return 0
+    bpftool prog show id "$ours" 2>/dev/null |
       sed -n 's/.*run_time_ns \([0-9]*\) run_cnt \([0-9]*\).*/\1 \2/p' | head -1 || true
   }
   s1=$(snap); sleep 1; s2=$(snap)
