@@ -16,7 +16,10 @@
 #include "loader/recording_session.h"
 #include "model/profile_merge.h"
 #include "store/window_store.h"
+#include "common/clock.h"
 #include "common/text.h"
+
+#include <spdlog/spdlog.h>
 
 namespace arcprof {
 using namespace arcprof::model;
@@ -141,7 +144,9 @@ Result<int> RunContinuous(const ContinuousOptions& opt) {
 
   auto flush = [&]() -> bool {
     if (!pending) return true;
+    const uint64_t cpu0 = ThreadCpuNs();
     auto id = store.Append(*pending);
+    const uint64_t cpu_written = ThreadCpuNs();
     const uint64_t now = RecordingSession::MonotonicNs();
     if (!id) {
       // One line a minute, not one a retry; the window stays in memory and
@@ -165,6 +170,7 @@ Result<int> RunContinuous(const ContinuousOptions& opt) {
     // pages back, so RSS follows what is live rather than the largest window
     // (glibc keeps freed memory of its arenas otherwise, and RSS grows in steps).
     malloc_trim(0);
+    const uint64_t cpu_trimmed = ThreadCpuNs();
     next_retry = UINT64_MAX;
     ++windows_written;
     if (opt.on_window_written) opt.on_window_written();
@@ -173,6 +179,8 @@ Result<int> RunContinuous(const ContinuousOptions& opt) {
     if (r.removed_unsent > 0) {
       fprintf(stderr, "arcprof: retention removed %zu window(s) that were never sent\n", r.removed_unsent);
     }
+    spdlog::debug("window {} written, CPU (ms): store write {:.1f}, malloc_trim {:.1f}, retention {:.1f}", *id,
+                  (cpu_written - cpu0) / 1e6, (cpu_trimmed - cpu_written) / 1e6, (ThreadCpuNs() - cpu_trimmed) / 1e6);
     return true;
   };
   auto enqueue = [&](Profile&& window) {

@@ -18,6 +18,7 @@
 #include <ctime>
 #include <vector>
 
+#include <spdlog/fmt/fmt.h>
 #include <spdlog/spdlog.h>
 
 #include "events.h"
@@ -166,6 +167,16 @@ struct RecordingSession::State {
   uint64_t drain_ns = 100'000'000;
   uint64_t frequency_hz = 0;  // -F after the kernel's limit
   SamplerCounters reported;  // sampler counters at the previous window
+  // The session's own CPU time (this thread's) since the previous window, by
+  // phase, logged with -v at each window close: where a daemon's CPU goes.
+  struct CpuPhases {
+    uint64_t wakeups = 0;       // Tick calls (returns from the side-band poll)
+    uint64_t drains = 0;        // drain ticks
+    uint64_t tick_ns = 0;       // everything in Tick but the poll's wait
+    uint64_t sideband_ns = 0;   // reading and applying side-band records
+    uint64_t samples_ns = 0;    // draining and processing samples
+    std::vector<uint64_t> extension_ns;  // Poll of each extension
+  } cpu;
   // Off-CPU totals (ns, intervals) by key at the previous window.
   bool off_cpu = false;
   std::unordered_map<uint64_t, std::pair<uint64_t, uint64_t>> offcpu_reported;
@@ -255,11 +266,15 @@ struct RecordingSession::State {
   // Bounded: at a sample rate above what we process, the ring fills and the
   // kernel counts lost samples, but the caller (and its signal checks) goes on.
   void Drain(uint64_t horizon, uint64_t budget_end) {
+    const uint64_t t0 = ThreadCpuNs();
     sampler->DrainSideband();
     FollowAllAfterLoss();
     sideband.ApplyTo(symbolizer);
     ForgetExitedTargets();
+    const uint64_t t1 = ThreadCpuNs();
     sampler->DrainSamples(horizon, budget_end);
+    cpu.sideband_ns += t1 - t0;
+    cpu.samples_ns += ThreadCpuNs() - t1;
   }
 
   // Lost side-band records may hide a fork of a followed process: from then
@@ -537,18 +552,28 @@ std::optional<std::string> RecordingSession::Tick(uint64_t wake_ns) {
   const uint64_t wake = std::min(s.next_drain, wake_ns);
   const int timeout_ms = wake > now ? static_cast<int>((wake - now + 999999) / 1000000) : 0;
   s.sampler->PollSideband(timeout_ms);
+  const uint64_t cpu0 = ThreadCpuNs();
+  ++s.cpu.wakeups;
   s.FollowAllAfterLoss();
   s.sideband.ApplyTo(s.symbolizer);
   s.ForgetExitedTargets();
+  s.cpu.sideband_ns += ThreadCpuNs() - cpu0;
   now = MonotonicNs();
   if (now >= s.next_drain) {
+    ++s.cpu.drains;
     // Samples up to `now` only: their processes' events are all read by then.
     // Never past the end of the open window: later samples wait for the next.
     s.Drain(std::min(now, s.window_end_ns), now + 2 * s.drain_ns);
     s.RetireOffCpuOfExitedProcesses(now);
-    for (auto& ext : s.extensions) ext->Poll(*s.context);
+    s.cpu.extension_ns.resize(s.extensions.size());
+    for (size_t i = 0; i < s.extensions.size(); ++i) {
+      const uint64_t t = ThreadCpuNs();
+      s.extensions[i]->Poll(*s.context);
+      s.cpu.extension_ns[i] += ThreadCpuNs() - t;
+    }
     s.next_drain = MonotonicNs() + s.drain_ns;
   }
+  s.cpu.tick_ns += ThreadCpuNs() - cpu0;
   if (s.command && s.command->Exited()) return std::string();
   if (!s.options.pids.empty() && now >= s.next_liveness) {
     s.next_liveness = now + kLivenessCheckNs;
@@ -577,6 +602,7 @@ Result<Profile> RecordingSession::Stop() {
 Result<Profile> RecordingSession::Close(bool last, uint64_t end) {
   State& s = *s_;
   if (s.stopped) return MakeError("the recording session has stopped");
+  const uint64_t cpu_start = ThreadCpuNs();
   SamplerCounters counters;
   uint64_t sideband_lost;
   if (last) {
@@ -615,8 +641,10 @@ Result<Profile> RecordingSession::Close(bool last, uint64_t end) {
         us.rules_computed, us.cfi_released, us.dwfl_created, s.processor->WindowBytes() >> 10,
         s.processor->window().threads.size(), s.processor->window().frames.size());
   }
+  const uint64_t cpu_drained = ThreadCpuNs();
   Profile window = s.processor->TakeWindow();
   s.unwinder->ReleaseIdleSpaces();
+  const uint64_t cpu_taken = ThreadCpuNs();
   window.meta = s.meta;
   window.meta.start_monotonic_ns = s.window_start_ns;
   window.meta.end_monotonic_ns = end;
@@ -639,9 +667,31 @@ Result<Profile> RecordingSession::Close(bool last, uint64_t end) {
           static_cast<int64_t>(named.modules_not_found);
     }
   }
+  const uint64_t cpu_named = ThreadCpuNs();
+  std::string extension_cpu;
   for (auto& ext : s.extensions) {
+    const uint64_t t = ThreadCpuNs();
     if (auto ok = ext->CloseWindow(*s.context, window, last); !ok) return ok.error();
+    extension_cpu += fmt::format(", {} {:.1f}", ext->name(), (ThreadCpuNs() - t) / 1e6);
   }
+  if (spdlog::should_log(spdlog::level::debug)) {
+    const State::CpuPhases& c = s.cpu;
+    std::string polls;
+    for (size_t i = 0; i < s.extensions.size() && i < c.extension_ns.size(); ++i) {
+      polls += fmt::format(", {} polls {:.1f}", s.extensions[i]->name(), c.extension_ns[i] / 1e6);
+    }
+    spdlog::debug(
+        "window CPU (ms): ticks {:.1f} ({} wakeups, {} drains): side band {:.1f}, samples {:.1f} ({} samples, "
+        "{:.0f} us each){}; close: drain {:.1f}, take window {:.1f}, build ids {:.1f}{}",
+        c.tick_ns / 1e6, c.wakeups, c.drains, c.sideband_ns / 1e6, c.samples_ns / 1e6,
+        window.counters.count("samples_total") ? window.counters.at("samples_total") : 0,
+        window.counters.count("samples_total") && window.counters.at("samples_total") > 0
+            ? c.samples_ns / 1e3 / static_cast<double>(window.counters.at("samples_total"))
+            : 0.0,
+        polls, (cpu_drained - cpu_start) / 1e6, (cpu_taken - cpu_drained) / 1e6, (cpu_named - cpu_taken) / 1e6,
+        extension_cpu);
+  }
+  s.cpu = State::CpuPhases{};
   auto delta = [](uint64_t now_value, uint64_t& reported) {
     const uint64_t d = now_value >= reported ? now_value - reported : now_value;
     reported = now_value;
