@@ -81,7 +81,7 @@ std::string Deflate(std::string_view raw) {
   uLongf size = compressBound(static_cast<uLong>(raw.size()));
   std::string out(size, '\0');
   if (compress2(reinterpret_cast<Bytef*>(out.data()), &size, reinterpret_cast<const Bytef*>(raw.data()),
-                static_cast<uLong>(raw.size()), Z_BEST_COMPRESSION) != Z_OK) {
+                static_cast<uLong>(raw.size()), 6) != Z_OK) {
     return {};  // only on out of memory; the reader then rejects the block
   }
   out.resize(size);

@@ -32,7 +32,9 @@ inline constexpr size_t kMaxBlockSymbolBytes = 64 * 1024;
 
 // ------------------------------------------------------------ compression
 
-// zlib (deflate, level 9) of `raw`.
+// zlib (deflate, level 6: zlib's default) of `raw`. Level 9 cost a
+// continuous daemon ~40% more CPU per window write for 0.8% fewer bytes
+// (docs/performance.md, "Session 5 (daemoncpu)").
 std::string Deflate(std::string_view raw);
 // Inflates `data`, which must give exactly `raw_bytes` bytes (at most
 // kMaxBlockRawBytes). Errors say what is wrong in a few words.
