@@ -309,27 +309,50 @@ void PttRecorder::Snapshot() {
 std::vector<PttThread> PttRecorder::ReadThreads() const {
   std::vector<PttThread> out;
   const int fd = bpf_map__fd(skel_->maps.threads);
+  auto add = [&](const ptt_thread& value) {
+    PttThread t;
+    t.pid = value.pid;
+    t.tid = value.tid;
+    t.comm.assign(value.comm, strnlen(value.comm, sizeof(value.comm)));
+    t.cpu_ns = value.cpu_ns;
+    t.hardirq_ns = value.hardirq_ns;
+    t.softirq_ns = value.softirq_ns;
+    t.dispatches = value.dispatches;
+    t.interrupts = value.interrupts;
+    t.events.assign(events_.size(), 0);
+    for (size_t e = 0; e < events_.size(); ++e) {
+      const int slot = available_slot_of_event_[e];
+      if (slot >= 0) t.events[e] = value.events[slot];
+    }
+    out.push_back(std::move(t));
+  };
+  // Batched: a window close reads every thread the machine ran (thousands),
+  // and one lookup plus one next-key call per thread was most of PTT's
+  // share of the close. A kernel without batch lookups takes the loop below.
+  constexpr uint32_t kBatch = 1024;
+  std::vector<uint32_t> keys(kBatch);
+  std::vector<ptt_thread> values(kBatch);
+  uint32_t token = 0;
+  bool first = true;
+  while (true) {
+    uint32_t count = kBatch;
+    LIBBPF_OPTS(bpf_map_batch_opts, opts);
+    const int err = bpf_map_lookup_batch(fd, first ? nullptr : &token, &token, keys.data(), values.data(),
+                                         &count, &opts);
+    const int error = err < 0 ? errno : 0;
+    if (err < 0 && error != ENOENT) {
+      out.clear();  // start over, one key at a time
+      break;
+    }
+    for (uint32_t i = 0; i < count && i < kBatch; ++i) add(values[i]);
+    if (err < 0) return out;  // ENOENT: that was the last batch
+    first = false;
+  }
   uint32_t key = 0, next = 0;
   const uint32_t* previous = nullptr;
   ptt_thread value{};
   while (bpf_map_get_next_key(fd, previous, &next) == 0) {
-    if (bpf_map_lookup_elem(fd, &next, &value) == 0) {
-      PttThread t;
-      t.pid = value.pid;
-      t.tid = value.tid;
-      t.comm.assign(value.comm, strnlen(value.comm, sizeof(value.comm)));
-      t.cpu_ns = value.cpu_ns;
-      t.hardirq_ns = value.hardirq_ns;
-      t.softirq_ns = value.softirq_ns;
-      t.dispatches = value.dispatches;
-      t.interrupts = value.interrupts;
-      t.events.assign(events_.size(), 0);
-      for (size_t e = 0; e < events_.size(); ++e) {
-        const int slot = available_slot_of_event_[e];
-        if (slot >= 0) t.events[e] = value.events[slot];
-      }
-      out.push_back(std::move(t));
-    }
+    if (bpf_map_lookup_elem(fd, &next, &value) == 0) add(value);
     key = next;
     previous = &key;
   }
