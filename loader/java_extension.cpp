@@ -151,6 +151,15 @@ class JavaExtension : public RecordExtension {
 
   void Poll(RecordContext& context) override {
     const uint64_t now = JitMonotonicNowNs();
+    {
+      // A JVM attached just now writes its jitdump: look for it at once
+      // (a source that found nothing for a while looks seldom).
+      std::lock_guard<std::mutex> lock(mu_);
+      for (uint32_t pid : just_attached_) {
+        if (auto it = sources_.find(pid); it != sources_.end()) it->second.source->Rediscover();
+      }
+      just_attached_.clear();
+    }
     for (auto& [pid, entry] : sources_) {
       entry.source->Poll(now);
       Report(*entry.source);
@@ -392,6 +401,7 @@ class JavaExtension : public RecordExtension {
     }
     std::lock_guard<std::mutex> lock(mu_);
     (ok ? attached_ : failed_) += 1;
+    if (ok) just_attached_.push_back(pid);
     messages_.push_back(message);
   }
 
@@ -445,6 +455,7 @@ class JavaExtension : public RecordExtension {
   int64_t reported_attached_ = 0, reported_failed_ = 0;
   std::vector<std::string> messages_;
   std::vector<std::string> jit_messages_;
+  std::vector<uint32_t> just_attached_;  // by the attach threads, under mu_
 };
 
 }  // namespace

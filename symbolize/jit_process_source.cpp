@@ -23,9 +23,16 @@ namespace {
 constexpr size_t kMaxReadPerPoll = 256u << 20;
 // Perf-map entries held by all sources of this process (JitSourceOptions caps).
 std::atomic<uint64_t> g_perf_map_entries{0};
-// Looking for files that are not there yet costs a few syscalls: at most
-// this often per process.
+// Looking for files that are not there yet costs a few syscalls (a path walk
+// through /proc/PID/root per place, a read of /proc/PID/maps). For a while
+// after a source is made (or Rediscover()) our agent's place is tried on
+// every read and the others every kDiscoverEveryNs; then, while nothing is
+// found, every place is looked at with gaps doubling up to kDiscoverMaxGapNs
+// (a process whose code lives in memfd or anonymous memory without a JIT
+// file was looked at ~10 times a second, by every drain and sample miss).
 constexpr uint64_t kDiscoverEveryNs = 500'000'000;
+constexpr uint64_t kEagerDiscoverNs = 2'000'000'000;
+constexpr uint64_t kDiscoverMaxGapNs = 8'000'000'000;
 
 std::string ReadSmallFile(const std::string& path) {
   ScopedFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
@@ -103,15 +110,25 @@ bool JitProcessSource::OpenTrusted(const std::string& path, Tail* tail) {
   return true;
 }
 
+void JitProcessSource::Rediscover() { eager_since_ns_ = 0; }
+
 void JitProcessSource::Discover(uint64_t now_ns) {
   if (dump_.fd.valid()) return;
-  // Our agent's place is tried on every read (one failed open): the sooner
-  // the file is found after an attach, the fewer samples stay unnamed. The
-  // maps scan for other places and the perf map come less often.
+  if (eager_since_ns_ == 0 || now_ns < eager_since_ns_) {
+    eager_since_ns_ = now_ns;
+    discover_gap_ns_ = kDiscoverEveryNs;
+  }
+  const bool eager = now_ns - eager_since_ns_ < kEagerDiscoverNs;
+  const bool due = !discovered_once_ || now_ns - last_discover_ns_ >= discover_gap_ns_;
+  if (!eager && !due) return;
+  // Our agent's place is tried on every read while eager: the sooner the
+  // file is found after an attach, the fewer samples stay unnamed. The maps
+  // scan for other places and the perf map come less often.
   std::string dump_path = fmt::format("{}/tmp/jit-{}.dump", root_, ns_pid_);
   bool found = OpenTrusted(dump_path, &dump_);
   if (!found) {
-    if (discovered_once_ && now_ns - last_discover_ns_ < kDiscoverEveryNs) return;
+    if (!due) return;
+    if (discovered_once_ && !eager) discover_gap_ns_ = std::min(2 * discover_gap_ns_, kDiscoverMaxGapNs);
     discovered_once_ = true;
     last_discover_ns_ = now_ns;
     // Any executable jit-N.dump mapping (perf's discovery rule: node

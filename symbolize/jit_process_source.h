@@ -68,6 +68,9 @@ class JitProcessSource : public JitSymbolSource {
   // Reads what was appended since the last call (and looks for files not
   // found yet). now_ns stamps perf-map lines read after the first read.
   void Poll(uint64_t now_ns);
+  // Looks for the files eagerly again (an agent was just loaded into the
+  // process): reads soon after find them.
+  void Rediscover();
 
   uint32_t pid() const { return pid_; }
   bool has_jitdump() const { return dump_.fd.valid(); }
@@ -111,6 +114,8 @@ class JitProcessSource : public JitSymbolSource {
   Tail dump_, side_, map_;
   bool map_read_once_ = false;
   uint64_t last_discover_ns_ = 0;
+  uint64_t eager_since_ns_ = 0;  // 0: from the next read
+  uint64_t discover_gap_ns_ = 0;
   bool discovered_once_ = false;
   uint64_t last_poll_ns_ = 0;
   std::optional<uint32_t> vm_flags_;
