@@ -104,6 +104,9 @@ Result<int> RunContinuous(const ContinuousOptions& opt) {
   mallopt(M_TRIM_THRESHOLD, 4 * 1024 * 1024);
 
   RecordOptions record = opt.record;
+  // A daemon wakes as seldom as its ring allows (about 3 times a second at
+  // 49 Hz): every drain tick also polls side band, PTT and JIT sources.
+  record.drain_interval_ms = 0;
   if (!record.ptt.has_value() && record.pids.empty()) record.ptt = true;
   StopSignals signals(/*hangup_reopens_log=*/true);
   auto started = RecordingSession::Start(record);

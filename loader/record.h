@@ -21,6 +21,9 @@ struct RecordOptions {
   // 0: sized from the rate, the CPUs and the stack copy (AutoBufferMb). The
   // ring buffer's pages are mapped twice, so it counts twice in RSS.
   uint32_t buffer_mb = 0;
+  // How often the sample ring is drained. 0: from the ring's size and the
+  // rate (AutoDrainMs: a quarter of the time the ring holds at the worst
+  // case, 100 ms to 1 s), what `continuous` uses.
   uint32_t drain_interval_ms = 100;
   std::string call_graph = "hybrid";     // fp, dwarf or hybrid
   uint32_t stack_kb = 64;                // user stack copied per sample (dwarf, hybrid)

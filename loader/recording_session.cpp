@@ -347,6 +347,19 @@ static uint32_t AutoBufferMb(uint64_t frequency_hz, uint32_t unwind_mode, uint64
   return mb;
 }
 
+// The drain interval when drain_interval_ms is 0: a quarter of the time the
+// ring holds when every sample copies the whole stack, from 100 ms to 1 s.
+// The ring is drained on a timer only (records are submitted without wakeup).
+static uint32_t AutoDrainMs(uint64_t frequency_hz, uint32_t unwind_mode, uint64_t stack_bytes, uint32_t buffer_mb) {
+  if (frequency_hz == 0) return 100;
+  const long cpus = std::max(1L, sysconf(_SC_NPROCESSORS_ONLN));
+  const uint64_t copy = unwind_mode == ARCPROF_UNWIND_FP ? ARCPROF_FP_STACK_COPY : stack_bytes;
+  const uint64_t record = copy + ARCPROF_MAX_STACK * 2 * sizeof(uint64_t) + 256;
+  const uint64_t bytes_per_s = frequency_hz * static_cast<uint64_t>(cpus) * record;
+  const uint64_t ms = (static_cast<uint64_t>(buffer_mb) << 20) * 1000 / 4 / std::max<uint64_t>(1, bytes_per_s);
+  return static_cast<uint32_t>(std::clamp<uint64_t>(ms, 100, 1000));
+}
+
 static void RaiseOpenFileLimit() {
   constexpr rlim_t kWanted = 65536;
   rlimit limit{};
@@ -486,7 +499,12 @@ Result<std::unique_ptr<RecordingSession>> RecordingSession::Start(const RecordOp
   s.context.reset(new RecordContext{s.options, s.symbolizer, s.start_monotonic_ns,
                                     !s.command && opt.pids.empty(), opt.pids});
   if (s.command) s.context->target_pids.push_back(static_cast<uint32_t>(s.command->pid()));
-  s.drain_ns = static_cast<uint64_t>(opt.drain_interval_ms) * 1000000ull;
+  const uint32_t drain_ms =
+      opt.drain_interval_ms != 0
+          ? opt.drain_interval_ms
+          : AutoDrainMs(opt.sample_period == 0 ? frequency_hz : 0, unwind_mode, opt.stack_kb * 1024ull, sopt.buffer_mb);
+  s.drain_ns = static_cast<uint64_t>(drain_ms) * 1000000ull;
+  spdlog::debug("sample ring {} MiB, drained every {} ms", sopt.buffer_mb, drain_ms);
   s.context->drain = [&s] {
     const uint64_t now = MonotonicNs();
     s.Drain(now, now + s.drain_ns);
