@@ -141,8 +141,9 @@ perf_event_attr SidebandAttr() {
   // ELF notes of the files the symbolizer opens anyway.
   attr.use_clockid = 1;
   attr.clockid = CLOCK_MONOTONIC;
-  // Process events are rare next to samples: wake the reader for each one so
-  // that files of short-lived processes are opened while they still live.
+  // The kernel counts wakeup_events for samples only: these records (mmap,
+  // comm, task) wake the reader when half the buffer is full, and are
+  // otherwise read at each drain tick (docs/design.md).
   attr.wakeup_events = 1;
   return attr;
 }
