@@ -407,10 +407,16 @@ static __always_inline __u64 switch_clock(struct task_struct *cur)
 __u64 pt_regs_offset;
 __u64 pt_regs_probe[PT_REGS_PROBE_SLOTS];
 
-extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym;
+extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym __weak;
+/* Set by the loader: the kernel has bpf_rdonly_cast (6.2 and later). Without
+ * it the verifier drops the unresolved call and every switch makes the
+ * kernel call. */
+const volatile __u32 has_rdonly_cast = 0;
 
 static __always_inline struct pt_regs *user_regs_of(struct task_struct *t)
 {
+	if (!has_rdonly_cast)
+		return (struct pt_regs *)bpf_task_pt_regs(t);
 	__u64 stack = (__u64)t->stack;
 	__u64 off = pt_regs_offset;
 	if (!off) {

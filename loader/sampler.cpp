@@ -2,6 +2,7 @@
 #include "common/clock.h"
 
 #include <bpf/bpf.h>
+#include <bpf/btf.h>
 #include <bpf/libbpf.h>
 #include <unistd.h>
 
@@ -59,6 +60,14 @@ Result<std::unique_ptr<Sampler>> Sampler::Load(const SamplerOptions& options) {
   s->skel_->rodata->self_pid = options.self_pid;
   s->skel_->rodata->unwind_mode = options.unwind_mode;
   s->skel_->rodata->stack_copy_bytes = options.stack_copy_bytes;
+  if (options.off_cpu) {
+    // The off-CPU switch path reads user registers through bpf_rdonly_cast
+    // where the kernel has it (bpf/sample.bpf.c, user_regs_of).
+    btf* vmlinux = btf__load_vmlinux_btf();
+    s->skel_->rodata->has_rdonly_cast =
+        vmlinux != nullptr && btf__find_by_name_kind(vmlinux, "bpf_rdonly_cast", BTF_KIND_FUNC) > 0;
+    btf__free(vmlinux);
+  }
   // One record-building buffer per CPU (too large for a per-CPU map).
   bpf_map__set_max_entries(s->skel_->maps.scratch,
                            static_cast<uint32_t>(std::max(1, libbpf_num_possible_cpus())));
