@@ -196,7 +196,11 @@ int main(int argc, char** argv) {
   continuous->add_option("--buffer-mb", cont.record.buffer_mb,
                          "Sample ring buffer size in MiB (default: from -F, the CPUs and --stack-kb, 4 to 64)")
       ->check(CLI::Range(1, 4096));
-  std::string window_max_size = "24MB";
+  std::string window_max_size = "24MB", names_max_size = "16MB";
+  continuous
+      ->add_option("--names-max-size", names_max_size,
+                   "Release the interned frame names at a window close past this size")
+      ->group("");  // for tests: the default suits every machine
   continuous
       ->add_option("--window-max-size", window_max_size,
                    "Close a window early when its frames and call trees hold more than this (0: no limit)")
@@ -283,8 +287,13 @@ int main(int argc, char** argv) {
     auto r = parse(retain, "--retain", arcprof::store::ParseDurationNs);
     auto m = parse(max_size, "--max-size", arcprof::store::ParseSize);
     auto wm = parse(window_max_size, "--window-max-size", arcprof::store::ParseSize);
-    if (!w || !r || !m || !wm) return 1;
+    auto nm = parse(names_max_size, "--names-max-size", arcprof::store::ParseSize);
+    if (!w || !r || !m || !wm || !nm || *nm == 0) {
+      if (nm && *nm == 0) err << ErrorLine("", "--names-max-size must be above 0");
+      return 1;
+    }
     cont.window_max_bytes = *wm;
+    cont.record.names_budget_bytes = *nm;
     cont.window_ns = *w;
     cont.retain_ns = *r;
     cont.max_bytes = *m;

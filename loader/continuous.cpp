@@ -108,6 +108,9 @@ Result<int> RunContinuous(const ContinuousOptions& opt) {
   // 49 Hz): every drain tick also polls side band, PTT and JIT sources.
   record.drain_interval_ms = 0;
   if (!record.ptt.has_value() && record.pids.empty()) record.ptt = true;
+  // Interned frame names: released at a window close past 16 MiB (a build
+  // machine adds ~800 distinct functions a minute, for days).
+  if (record.names_budget_bytes == 0) record.names_budget_bytes = 16u << 20;
   StopSignals signals(/*hangup_reopens_log=*/true);
   auto started = RecordingSession::Start(record);
   if (!started) return started.error();

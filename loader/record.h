@@ -46,6 +46,9 @@ struct RecordOptions {
   // command, off for whole-machine recordings.
   std::optional<bool> off_cpu;
   uint32_t off_cpu_max_keys = 65536;
+  // Interned frame names held across windows (Symbolizer::ReleaseNames, at
+  // each window close); 0: no limit (a one-shot record has one window).
+  size_t names_budget_bytes = 0;
 };
 
 // Whether these options record off-CPU time.

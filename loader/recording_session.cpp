@@ -653,15 +653,22 @@ Result<Profile> RecordingSession::Close(bool last, uint64_t end) {
     const UnwinderStats& us = s.unwinder->stats();
     spdlog::debug(
         "window close: {} processes, {} open files, symbol tables {} KiB ({} released), CFI {} KiB "
-        "({} rows computed, {} files released), {} libdwfl spaces made, window {} KiB ({} threads, "
-        "{} frames)",
+        "({} rows computed, {} files released), {} libdwfl spaces made, names {} KiB, window {} KiB "
+        "({} threads, {} frames)",
         st.processes, st.open_files, st.symbol_bytes >> 10, st.symbol_tables_released, us.cfi_bytes >> 10,
-        us.rules_computed, us.cfi_released, us.dwfl_created, s.processor->WindowBytes() >> 10,
+        us.rules_computed, us.cfi_released, us.dwfl_created, st.name_bytes >> 10, s.processor->WindowBytes() >> 10,
         s.processor->window().threads.size(), s.processor->window().frames.size());
   }
   const uint64_t cpu_drained = ThreadCpuNs();
   Profile window = s.processor->TakeWindow();
   s.unwinder->ReleaseIdleSpaces();
+  // The processor holds no name of the pool now (TakeWindow cleared its
+  // frame index; the window's frames are copies).
+  if (s.options.names_budget_bytes != 0) {
+    if (const size_t n = s.symbolizer.ReleaseNames(s.options.names_budget_bytes)) {
+      spdlog::debug("window close: {} interned names released (over {} KiB)", n, s.options.names_budget_bytes >> 10);
+    }
+  }
   const uint64_t cpu_taken = ThreadCpuNs();
   window.meta = s.meta;
   window.meta.start_monotonic_ns = s.window_start_ns;

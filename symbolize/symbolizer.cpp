@@ -430,7 +430,17 @@ void Symbolizer::SetMappingObserver(MappingObserver observer) {
   impl_->mapping_observer = std::move(observer);
 }
 
+size_t Symbolizer::ReleaseNames(size_t budget_bytes) {
+  if (impl_->names.bytes() <= budget_bytes) return 0;
+  const size_t n = impl_->names.size();
+  for (auto& slot : impl_->user_cache) slot.valid_until = 0;  // they hold views into the pool
+  impl_->names.Clear();
+  impl_->stats.names_released += n;
+  return n;
+}
+
 const SymbolizerStats& Symbolizer::stats() const {
+  impl_->stats.name_bytes = impl_->names.bytes();
   impl_->stats.elf_files_loaded = impl_->elf.files_loaded();
   impl_->stats.open_files = impl_->modules.open_files();
   impl_->stats.processes = impl_->timeline.size();

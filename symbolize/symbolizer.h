@@ -100,6 +100,8 @@ struct SymbolizerStats {
   uint64_t processes = 0;            // remembered now
   uint64_t symbol_bytes = 0;         // symbol tables held now
   uint64_t symbol_tables_released = 0;  // for the budget, since the start
+  uint64_t name_bytes = 0;             // interned names held now (NamePool::bytes)
+  uint64_t names_released = 0;         // by ReleaseNames, since the start
 };
 
 class Symbolizer {
@@ -186,6 +188,15 @@ class Symbolizer {
   void SetMappingObserver(MappingObserver observer);
 
   const SymbolizerStats& stats() const;
+  // The names handed out (SymbolizedFrame::symbol, inlining lists, Java
+  // method names) live in one pool that grows with the distinct functions
+  // sampled: on a build machine by ~800 a minute, without end. When it holds
+  // more than budget_bytes, every name is released and cached answers are
+  // dropped; names are interned again as they are asked for. Every view
+  // handed out before dangles then: only a caller that holds none may call
+  // it (a recording session right after SampleProcessor::TakeWindow).
+  // Returns how many names were released.
+  size_t ReleaseNames(size_t budget_bytes);
 
  private:
   struct Impl;

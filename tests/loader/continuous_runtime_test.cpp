@@ -321,6 +321,27 @@ TEST(ContinuousRuntime, AWindowPastItsSizeLimitClosesEarly) {
   EXPECT_NE(daemon.stderr_text().find("(limit 16 KiB)"), std::string::npos) << daemon.stderr_text();
 }
 
+// Interned names released at every window close (a 1-byte budget): the
+// windows after the first are named as well as the first, nothing crashes.
+TEST(ContinuousRuntime, NamesReleasedAtEveryWindowCloseStillNameEveryWindow) {
+  ARCPROF_REQUIRE_RECORD_CAPABLE();
+  TempDir tmp;
+  const std::string store = tmp.path("store");
+  Subprocess daemon(Continuous(store, {"-F", "499", "--names-max-size", "1"}));
+  ASSERT_TRUE(daemon.WaitForStderr("continuous capture", 20)) << daemon.stderr_text();
+  ASSERT_TRUE(WaitForWindows(store, 4, 20)) << daemon.stderr_text();
+  daemon.Signal(SIGTERM);
+  ASSERT_EQ(daemon.Wait(), 0) << daemon.stderr_text();
+  const std::vector<StoredWindow> windows = Windows(store);
+  ASSERT_GE(windows.size(), 4u);
+  // Each window on its own: kernel frames named (every CPU's idle or timer path).
+  for (size_t i = 1; i < windows.size(); ++i) {
+    auto [code, folded] = RunCapture({kArcprof, "export", "-i", windows[i].path, "--format", "folded"});
+    ASSERT_EQ(code, 0) << folded;
+    EXPECT_NE(folded.find("_[k]"), std::string::npos) << "window " << i << ":\n" << folded.substr(0, 2000);
+  }
+}
+
 TEST(ContinuousRuntime, RetentionBySizeKeepsTheNewestWindows) {
   ARCPROF_REQUIRE_RECORD_CAPABLE();
   TempDir tmp;

@@ -247,6 +247,25 @@ TEST(SampleProcessor, WindowsHoldOnlyTheirOwnSamplesAndFrames) {
   EXPECT_EQ(processor.malformed(), 1u);
 }
 
+// A daemon releases the symbolizer's interned names between windows
+// (Symbolizer::ReleaseNames right after TakeWindow): the next window's
+// frames are named as before, none from a released name.
+TEST(SampleProcessor, NamesReleasedBetweenWindowsNameTheNextWindowAlike) {
+  FakeMachine machine;
+  SampleProcessor processor(machine.symbolizer());
+  auto a = MakeRecord(kPid, kPid, "t", {kKernelBase + 0x1010}, {Addr(ArcprofTestLeaf) + 2, Addr(ArcprofTestCaller) + 5});
+  auto b = MakeRecord(kPid, kPid, "t", {}, {Addr(ArcprofTestLeaf) + 2, Addr(ArcprofTestOther) + 5});
+  for (int i = 0; i < 3; ++i) processor.Process(a.data(), Bytes(a));
+  Profile w1 = processor.TakeWindow();
+  EXPECT_GT(machine.symbolizer().ReleaseNames(0), 0u);
+  for (int i = 0; i < 2; ++i) processor.Process(a.data(), Bytes(a));
+  processor.Process(b.data(), Bytes(b));
+  Profile w2 = processor.TakeWindow();
+  EXPECT_EQ(Folded(w1), (std::map<std::string, uint64_t>{{"t;ArcprofTestCaller;ArcprofTestLeaf;fake_kernel_work", 3}}));
+  EXPECT_EQ(Folded(w2), (std::map<std::string, uint64_t>{{"t;ArcprofTestCaller;ArcprofTestLeaf;fake_kernel_work", 2},
+                                                         {"t;ArcprofTestOther;ArcprofTestLeaf", 1}}));
+}
+
 TEST(SampleProcessor, UnknownProcessFramesAreCountedNotCached) {
   FakeMachine machine;
   SampleProcessor processor(machine.symbolizer());

@@ -146,6 +146,27 @@ TEST(Symbolizer, SymbolBudgetReleasesAndReloadsTables) {
   EXPECT_GT(roomy.stats().symbol_bytes, symbolizer.stats().symbol_bytes);
 }
 
+// A daemon releases the interned names past a budget between windows:
+// names are right again afterwards (cached answers dropped, tables reread).
+TEST(Symbolizer, ReleasedNamesAreInternedAgainOnTheNextLookup) {
+  FixtureProcess pie(FIXTURE_PIE);
+  ASSERT_TRUE(pie.ok()) << pie.error();
+  Symbolizer symbolizer(NoDebugDirs());
+  symbolizer.SnapshotProcess(pie.pid(), 1000);
+  const uint64_t alpha = pie.address("fixture_alpha");
+  ASSERT_NE(alpha, 0u);
+  EXPECT_EQ(symbolizer.ResolveUser(pie.pid(), alpha + 1, 2000).symbol, "fixture_alpha");
+  EXPECT_GT(symbolizer.stats().name_bytes, 0u);
+  EXPECT_EQ(symbolizer.ReleaseNames(1u << 20), 0u);  // under the budget: nothing
+  EXPECT_EQ(symbolizer.ReleaseNames(0), 1u);
+  EXPECT_EQ(symbolizer.stats().name_bytes, 0u);
+  EXPECT_EQ(symbolizer.stats().names_released, 1u);
+  // The same address (a cached answer before) and a new one.
+  EXPECT_EQ(symbolizer.ResolveUser(pie.pid(), alpha + 1, 2000).symbol, "fixture_alpha");
+  EXPECT_EQ(symbolizer.ResolveUser(pie.pid(), alpha + 2, 2000).symbol, "fixture_alpha");
+  EXPECT_GT(symbolizer.stats().name_bytes, 0u);
+}
+
 TEST(Symbolizer, StrippedSharedLibraryFallsBackToDynsym) {
   const std::string lib = std::string(FIXTURE_DIR) + "/stripped_lib/libfixture_lib.so";
   FixtureProcess fixture(FIXTURE_USELIB, {"LD_LIBRARY_PATH=" + std::string(FIXTURE_DIR) + "/stripped_lib"});
