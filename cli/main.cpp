@@ -106,7 +106,7 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   record->add_option("-o,--output", rec.output, "Capture file")->capture_default_str();
   record->add_option("--buffer-mb", rec.buffer_mb,
-                     "Sample ring buffer size in MiB (default: from -F, the CPUs and --stack-kb, 4 to 64)")
+                     "Sample ring buffer size in MiB (default: from -F, the CPUs and --stack-kb, 8 to 64)")
       ->check(CLI::Range(1, 2048));
   record->add_option("--call-graph", rec.call_graph,
                      "Stack unwinding: fp (frame pointers), dwarf (unwind tables over a stack "
@@ -194,7 +194,7 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::Range(1, 128));
   continuous->add_option("--buffer-mb", cont.record.buffer_mb,
-                         "Sample ring buffer size in MiB (default: from -F, the CPUs and --stack-kb, 4 to 64)")
+                         "Sample ring buffer size in MiB (default: from -F, the CPUs and --stack-kb, 8 to 64)")
       ->check(CLI::Range(1, 4096));
   std::string window_max_size = "24MB", names_max_size = "16MB";
   continuous
