@@ -38,6 +38,7 @@ SampleProcessor::SampleProcessor(Symbolizer& symbolizer, CallGraphMode mode, Unw
   stack_.reserve(2 * ARCPROF_MAX_STACK);
   user_pcs_.reserve(ARCPROF_MAX_STACK);
   stack_cache_.resize(size_t{1} << 16);
+  paths_.resize(256);
 }
 
 void SampleProcessor::UserStack(const StackSample& sample) {
@@ -176,47 +177,90 @@ void SampleProcessor::Process(const StackSample& e) {
   // Root first: the user stack from its outermost frame, then the kernel stack.
   // Frames after the leaf are return addresses: look up ip-1 so that a call at
   // the very end of a function is attributed to that function.
-  stack_.clear();
+  root_pcs_.clear();
+  root_user_index_.clear();
+  for (size_t i = user_pcs_.size(); i-- > 0;) {
+    if (user_pcs_[i] == 0) continue;
+    root_pcs_.push_back(i > 0 ? user_pcs_[i] - 1 : user_pcs_[i]);
+    root_user_index_.push_back(static_cast<int32_t>(i));
+  }
+  for (size_t i = kstack_len; i-- > 0;) {
+    if (ip_at(i) == 0) continue;
+    root_pcs_.push_back(i > 0 ? ip_at(i) - 1 : ip_at(i));
+    root_user_index_.push_back(-1);
+  }
+  ThreadPath& path = paths_[((static_cast<uint64_t>(e.pid) << 32 | e.tid) * 0x9e3779b97f4a7c15ull >> 56) &
+                            (paths_.size() - 1)];
+  size_t reused = 0;
+  if (path.pid == e.pid && path.tid == e.tid && path.version == version && version != 0 && path.epoch == epoch_) {
+    const size_t n = std::min(path.pcs.size(), root_pcs_.size());
+    while (reused < n && path.pcs[reused] == root_pcs_[reused]) ++reused;
+  } else {
+    path.pid = e.pid;
+    path.tid = e.tid;
+    path.version = version;
+    path.epoch = epoch_;
+  }
+  path.pcs.resize(reused);
+  path.frames.resize(reused);
+  path.nodes.resize(reused);
+  path_frames_reused_ += reused;
+
+  stack_.assign(path.frames.begin(), path.frames.end());
+  frames_ += reused;
   bool cacheable = true;
-  auto add = [&](const SymbolizedFrame& f) {
+  bool plain_run = version != 0;  // the path grows while each address names one plain frame
+  auto add = [&](const SymbolizedFrame& f, uint64_t pc) {
+    bool plain = true;
     if (f.kind == FrameKind::kUnknown || f.reason != UnknownReason::kNone) {
       ++unknown_frames_[static_cast<size_t>(f.reason)];
       cacheable = false;
+      plain = false;
     }
-    if (f.kind == FrameKind::kJit || f.kind == FrameKind::kInterpreted) cacheable = false;
+    if (f.kind == FrameKind::kJit || f.kind == FrameKind::kInterpreted) cacheable = plain = false;
+    if (f.inlined) plain = false;
     ++frames_;
     stack_.push_back(InternFrame(f));
+    plain_run = plain_run && plain;
+    if (plain_run) {
+      path.pcs.push_back(pc);
+      path.frames.push_back(stack_.back());
+    }
     // JIT code with an inlining chain: each inlined method is a frame of its own.
     if (f.inlined) {
       for (std::string_view method : *f.inlined) stack_.push_back(InternInlined(f, method));
     }
   };
-  for (size_t i = user_pcs_.size(); i-- > 0;) {
-    uint64_t ip = user_pcs_[i];
-    if (ip == 0) continue;
-    if (i > 0) ip -= 1;
+  for (size_t k = reused; k < root_pcs_.size(); ++k) {
+    const uint64_t ip = root_pcs_[k];
+    const int32_t i = root_user_index_[k];
+    if (i < 0) {
+      add(symbolizer_.ResolveKernel(ip), ip);
+      continue;
+    }
     SymbolizedFrame f = symbolizer_.ResolveUser(e.pid, ip, e.timestamp_ns);
     // An interpreted Java frame: named by the Method* its frame holds.
-    if (f.kind == FrameKind::kInterpreted && i < user_methods_.size() && user_methods_[i] != 0) {
-      if (auto name = symbolizer_.JavaMethodName(e.pid, user_methods_[i], e.timestamp_ns)) {
+    if (f.kind == FrameKind::kInterpreted && static_cast<size_t>(i) < user_methods_.size() &&
+        user_methods_[static_cast<size_t>(i)] != 0) {
+      if (auto name = symbolizer_.JavaMethodName(e.pid, user_methods_[static_cast<size_t>(i)], e.timestamp_ns)) {
         f.symbol = *name;
         ++interpreted_named_;
       } else {
         ++interpreted_unnamed_;
       }
     }
-    add(f);
-  }
-  for (size_t i = kstack_len; i-- > 0;) {
-    uint64_t ip = ip_at(i);
-    if (ip == 0) continue;
-    if (i > 0) ip -= 1;
-    add(symbolizer_.ResolveKernel(ip));
+    add(f, ip);
   }
 
   const uint32_t thread = window_.ThreadIndex(e.pid, e.tid);
   CallTree& tree = window_.threads[thread].tree;
-  const uint32_t node = tree.AddStack(stack_, 1, 1);
+  // The path's frames map one to one onto the first entries of stack_.
+  uint32_t node = reused > 0 ? path.nodes[reused - 1] : 0;
+  for (size_t j = reused; j < stack_.size(); ++j) {
+    node = tree.Child(node, stack_[j]);
+    if (j < path.frames.size()) path.nodes.push_back(node);
+  }
+  tree.Add(node, 1, kSamplesValue, 1);
   if (cacheable && version != 0) {
     slot = StackSlot{hash, version, epoch_, thread, node, static_cast<uint32_t>(stack_.size())};
   }
@@ -422,6 +466,7 @@ Profile SampleProcessor::TakeWindow() {
   // Where arcprof's own time goes (docs/performance.md reports these).
   window_.counters["processing_ns"] += static_cast<int64_t>(processing_ns_);
   window_.counters["stack_cache_hits"] += static_cast<int64_t>(stack_cache_hits_);
+  window_.counters["stack_prefix_frames_reused"] += static_cast<int64_t>(path_frames_reused_);
   window_.counters["unwind_ns"] += static_cast<int64_t>(unwind_ns_);
   window_.counters["unwound_samples"] += static_cast<int64_t>(unwound_);
   window_.counters["leaf_frames_repaired"] += static_cast<int64_t>(leaf_repairs_);
@@ -450,7 +495,7 @@ Profile SampleProcessor::TakeWindow() {
   total_samples_ += samples_;
   total_malformed_ += malformed_;
   samples_ = frames_ = malformed_ = kernel_samples_ = truncated_kernel_ = truncated_user_ = 0;
-  stack_cache_hits_ = leaf_repairs_ = processing_ns_ = unwind_ns_ = unwound_ = spliced_ = 0;
+  stack_cache_hits_ = leaf_repairs_ = processing_ns_ = unwind_ns_ = unwound_ = spliced_ = path_frames_reused_ = 0;
   interpreted_named_ = interpreted_unnamed_ = 0;
   unwind_stops_.fill(0);
   unknown_frames_.fill(0);

@@ -112,6 +112,25 @@ class SampleProcessor {
   };
   std::vector<StackSlot> stack_cache_;
   uint64_t stack_cache_hits_ = 0;
+  // The last stack of a thread (direct-mapped by pid and tid): its root-first
+  // instruction addresses, as far as each names one plain frame (named native
+  // or kernel code, no inlining), with that frame and its call-tree node.
+  // The next sample of the thread takes the common prefix from here instead
+  // of resolving, interning and looking up each frame again: consecutive
+  // samples of a busy thread share most of their stack, not all of it.
+  struct ThreadPath {
+    uint32_t pid = 0;
+    uint32_t tid = 0;
+    uint64_t version = 0;  // Symbolizer::ProcessVersion; 0 = empty
+    uint64_t epoch = 0;    // the window whose frames and tree the ids index
+    std::vector<uint64_t> pcs;
+    std::vector<uint32_t> frames;
+    std::vector<uint32_t> nodes;
+  };
+  std::vector<ThreadPath> paths_;
+  uint64_t path_frames_reused_ = 0;
+  std::vector<uint64_t> root_pcs_;      // this sample's, root first (return addresses - 1)
+  std::vector<int32_t> root_user_index_;  // index in user_pcs_, -1 for kernel frames
   std::array<uint64_t, kUnwindStopCount> unwind_stops_{};  // by UnwindStop
   uint64_t leaf_repairs_ = 0;
   uint64_t processing_ns_ = 0;  // all of Process()
