@@ -2,7 +2,7 @@
 
 namespace arcprof::model {
 
-WholeNameRegex::WholeNameRegex(const std::string& pattern) {
+WholeNameRegex::WholeNameRegex(const std::string& pattern) : pattern_(pattern) {
   regex_t alone;
   // Checked on its own first: only a pattern with balanced groups keeps its
   // meaning inside "^(...)$".

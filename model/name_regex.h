@@ -24,8 +24,12 @@ class WholeNameRegex {
   // False for a pattern that did not compile (callers still compare names
   // exactly: "operator()(" is a name, not a regex) and for names holding NUL.
   bool Matches(const std::string& name) const;
+  // The --root rule of every view and export: the name equals the pattern
+  // exactly, or the pattern (as a regex) matches the whole name.
+  bool MatchesName(const std::string& name) const { return name == pattern_ || Matches(name); }
 
  private:
+  std::string pattern_;
   regex_t regex_{};
   bool ok_ = false;
 };

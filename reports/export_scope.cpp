@@ -26,7 +26,7 @@ Result<Profile> ScopeProfile(const Profile& profile, const ExportOptions& option
     bool any = false;
     for (size_t f = 0; f < profile.frames.size(); ++f) {
       const std::string name = FrameDisplayName(profile.frames, static_cast<uint32_t>(f));
-      root_frame[f] = name == options.root || regex.Matches(name);
+      root_frame[f] = regex.MatchesName(name);
       any = any || root_frame[f];
     }
     if (!any) {
