@@ -24,7 +24,7 @@ Metric::Metric() : name_("samples"), terms_{Term{kSamplesValue, false, 1}} {}
 
 Metric Metric::Samples(const Profile& profile) {
   Metric m;
-  m.unit_ = profile.meta.unit;
+  m.unit_ = profile.value_types[kSamplesValue].name;
   return m;
 }
 

@@ -46,7 +46,7 @@ class Metric {
   static Metric Samples(const Profile& profile);
 
   const std::string& name() const { return name_; }
-  // The unit the views print: the capture's unit (meta.unit) for samples
+  // The unit the views print: value type 0's name ("samples") for samples
   // ("" for Metric(): the unit of whichever profile it reads),
   // "<name>-us" for the time metrics (the suffix after the last '-' is the
   // scale the arcflow header shows), a declared type's own unit otherwise.

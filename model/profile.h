@@ -88,8 +88,8 @@ struct ValueType {
   std::string unit;
   bool operator==(const ValueType&) const = default;
 };
-// Value type 0 is always the sampled one ("samples", or the unit of an
-// arcflow input); the views' default metric.
+// Value type 0 is always the sampled one ("samples"); the views' default
+// metric, whose unit the views print as its name.
 inline constexpr size_t kSamplesValue = 0;
 
 // One thread's call tree. Node 0 is the thread itself (frame kNoFrame); every
@@ -227,9 +227,9 @@ struct CaptureMeta {
   std::string call_graph = "fp";
   std::string arcprof_version;
   int schema_version = 0;  // filled by the reader; the writer writes the current one
-  std::string unit = "samples";  // the unit of base/cum (arcflow binding)
-  std::string occurrences = "samples";  // the meaning of n
-  std::string consumers = "functions";
+  // arcflow's bindings are not kept here: the unit of base/cum is the metric's
+  // (value type 0's name, "samples", unless --metric says otherwise), n means
+  // samples and the consumers are functions in every capture.
 };
 
 struct Profile {

@@ -58,9 +58,9 @@ ArcflowProfile ArcflowProfile::EmptyLike() const {
 ArcflowProfile ArcflowFromProfile(const Profile& profile, const ThreadFilter& filter,
                                   bool merge_threads, const Metric& metric) {
   ArcflowProfile model;
-  model.bindings = ArcflowBindings{profile.meta.consumers,
-                                   metric.unit().empty() ? profile.meta.unit : metric.unit(),
-                                   profile.meta.occurrences};
+  // A capture's consumers are functions and n counts samples; base is in the
+  // metric's unit (samples: value type 0's name).
+  model.bindings.unit = metric.unit().empty() ? profile.value_types[kSamplesValue].name : metric.unit();
   model.frequency_hz = profile.meta.frequency_hz;
   // Frames with the same display name are one consumer.
   DisplayNames consumer_of(profile.frames, model.consumers);
@@ -136,8 +136,7 @@ Result<ArcflowProfile> RestrictToRoot(const ArcflowProfile& model, const std::st
   bool any = false;
   for (uint32_t c = 0; c < matches.size(); ++c) {
     if (model.kind(c) != ConsumerKind::kFunction) continue;
-    const std::string& name = model.name(c);
-    matches[c] = name == pattern || regex.Matches(name);
+    matches[c] = regex.MatchesName(model.name(c));
     any = any || matches[c];
   }
   if (!any) {

@@ -633,8 +633,7 @@ Result<void> RenderArcflowView(const Profile& profile, const ArcflowOptions& opt
   ArcflowProfile model = ArcflowFromProfile(profile, options.filter, options.merge_threads,
                                           ptt_ms ? metric->WithUnit("ptt-cpu-us") : *metric);
   const auto& filter = options.filter;
-  const bool filtered = !filter.pids.empty() || !filter.tids.empty() || !filter.comms.empty();
-  if (filtered && model.tree.size() == 1 && !profile.threads.empty()) {
+  if (!filter.empty() && model.tree.size() == 1 && !profile.threads.empty()) {
     return MakeError("no thread of the capture matches the pid/tid/comm filter; list the threads "
                      "with the tprof report");
   }

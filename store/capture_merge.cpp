@@ -39,8 +39,7 @@ Result<MergeResult> MergeCaptures(const std::vector<std::string>& paths, bool me
     auto read = ReadInput(paths[i], result.notes);
     if (!read) return read.error();
     Profile& in = *read;
-    if (i > 0 && (in.meta.event != out.meta.event || in.meta.frequency_hz != out.meta.frequency_hz ||
-                  in.meta.unit != out.meta.unit)) {
+    if (i > 0 && (in.meta.event != out.meta.event || in.meta.frequency_hz != out.meta.frequency_hz)) {
       return MakeError(paths[i] + ": sampled " + in.meta.event + " at " + std::to_string(in.meta.frequency_hz) +
                            " Hz, " + paths[0] + " " + out.meta.event + " at " +
                            std::to_string(out.meta.frequency_hz) +

@@ -242,9 +242,6 @@ std::vector<std::pair<std::string, std::string>> CaptureMetaRows(const CaptureMe
       {"target", meta.target},
       {"call_graph", meta.call_graph},
       {"arcprof_version", meta.arcprof_version},
-      {"unit", meta.unit},
-      {"occurrences", meta.occurrences},
-      {"consumers", meta.consumers},
   };
 }
 
@@ -378,7 +375,7 @@ Result<void> FillBlocks(Writer& w, const Profile& profile, const CaptureOf& capt
   }
 
   // Value types: type 0 (the sampled value, Profile::value_types) is stored
-  // as "base", in the meta unit; then each other declared type that some node
+  // as "base", counted in value type 0's name ("samples"); then each other declared type that some node
   // has a value of (so a capture without off-CPU time declares none).
   std::vector<size_t> stored = {kSamplesValue};  // file value type -> the profile's
   for (size_t type = 1; type < profile.value_types.size(); ++type) {
@@ -393,7 +390,7 @@ Result<void> FillBlocks(Writer& w, const Profile& profile, const CaptureOf& capt
     const bool base = stored[i] == kSamplesValue;
     if (auto r = w.Insert(*value_type, static_cast<int64_t>(i),
                           base ? std::string("base") : profile.value_types[stored[i]].name,
-                          base ? profile.meta.unit : profile.value_types[stored[i]].unit);
+                          base ? profile.value_types[kSamplesValue].name : profile.value_types[stored[i]].unit);
         !r) {
       return r;
     }
@@ -1091,9 +1088,8 @@ Result<Profile> Reader::ReadAll() {
   text("target", meta.target);
   text("call_graph", meta.call_graph);
   text("arcprof_version", meta.arcprof_version);
-  text("unit", meta.unit);
-  text("occurrences", meta.occurrences);
-  text("consumers", meta.consumers);
+  // Captures written before the arcflow bindings were derived also carry meta
+  // unit/occurrences/consumers (always samples/samples/functions): ignored.
   for (auto [key, out] : {std::pair{"start_monotonic_ns", &meta.start_monotonic_ns},
                           std::pair{"end_monotonic_ns", &meta.end_monotonic_ns},
                           std::pair{"start_unix_ns", &meta.start_unix_ns},

@@ -13,6 +13,7 @@
 
 #include "store/capture_blocks.h"
 #include "store/capture_store.h"
+#include "model/metric.h"
 #include "model/profile_merge.h"
 #include "tests/reports/test_profiles.h"
 
@@ -50,7 +51,6 @@ TEST_P(HostileCapture, IsRejectedWithOneLine) {
   TempDir dir;
   const std::string path = dir.File("hostile.db");
   Profile profile = SampleProfile();
-  profile.meta.unit = "samples";  // as `record` writes it
   // Schema 1: the cases break frame and node rows one by one (schema 2's
   // blocks have their own cases below).
   ASSERT_TRUE(WriteCapture(path, profile, {.schema_version = 1}).ok());
@@ -233,6 +233,25 @@ TEST(HostileBlocks, AHandWrittenBlockIsRead) {
   ASSERT_TRUE(read.ok()) << read.error().message;
   EXPECT_EQ(read->total_samples(), 4u);  // root and three nodes, n = 1 each
   EXPECT_EQ(read->threads[0].tree.nodes().size(), 4u);
+}
+
+// Captures written before the arcflow bindings were derived from the value
+// types carry meta unit/occurrences/consumers: they still read, the keys
+// ignored, and the views say the same.
+TEST(HostileCapture, OlderMetaBindingsAreRead) {
+  TempDir dir;
+  const std::string path = dir.File("bindings.db");
+  const Profile profile = SampleProfile();
+  ASSERT_TRUE(WriteCapture(path, profile).ok());
+  ExecSql(path,
+          "INSERT INTO meta (capture_id, key, value) SELECT id, 'unit', 'samples' FROM captures;"
+          "INSERT INTO meta (capture_id, key, value) SELECT id, 'occurrences', 'samples' FROM captures;"
+          "INSERT INTO meta (capture_id, key, value) SELECT id, 'consumers', 'functions' FROM captures;");
+  Restamp(path);
+  auto read = ReadCapture(path);
+  ASSERT_TRUE(read.ok()) << read.error().message;
+  EXPECT_EQ(read->total_samples(), profile.total_samples());
+  EXPECT_EQ(model::Metric::Samples(*read).unit(), "samples");
 }
 
 // The codec round-trips trees of any shape, including ones split over blocks,
