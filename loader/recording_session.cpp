@@ -67,6 +67,10 @@ bool ProcessAlive(uint32_t pid) {
 }
 
 constexpr uint64_t kLivenessCheckNs = 200'000'000;
+
+// The thread's CPU clock for the -v per-phase log (a system call, not the
+// vDSO): 0 without -v, so a quiet daemon makes no such calls.
+uint64_t PhaseCpuNs() { return spdlog::should_log(spdlog::level::debug) ? ThreadCpuNs() : 0; }
 // At most this much of held samples (beyond it they are processed at once).
 constexpr size_t kMaxHeldBytes = 64u << 20;
 
@@ -266,15 +270,15 @@ struct RecordingSession::State {
   // Bounded: at a sample rate above what we process, the ring fills and the
   // kernel counts lost samples, but the caller (and its signal checks) goes on.
   void Drain(uint64_t horizon, uint64_t budget_end) {
-    const uint64_t t0 = ThreadCpuNs();
+    const uint64_t t0 = PhaseCpuNs();
     sampler->DrainSideband();
     FollowAllAfterLoss();
     sideband.ApplyTo(symbolizer);
     ForgetExitedTargets();
-    const uint64_t t1 = ThreadCpuNs();
+    const uint64_t t1 = PhaseCpuNs();
     sampler->DrainSamples(horizon, budget_end);
     cpu.sideband_ns += t1 - t0;
-    cpu.samples_ns += ThreadCpuNs() - t1;
+    cpu.samples_ns += PhaseCpuNs() - t1;
   }
 
   // Lost side-band records may hide a fork of a followed process: from then
@@ -570,12 +574,12 @@ std::optional<std::string> RecordingSession::Tick(uint64_t wake_ns) {
   const uint64_t wake = std::min(s.next_drain, wake_ns);
   const int timeout_ms = wake > now ? static_cast<int>((wake - now + 999999) / 1000000) : 0;
   s.sampler->PollSideband(timeout_ms);
-  const uint64_t cpu0 = ThreadCpuNs();
+  const uint64_t cpu0 = PhaseCpuNs();
   ++s.cpu.wakeups;
   s.FollowAllAfterLoss();
   s.sideband.ApplyTo(s.symbolizer);
   s.ForgetExitedTargets();
-  s.cpu.sideband_ns += ThreadCpuNs() - cpu0;
+  s.cpu.sideband_ns += PhaseCpuNs() - cpu0;
   now = MonotonicNs();
   if (now >= s.next_drain) {
     ++s.cpu.drains;
@@ -585,13 +589,13 @@ std::optional<std::string> RecordingSession::Tick(uint64_t wake_ns) {
     s.RetireOffCpuOfExitedProcesses(now);
     s.cpu.extension_ns.resize(s.extensions.size());
     for (size_t i = 0; i < s.extensions.size(); ++i) {
-      const uint64_t t = ThreadCpuNs();
+      const uint64_t t = PhaseCpuNs();
       s.extensions[i]->Poll(*s.context);
-      s.cpu.extension_ns[i] += ThreadCpuNs() - t;
+      s.cpu.extension_ns[i] += PhaseCpuNs() - t;
     }
     s.next_drain = MonotonicNs() + s.drain_ns;
   }
-  s.cpu.tick_ns += ThreadCpuNs() - cpu0;
+  s.cpu.tick_ns += PhaseCpuNs() - cpu0;
   if (s.command && s.command->Exited()) return std::string();
   if (!s.options.pids.empty() && now >= s.next_liveness) {
     s.next_liveness = now + kLivenessCheckNs;
@@ -620,7 +624,7 @@ Result<Profile> RecordingSession::Stop() {
 Result<Profile> RecordingSession::Close(bool last, uint64_t end) {
   State& s = *s_;
   if (s.stopped) return MakeError("the recording session has stopped");
-  const uint64_t cpu_start = ThreadCpuNs();
+  const uint64_t cpu_start = PhaseCpuNs();
   SamplerCounters counters;
   uint64_t sideband_lost;
   if (last) {
@@ -659,7 +663,7 @@ Result<Profile> RecordingSession::Close(bool last, uint64_t end) {
         us.rules_computed, us.cfi_released, us.dwfl_created, st.name_bytes >> 10, s.processor->WindowBytes() >> 10,
         s.processor->window().threads.size(), s.processor->window().frames.size());
   }
-  const uint64_t cpu_drained = ThreadCpuNs();
+  const uint64_t cpu_drained = PhaseCpuNs();
   Profile window = s.processor->TakeWindow();
   s.unwinder->ReleaseIdleSpaces();
   // The processor holds no name of the pool now (TakeWindow cleared its
@@ -669,7 +673,7 @@ Result<Profile> RecordingSession::Close(bool last, uint64_t end) {
       spdlog::debug("window close: {} interned names released (over {} KiB)", n, s.options.names_budget_bytes >> 10);
     }
   }
-  const uint64_t cpu_taken = ThreadCpuNs();
+  const uint64_t cpu_taken = PhaseCpuNs();
   window.meta = s.meta;
   window.meta.start_monotonic_ns = s.window_start_ns;
   window.meta.end_monotonic_ns = end;
@@ -692,12 +696,12 @@ Result<Profile> RecordingSession::Close(bool last, uint64_t end) {
           static_cast<int64_t>(named.modules_not_found);
     }
   }
-  const uint64_t cpu_named = ThreadCpuNs();
+  const uint64_t cpu_named = PhaseCpuNs();
   std::string extension_cpu;
   for (auto& ext : s.extensions) {
-    const uint64_t t = ThreadCpuNs();
+    const uint64_t t = PhaseCpuNs();
     if (auto ok = ext->CloseWindow(*s.context, window, last); !ok) return ok.error();
-    extension_cpu += fmt::format(", {} {:.1f}", ext->name(), (ThreadCpuNs() - t) / 1e6);
+    extension_cpu += fmt::format(", {} {:.1f}", ext->name(), (PhaseCpuNs() - t) / 1e6);
   }
   if (spdlog::should_log(spdlog::level::debug)) {
     const State::CpuPhases& c = s.cpu;
