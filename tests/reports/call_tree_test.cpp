@@ -1,0 +1,149 @@
+// The one call tree's walks and transforms (model/profile.h), which every
+// view reads: child lists, depths, cumulative values, re-rooting (also under
+// a kept top level, as arcflow's threads), pruning into a bucket, and the
+// open-addressing child index.
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "model/frame_name.h"
+#include "model/profile.h"
+#include "tests/layer_names.h"
+
+namespace arcprof {
+namespace {
+
+// 0 -> a(1) -> b(2) -> c(3); 0 -> d(4); a -> c(5). Values: c 5, b 1, d 2, c' 3.
+CallTree SmallTree() {
+  CallTree tree;
+  const uint32_t abc[] = {1, 2, 3};
+  const uint32_t abd[] = {1, 2};
+  const uint32_t d[] = {4};
+  const uint32_t ac[] = {1, 3};
+  tree.AddStack(abc, 5);
+  tree.AddStack(abd, 1);
+  tree.AddStack(d, 2);
+  tree.AddStack(ac, 3);
+  return tree;
+}
+
+std::vector<uint32_t> Frames(const CallTree& tree, std::span<const uint32_t> nodes) {
+  std::vector<uint32_t> out;
+  for (uint32_t n : nodes) out.push_back(tree.nodes()[n].frame);
+  return out;
+}
+
+TEST(CallTree, ChildListsDepthsAndCumulative) {
+  const CallTree tree = SmallTree();
+  ASSERT_EQ(tree.size(), 6u);  // root, a, b, c, d, c under a
+  ChildLists children(tree);
+  EXPECT_EQ(Frames(tree, children.of(0)), (std::vector<uint32_t>{1, 4}));  // creation order
+  const uint32_t a = tree.FindChild(0, 1);
+  EXPECT_EQ(Frames(tree, children.of(a)), (std::vector<uint32_t>{2, 3}));
+  children.Sort([&](uint32_t x, uint32_t y) { return tree.nodes()[x].frame > tree.nodes()[y].frame; });
+  EXPECT_EQ(Frames(tree, children.of(0)), (std::vector<uint32_t>{4, 1}));
+
+  const auto depth = tree.Depths();
+  EXPECT_EQ(depth[0], 0u);
+  EXPECT_EQ(depth[a], 1u);
+  EXPECT_EQ(depth[tree.FindChild(tree.FindChild(a, 2), 3)], 3u);
+  const auto cum = tree.Cumulative();
+  EXPECT_EQ(cum[0], 11u);
+  EXPECT_EQ(cum[a], 9u);
+  EXPECT_EQ(cum[tree.FindChild(0, 4)], 2u);
+  EXPECT_EQ(tree.FindChild(0, 3), CallTree::kNoNode);
+}
+
+TEST(CallTree, RerootedUnderTopKeepsTheTopLevel) {
+  // Two "threads" (frames 100, 101) above the same stacks.
+  CallTree tree;
+  const uint32_t t1[] = {100, 1, 2, 3};
+  const uint32_t t2[] = {101, 1, 3};
+  const uint32_t t3[] = {101, 4};
+  tree.AddStack(t1, 5);
+  tree.AddStack(t2, 3);
+  tree.AddStack(t3, 2);
+  tree.Add(tree.FindChild(0, 100), 7, kSamplesValue, 7);  // the thread's own samples
+  const auto is_c = [](uint32_t frame) { return frame == 3; };
+  const CallTree flat = tree.Rerooted(is_c);
+  EXPECT_EQ(Frames(flat, ChildLists(flat).of(0)), (std::vector<uint32_t>{3}));
+  EXPECT_EQ(flat.total(), 8u);
+  const CallTree kept = tree.Rerooted(is_c, /*under_top=*/true);
+  EXPECT_EQ(Frames(kept, ChildLists(kept).of(0)), (std::vector<uint32_t>{100, 101}));
+  EXPECT_EQ(kept.total(), 8u);  // the threads keep none of their own
+  const uint32_t t = kept.FindChild(0, 100);
+  EXPECT_EQ(kept.nodes()[t].n, 0u);
+  EXPECT_EQ(kept.value(kept.FindChild(t, 3), kSamplesValue), 5u);
+  // A thread with no match below is not copied.
+  const CallTree none = tree.Rerooted([](uint32_t frame) { return frame == 2; }, true);
+  EXPECT_EQ(Frames(none, ChildLists(none).of(0)), (std::vector<uint32_t>{100}));
+}
+
+TEST(CallTree, PrunedBucketsAndTheirN) {
+  CallTree tree = SmallTree();  // a: cum 9 (b 6, c' 3), d: 2
+  const uint32_t zero[] = {5, 6};
+  tree.AddStack(zero, 0, 0);  // a subtree holding nothing at all
+  const auto cum = tree.Cumulative();
+  const auto keep = [&](uint32_t node) { return cum[node] >= 5; };
+  constexpr uint32_t kBucket = 99;
+  const CallTree subtree_n = tree.Pruned(keep, kBucket);
+  const CallTree top_n = tree.Pruned(keep, kBucket, CallTree::BucketN::kTopNodes);
+  for (const CallTree* pruned : {&subtree_n, &top_n}) {
+    EXPECT_EQ(pruned->total(), tree.total());
+    // Under the root: a kept, d (2) in a bucket; the empty subtree left no bucket.
+    EXPECT_EQ(Frames(*pruned, ChildLists(*pruned).of(0)), (std::vector<uint32_t>{1, kBucket}));
+    const uint32_t a = pruned->FindChild(0, 1);
+    const uint32_t bucket = pruned->FindChild(a, kBucket);  // c' (3) under a
+    ASSERT_NE(bucket, CallTree::kNoNode);
+    EXPECT_EQ(pruned->value(bucket, kSamplesValue), 3u);
+  }
+  // b (cum 6) is kept; its child c (5) too. Pruned under b: nothing.
+  const uint32_t b = subtree_n.FindChild(subtree_n.FindChild(0, 1), 2);
+  EXPECT_NE(subtree_n.FindChild(b, 3), CallTree::kNoNode);
+  // The bucket's n: the whole subtree's, or the cut top nodes' own.
+  CallTree deep;
+  const uint32_t x[] = {1, 2};
+  deep.AddStack(x, 4);
+  const uint32_t big[] = {3};
+  deep.AddStack(big, 100);
+  const auto deep_cum = deep.Cumulative();
+  const auto keep_big = [&](uint32_t node) { return deep_cum[node] >= 50; };
+  const CallTree s = deep.Pruned(keep_big, kBucket);
+  const CallTree t = deep.Pruned(keep_big, kBucket, CallTree::BucketN::kTopNodes);
+  EXPECT_EQ(s.nodes()[s.FindChild(0, kBucket)].n, 4u);  // frame 2's samples
+  EXPECT_EQ(t.nodes()[t.FindChild(0, kBucket)].n, 0u);  // frame 1 had none of its own
+  EXPECT_EQ(t.value(t.FindChild(0, kBucket), kSamplesValue), 4u);
+}
+
+TEST(CallTree, ChildIndexGrowsPastItsFirstSlots) {
+  CallTree tree;
+  for (uint32_t f = 0; f < 5000; ++f) tree.Child(f % 7 == 0 ? 0 : tree.Child(0, 0), f);
+  for (uint32_t f = 0; f < 5000; ++f) {
+    const uint32_t parent = f % 7 == 0 ? 0 : tree.FindChild(0, 0);
+    const uint32_t node = tree.FindChild(parent, f);
+    ASSERT_NE(node, CallTree::kNoNode) << f;
+    EXPECT_EQ(tree.nodes()[node].frame, f);
+    EXPECT_EQ(tree.Child(parent, f), node);  // found, not added again
+  }
+  EXPECT_EQ(tree.FindChild(0, 5001), CallTree::kNoNode);
+}
+
+TEST(CallTree, NamesInternedOnceAndDisplayNamesMerge) {
+  FrameTable frames;
+  FrameRecord a;
+  a.symbol = "work";
+  FrameRecord b = a;
+  b.address = 0x40;  // another record, same display name
+  const uint32_t fa = frames.Intern(a), fb = frames.Intern(b);
+  ASSERT_NE(fa, fb);
+  FrameTable names;
+  DisplayNames display(frames, names);
+  EXPECT_EQ(display(fa), display(fb));
+  EXPECT_EQ(names.at(display(fa)).symbol, "work");
+  EXPECT_EQ(InternName(names, "work"), display(fa));
+  EXPECT_NE(InternName(names, "work", names.InternModule("[thread]")), display(fa));
+  EXPECT_EQ(names.at(display(12345)).symbol, "[bad frame id]");
+}
+
+}  // namespace
+}  // namespace arcprof
