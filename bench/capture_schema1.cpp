@@ -1,9 +1,11 @@
 // Rewrites a capture in schema 1 (a table row per frame and call-tree node),
 // so that bench/capture_size_bench.sh can compare the sizes and `report` times
 // of the same contents in both schemas; with --current, in the schema this
-// build writes (an older capture or store window rewritten, PTT included).
-// Usage: capture_schema1 [--current] IN.db OUT.db
+// build writes (an older capture or store window rewritten, PTT included);
+// with --schema N, in schema N (1 to the current one).
+// Usage: capture_schema1 [--current | --schema N] IN.db OUT.db
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include "store/capture_store.h"
@@ -14,9 +16,13 @@ int main(int argc, char** argv) {
     version = arcprof::store::kCaptureSchemaVersion;
     ++argv;
     --argc;
+  } else if (argc == 5 && std::strcmp(argv[1], "--schema") == 0) {
+    version = std::atoi(argv[2]);
+    argv += 2;
+    argc -= 2;
   }
   if (argc != 3) {
-    std::fprintf(stderr, "usage: capture_schema1 [--current] IN.db OUT.db\n");
+    std::fprintf(stderr, "usage: capture_schema1 [--current | --schema N] IN.db OUT.db\n");
     return 2;
   }
   auto profile = arcprof::store::ReadCapture(argv[1]);

@@ -3,9 +3,12 @@
 # runs once under `arcprof record -- perf record -F 999 -g -- CMD`, so both
 # tools sample the very same run (arcprof also sees perf itself, a few
 # samples). Prints a markdown table of bytes per sample: arcprof's capture
-# (current schema), the same capture rewritten in schema 1 (the format before the
-# compact blocks) and perf.data with frame-pointer call graphs; and the time of
-# `arcprof report` on both schemas (median of 5).
+# (current schema), the same capture rewritten in schema 3 (tree blocks in
+# columns, the format before the context coding) and in schema 1 (a row per
+# frame and node), perf.data with frame-pointer call graphs, and perf.data
+# with `--call-graph dwarf` from a second run of the same command (perf only;
+# PERF_DWARF=0 skips it); and the time of `arcprof report` on the current
+# schema and on schema 3 (median of 5).
 # Workloads: g++ -O2 of three large test files, xz -9, python3 (compileall,
 # ast, json), node with a perf map, a JDK 17 program, sqlite3 with a recursive
 # CTE. Only tools scripts/install-deps.sh installs.
@@ -13,6 +16,7 @@
 # from SQLite's dbstat, free pages, page size, and the raw vs compressed bytes
 # of the frame and tree blocks.
 # Usage: bench/capture_size_bench.sh [BUILD_DIR]   (as root; SECONDS_PER_WORKLOAD=N, default 15;
+#        PERF_DWARF=0 skips the perf --call-graph dwarf runs;
 #        KEEP_CAPTURES=DIR keeps the captures; WORKLOADS="gxx xz" runs only those)
 set -euo pipefail
 build=$(realpath "${1:-build}")
@@ -69,25 +73,40 @@ per() { awk -v b="$1" -v n="$2" 'BEGIN {if (n > 0) printf "%.1f", b / n; else pr
 
 echo "## Capture size: bytes per sample, arcprof vs perf -g on the same execution (999 Hz)"
 echo
-echo "| workload | samples (arcprof) | arcprof B/sample | schema 1 B/sample | samples (perf) | perf -g B/sample | report s (current / schema 1) |"
-echo "|---|---|---|---|---|---|---|"
+echo "| workload | samples (arcprof) | arcprof B/sample | schema 3 B/sample | schema 1 B/sample | samples (perf) | perf -g B/sample | perf dwarf B/sample (samples) | report s (current / schema 3) |"
+echo "|---|---|---|---|---|---|---|---|---|"
 for w in "${order[@]}"; do
   a=$tmp/$w.db p=$tmp/$w.perf.data
   if ! "$arcprof" record -q -o "$a" -- perf record -q -F 999 -g -o "$p" -- sh -c "${cmd[$w]}" \
        > "$tmp/$w.log" 2>&1; then
-    echo "| $w | failed: $(tail -1 "$tmp/$w.log") | | | | | |"
+    echo "| $w | failed: $(tail -1 "$tmp/$w.log") | | | | | | | |"
     continue
   fi
   "$schema1" "$a" "$tmp/$w.v1.db"
+  "$schema1" --schema 3 "$a" "$tmp/$w.v3.db"
   a_samples=$(sqlite3 "$a" "SELECT value FROM counters WHERE name = 'samples_total'")
   a_bytes=$(stat -c %s "$a")
   v1_bytes=$(stat -c %s "$tmp/$w.v1.db")
+  v3_bytes=$(stat -c %s "$tmp/$w.v3.db")
   p_samples=$(perf report -i "$p" --stats 2>/dev/null | awk '/SAMPLE events/ {print $3; exit}')
   p_bytes=$(stat -c %s "$p")
-  r2=$(report_s "$a")
-  r1=$(report_s "$tmp/$w.v1.db")
-  echo "| $w | $a_samples | **$(per "$a_bytes" "$a_samples")** ($a_bytes B) | $(per "$v1_bytes" "$a_samples") | ${p_samples:-?} | $(per "$p_bytes" "${p_samples:-0}") ($p_bytes B) | $r2 / $r1 |"
   rm -f "$p" "$tmp/$w.v1.db"
+  dwarf="not run"
+  if [ "${PERF_DWARF:-1}" != 0 ]; then
+    d=$tmp/$w.dwarf.data
+    if perf record -q -F 999 --call-graph dwarf -o "$d" -- sh -c "${cmd[$w]}" > "$tmp/$w.dwarf.log" 2>&1; then
+      d_samples=$(perf report -i "$d" --stats 2>/dev/null | awk '/SAMPLE events/ {print $3; exit}')
+      d_bytes=$(stat -c %s "$d")
+      dwarf="$(per "$d_bytes" "${d_samples:-0}") (${d_samples:-?})"
+    else
+      dwarf="failed"
+    fi
+    rm -f "$d"
+  fi
+  r4=$(report_s "$a")
+  r3=$(report_s "$tmp/$w.v3.db")
+  echo "| $w | $a_samples | **$(per "$a_bytes" "$a_samples")** ($a_bytes B) | $(per "$v3_bytes" "$a_samples") | $(per "$v1_bytes" "$a_samples") | ${p_samples:-?} | $(per "$p_bytes" "${p_samples:-0}") ($p_bytes B) | $dwarf | $r4 / $r3 |"
+  rm -f "$tmp/$w.v3.db"
   [ -n "${KEEP_CAPTURES:-}" ] && mkdir -p "$KEEP_CAPTURES" && cp "$a" "$KEEP_CAPTURES/"
 done
 

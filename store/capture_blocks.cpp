@@ -3,6 +3,7 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <unordered_map>
 #include <utility>
 
 namespace arcprof::store {
@@ -202,82 +203,228 @@ Result<void> DecodeFrameBlock(std::string_view raw, size_t module_count,
 
 namespace {
 
-// Columns of one block under construction.
+// The context of a node in kContext blocks: its parent's frame, or this
+// (the thread's root, or a parent in an earlier block).
+constexpr uint32_t kRootContext = 0xffffffffu;
+
+// Walks a record's nodes the way both coder and decoder see them: `path`
+// holds the frames from the record's first known ancestor to the previous
+// node. Returns the context of a node `pops` levels above the previous one
+// and makes the node (with `frame`) the previous one.
+class ContextPath {
+ public:
+  explicit ContextPath(bool continues) {
+    if (!continues) path_.push_back(kRootContext);
+  }
+  uint32_t Context(uint32_t pops) {
+    if (pops < path_.size()) {
+      path_.resize(path_.size() - pops);
+      return path_.back();
+    }
+    path_.clear();  // above what this block holds
+    return kRootContext;
+  }
+  void Push(uint32_t frame) { path_.push_back(frame); }
+
+ private:
+  std::vector<uint32_t> path_;
+};
+
+uint32_t ContextBase(uint32_t context) { return context == kRootContext ? 0 : context; }
+
+size_t VarintSize(uint64_t v) {
+  size_t n = 1;
+  while (v >= 0x80) {
+    v >>= 7;
+    ++n;
+  }
+  return n;
+}
+
+// Leaf-like: the last node of its record, or a node the next one is not a
+// child of (pops >= 1). Nodes in record order, the root first unless continues.
+std::vector<bool> LeafLike(bool continues, const std::vector<uint32_t>& pops, size_t nodes) {
+  std::vector<bool> out(nodes, false);
+  const size_t first = continues ? 0 : 1;  // index of the node pops[0] belongs to
+  for (size_t i = 0; i < nodes; ++i) {
+    const size_t next = i + 1;
+    out[i] = next >= nodes || (next >= first && pops[next - first] >= 1);
+  }
+  return out;
+}
+
+// One record of a block under construction.
+struct OpenRecord {
+  uint32_t thread = 0;
+  bool continues = false;
+  std::vector<uint32_t> pops, frames;  // non-root nodes
+  std::vector<uint64_t> n, values;     // every node
+};
+
+// The nodes of one block under construction, written in either layout.
 class TreeBlockBuilder {
  public:
-  explicit TreeBlockBuilder(size_t value_count) : values_(value_count) {}
+  TreeBlockBuilder(size_t value_count, TreeLayout layout) : value_count_(value_count), layout_(layout) {}
 
   void StartRecord(uint32_t thread, bool continues) {
-    CloseRecord();
-    thread_ = thread;
-    continues_ = continues;
-    open_ = true;
+    records_.push_back(OpenRecord{thread, continues, {}, {}, {}, {}});
+    path_ = ContextPath(continues);
+    size_ += 3 * kMaxVarintBytes;
   }
-  void Root(uint64_t n, const uint64_t* values) {
-    ++nodes_;
+  void Root(uint64_t n, const uint64_t* values) { PutValues(n, values); }
+  void Node(uint32_t pops, uint32_t frame, uint64_t n, const uint64_t* values) {
+    OpenRecord& r = records_.back();
+    r.pops.push_back(pops);
+    r.frames.push_back(frame);
+    if (layout_ == TreeLayout::kColumns) {
+      size_ += VarintSize(pops) + VarintSize(frame);
+    } else {
+      // A zero pops costs at most a byte of its run's length, another pops
+      // its own bytes and the run before it (one byte when empty).
+      size_ += pops == 0 ? 1 : 1 + VarintSize(pops - 1);
+      // The rank exactly as FinishContext codes it.
+      const uint32_t context = path_.Context(pops);
+      auto [it, added] = rank_of_.try_emplace(uint64_t{context} << 32 | frame, 0);
+      if (added) {
+        it->second = ++seen_[context];
+        size_ += 1 + VarintSize(ZigZag(uint64_t{frame} - ContextBase(context)));
+      } else {
+        size_ += VarintSize(it->second);
+      }
+      path_.Push(frame);
+    }
     PutValues(n, values);
   }
-  void Node(uint64_t pops, uint32_t frame, uint64_t n, const uint64_t* values) {
-    ++nodes_;
-    PutVarint(pops_, pops);
-    PutVarint(frames_, frame);
-    PutValues(n, values);
-  }
-  size_t size() const {
-    size_t total = headers_.size() + pops_.size() + frames_.size() + n_.size();
-    for (const std::string& v : values_) total += v.size();
-    return total;
-  }
-  bool empty() const { return records_ == 0 && !open_; }
-  std::string Finish() {
-    CloseRecord();
-    std::string raw;
-    PutVarint(raw, records_);
-    raw += headers_;
-    raw += pops_;
-    raw += frames_;
-    raw += n_;
-    for (const std::string& v : values_) raw += v;
-    return raw;
-  }
+  // At least the bytes Finish will give: what closes a block.
+  size_t size() const { return size_; }
+  bool empty() const { return records_.empty(); }
+  std::string Finish() const { return layout_ == TreeLayout::kColumns ? FinishColumns() : FinishContext(); }
 
  private:
   void PutValues(uint64_t n, const uint64_t* values) {
-    PutVarint(n_, n);
-    // Value j as its difference from n: a count equal to n (CPU samples) is
-    // one zero byte, other values cost what they would anyway.
-    for (size_t j = 0; j < values_.size(); ++j) PutVarint(values_[j], ZigZag(values[j] - n));
+    OpenRecord& r = records_.back();
+    r.n.push_back(n);
+    size_ += VarintSize(n);
+    for (size_t j = 0; j < value_count_; ++j) {
+      r.values.push_back(values[j]);
+      size_ += VarintSize(ZigZag(values[j] - n));
+    }
   }
-  void CloseRecord() {
-    if (!open_) return;
-    PutVarint(headers_, thread_);
-    PutVarint(headers_, continues_ ? 1 : 0);
-    PutVarint(headers_, nodes_);
-    ++records_;
-    open_ = false;
-    nodes_ = 0;
+  void Headers(std::string& raw) const {
+    PutVarint(raw, records_.size());
+    for (const OpenRecord& r : records_) {
+      PutVarint(raw, r.thread);
+      PutVarint(raw, r.continues ? 1 : 0);
+      PutVarint(raw, r.n.size());
+    }
+  }
+  // Value j of a node as its difference from n: a count equal to n (CPU
+  // samples) is one zero byte, other values cost what they would anyway.
+  uint64_t Value(const OpenRecord& r, size_t i, size_t j) const {
+    return ZigZag(r.values[i * value_count_ + j] - r.n[i]);
+  }
+  std::string FinishColumns() const {
+    std::string raw;
+    Headers(raw);
+    for (const OpenRecord& r : records_) {
+      for (uint32_t p : r.pops) PutVarint(raw, p);
+    }
+    for (const OpenRecord& r : records_) {
+      for (uint32_t f : r.frames) PutVarint(raw, f);
+    }
+    for (const OpenRecord& r : records_) {
+      for (uint64_t n : r.n) PutVarint(raw, n);
+    }
+    for (size_t j = 0; j < value_count_; ++j) {
+      for (const OpenRecord& r : records_) {
+        for (size_t i = 0; i < r.n.size(); ++i) PutVarint(raw, Value(r, i, j));
+      }
+    }
+    return raw;
+  }
+  std::string FinishContext() const {
+    std::string raw;
+    Headers(raw);
+    // pops as runs: the zeros before each non-zero pops, then that pops - 1.
+    uint64_t zeros = 0;
+    for (const OpenRecord& r : records_) {
+      for (uint32_t p : r.pops) {
+        if (p == 0) {
+          ++zeros;
+          continue;
+        }
+        PutVarint(raw, zeros);
+        PutVarint(raw, p - 1);
+        zeros = 0;
+      }
+    }
+    if (zeros > 0) PutVarint(raw, zeros);
+    // Frames as ranks among the frames seen before under the same context
+    // (the parent's frame) in this block, 0 for a new one; new ones follow.
+    std::string ranks, fresh;
+    std::unordered_map<uint64_t, uint32_t> rank_of;  // context << 32 | frame -> rank
+    std::unordered_map<uint32_t, uint32_t> seen;     // context -> frames seen under it
+    for (const OpenRecord& r : records_) {
+      ContextPath path(r.continues);
+      for (size_t k = 0; k < r.pops.size(); ++k) {
+        const uint32_t context = path.Context(r.pops[k]);
+        const uint32_t frame = r.frames[k];
+        auto [it, added] = rank_of.try_emplace(uint64_t{context} << 32 | frame, 0);
+        if (added) {
+          it->second = ++seen[context];
+          PutVarint(ranks, 0);
+          PutVarint(fresh, ZigZag(uint64_t{frame} - ContextBase(context)));
+        } else {
+          PutVarint(ranks, it->second);
+        }
+        path.Push(frame);
+      }
+    }
+    raw += ranks;
+    raw += fresh;
+    // n and then each value, first of the leaf-like nodes, then of the others.
+    std::vector<std::vector<bool>> leafy;
+    for (const OpenRecord& r : records_) leafy.push_back(LeafLike(r.continues, r.pops, r.n.size()));
+    for (bool leaf : {true, false}) {
+      for (size_t k = 0; k < records_.size(); ++k) {
+        for (size_t i = 0; i < records_[k].n.size(); ++i) {
+          if (leafy[k][i] == leaf) PutVarint(raw, records_[k].n[i]);
+        }
+      }
+    }
+    for (size_t j = 0; j < value_count_; ++j) {
+      for (bool leaf : {true, false}) {
+        for (size_t k = 0; k < records_.size(); ++k) {
+          for (size_t i = 0; i < records_[k].n.size(); ++i) {
+            if (leafy[k][i] == leaf) PutVarint(raw, Value(records_[k], i, j));
+          }
+        }
+      }
+    }
+    return raw;
   }
 
-  std::string headers_, pops_, frames_, n_;
-  std::vector<std::string> values_;
-  uint64_t records_ = 0;
-  bool open_ = false;
-  uint32_t thread_ = 0;
-  bool continues_ = false;
-  uint64_t nodes_ = 0;
+  static constexpr size_t kMaxVarintBytes = 10;
+  size_t value_count_;
+  TreeLayout layout_;
+  std::vector<OpenRecord> records_;
+  size_t size_ = kMaxVarintBytes;
+  // The context layout's ranks so far (FinishContext computes them again).
+  ContextPath path_{false};
+  std::unordered_map<uint64_t, uint32_t> rank_of_;  // context << 32 | frame -> rank
+  std::unordered_map<uint32_t, uint32_t> seen_;     // context -> frames seen under it
 };
 
 }  // namespace
 
-// Block layout: record count; per record its thread, flags (bit 0: continues
-// the previous record's tree) and node count; then the columns over all
-// records' nodes in order: pops and frame ids of non-root nodes, n of every
-// node, then for each value type j the zig-zag difference value j - n.
-std::vector<std::string> EncodeTreeBlocks(const std::vector<FlatTree>& trees, size_t value_count) {
+// Block layouts: see capture_blocks.h (TreeLayout) and docs/capture-format.md.
+std::vector<std::string> EncodeTreeBlocks(const std::vector<FlatTree>& trees, size_t value_count,
+                                          TreeLayout layout) {
   std::vector<std::string> blocks;
-  TreeBlockBuilder block(value_count);
+  TreeBlockBuilder block(value_count, layout);
+  const size_t target = layout == TreeLayout::kColumns ? kBlockTargetBytes : kContextTreeBlockTargetBytes;
   const std::vector<uint64_t> zeros(value_count, 0);
-  std::vector<uint32_t> child_begin, children, stack;
+  std::vector<uint32_t> child_begin, children;
   for (const FlatTree& tree : trees) {
     const size_t size = tree.n.size();
     if (size == 0) continue;
@@ -306,9 +453,9 @@ std::vector<std::string> EncodeTreeBlocks(const std::vector<FlatTree>& trees, si
     while (!todo.empty()) {
       const Item item = todo.back();
       todo.pop_back();
-      if (block.size() >= kBlockTargetBytes) {
+      if (block.size() >= target) {
         blocks.push_back(block.Finish());
-        block = TreeBlockBuilder(value_count);
+        block = TreeBlockBuilder(value_count, layout);
         block.StartRecord(tree.thread, true);
       }
       block.Node(previous_depth + 1 - item.depth, tree.frame[item.node], tree.n[item.node],
@@ -324,7 +471,7 @@ std::vector<std::string> EncodeTreeBlocks(const std::vector<FlatTree>& trees, si
 }
 
 Result<std::vector<TreeRecord>> DecodeTreeBlock(std::string_view raw, size_t value_count,
-                                                size_t thread_count, size_t frame_count) {
+                                                size_t thread_count, size_t frame_count, TreeLayout layout) {
   if (value_count > kMaxValueTypes) return Bad("too many value types");
   ByteReader in(raw);
   uint64_t count = 0;
@@ -346,43 +493,125 @@ Result<std::vector<TreeRecord>> DecodeTreeBlock(std::string_view raw, size_t val
     r.continues = flags == 1;
     // Every node takes at least one byte of n: more nodes than bytes is a lie.
     if (size > in.remaining()) return Bad("a tree block with an impossible node count");
-    r.n.resize(size);
-    r.values.resize(size * value_count);
     const uint64_t non_root = r.continues ? size : size - 1;
-    r.pops.resize(non_root);
-    r.frames.resize(non_root);
     nodes += size;
     inner += non_root;
     if (nodes > in.remaining()) return Bad("a tree block with an impossible node count");
+    r.n.resize(size);
+    r.values.resize(size * value_count);
+    r.pops.resize(non_root);
+    r.frames.resize(non_root);
   }
-  for (TreeRecord& r : records) {
-    for (uint32_t& pops : r.pops) {
-      if (!in.Varint32(pops)) return Bad("a truncated tree block");
+  if (layout == TreeLayout::kColumns) {
+    for (TreeRecord& r : records) {
+      for (uint32_t& pops : r.pops) {
+        if (!in.Varint32(pops)) return Bad("a truncated tree block");
+      }
+    }
+    for (TreeRecord& r : records) {
+      for (uint32_t& frame : r.frames) {
+        if (!in.Varint32(frame) || frame >= frame_count) {
+          return Bad("a call tree node with frame " + std::to_string(frame) + ", which does not exist");
+        }
+      }
+    }
+    for (TreeRecord& r : records) {
+      for (uint64_t& n : r.n) {
+        if (!in.Varint(n)) return Bad("a truncated tree block");
+      }
+    }
+    for (size_t j = 0; j < value_count; ++j) {
+      for (TreeRecord& r : records) {
+        for (size_t i = 0; i < r.n.size(); ++i) {
+          uint64_t z = 0;
+          if (!in.Varint(z)) return Bad("a truncated tree block");
+          r.values[i * value_count + j] = r.n[i] + UnZigZag(z);
+        }
+      }
+    }
+    if (in.remaining() != 0) return Bad("a tree block with trailing bytes");
+    return records;
+  }
+
+  // kContext: pops as runs of zeros, each but a last one ending in a pops >= 1.
+  {
+    size_t k = 0, i = 0;  // record, node within its pops
+    uint64_t filled = 0;
+    auto put = [&](uint32_t value) {
+      while (i >= records[k].pops.size()) {
+        ++k;
+        i = 0;
+      }
+      records[k].pops[i++] = value;
+      ++filled;
+    };
+    while (filled < inner) {
+      uint64_t zeros = 0;
+      if (!in.Varint(zeros)) return Bad("a truncated tree block");
+      if (zeros > inner - filled) return Bad("a tree block with more pops than nodes");
+      for (uint64_t z = 0; z < zeros; ++z) put(0);
+      if (filled == inner) break;
+      uint64_t p = 0;
+      if (!in.Varint(p) || p >= UINT32_MAX) return Bad("a truncated tree block");
+      put(static_cast<uint32_t>(p + 1));
     }
   }
-  for (TreeRecord& r : records) {
-    for (uint32_t& frame : r.frames) {
-      if (!in.Varint32(frame) || frame >= frame_count) {
-        return Bad("a call tree node with frame " + std::to_string(frame) + ", which does not exist");
+  // Ranks, then the new frames (one per rank 0).
+  std::vector<uint32_t> ranks(inner);
+  for (uint32_t& rank : ranks) {
+    if (!in.Varint32(rank)) return Bad("a truncated tree block");
+  }
+  {
+    std::unordered_map<uint32_t, std::vector<uint32_t>> seen;  // context -> frames in order
+    size_t at = 0;
+    for (TreeRecord& r : records) {
+      ContextPath path(r.continues);
+      for (size_t k = 0; k < r.pops.size(); ++k) {
+        const uint32_t context = path.Context(r.pops[k]);
+        std::vector<uint32_t>& list = seen[context];
+        const uint32_t rank = ranks[at++];
+        uint32_t frame = 0;
+        if (rank == 0) {
+          uint64_t z = 0;
+          if (!in.Varint(z)) return Bad("a truncated tree block");
+          const uint64_t id = ContextBase(context) + UnZigZag(z);  // wraps like the writer's subtraction
+          if (id >= frame_count) {
+            return Bad("a call tree node with frame " + std::to_string(id) + ", which does not exist");
+          }
+          frame = static_cast<uint32_t>(id);
+          list.push_back(frame);
+        } else {
+          if (rank > list.size()) return Bad("a call tree node naming a frame its context has not seen");
+          frame = list[rank - 1];
+        }
+        r.frames[k] = frame;
+        path.Push(frame);
       }
     }
   }
-  for (TreeRecord& r : records) {
-    for (uint64_t& n : r.n) {
-      if (!in.Varint(n)) return Bad("a truncated tree block");
+  std::vector<std::vector<bool>> leafy;
+  for (const TreeRecord& r : records) leafy.push_back(LeafLike(r.continues, r.pops, r.n.size()));
+  for (bool leaf : {true, false}) {
+    for (size_t k = 0; k < records.size(); ++k) {
+      for (size_t i = 0; i < records[k].n.size(); ++i) {
+        if (leafy[k][i] == leaf && !in.Varint(records[k].n[i])) return Bad("a truncated tree block");
+      }
     }
   }
   for (size_t j = 0; j < value_count; ++j) {
-    for (TreeRecord& r : records) {
-      for (size_t i = 0; i < r.n.size(); ++i) {
-        uint64_t z = 0;
-        if (!in.Varint(z)) return Bad("a truncated tree block");
-        r.values[i * value_count + j] = r.n[i] + UnZigZag(z);
+    for (bool leaf : {true, false}) {
+      for (size_t k = 0; k < records.size(); ++k) {
+        TreeRecord& r = records[k];
+        for (size_t i = 0; i < r.n.size(); ++i) {
+          if (leafy[k][i] != leaf) continue;
+          uint64_t z = 0;
+          if (!in.Varint(z)) return Bad("a truncated tree block");
+          r.values[i * value_count + j] = r.n[i] + UnZigZag(z);
+        }
       }
     }
   }
   if (in.remaining() != 0) return Bad("a tree block with trailing bytes");
-  (void)inner;
   return records;
 }
 

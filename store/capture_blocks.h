@@ -1,4 +1,4 @@
-// The compact encoding of frames and call trees in a capture (schema 2): rows
+// The compact encoding of frames and call trees in a capture (schema 2 on): rows
 // of the frame_blocks and tree_blocks tables hold zlib-compressed blocks of
 // varint columns. Encoding and decoding only; which rows exist and what they
 // mean is in store/capture_store.cpp and docs/capture-format.md ("Blocks").
@@ -25,6 +25,12 @@ namespace arcprof::store {
 inline constexpr size_t kBlockTargetBytes = 256 * 1024;
 // The largest inflated block a reader accepts.
 inline constexpr size_t kMaxBlockRawBytes = 1 << 20;
+// Tree blocks of the context layout (schema 4) are larger: frames seen in a
+// block are coded by rank in the rest of it, so fewer blocks mean fewer new
+// frames. The writer's running size is an upper bound of the block's bytes,
+// so a block stays below kMaxBlockRawBytes, and its compressed form below the
+// reader's 1 MiB limit on one SQLite value.
+inline constexpr size_t kContextTreeBlockTargetBytes = 768 * 1024;
 // The most value types a capture may declare (value i of each node).
 inline constexpr size_t kMaxValueTypes = 16;
 // The longest symbol a frame may hold (same bound as schema 1).
@@ -70,9 +76,20 @@ struct FlatTree {
   std::vector<uint64_t> values;
 };
 
+// How the nodes of a tree block are coded (docs/capture-format.md, "Blocks").
+enum class TreeLayout {
+  // Schemas 2 and 3: a column per field, each node's pops and file frame id.
+  kColumns,
+  // Schema 4: pops as runs of zeros; each frame as its rank among the frames
+  // seen before under the same parent frame in the block (new ones listed
+  // apart); n and values of leaf-like nodes apart from the others'.
+  kContext,
+};
+
 // Encodes trees (each in depth-first preorder) into raw blocks. A tree larger
 // than a block continues in a record of the next block.
-std::vector<std::string> EncodeTreeBlocks(const std::vector<FlatTree>& trees, size_t value_count);
+std::vector<std::string> EncodeTreeBlocks(const std::vector<FlatTree>& trees, size_t value_count,
+                                          TreeLayout layout = TreeLayout::kContext);
 
 // One record of a tree block: consecutive nodes of one thread's tree in
 // depth-first preorder. When `continues` is false the record starts a tree and
@@ -90,7 +107,8 @@ struct TreeRecord {
 // Decodes one raw tree block. Threads and frames are checked against the
 // counts given; pops are checked by whoever rebuilds the tree (it holds the path).
 Result<std::vector<TreeRecord>> DecodeTreeBlock(std::string_view raw, size_t value_count,
-                                                size_t thread_count, size_t frame_count);
+                                                size_t thread_count, size_t frame_count,
+                                                TreeLayout layout = TreeLayout::kContext);
 
 // ------------------------------------------------------------ row blocks
 

@@ -330,7 +330,7 @@ Result<void> FillFramesAndNodes1(Writer& w, const Profile& profile, const Captur
 
 // Schema 2: modules as rows; frames and trees as compressed blocks
 // (store/capture_blocks.h, docs/capture-format.md "Blocks").
-Result<void> FillBlocks(Writer& w, const Profile& profile, const CaptureOf& capture_of) {
+Result<void> FillBlocks(Writer& w, const Profile& profile, const CaptureOf& capture_of, TreeLayout layout) {
   // Frames in (module, address, symbol) order, so addresses are small steps.
   const auto& frames = profile.frames.all();
   std::vector<uint32_t> order(frames.size());
@@ -420,7 +420,7 @@ Result<void> FillBlocks(Writer& w, const Profile& profile, const CaptureOf& capt
   if (!tree_block) return tree_block.error();
   block_id = 0;
   for (const auto& [window_id, trees] : windows) {
-    for (const std::string& raw : EncodeTreeBlocks(trees, value_count)) {
+    for (const std::string& raw : EncodeTreeBlocks(trees, value_count, layout)) {
       if (auto r = w.Insert(*tree_block, block_id++, window_id, static_cast<int64_t>(raw.size()),
                             Blob{Deflate(raw)});
           !r) {
@@ -500,7 +500,8 @@ Result<void> FillCapture(Writer& w, const Profile& profile, int schema_version) 
   if (schema_version == 1) {
     if (auto r = FillFramesAndNodes1(w, profile, capture_of); !r) return r;
   } else {
-    if (auto r = FillBlocks(w, profile, capture_of); !r) return r;
+    const TreeLayout layout = schema_version >= 4 ? TreeLayout::kContext : TreeLayout::kColumns;
+    if (auto r = FillBlocks(w, profile, capture_of, layout); !r) return r;
   }
   auto counter = w.Prepare("INSERT INTO counters (window_id, name, value) VALUES (?, ?, ?)");
   if (!counter) return counter.error();
@@ -947,6 +948,8 @@ Result<void> Reader::ReadTreeBlocks(const std::unordered_map<int64_t, bool>& win
       !r) {
     return r;
   }
+  // Schema 4 codes the nodes by context (TreeLayout::kContext).
+  const TreeLayout layout = schema_version_ >= 4 ? TreeLayout::kContext : TreeLayout::kColumns;
   int64_t window = -1;
   int64_t thread = -1;             // file thread of the open tree, -1 when none
   std::vector<uint32_t> path;      // nodes from the root to the previous node, in the profile's tree
@@ -972,7 +975,7 @@ Result<void> Reader::ReadTreeBlocks(const std::unordered_map<int64_t, bool>& win
                                     static_cast<size_t>(sqlite3_column_bytes(s, 3)));
         auto raw = Inflate(data, static_cast<uint64_t>(raw_bytes));
         if (!raw) return Corrupt(where + ": " + raw.error().message);
-        auto records = DecodeTreeBlock(*raw, value_count, thread_ids.size(), frame_ids.size());
+        auto records = DecodeTreeBlock(*raw, value_count, thread_ids.size(), frame_ids.size(), layout);
         if (!records) return Corrupt(where + ": " + records.error().message);
         for (const TreeRecord& rec : *records) {
           if (rec.continues && rec.thread != thread) {
@@ -1353,7 +1356,7 @@ Result<Profile> Reader::ReadAll() {
 
 Result<void> WriteCapture(const std::string& path, const Profile& profile,
                           const CaptureWriteOptions& options) {
-  if (options.schema_version != 1 && options.schema_version != kCaptureSchemaVersion) {
+  if (options.schema_version < 1 || options.schema_version > kCaptureSchemaVersion) {
     return MakeError(path + ": cannot write capture schema version " + std::to_string(options.schema_version),
                      ErrorKind::kCapture);
   }

@@ -19,7 +19,7 @@ inline constexpr const char* kDefaultCapturePath = "arcprof.db";
 inline constexpr int32_t kCaptureApplicationId = 0x61726370;
 // The schema this build writes and the newest one it reads. Bumped only when an
 // older reader would misread a newer file (see docs/capture-format.md).
-inline constexpr int kCaptureSchemaVersion = 3;
+inline constexpr int kCaptureSchemaVersion = 4;
 
 // The table `arcprof push` adds to a capture to mark the windows it sent. Kept
 // here with the rest of the schema: readers accept exactly these tables.
@@ -41,8 +41,9 @@ Result<std::string> ContentChecksum(sqlite3* db);
 // only when complete: a failure never leaves a partial file, and a symlink at
 // `path` is replaced, not followed.
 struct CaptureWriteOptions {
-  // kCaptureSchemaVersion (compact blocks), or 1 (a row per frame and node)
-  // for tools that read only schema 1.
+  // kCaptureSchemaVersion (compact blocks), or an older one: 1 (a row per
+  // frame and node) for tools that read only schema 1, 2 or 3 (tree blocks in
+  // columns) for comparisons.
   int schema_version = kCaptureSchemaVersion;
 };
 Result<void> WriteCapture(const std::string& path, const model::Profile& profile,

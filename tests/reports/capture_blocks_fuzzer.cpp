@@ -1,5 +1,5 @@
-// libFuzzer target for the block decoders of schema 2 and 3 captures
-// (store/capture_blocks.h): raw frame, tree and row blocks, and the inflate step,
+// libFuzzer target for the block decoders of schema 2, 3 and 4 captures
+// (store/capture_blocks.h): raw frame, tree (both layouts) and row blocks, and the inflate step,
 // taken straight from the input so the fuzzer reaches them without building
 // a SQLite file. Each must return a value or an error, never crash, read out of
 // bounds or allocate more than a small multiple of its input.
@@ -17,6 +17,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const uint8_t mode = data[0];
   const size_t limit = data[1];  // module, thread, frame and value counts from the input
   const std::string_view rest(reinterpret_cast<const char*>(data + 2), size - 2);
+  // Tree blocks of schemas 2 and 3 (columns) or of schema 4 (context).
+  const auto layout = (mode / 6) % 2 ? arcprof::store::TreeLayout::kContext : arcprof::store::TreeLayout::kColumns;
   switch (mode % 6) {
     case 0: {
       std::vector<std::pair<uint32_t, arcprof::model::FrameRecord>> frames;
@@ -24,7 +26,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       break;
     }
     case 1: {
-      auto records = arcprof::store::DecodeTreeBlock(rest, limit % 20, limit, limit * 3);
+      auto records = arcprof::store::DecodeTreeBlock(rest, limit % 20, limit, limit * 3, layout);
       if (records.ok()) {
         for (const auto& r : *records) {
           // What the reader relies on: columns sized as the header says.
@@ -39,7 +41,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     case 2: {
       // Inflate with a stated size from the input, then decode as a tree block.
       auto raw = arcprof::store::Inflate(rest, static_cast<uint64_t>(limit) << 12);
-      if (raw.ok()) (void)arcprof::store::DecodeTreeBlock(*raw, 1, 8, 64);
+      if (raw.ok()) (void)arcprof::store::DecodeTreeBlock(*raw, 1, 8, 64, layout);
       break;
     }
     case 4: {

@@ -159,12 +159,12 @@ std::string TreeRecord(const std::vector<std::pair<uint64_t, uint64_t>>& nodes, 
 
 class HostileBlocks : public ::testing::TestWithParam<Hostile> {};
 
-// Schema 2 (the default): blocks written by a hostile writer that knows the
-// format and restamps the checksum.
+// Schema 3 (tree blocks in columns): blocks written by a hostile writer that
+// knows the format and restamps the checksum.
 TEST_P(HostileBlocks, AreRejectedWithOneLine) {
   TempDir dir;
   const std::string path = dir.File("hostile.db");
-  ASSERT_TRUE(WriteCapture(path, SampleProfile()).ok());
+  ASSERT_TRUE(WriteCapture(path, SampleProfile(), {.schema_version = 3}).ok());
   ASSERT_TRUE(ReadCapture(path).ok());
   ExecSql(path, GetParam().sql);
   Restamp(path);
@@ -226,7 +226,7 @@ INSTANTIATE_TEST_SUITE_P(
 TEST(HostileBlocks, AHandWrittenBlockIsRead) {
   TempDir dir;
   const std::string path = dir.File("hand.db");
-  ASSERT_TRUE(WriteCapture(path, SampleProfile()).ok());
+  ASSERT_TRUE(WriteCapture(path, SampleProfile(), {.schema_version = 3}).ok());
   ExecSql(path, OneTreeBlock(TreeRecord({{0, 1}, {0, 2}, {1, 3}})));
   Restamp(path);
   auto read = ReadCapture(path);
@@ -252,6 +252,57 @@ TEST(HostileCapture, OlderMetaBindingsAreRead) {
   ASSERT_TRUE(read.ok()) << read.error().message;
   EXPECT_EQ(read->total_samples(), profile.total_samples());
   EXPECT_EQ(model::Metric::Samples(*read).unit(), "samples");
+}
+
+// Schema 4 (TreeLayout::kContext): one record of thread 0, a root and three
+// nodes: frame 1 under the root, 2 under 1, 3 under 1 again (pops 0, 0, 1).
+// Pops as runs (two zeros, then pops 1 as 0); ranks all new (0), the new
+// frames as zig-zag differences from their parent's frame; n = 1 and one
+// value equal to n, leaf-like nodes (2 and 3) first.
+Raw ContextHeader(uint64_t nodes) { return std::move(Raw().V(1).V(0).V(0).V(nodes)); }
+const std::string kContextBlock =
+    ContextHeader(4).V(2).V(0).V(0).V(0).V(0).V(2).V(2).V(4).V(1).V(1).V(1).V(1).V(0).V(0).V(0).V(0).bytes();
+
+class HostileContextBlocks : public ::testing::TestWithParam<Hostile> {};
+
+TEST_P(HostileContextBlocks, AreRejectedWithOneLine) {
+  TempDir dir;
+  const std::string path = dir.File("hostile.db");
+  ASSERT_TRUE(WriteCapture(path, SampleProfile()).ok());
+  ExecSql(path, GetParam().sql);
+  Restamp(path);
+  const std::string message = Rejected(path);
+  EXPECT_NE(message.find(GetParam().expected), std::string::npos) << message;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Captures, HostileContextBlocks,
+    ::testing::Values(
+        Hostile{"MorePopsThanNodes", OneTreeBlock(ContextHeader(2).V(5).V(0).V(2).V(1).V(1).V(0).V(0).bytes()),
+                "more pops than nodes"},
+        Hostile{"RankOfAnUnseenFrame", OneTreeBlock(ContextHeader(3).V(2).V(0).V(2).V(2).bytes()),
+                "a frame its context has not seen"},
+        Hostile{"NewFrameOutOfRange", OneTreeBlock(ContextHeader(2).V(1).V(0).V(2 * 999).V(1).V(1).V(0).V(0).bytes()),
+                "frame 999, which does not exist"},
+        Hostile{"ClimbsAboveTheRoot", OneTreeBlock(ContextHeader(3).V(1).V(1).V(0).V(0).V(2).V(4).V(1).V(1).V(1)
+                                                       .V(0).V(0).V(0).bytes()),
+                "climbs above its root"},
+        Hostile{"TrailingBytes", OneTreeBlock(kContextBlock + "x"), "trailing bytes"}),
+    [](const ::testing::TestParamInfo<Hostile>& info) { return std::string(info.param.name); });
+
+TEST(HostileContextBlocks, AHandWrittenBlockIsRead) {
+  TempDir dir;
+  const std::string path = dir.File("hand.db");
+  ASSERT_TRUE(WriteCapture(path, SampleProfile()).ok());
+  ExecSql(path, OneTreeBlock(kContextBlock));
+  Restamp(path);
+  auto read = ReadCapture(path);
+  ASSERT_TRUE(read.ok()) << read.error().message;
+  EXPECT_EQ(read->total_samples(), 4u);
+  const auto& nodes = read->threads[0].tree.nodes();
+  ASSERT_EQ(nodes.size(), 4u);
+  EXPECT_EQ(nodes[2].parent, 1u);  // frame 2 under frame 1
+  EXPECT_EQ(nodes[3].parent, 1u);  // frame 3 under frame 1 too
 }
 
 // The codec round-trips trees of any shape, including ones split over blocks,

@@ -188,8 +188,30 @@ TEST(CaptureStore, Schema1RoundTrips) {
   ASSERT_TRUE(read.ok()) << read.error().message;
   ExpectSameProfile(original, *read);
   EXPECT_EQ(read->meta.schema_version, 1);
-  EXPECT_FALSE(WriteCapture(dir.File("x.db"), original, {.schema_version = 2}).ok());
+  EXPECT_FALSE(WriteCapture(dir.File("x.db"), original, {.schema_version = 0}).ok());
   EXPECT_FALSE(WriteCapture(dir.File("x.db"), original, {.schema_version = kCaptureSchemaVersion + 1}).ok());
+}
+
+// Captures of every older schema still read, to the same profile (schema 4
+// changed only how tree blocks code their nodes).
+TEST(CaptureStore, OlderSchemasReadTheSame) {
+  TempDir dir;
+  Profile original = testing::LargeProfile(100'000, 3'000, 20);
+  const size_t offcpu = original.DeclareValue(ValueType{"offcpu", "nanoseconds"});
+  for (auto& thread : original.threads) {
+    for (uint32_t i = 0; i < thread.tree.size(); i += 5) thread.tree.Add(i, 0, offcpu, 1000 * i + 1);
+  }
+  std::vector<uintmax_t> sizes;
+  for (int version = 1; version <= kCaptureSchemaVersion; ++version) {
+    const std::string path = dir.File("v" + std::to_string(version) + ".db");
+    ASSERT_TRUE(WriteCapture(path, original, {.schema_version = version}).ok()) << version;
+    auto read = ReadCapture(path);
+    ASSERT_TRUE(read.ok()) << read.error().message;
+    EXPECT_EQ(read->meta.schema_version, version);
+    ExpectSameProfile(original, *read);
+    sizes.push_back(std::filesystem::file_size(path));
+  }
+  EXPECT_LT(sizes[3], sizes[2]);  // schema 4's trees are smaller than schema 3's
 }
 
 // Schema 2 is a fraction of schema 1 for deep, bushy trees (the point of it).
@@ -409,8 +431,8 @@ TEST(CaptureErrors, NewerSchemaVersionInTheHeader) {
   TempDir dir;
   const std::string path = dir.File("arcprof.db");
   ASSERT_TRUE(WriteCapture(path, SampleProfile()).ok());
-  ExecSql(path, "PRAGMA user_version = 4;");
-  ExpectCaptureError(path, "capture schema version 4 is newer than this arcprof reads (3); upgrade arcprof");
+  ExecSql(path, "PRAGMA user_version = 5;");
+  ExpectCaptureError(path, "capture schema version 5 is newer than this arcprof reads (4); upgrade arcprof");
 }
 
 TEST(CaptureErrors, NewerSchemaVersionInMeta) {

@@ -126,7 +126,7 @@ TEST(Merge, CommandLine) {
   const std::string again = in.tmp.File("again.db");
   ASSERT_EQ(RunCapture({kArcprof, "merge", out, in.a, "-o", again}).first, 0);
   auto twice = ReadCapture(again);
-  ASSERT_TRUE(twice.ok());
+  ASSERT_TRUE(twice.ok()) << twice.error().message;
   EXPECT_EQ(twice->total_samples(), 2 * in.total_a + in.total_b);
 
   EXPECT_EQ(RunCapture({kArcprof, "merge", in.a, in.tmp.File("missing.db"), "-o", again}).first,
