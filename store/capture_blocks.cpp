@@ -562,13 +562,21 @@ Result<std::vector<TreeRecord>> DecodeTreeBlock(std::string_view raw, size_t val
     if (!in.Varint32(rank)) return Bad("a truncated tree block");
   }
   {
-    std::unordered_map<uint32_t, std::vector<uint32_t>> seen;  // context -> frames in order
+    // Context -> its list of frames in order of first appearance: a slot per
+    // frame id (and one for the root), lists only for contexts that occur.
+    std::vector<uint32_t> slot_of(frame_count + 1, 0);  // 0: no list yet
+    std::vector<std::vector<uint32_t>> lists(1);
     size_t at = 0;
     for (TreeRecord& r : records) {
       ContextPath path(r.continues);
       for (size_t k = 0; k < r.pops.size(); ++k) {
         const uint32_t context = path.Context(r.pops[k]);
-        std::vector<uint32_t>& list = seen[context];
+        uint32_t& slot = slot_of[context == kRootContext ? frame_count : context];
+        if (slot == 0) {
+          slot = static_cast<uint32_t>(lists.size());
+          lists.emplace_back();
+        }
+        std::vector<uint32_t>& list = lists[slot];
         const uint32_t rank = ranks[at++];
         uint32_t frame = 0;
         if (rank == 0) {
@@ -589,21 +597,23 @@ Result<std::vector<TreeRecord>> DecodeTreeBlock(std::string_view raw, size_t val
       }
     }
   }
-  std::vector<std::vector<bool>> leafy;
-  for (const TreeRecord& r : records) leafy.push_back(LeafLike(r.continues, r.pops, r.n.size()));
+  // Leaf-like as LeafLike() says, without building the vectors.
+  auto leaf_like = [](const TreeRecord& r, size_t i) {
+    const size_t next = i + 1, first = r.continues ? 0 : 1;
+    return next >= r.n.size() || (next >= first && r.pops[next - first] >= 1);
+  };
   for (bool leaf : {true, false}) {
-    for (size_t k = 0; k < records.size(); ++k) {
-      for (size_t i = 0; i < records[k].n.size(); ++i) {
-        if (leafy[k][i] == leaf && !in.Varint(records[k].n[i])) return Bad("a truncated tree block");
+    for (TreeRecord& r : records) {
+      for (size_t i = 0; i < r.n.size(); ++i) {
+        if (leaf_like(r, i) == leaf && !in.Varint(r.n[i])) return Bad("a truncated tree block");
       }
     }
   }
   for (size_t j = 0; j < value_count; ++j) {
     for (bool leaf : {true, false}) {
-      for (size_t k = 0; k < records.size(); ++k) {
-        TreeRecord& r = records[k];
+      for (TreeRecord& r : records) {
         for (size_t i = 0; i < r.n.size(); ++i) {
-          if (leafy[k][i] != leaf) continue;
+          if (leaf_like(r, i) != leaf) continue;
           uint64_t z = 0;
           if (!in.Varint(z)) return Bad("a truncated tree block");
           r.values[i * value_count + j] = r.n[i] + UnZigZag(z);
