@@ -82,7 +82,7 @@ if command -v bpftool >/dev/null; then
   sysctl -q kernel.bpf_stats_enabled=1
   # Ours is the on_switch program that appears with this recording: other
   # recordings on the machine may have their own.
-  switch_ids() { bpftool prog show name on_switch 2>/dev/null | sed -n 's/^\([0-9]*\): .*/\1/p' | sort; }
+  switch_ids() { { bpftool prog show name on_switch 2>/dev/null || true; } | sed -n 's/^\([0-9]*\): .*/\1/p' | sort; }
   ids_before=$(switch_ids)
   # long enough to still switch 2 s after the start
   "$arcprof" record -q --no-ptt --off-cpu -o "$tmp/s.db" -- "${rt[@]}" "$pingpong" $((trips * 10)) $pin_arg \
