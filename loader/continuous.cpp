@@ -231,13 +231,18 @@ Result<int> RunContinuous(const ContinuousOptions& opt) {
                 held >> 10, static_cast<unsigned long long>(opt.window_max_bytes >> 10));
       }
     }
-    if (window_full) {
-      // Early: ends now; the schedule (next_close) is unchanged.
-      auto window = session.CloseWindow(now);
+    // Closes the window at `end`; the next one runs to next_close.
+    auto close_window = [&](uint64_t end) -> Result<void> {
+      auto window = session.CloseWindow(end);
       if (!window) return window.error();
       session.SetWindowEnd(next_close);
       enqueue(std::move(*window));
       flush();
+      return {};
+    };
+    if (window_full) {
+      // Early: ends now; the schedule (next_close) is unchanged.
+      if (auto closed = close_window(now); !closed) return closed.error();
     } else if (now >= next_close) {
       // The window ends exactly on its boundary, even when closed late on a
       // busy machine; the next boundary is one window later (or, after a
@@ -246,11 +251,7 @@ Result<int> RunContinuous(const ContinuousOptions& opt) {
       next_close = end + opt.window_ns > now
                        ? end + opt.window_ns
                        : NextBoundary(now, RecordingSession::RealtimeNs(), opt.window_ns);
-      auto window = session.CloseWindow(end);
-      if (!window) return window.error();
-      session.SetWindowEnd(next_close);
-      enqueue(std::move(*window));
-      flush();
+      if (auto closed = close_window(end); !closed) return closed.error();
     } else if (now >= next_retry) {
       flush();
     }

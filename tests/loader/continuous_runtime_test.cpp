@@ -389,15 +389,6 @@ std::string SetprivCaps(const std::vector<std::string>& caps) {
   return out;
 }
 
-bool HaveTool(const std::string& path) { return access(path.c_str(), X_OK) == 0; }
-
-#define ARCPROF_REQUIRE_TOOL(path, package)                                                 \
-  do {                                                                                      \
-    if (!HaveTool(path)) {                                                                  \
-      if (InCi()) FAIL() << path << " is missing (package " << package << ")";              \
-      GTEST_SKIP() << path << " is missing (package " << package << ")";                    \
-    }                                                                                       \
-  } while (0)
 
 TEST(ContinuousPackaging, SystemdUnitVerifies) {
   ARCPROF_REQUIRE_TOOL("/usr/bin/systemd-analyze", "systemd");

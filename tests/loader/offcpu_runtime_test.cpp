@@ -202,10 +202,7 @@ TEST_F(OffCpuRuntime, BlockedTimePerStackAgreesWithOffcputime) {
 }
 
 TEST_F(OffCpuRuntime, PprofCarriesOffCpuForGoToolPprof) {
-  if (access(kGo.c_str(), X_OK) != 0) {
-    if (InCi()) FAIL() << "go is missing (Debian package golang-go; scripts/install-deps.sh)";
-    GTEST_SKIP() << "go is missing: install golang-go (scripts/install-deps.sh)";
-  }
+  ARCPROF_REQUIRE_TOOL(kGo, "golang-go");
   const std::string db = tmp_.path("pp.db");
   const std::string pb = tmp_.path("pp.pb.gz");
   Subprocess rec({kArcprof, "record", "-o", db, "--", kMix, "1"});  // off-CPU is the default here

@@ -37,6 +37,17 @@ inline bool InCi() {
     }                                                                                  \
   } while (0)
 
+// A tool the tests run (go, bpftool, ...): install-deps.sh installs it, so
+// under CI=true its absence is a failure; elsewhere an explicit skip.
+#define ARCPROF_REQUIRE_TOOL(path, package)                                                 \
+  do {                                                                                      \
+    if (access(std::string(path).c_str(), X_OK) != 0) {                                     \
+      if (::arcprof::testing::InCi()) FAIL() << (path) << " is missing (Debian package " << (package) \
+                                             << "; scripts/install-deps.sh)";               \
+      GTEST_SKIP() << (path) << " is missing: install " << (package) << " (scripts/install-deps.sh)"; \
+    }                                                                                       \
+  } while (0)
+
 class TempDir {
  public:
   TempDir() {

@@ -43,10 +43,7 @@ std::map<std::string, uint64_t> TprofBySymbol(const std::string& db, uint64_t* t
 
 TEST(ExportCapture, GoToolPprofAgreesWithTheTprofReport) {
   ARCPROF_REQUIRE_RECORD_CAPABLE();
-  if (access(kGo.c_str(), X_OK) != 0) {
-    if (InCi()) FAIL() << "go is missing (Debian package golang-go; scripts/install-deps.sh)";
-    GTEST_SKIP() << "go is missing: install golang-go (scripts/install-deps.sh)";
-  }
+  ARCPROF_REQUIRE_TOOL(kGo, "golang-go");
   TempDir tmp;
   const std::string db = tmp.path("gt.db");
   const std::string pb = tmp.path("gt.pb.gz");
@@ -102,10 +99,7 @@ TEST(ExportCapture, GoToolPprofAgreesWithTheTprofReport) {
 // samples exactly as `arcprof report --metric cpu` shares it.
 TEST(ExportCapture, GoToolPprofCpuIsTheReportsMetricCpu) {
   ARCPROF_REQUIRE_RECORD_CAPABLE();
-  if (access(kGo.c_str(), X_OK) != 0) {
-    if (InCi()) FAIL() << "go is missing (Debian package golang-go; scripts/install-deps.sh)";
-    GTEST_SKIP() << "go is missing: install golang-go (scripts/install-deps.sh)";
-  }
+  ARCPROF_REQUIRE_TOOL(kGo, "golang-go");
   TempDir tmp;
   const std::string db = tmp.path("ptt.db");
   const std::string pb = tmp.path("ptt.pb.gz");
