@@ -3,6 +3,8 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <ctime>
+#include <sstream>
 #include <time.h>
 #include <unistd.h>
 
@@ -112,6 +114,34 @@ bool JitProcessSource::OpenTrusted(const std::string& path, Tail* tail) {
 
 void JitProcessSource::Rediscover() { eager_since_ns_ = 0; }
 
+uint64_t JitProcessSource::StartMonotonicNs() {
+  if (start_monotonic_ns_) return *start_monotonic_ns_;
+  start_monotonic_ns_ = 0;
+  // Field 22 of /proc/PID/stat, after the ")" that ends the command name:
+  // clock ticks since boot (CLOCK_BOOTTIME), moved to CLOCK_MONOTONIC.
+  const std::string stat = ReadSmallFile(fmt::format("{}/{}/stat", options_.proc_root, pid_));
+  const size_t paren = stat.rfind(')');
+  if (paren == std::string::npos) return 0;
+  std::istringstream in(stat.substr(paren + 1));
+  std::string field;
+  for (int i = 3; i <= 22 && (in >> field); ++i) {
+    if (i != 22) continue;
+    char* end = nullptr;
+    const unsigned long long ticks = strtoull(field.c_str(), &end, 10);
+    const long hz = sysconf(_SC_CLK_TCK);
+    if (end == field.c_str() || *end != '\0' || hz <= 0) return 0;
+    timespec boot{}, mono{};
+    clock_gettime(CLOCK_BOOTTIME, &boot);
+    clock_gettime(CLOCK_MONOTONIC, &mono);
+    const uint64_t boot_ns = uint64_t(boot.tv_sec) * 1000000000ull + uint64_t(boot.tv_nsec);
+    const uint64_t mono_ns = uint64_t(mono.tv_sec) * 1000000000ull + uint64_t(mono.tv_nsec);
+    const uint64_t start_boot = ticks * (1000000000ull / uint64_t(hz));
+    const uint64_t suspended = boot_ns > mono_ns ? boot_ns - mono_ns : 0;
+    start_monotonic_ns_ = start_boot > suspended ? start_boot - suspended : 0;
+  }
+  return *start_monotonic_ns_;
+}
+
 void JitProcessSource::Discover(uint64_t now_ns) {
   if (dump_.fd.valid()) return;
   if (eager_since_ns_ == 0 || now_ns < eager_since_ns_) {
@@ -126,6 +156,14 @@ void JitProcessSource::Discover(uint64_t now_ns) {
   // scan for other places and the perf map come less often.
   std::string dump_path = fmt::format("{}/tmp/jit-{}.dump", root_, ns_pid_);
   bool found = OpenTrusted(dump_path, &dump_);
+  if (found && stale_dump_mtime_ns_ >= 0) {
+    struct stat st {};
+    if (fstat(dump_.fd.get(), &st) == 0 && st.st_ino == stale_dump_ino_ &&
+        int64_t(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec == stale_dump_mtime_ns_) {
+      dump_ = Tail{};  // the same stale file: look for the process's own files
+      found = false;
+    }
+  }
   if (!found) {
     if (!due) return;
     if (discovered_once_ && !eager) discover_gap_ns_ = std::min(2 * discover_gap_ns_, kDiscoverMaxGapNs);
@@ -185,6 +223,26 @@ void JitProcessSource::PollDump() {
       warnings_.push_back(fmt::format("ignoring {}: {}", dump_.path, header.error().message));
       dump_.dead = true;
       stats_.corrupt = true;
+      return;
+    }
+    // A jitdump made before this process started is an earlier process's with
+    // the same pid (pids wrap at 32768 on a small machine) left in /tmp: its
+    // code is not this process's. Let it go; a runtime of this process that
+    // rewrites the file is found again by Discover().
+    const uint64_t start = StartMonotonicNs();
+    if (start != 0 && header->timestamp_ns + 50'000'000 < start) {
+      if (!stale_dump_warned_) {
+        warnings_.push_back(fmt::format("ignoring {}: made before process {} started (an earlier process's)",
+                                        dump_.path, pid_));
+        stale_dump_warned_ = true;
+      }
+      struct stat st {};
+      if (fstat(dump_.fd.get(), &st) == 0) {
+        stale_dump_ino_ = st.st_ino;
+        stale_dump_mtime_ns_ = int64_t(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+      }
+      dump_ = Tail{};
+      side_ = Tail{};
       return;
     }
     dump_.header_done = true;
@@ -272,6 +330,14 @@ void JitProcessSource::PollSide() {
 
 void JitProcessSource::PollMap(uint64_t now_ns) {
   if (!map_.fd.valid() || map_.dead) return;
+  // A file shorter than what was read was rewritten from its start: a perf map
+  // left in /tmp by an earlier process with the same pid (pids wrap at 32768
+  // on a small machine), truncated when the new process opened its own. Read
+  // it again from the start; its lines win from their read time, as any later
+  // line does, over what the stale file said.
+  if (struct stat st {}; fstat(map_.fd.get(), &st) == 0 && static_cast<uint64_t>(st.st_size) < map_.offset) {
+    map_.offset = 0;
+  }
   const uint64_t total = g_perf_map_entries.load(std::memory_order_relaxed);
   const char* cap = nullptr;
   if (map_.offset >= options_.perf_map_max_bytes) cap = "bytes";

@@ -98,6 +98,8 @@ class JitProcessSource : public JitSymbolSource {
   };
 
   void Discover(uint64_t now_ns);
+  // When the process started, in CLOCK_MONOTONIC ns; 0 when /proc does not say.
+  uint64_t StartMonotonicNs();
   void Warn(const std::string& path, std::string message);  // once per path
   bool OpenTrusted(const std::string& path, Tail* tail);
   // Appends [offset, EOF) of the file to *data (at most a cap per call).
@@ -122,6 +124,12 @@ class JitProcessSource : public JitSymbolSource {
   std::string vm_name_;
   std::map<uint32_t, std::string> thread_names_;
   std::vector<std::string> warnings_;
+  std::optional<uint64_t> start_monotonic_ns_;
+  bool stale_dump_warned_ = false;
+  // The stale jitdump last let go (inode, modification time): not opened again
+  // until it changes.
+  uint64_t stale_dump_ino_ = 0;
+  int64_t stale_dump_mtime_ns_ = -1;
   std::set<std::string> warned_paths_;
   JitCodeIndex index_;
   JitSourceStats stats_;

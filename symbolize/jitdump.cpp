@@ -94,6 +94,7 @@ Result<FileHeader> ParseFileHeader(std::string_view data) {
   }
   h.elf_mach = r.U32(12);
   h.pid = r.U32(20);
+  h.timestamp_ns = r.U64(24);
   h.flags = r.U64(32);
   if (h.flags & ~kFlagArchTimestamp) return MakeError("jitdump has unknown flags set");
   if (h.flags & kFlagArchTimestamp) {

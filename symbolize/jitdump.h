@@ -18,6 +18,7 @@ struct FileHeader {
   uint32_t header_size = 0;  // records start here
   uint32_t elf_mach = 0;
   uint32_t pid = 0;
+  uint64_t timestamp_ns = 0;  // when the file was made (CLOCK_MONOTONIC)
   uint64_t flags = 0;
 };
 

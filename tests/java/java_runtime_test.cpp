@@ -326,6 +326,54 @@ TEST(JavaRuntimeMisc, PerfInjectAcceptsTheJitdump) {
   EXPECT_NEAR(heavy / (heavy + light), 0.75, 0.05);
 }
 
+// Pids wrap (32768 on this machine kind), and runtimes leave /tmp/jit-PID.dump
+// behind: a jitdump an earlier process with the same pid wrote must not stand
+// for this process's code. The planted one (header only, made at boot) used to
+// win over node's own perf map and leave every JIT frame unnamed.
+TEST(JavaRuntimeMisc, StaleJitdumpOfAReusedPidDoesNotHideThePerfMap) {
+  if (std::string(NODE_BIN).empty() || access(NODE_BIN, X_OK) != 0) {
+    if (InCi()) FAIL() << "node is missing (CI=true: must not skip)";
+    GTEST_SKIP() << "node is not installed";
+  }
+  ARCPROF_REQUIRE_RECORD_CAPABLE();
+  TempDir tmp;
+  std::string header;
+  auto put32 = [&](uint32_t v) { header.append(reinterpret_cast<const char*>(&v), 4); };
+  auto put64 = [&](uint64_t v) { header.append(reinterpret_cast<const char*>(&v), 8); };
+  put32(0x4A695444);  // "JiTD"
+  put32(1);
+  put32(40);
+  put32(62);  // x86-64
+  put32(0);
+  put32(0);
+  put64(1);  // made 1 ns after boot: long before any process of this test
+  put64(0);
+  std::ofstream(tmp.path("stale.dump"), std::ios::binary) << header;
+  const std::string db = tmp.path("node.db");
+  // The shell plants the file under its own pid, which node then keeps.
+  Subprocess rec({kArcprof, "record", "-o", db, "--", "/bin/sh", "-c",
+                  "cp " + tmp.path("stale.dump") + " /tmp/jit-$$.dump && exec " + std::string(NODE_BIN) +
+                      " --perf-basic-prof " + BURN_JS + " 2"});
+  ASSERT_EQ(rec.Wait(), 0) << rec.stderr_text();
+  EXPECT_NE(rec.stderr_text().find("made before process"), std::string::npos) << rec.stderr_text();
+  Profile p = LoadCapture(db);
+  const auto leaves = LeafCounts(p, [](const ThreadRecord& t) { return t.process_comm == "node"; });
+  double named = 0;
+  for (const auto& [symbol, count] : leaves) {
+    if (symbol.find("heavyLoop") != std::string::npos || symbol.find("lightLoop") != std::string::npos) {
+      named += static_cast<double>(count);
+    }
+  }
+  for (const ThreadRecord& t : p.threads) {
+    if (t.process_comm == "node") {
+      unlink(("/tmp/perf-" + std::to_string(t.pid) + ".map").c_str());
+      unlink(("/tmp/jit-" + std::to_string(t.pid) + ".dump").c_str());
+    }
+  }
+  EXPECT_GT(named, 200) << "node's JIT frames unnamed: the stale jitdump was taken for its own";
+  EXPECT_GT(p.counters["jit.perf_map_entries"], 10);
+}
+
 TEST(JavaRuntimeMisc, NodePerfMapNamesTheHotFunction) {
   if (std::string(NODE_BIN).empty() || access(NODE_BIN, X_OK) != 0) {
     if (InCi()) FAIL() << "node is missing (CI=true: must not skip)";

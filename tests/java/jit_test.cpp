@@ -388,6 +388,23 @@ TEST(JitProcessSource, PerfMapLinesReadLaterWinFromTheirReadTime) {
   EXPECT_EQ(source.stats().perf_map_entries, 3u);
 }
 
+// A stale map of an earlier process with the same pid is truncated and
+// rewritten by the new one: its new lines are read, not skipped up to the old
+// file's length.
+TEST(JitProcessSource, PerfMapRewrittenFromTheStartIsReadAgain) {
+  FakeProc proc;
+  const std::string map = "4242/root/tmp/perf-7.map";
+  proc.Write(map, "1000 100 stale_one_of_an_earlier_process\n2000 10 stale_two_of_an_earlier_process\n");
+  if (geteuid() == 0) ASSERT_EQ(chown(proc.path(map).c_str(), 1000, 1000), 0);
+  JitProcessSource source(proc.info(), proc.options());
+  source.Poll(5000);
+  ASSERT_TRUE(source.has_perf_map());
+  proc.Write(map, "3000 100 fresh\n");  // truncated, shorter than what was read
+  source.Poll(9000);
+  ASSERT_TRUE(source.Find(0x3010, 9500).has_value());
+  EXPECT_EQ(source.Find(0x3010, 9500)->name, "fresh");
+}
+
 TEST(JitProcessSource, IgnoresMapOwnedByAnotherUser) {
   if (geteuid() != 0) GTEST_SKIP() << "needs root to give a file to another user";
   FakeProc proc;
