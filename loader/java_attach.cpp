@@ -129,7 +129,28 @@ void RunExchange(Exchange& x) {
     return Fail(x, "attach socket path too long: " + socket_path);
   }
   memcpy(addr.sun_path, socket_path.c_str(), socket_path.size() + 1);
-  if (!sock.valid() || connect(sock.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+  bool connected = sock.valid() && connect(sock.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
+  if (!connected && sock.valid() && errno == ECONNREFUSED) {
+    // Nobody listens yet. Either the JVM has bound its socket and not called
+    // listen() yet (the file appears first), or the file is an earlier
+    // process's with the same pid: then ask this JVM to start its listener,
+    // which binds the name anew. Connect once it listens.
+    std::string retrigger;
+    if (trigger.empty()) {
+      retrigger = fmt::format("{}/tmp/.attach_pid{}", x.root, x.ns_pid);
+      ScopedFd fd(open(retrigger.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+      if (!fd.valid()) retrigger.clear();
+      // Without the file a SIGQUIT would only make the JVM print its threads.
+      if (!retrigger.empty()) kill(static_cast<pid_t>(x.pid), SIGQUIT);
+    }
+    for (int delay_ms = 5; !connected && MonotonicNs() <= x.deadline_ns; delay_ms = std::min(delay_ms * 2, 200)) {
+      usleep(static_cast<useconds_t>(delay_ms) * 1000);
+      if (lstat(socket_path.c_str(), &st) != 0 || !S_ISSOCK(st.st_mode) || !owned_by_jvm(st)) continue;
+      connected = connect(sock.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
+    }
+    if (!retrigger.empty()) unlink(retrigger.c_str());
+  }
+  if (!connected) {
     return Fail(x, fmt::format("cannot connect to {}: {}", socket_path, std::strerror(errno)));
   }
   // The listener must be the JVM itself (the kernel gives its pid as seen
