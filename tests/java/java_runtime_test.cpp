@@ -326,6 +326,23 @@ TEST(JavaRuntimeMisc, PerfInjectAcceptsTheJitdump) {
   EXPECT_NEAR(heavy / (heavy + light), 0.75, 0.05);
 }
 
+// Samples of node's processes whose leaf is burn.js's heavyLoop / lightLoop;
+// removes the perf maps (and jitdumps) node left in /tmp.
+std::pair<double, double> NodeHeavyLight(const Profile& p) {
+  const auto leaves = LeafCounts(p, [](const ThreadRecord& t) { return t.process_comm == "node"; });
+  double heavy = 0, light = 0;
+  for (const auto& [symbol, count] : leaves) {
+    if (symbol.find("heavyLoop") != std::string::npos) heavy += static_cast<double>(count);
+    if (symbol.find("lightLoop") != std::string::npos) light += static_cast<double>(count);
+  }
+  for (const ThreadRecord& t : p.threads) {
+    if (t.process_comm != "node") continue;
+    unlink(("/tmp/perf-" + std::to_string(t.pid) + ".map").c_str());
+    unlink(("/tmp/jit-" + std::to_string(t.pid) + ".dump").c_str());
+  }
+  return {heavy, light};
+}
+
 // Pids wrap (32768 on this machine kind), and runtimes leave /tmp/jit-PID.dump
 // behind: a jitdump an earlier process with the same pid wrote must not stand
 // for this process's code. The planted one (header only, made at boot) used to
@@ -357,19 +374,8 @@ TEST(JavaRuntimeMisc, StaleJitdumpOfAReusedPidDoesNotHideThePerfMap) {
   ASSERT_EQ(rec.Wait(), 0) << rec.stderr_text();
   EXPECT_NE(rec.stderr_text().find("made before process"), std::string::npos) << rec.stderr_text();
   Profile p = LoadCapture(db);
-  const auto leaves = LeafCounts(p, [](const ThreadRecord& t) { return t.process_comm == "node"; });
-  double named = 0;
-  for (const auto& [symbol, count] : leaves) {
-    if (symbol.find("heavyLoop") != std::string::npos || symbol.find("lightLoop") != std::string::npos) {
-      named += static_cast<double>(count);
-    }
-  }
-  for (const ThreadRecord& t : p.threads) {
-    if (t.process_comm == "node") {
-      unlink(("/tmp/perf-" + std::to_string(t.pid) + ".map").c_str());
-      unlink(("/tmp/jit-" + std::to_string(t.pid) + ".dump").c_str());
-    }
-  }
+  const auto [heavy, light] = NodeHeavyLight(p);
+  const double named = heavy + light;
   EXPECT_GT(named, 200) << "node's JIT frames unnamed: the stale jitdump was taken for its own";
   EXPECT_GT(p.counters["jit.perf_map_entries"], 10);
 }
@@ -385,15 +391,7 @@ TEST(JavaRuntimeMisc, NodePerfMapNamesTheHotFunction) {
   Subprocess rec({kArcprof, "record", "-q", "-o", db, "--", NODE_BIN, "--perf-basic-prof", BURN_JS, "4"});
   ASSERT_EQ(rec.Wait(), 0) << rec.stderr_text();
   Profile p = LoadCapture(db);
-  const auto leaves = LeafCounts(p, [](const ThreadRecord& t) { return t.process_comm == "node"; });
-  double heavy = 0, light = 0;
-  for (const auto& [symbol, count] : leaves) {
-    if (symbol.find("heavyLoop") != std::string::npos) heavy += static_cast<double>(count);
-    if (symbol.find("lightLoop") != std::string::npos) light += static_cast<double>(count);
-  }
-  for (const ThreadRecord& t : p.threads) {
-    if (t.process_comm == "node") unlink(("/tmp/perf-" + std::to_string(t.pid) + ".map").c_str());
-  }
+  const auto [heavy, light] = NodeHeavyLight(p);
   ASSERT_GT(heavy + light, 500);
   EXPECT_NEAR(heavy / (heavy + light), 0.75, 0.05);
   EXPECT_GT(p.counters["jit.perf_map_entries"], 10);
