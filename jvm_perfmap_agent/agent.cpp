@@ -42,6 +42,10 @@ struct Options {
   bool perfmap = false;   // also write perf-<pid>.map
   bool signatures = false;  // append the JVM signature to method names
   bool quiet = false;     // no notes on stderr (errors are still printed)
+  // Remove the files at VM death (arcprof's runtime attach asks for it: a
+  // reader that has them open still reads to the end, and a machine whose
+  // daemon attaches every JVM would otherwise collect one pair per JVM in /tmp).
+  bool unlink_at_exit = false;
 };
 
 struct Agent {
@@ -972,6 +976,23 @@ void JNICALL OnVMInit(jvmtiEnv* jvmti, JNIEnv* jni, jthread thread) {
   OnThreadStart(jvmti, jni, thread);
 }
 
+// Removes the files this agent created, each only while its name still
+// refers to the file the agent holds open (never somebody else's file that
+// took the name since), and the private folder when one was made.
+void UnlinkOwnFiles() {
+  const std::string base = g_agent.dir + "/jit-" + std::to_string(g_agent.pid);
+  const std::pair<int, std::string> files[] = {
+      {g_agent.dump_fd, base + ".dump"},
+      {g_agent.side_fd, base + ".arcprof"},
+      {g_agent.map_fd, g_agent.options.dir + "/perf-" + std::to_string(g_agent.pid) + ".map"}};
+  for (const auto& [fd, path] : files) {
+    struct stat held {}, named {};
+    if (fd < 0 || fstat(fd, &held) != 0 || lstat(path.c_str(), &named) != 0) continue;
+    if (held.st_dev == named.st_dev && held.st_ino == named.st_ino) unlink(path.c_str());
+  }
+  if (g_agent.dir != g_agent.options.dir) rmdir(g_agent.dir.c_str());  // the private folder, once empty
+}
+
 void JNICALL OnVMDeath(jvmtiEnv* jvmti, JNIEnv* jni) {
   Locked lock;
   if (!g_agent.active || g_agent.closed) return;
@@ -980,6 +1001,7 @@ void JNICALL OnVMDeath(jvmtiEnv* jvmti, JNIEnv* jni) {
   iovec iov{record.data(), record.size()};
   if (!WriteAll(g_agent.dump_fd, &iov, 1)) NoteWriteError("the jitdump");
   g_agent.closed = true;
+  if (g_agent.options.unlink_at_exit) UnlinkOwnFiles();
   if (g_watch.monitor && jvmti->RawMonitorEnter(g_watch.monitor) == JVMTI_ERROR_NONE) {
     jvmti->RawMonitorNotifyAll(g_watch.monitor);
     jvmti->RawMonitorExit(g_watch.monitor);
@@ -1058,9 +1080,10 @@ bool ParseOptions(const char* text, Options* out) {
     if (opt == "perfmap") out->perfmap = true;
     else if (opt == "sig") out->signatures = true;
     else if (opt == "quiet") out->quiet = true;
+    else if (opt == "unlink") out->unlink_at_exit = true;
     else if (opt.rfind("dir=", 0) == 0 && opt.size() > 4) out->dir = opt.substr(4);
     else {
-      Log("unknown option '%s' (known: perfmap, sig, quiet, dir=PATH)", opt.c_str());
+      Log("unknown option '%s' (known: perfmap, sig, quiet, unlink, dir=PATH)", opt.c_str());
       return false;
     }
   }

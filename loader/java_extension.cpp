@@ -381,6 +381,9 @@ class JavaExtension : public RecordExtension {
 
   void AttachOne(uint32_t pid) {
     JavaAttachOptions options;
+    // The files are ours to clean up: the agent removes them at VM death
+    // (this session reads them through descriptors it holds open).
+    options.agent_options = "unlink";
     auto jvm = InspectJvm(pid);
     std::string message;
     bool ok = false;

@@ -308,8 +308,11 @@ TEST(JavaRuntimeMisc, PerfInjectAcceptsTheJitdump) {
   // -k 1: CLOCK_MONOTONIC, the jitdump's clock; -B -N: perf 6.1 can crash
   // collecting build-ids of a JVM's mappings, which perf inject does not need.
   Subprocess rec({PERF_BIN, "record", "-q", "-B", "-N", "-k", "1", "-e", "cpu-clock", "-o", data, "--",
-                  JavaBin(kJdk17), "-XX:+PreserveFramePointer", "-agentpath:" + kAgent, "-cp", kClasses, "Burn", "2"});
+                  JavaBin(kJdk17), "-XX:+PreserveFramePointer", "-agentpath:" + kAgent + "=dir=" + tmp.dir(),
+                  "-cp", kClasses, "Burn", "2"});
   ASSERT_EQ(rec.Wait(), 0) << rec.stderr_text();
+  // The jitdump and the jitted-*.so files perf inject writes next to it stay
+  // in tmp, not in /tmp (perf finds the jitdump by its executable mapping).
   auto [code, out] = RunCapture({PERF_BIN, "inject", "--jit", "-i", data, "-o", injected});
   ASSERT_EQ(code, 0) << out;
   auto [rcode, report] = RunCapture({PERF_BIN, "report", "-i", injected, "--stdio", "--sort", "sym"});
