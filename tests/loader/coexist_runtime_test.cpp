@@ -3,8 +3,11 @@
 // in MMAP2 records broke exactly that: the records other listeners received
 // claimed build-ids they did not hold, and perf 6.1 aborted reading them.)
 #include <gtest/gtest.h>
+#include <linux/bpf.h>
+#include <sys/syscall.h>
 
 #include <chrono>
+#include <cstring>
 #include <thread>
 
 #include "tests/loader/runtime_util.h"
@@ -60,6 +63,65 @@ TEST(Coexist, ConcurrentPerfRecordStaysReadable) {
   bool found = false;
   for (const auto& [module, id] : p.build_ids) found = found || id == build_id;
   EXPECT_TRUE(found) << "build-id " << build_id << " of ground_truth not in the capture";
+}
+
+// The "nothing of this run stays loaded" check (ArcprofRunPrograms) tells this
+// run's programs from another arcprof's; it must still catch a real leak: a
+// program of the run held by a process the test started (a command that
+// inherited a descriptor) and one pinned in bpffs (held by no process).
+TEST(Coexist, LeakCheckCatchesProgramsLeftBehind) {
+  ARCPROF_REQUIRE_RECORD_CAPABLE();
+  ARCPROF_REQUIRE_TOOL("/usr/sbin/bpftool", "bpftool");
+  TempDir tmp;
+  ArcprofRunPrograms programs;
+  Subprocess rec({kArcprof, "record", "--no-java", "--no-ptt", "-o", tmp.path("x.db")});
+  ASSERT_TRUE(rec.WaitForStderr("recording", 20)) << rec.stderr_text();
+  const std::set<uint32_t> held = programs.HeldBy(rec.pid());
+  ASSERT_GE(held.size(), 1u);
+  const uint32_t kept = *held.begin();
+  const uint32_t pinned = *held.rbegin();
+
+  // A child of this test takes a descriptor of one program, as a command
+  // that inherited it would, and outlives arcprof.
+  int ready[2];
+  ASSERT_EQ(pipe2(ready, O_CLOEXEC), 0);
+  const pid_t holder = fork();
+  if (holder == 0) {
+    union bpf_attr attr;
+    memset(&attr, 0, sizeof(attr));
+    attr.prog_id = kept;
+    const long fd = syscall(SYS_bpf, BPF_PROG_GET_FD_BY_ID, &attr, sizeof(attr));
+    const char ok = fd >= 0 ? 'y' : 'n';
+    if (write(ready[1], &ok, 1) != 1) _exit(1);
+    pause();
+    _exit(0);
+  }
+  close(ready[1]);
+  char ok = 0;
+  ASSERT_EQ(read(ready[0], &ok, 1), 1);
+  close(ready[0]);
+  ASSERT_EQ(ok, 'y') << "cannot take a descriptor of program " << kept;
+  // Another one pinned, as a pinning bug would leave it.
+  const std::string pin = "/sys/fs/bpf/arcprof-leak-test-" + std::to_string(getpid());
+  auto [pin_code, pin_out] = RunCapture({"/usr/sbin/bpftool", "prog", "pin", "id", std::to_string(pinned), pin});
+  ASSERT_EQ(pin_code, 0) << "bpftool prog pin failed (bpffs not mounted at /sys/fs/bpf?)";
+
+  rec.Signal(SIGINT);
+  ASSERT_EQ(rec.Wait(), 0) << rec.stderr_text();
+  std::string left;
+  EXPECT_FALSE(programs.NothingLeft(&left)) << "a program held by the test's child went unnoticed";
+  EXPECT_NE(left.find("program " + std::to_string(kept) + " "), std::string::npos) << left;
+  EXPECT_NE(left.find(std::to_string(holder) + "("), std::string::npos) << left;
+  EXPECT_NE(left.find("program " + std::to_string(pinned) + " "), std::string::npos) << left;
+
+  kill(holder, SIGKILL);
+  waitpid(holder, nullptr, 0);
+  EXPECT_FALSE(programs.NothingLeft(&left)) << "a pinned program went unnoticed";
+  EXPECT_NE(left.find("program " + std::to_string(pinned) + " "), std::string::npos) << left;
+  EXPECT_NE(left.find("no process"), std::string::npos) << left;
+
+  unlink(pin.c_str());
+  EXPECT_TRUE(programs.NothingLeft(&left)) << left;
 }
 
 }  // namespace

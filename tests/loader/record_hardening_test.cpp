@@ -255,14 +255,15 @@ TEST(RecordSignals, SigkillOfArcprofTakesTheCommandAlong) {
 TEST(RecordSignals, Sigusr1StopsAndWritesTheCapture) {
   ARCPROF_REQUIRE_RECORD_CAPABLE();
   TempDir tmp;
+  ArcprofRunPrograms programs;
   Subprocess rec({kArcprof, "record", "--no-ptt", "-o", tmp.path("x.db")});
   ASSERT_TRUE(rec.WaitForStderr("recording", 20)) << rec.stderr_text();
   usleep(500 * 1000);
   rec.Signal(SIGUSR1);
   EXPECT_EQ(rec.Wait(), 0) << rec.stderr_text();
   EXPECT_GT(LoadCapture(tmp.path("x.db")).total_samples(), 0u);
-  std::string listing;
-  EXPECT_TRUE(NoArcprofProgramsLoaded(&listing)) << listing;
+  std::string left;
+  EXPECT_TRUE(programs.NothingLeft(&left)) << left;
 }
 
 // -F 100000 swamps this 2-CPU machine with sampling interrupts (it recorded
@@ -272,6 +273,7 @@ TEST(RecordSignals, Sigusr1StopsAndWritesTheCapture) {
 TEST(RecordSignals, HighSampleRateHonoursSigterm) {
   ARCPROF_REQUIRE_RECORD_CAPABLE();
   TempDir tmp;
+  ArcprofRunPrograms programs;
   Subprocess rec({kArcprof, "record", "--no-ptt", "--no-java", "-F", "100000", "-d", "600", "-o",
                   tmp.path("t.db")});
   ASSERT_TRUE(rec.WaitForStderr("recording", 60)) << rec.stderr_text();
@@ -281,8 +283,8 @@ TEST(RecordSignals, HighSampleRateHonoursSigterm) {
   EXPECT_EQ(rec.Wait(), 0) << rec.stderr_text();
   EXPECT_LT(SecondsSince(start), 300.0) << rec.stderr_text();
   EXPECT_TRUE(std::filesystem::exists(tmp.path("t.db")));
-  std::string listing;
-  EXPECT_TRUE(NoArcprofProgramsLoaded(&listing)) << listing;
+  std::string left;
+  EXPECT_TRUE(programs.NothingLeft(&left)) << left;
 }
 
 // ------------------------------------------------------------------ pids

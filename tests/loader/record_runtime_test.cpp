@@ -53,6 +53,7 @@ TEST(RecordRuntime, GroundTruthCommandGivesThreeToOne) {
   ARCPROF_REQUIRE_RECORD_CAPABLE();
   TempDir tmp;
   const std::string db = tmp.path("gt.db");
+  ArcprofRunPrograms programs;
   Subprocess rec({kArcprof, "record", "-o", db, "--", kGroundTruth, "4"});
   ASSERT_EQ(rec.Wait(), 0) << rec.stderr_text();
   struct stat st {};
@@ -85,8 +86,8 @@ TEST(RecordRuntime, GroundTruthCommandGivesThreeToOne) {
   for (const auto& [module, id] : p.build_ids) found = found || id == build_id;
   EXPECT_TRUE(found) << "build-id " << build_id << " of ground_truth not in the capture";
 
-  std::string listing;
-  EXPECT_TRUE(NoArcprofProgramsLoaded(&listing)) << listing;
+  std::string left;
+  EXPECT_TRUE(programs.NothingLeft(&left)) << left;
 }
 
 // gcc 12 gives f_heavy no frame of its own (a leaf), so a plain frame-pointer
@@ -234,28 +235,36 @@ TEST(RecordRuntime, CtrlCWritesCompleteCaptureAndDetaches) {
   ARCPROF_REQUIRE_RECORD_CAPABLE();
   TempDir tmp;
   const std::string db = tmp.path("int.db");
+  ArcprofRunPrograms programs;
   Subprocess rec({kArcprof, "record", "-o", db});
   ASSERT_TRUE(rec.WaitForStderr("recording", 20)) << rec.stderr_text();
-  EXPECT_TRUE(ArcprofProgramsLoaded()) << "the sampler should be attached";
+  const std::set<uint32_t> held = programs.HeldBy(rec.pid());
+  EXPECT_FALSE(held.empty()) << "the sampler should be attached";
+  const auto loaded = LoadedBpfPrograms();
+  EXPECT_TRUE(std::any_of(held.begin(), held.end(), [&](uint32_t id) {
+    return loaded.count(id) && loaded.at(id) == "on_sample";
+  })) << "on_sample is not among the programs arcprof holds";
   usleep(500 * 1000);
   rec.Signal(SIGINT);
   ASSERT_EQ(rec.Wait(), 0) << rec.stderr_text();
   Profile p = LoadCapture(db);
   EXPECT_GT(p.total_samples(), 0u);
   EXPECT_GT(p.meta.end_monotonic_ns, p.meta.start_monotonic_ns);
-  std::string listing;
-  EXPECT_TRUE(NoArcprofProgramsLoaded(&listing)) << listing;
+  std::string left;
+  EXPECT_TRUE(programs.NothingLeft(&left)) << left;
 }
 
 TEST(RecordRuntime, SigkillLeavesNothingAttached) {
   ARCPROF_REQUIRE_RECORD_CAPABLE();
   TempDir tmp;
+  ArcprofRunPrograms programs;
   Subprocess rec({kArcprof, "record", "-o", tmp.path("kill.db")});
   ASSERT_TRUE(rec.WaitForStderr("recording", 20)) << rec.stderr_text();
+  EXPECT_FALSE(programs.HeldBy(rec.pid()).empty());
   rec.Signal(SIGKILL);
   rec.Wait();
-  std::string listing;
-  EXPECT_TRUE(NoArcprofProgramsLoaded(&listing)) << listing;
+  std::string left;
+  EXPECT_TRUE(programs.NothingLeft(&left)) << left;
   EXPECT_FALSE(std::filesystem::exists(tmp.path("kill.db")));  // no partial file
 }
 
@@ -272,6 +281,7 @@ TEST_P(RecordErrors, OneLineErrorNonZeroExitNothingAttached) {
   TempDir tmp;
   std::vector<std::string> argv = {kArcprof, "record", "-o", tmp.path("e.db")};
   for (const auto& a : GetParam().args) argv.push_back(a);
+  ArcprofRunPrograms programs;
   Subprocess rec(argv);
   const int code = rec.Wait();
   EXPECT_NE(code, 0);
@@ -280,8 +290,8 @@ TEST_P(RecordErrors, OneLineErrorNonZeroExitNothingAttached) {
   EXPECT_NE(err.find(GetParam().expected), std::string::npos) << err;
   EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
   EXPECT_FALSE(std::filesystem::exists(tmp.path("e.db")));
-  std::string listing;
-  EXPECT_TRUE(NoArcprofProgramsLoaded(&listing)) << listing;
+  std::string left;
+  EXPECT_TRUE(programs.NothingLeft(&left)) << left;
 }
 
 INSTANTIATE_TEST_SUITE_P(

@@ -7,6 +7,9 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
 #include <map>
 #include <string>
 #include <vector>
@@ -105,26 +108,188 @@ std::map<std::string, uint64_t> LeafCounts(const Profile& p, Pred keep) {
   return out;
 }
 
-// True when none of our BPF programs is loaded (bpftool prog list). The kernel
-// frees programs asynchronously after their last fd closes: allow it 3 s.
-inline bool NoArcprofProgramsLoaded(std::string* listing) {
-  for (int attempt = 0; attempt < 30; ++attempt) {
-    auto [code, text] = RunCapture({"/usr/sbin/bpftool", "prog", "list"});
-    *listing = text;
-    if (text.find("name on_sample") == std::string::npos &&
-        text.find("name on_fork") == std::string::npos &&
-        text.find("name on_switch") == std::string::npos) {
-      return true;
+// Whether an arcprof's stderr says the JVM `pid` has its agent: attached by
+// this arcprof, or found already there. Another arcprof on the machine (a
+// continuous daemon attaches every JVM within a second of its start) may have
+// attached it first; the names come from the same jitdump either way.
+inline bool JvmHasAgent(const std::string& arcprof_stderr, pid_t pid) {
+  const std::string id = std::to_string(pid);
+  return arcprof_stderr.find("attached to JVM " + id + "\n") != std::string::npos ||
+         arcprof_stderr.find("JVM " + id + " already has the agent") != std::string::npos;
+}
+
+// ------------------------------------------------------------ this run's BPF
+// Another arcprof may run on the same machine: a `continuous` daemon, another
+// user's recording, another engineer's soak. "Nothing stays attached" is then
+// checked for THIS run's programs, not for every program with our names.
+
+// id -> name of every loaded BPF program (`bpftool prog list`).
+inline std::map<uint32_t, std::string> LoadedBpfPrograms() {
+  std::map<uint32_t, std::string> out;
+  auto [code, text] = RunCapture({"/usr/sbin/bpftool", "prog", "list"});
+  EXPECT_EQ(code, 0) << "bpftool prog list failed (Debian package bpftool)";
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty() || !isdigit(static_cast<unsigned char>(line[0]))) continue;
+    const uint32_t id = static_cast<uint32_t>(std::strtoul(line.c_str(), nullptr, 10));
+    const size_t at = line.find(" name ");
+    std::string name;
+    if (at != std::string::npos) name = line.substr(at + 6, line.find(' ', at + 6) - (at + 6));
+    out[id] = name;
+  }
+  return out;
+}
+
+// Whether a program name is one of arcprof's (bpf/sample.bpf.c, bpf/ptt.bpf.c).
+inline bool IsArcprofProgramName(const std::string& name) {
+  return name == "on_sample" || name == "on_fork" || name == "on_switch" || name.rfind("ptt_", 0) == 0;
+}
+
+// What the processes of this machine hold: program id -> holders (a program
+// fd, or a link fd naming its program, in /proc/PID/fdinfo), and the number
+// of perf event fds per process.
+struct HeldBpf {
+  std::map<uint32_t, std::set<pid_t>> programs;
+  std::map<pid_t, int> perf_events;
+};
+inline HeldBpf ScanHeldBpf() {
+  HeldBpf out;
+  std::error_code ec;
+  for (const auto& proc : std::filesystem::directory_iterator("/proc", ec)) {
+    const std::string pid_text = proc.path().filename();
+    if (pid_text.empty() || !isdigit(static_cast<unsigned char>(pid_text[0]))) continue;
+    const pid_t pid = static_cast<pid_t>(std::stol(pid_text));
+    std::error_code fd_ec;
+    for (const auto& fd : std::filesystem::directory_iterator(proc.path() / "fd", fd_ec)) {
+      std::error_code link_ec;
+      const std::string target = std::filesystem::read_symlink(fd.path(), link_ec);
+      if (link_ec) continue;
+      if (target == "anon_inode:[perf_event]") {
+        ++out.perf_events[pid];
+        continue;
+      }
+      if (target != "anon_inode:bpf-prog" && target != "anon_inode:bpf_link") continue;
+      std::ifstream info(proc.path() / "fdinfo" / fd.path().filename());
+      for (std::string line; std::getline(info, line);) {
+        if (line.rfind("prog_id:", 0) == 0) out.programs[static_cast<uint32_t>(std::stoul(line.substr(8)))].insert(pid);
+      }
     }
-    usleep(100 * 1000);
+  }
+  return out;
+}
+
+inline pid_t ParentOf(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const size_t close = stat.rfind(')');
+  if (close == std::string::npos) return 0;
+  std::istringstream rest(stat.substr(close + 1));
+  std::string state;
+  pid_t ppid = 0;
+  rest >> state >> ppid;
+  return ppid;
+}
+
+inline bool DescendsFrom(pid_t pid, pid_t ancestor) {
+  for (int depth = 0; depth < 256 && pid > 0; ++depth, pid = ParentOf(pid)) {
+    if (pid == ancestor) return true;
+    if (pid == 1) break;
   }
   return false;
 }
 
-// True while at least one of our programs is loaded (no waiting).
-inline bool ArcprofProgramsLoaded() {
-  auto [code, text] = RunCapture({"/usr/sbin/bpftool", "prog", "list"});
-  return text.find("name on_sample") != std::string::npos;
+inline std::string ProcessLabel(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/comm");
+  std::string comm;
+  std::getline(in, comm);
+  return std::to_string(pid) + "(" + comm + ")";
 }
+
+// The BPF programs one test run of arcprof loads. Made before the run starts:
+// programs loaded then are not this run's. Afterwards, a program with one of
+// arcprof's names that appeared since is this run's unless every process
+// holding it is another arcprof instance: one this test did not start (not
+// its descendant; a daemon of the machine, another user's recording), or one
+// it started on purpose beside the run (Beside). A program nobody holds
+// (pinned, or held by a link nobody holds) or held by a process this test
+// started (a command that inherited a descriptor) is a leak.
+class ArcprofRunPrograms {
+ public:
+  ArcprofRunPrograms() {
+    for (const auto& [id, name] : LoadedBpfPrograms()) before_.insert(id);
+  }
+
+  // An arcprof this test runs on purpose next to the one under test.
+  void Beside(pid_t other) { beside_.insert(other); }
+
+  // The programs `pid` (the arcprof under test, running) holds now; they are
+  // remembered and must all be gone at the end.
+  std::set<uint32_t> HeldBy(pid_t pid) {
+    std::set<uint32_t> out;
+    for (const auto& [id, holders] : ScanHeldBpf().programs) {
+      if (holders.count(pid)) out.insert(id);
+    }
+    seen_.insert(out.begin(), out.end());
+    return out;
+  }
+
+  // True when nothing of this run stays loaded or open: no program it was
+  // seen holding, no new program of ours left behind, no perf event held by a
+  // process this test started (other than the arcprofs Beside). The kernel
+  // frees programs asynchronously after their last reference: allow it 3 s.
+  bool NothingLeft(std::string* why) {
+    for (int attempt = 0; attempt < 30; ++attempt) {
+      *why = Leftovers();
+      if (why->empty()) return true;
+      usleep(100 * 1000);
+    }
+    return false;
+  }
+
+ private:
+  bool OtherInstance(pid_t holder) const {
+    if (beside_.count(holder)) return true;
+    char exe[4096];
+    const ssize_t n = readlink(("/proc/" + std::to_string(holder) + "/exe").c_str(), exe, sizeof(exe) - 1);
+    if (n <= 0) return false;
+    // Copies of the binary go by other names (dm_arcprof_base): the name
+    // contains "arcprof". A command that outlived its arcprof does not.
+    std::string path(exe, static_cast<size_t>(n));
+    const std::string base = path.substr(path.rfind('/') + 1);
+    return base.find("arcprof") != std::string::npos && !DescendsFrom(holder, getpid());
+  }
+
+  std::string Leftovers() const {
+    std::ostringstream out;
+    const auto loaded = LoadedBpfPrograms();
+    const HeldBpf held = ScanHeldBpf();
+    for (const auto& [id, name] : loaded) {
+      const bool seen = seen_.count(id) > 0;
+      if (!seen && (before_.count(id) || !IsArcprofProgramName(name))) continue;
+      auto it = held.programs.find(id);
+      std::string holders;
+      bool all_other = it != held.programs.end() && !seen;
+      if (it != held.programs.end()) {
+        for (pid_t pid : it->second) {
+          holders += " " + ProcessLabel(pid);
+          all_other = all_other && OtherInstance(pid);
+        }
+      }
+      if (all_other) continue;
+      out << "program " << id << " " << name << " is still loaded, held by"
+          << (holders.empty() ? " no process (pinned?)" : holders) << "\n";
+    }
+    const pid_t self = getpid();
+    for (const auto& [pid, count] : held.perf_events) {
+      if (pid == self || beside_.count(pid) || !DescendsFrom(pid, self)) continue;
+      out << ProcessLabel(pid) << ", started by this test, holds " << count << " perf event(s)\n";
+    }
+    return out.str();
+  }
+
+  std::set<uint32_t> before_;
+  std::set<uint32_t> seen_;
+  std::set<pid_t> beside_;
+};
 
 }  // namespace arcprof::testing
