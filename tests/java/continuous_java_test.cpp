@@ -30,7 +30,10 @@ TEST(ContinuousJava, JvmsStartedLaterAndRestartedAreAttached) {
   for (int run = 0; run < 2; ++run) {
     Subprocess jvm({java, "-XX:+PreserveFramePointer", "-cp", JAVA_CLASSES, "Burn", "5"});
     jvms.push_back(jvm.pid());
-    ASSERT_TRUE(daemon.WaitForStderr("attached to JVM " + std::to_string(jvm.pid()), 20))
+    // Attached by this daemon, or found with the agent of another arcprof
+    // running on the machine (then this daemon reads that agent's files).
+    const pid_t pid = jvm.pid();
+    ASSERT_TRUE(daemon.WaitForStderrMatch([pid](const std::string& text) { return JvmHasAgent(text, pid); }, 20))
         << daemon.stderr_text();
     EXPECT_EQ(jvm.Wait(), 0) << jvm.stderr_text();
     // Attached by arcprof: the agent removed its files at VM death (the

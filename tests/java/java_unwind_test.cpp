@@ -322,7 +322,7 @@ TEST(JavaUnwindMisc, JvmInItsOwnMountAndPidNamespace) {
   const std::string db = tmp.path("container.db");
   Subprocess rec({kArcprof, "record", "-F", "4999", "-o", db, "-d", "8", "-p", std::to_string(pid)});
   ASSERT_EQ(rec.Wait(), 0) << rec.stderr_text();
-  EXPECT_NE(rec.stderr_text().find("attached to JVM " + std::to_string(pid)), std::string::npos) << rec.stderr_text();
+  EXPECT_TRUE(JvmHasAgent(rec.stderr_text(), pid)) << rec.stderr_text();
   kill(pid, SIGKILL);
   container.Wait();
   Profile p = LoadCapture(db);

@@ -44,9 +44,15 @@ class Subprocess {
 
   // Reads stderr until a line contains `needle` or the timeout passes.
   bool WaitForStderr(const std::string& needle, double timeout_s) {
+    return WaitForStderrMatch([&needle](const std::string& text) { return text.find(needle) != std::string::npos; },
+                              timeout_s);
+  }
+  // Reads stderr until `done(everything read so far)` or the timeout passes.
+  template <typename Pred>
+  bool WaitForStderrMatch(Pred done, double timeout_s) {
     auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
     while (std::chrono::steady_clock::now() < deadline) {
-      if (stderr_.find(needle) != std::string::npos) return true;
+      if (done(stderr_)) return true;
       pollfd p{err_fd_, POLLIN, 0};
       if (poll(&p, 1, 50) > 0) {
         char buf[4096];
@@ -55,7 +61,7 @@ class Subprocess {
         stderr_.append(buf, static_cast<size_t>(n));
       }
     }
-    return stderr_.find(needle) != std::string::npos;
+    return done(stderr_);
   }
   void Signal(int sig) { kill(pid_, sig); }
   // Waits for exit, collecting the rest of stderr. Returns the exit code (or 128+signal).
