@@ -86,73 +86,69 @@ void RunExchange(Exchange& x) {
     return Fail(x, fmt::format("cannot take the JVM's uid {} / gid {}: {}", x.uid, x.gid, std::strerror(errno)));
   }
   const std::string socket_path = fmt::format("{}/tmp/.java_pid{}", x.root, x.ns_pid);
-  struct stat st {};
-  std::string trigger;
-  // Anybody can create a socket by that name in /tmp before the JVM does:
-  // only one owned by the JVM's user is its attach listener.
-  auto owned_by_jvm = [&x](const struct stat& s) { return s.st_uid == x.uid; };
-  if (lstat(socket_path.c_str(), &st) == 0 && !S_ISSOCK(st.st_mode)) {
-    return Fail(x, fmt::format("{} is not a socket: not attaching", socket_path));
-  }
-  if (lstat(socket_path.c_str(), &st) != 0) {
-    // Ask the JVM to start its attach listener: a trigger file it checks for
-    // when it gets SIGQUIT (in its cwd or /tmp; /tmp is where we can write).
-    trigger = fmt::format("{}/tmp/.attach_pid{}", x.root, x.ns_pid);
-    ScopedFd fd(open(trigger.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
-    if (!fd.valid() && errno != EEXIST) {
-      return Fail(x, fmt::format("cannot create {}: {}", trigger, std::strerror(errno)));
-    }
-    if (!fd.valid()) trigger.clear();  // somebody else's attach in progress: do not remove theirs
-    if (kill(static_cast<pid_t>(x.pid), SIGQUIT) != 0) {
-      if (!trigger.empty()) unlink(trigger.c_str());
-      return Fail(x, fmt::format("cannot signal the JVM: {}", std::strerror(errno)));
-    }
-    for (int delay_ms = 5;; delay_ms = std::min(delay_ms * 2, 200)) {
-      if (lstat(socket_path.c_str(), &st) == 0 && S_ISSOCK(st.st_mode)) break;
-      if (MonotonicNs() > x.deadline_ns) {
-        if (!trigger.empty()) unlink(trigger.c_str());
-        return Fail(x, "the JVM did not open its attach socket in time (started with "
-                       "-XX:+DisableAttachMechanism, or too busy?)");
-      }
-      usleep(static_cast<useconds_t>(delay_ms) * 1000);
-    }
-    if (!trigger.empty()) unlink(trigger.c_str());
-  }
-  if (!owned_by_jvm(st)) {
-    return Fail(x, fmt::format("{} is owned by uid {}, not by the JVM's uid {}: not trusting it", socket_path,
-                               st.st_uid, x.uid));
-  }
-  ScopedFd sock(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
   if (socket_path.size() >= sizeof(addr.sun_path)) {
     return Fail(x, "attach socket path too long: " + socket_path);
   }
   memcpy(addr.sun_path, socket_path.c_str(), socket_path.size() + 1);
-  bool connected = sock.valid() && connect(sock.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
-  if (!connected && sock.valid() && errno == ECONNREFUSED) {
-    // Nobody listens yet. Either the JVM has bound its socket and not called
-    // listen() yet (the file appears first), or the file is an earlier
-    // process's with the same pid: then ask this JVM to start its listener,
-    // which binds the name anew. Connect once it listens.
-    std::string retrigger;
-    if (trigger.empty()) {
-      retrigger = fmt::format("{}/tmp/.attach_pid{}", x.root, x.ns_pid);
-      ScopedFd fd(open(retrigger.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
-      if (!fd.valid()) retrigger.clear();
-      // Without the file a SIGQUIT would only make the JVM print its threads.
-      if (!retrigger.empty()) kill(static_cast<pid_t>(x.pid), SIGQUIT);
+  ScopedFd sock(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (!sock.valid()) return Fail(x, fmt::format("cannot create a socket: {}", std::strerror(errno)));
+  // The trigger file this attach created (somebody else's is left alone):
+  // removed once connected, or however the attach ends.
+  struct Trigger {
+    std::string path;
+    void Remove() {
+      if (!path.empty()) unlink(path.c_str());
+      path.clear();
     }
-    for (int delay_ms = 5; !connected && MonotonicNs() <= x.deadline_ns; delay_ms = std::min(delay_ms * 2, 200)) {
-      usleep(static_cast<useconds_t>(delay_ms) * 1000);
-      if (lstat(socket_path.c_str(), &st) != 0 || !S_ISSOCK(st.st_mode) || !owned_by_jvm(st)) continue;
-      connected = connect(sock.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
+    ~Trigger() { Remove(); }
+  } trigger;
+  bool asked = false;        // the JVM was asked to start its attach listener
+  bool socket_seen = false;  // ...and its socket file was there (but refused)
+  // One wait, backing off from 5 to 200 ms until the deadline, for both ways
+  // of not being able to connect yet: no socket file (the listener is not
+  // started), or a socket file nobody listens on (the JVM binds it before it
+  // calls listen(), or it is an earlier process's with the same pid: a fresh
+  // trigger makes this JVM bind the name anew).
+  for (int delay_ms = 5;; delay_ms = std::min(delay_ms * 2, 200)) {
+    struct stat st {};
+    if (lstat(socket_path.c_str(), &st) == 0) {
+      if (!S_ISSOCK(st.st_mode)) return Fail(x, fmt::format("{} is not a socket: not attaching", socket_path));
+      // Anybody can create a socket by that name in /tmp before the JVM
+      // does: only one owned by the JVM's user is its attach listener.
+      if (st.st_uid != x.uid) {
+        return Fail(x, fmt::format("{} is owned by uid {}, not by the JVM's uid {}: not trusting it", socket_path,
+                                   st.st_uid, x.uid));
+      }
+      socket_seen = true;
+      if (connect(sock.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0) break;
+      if (errno != ECONNREFUSED) {
+        return Fail(x, fmt::format("cannot connect to {}: {}", socket_path, std::strerror(errno)));
+      }
     }
-    if (!retrigger.empty()) unlink(retrigger.c_str());
+    if (!asked) {
+      // Ask the JVM to start its attach listener: a trigger file it checks
+      // for when it gets SIGQUIT (in its cwd or /tmp; /tmp is where we can
+      // write). Without the file a SIGQUIT would only make it print its threads.
+      const std::string path = fmt::format("{}/tmp/.attach_pid{}", x.root, x.ns_pid);
+      ScopedFd fd(open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+      if (fd.valid()) trigger.path = path;
+      else if (errno != EEXIST) return Fail(x, fmt::format("cannot create {}: {}", path, std::strerror(errno)));
+      // (EEXIST: somebody else's attach is in progress; its file serves us too.)
+      if (kill(static_cast<pid_t>(x.pid), SIGQUIT) != 0) {
+        return Fail(x, fmt::format("cannot signal the JVM: {}", std::strerror(errno)));
+      }
+      asked = true;
+    }
+    if (MonotonicNs() > x.deadline_ns) {
+      if (socket_seen) return Fail(x, fmt::format("cannot connect to {}: {}", socket_path, std::strerror(ECONNREFUSED)));
+      return Fail(x, "the JVM did not open its attach socket in time (started with "
+                     "-XX:+DisableAttachMechanism, or too busy?)");
+    }
+    usleep(static_cast<useconds_t>(delay_ms) * 1000);
   }
-  if (!connected) {
-    return Fail(x, fmt::format("cannot connect to {}: {}", socket_path, std::strerror(errno)));
-  }
+  trigger.Remove();
   // The listener must be the JVM itself (the kernel gives its pid as seen
   // from our namespace).
   ucred peer{};
