@@ -32,11 +32,19 @@ std::optional<int> JavaCommands::RunIfSelected(std::ostream& out, std::ostream& 
     options.agent_options = agent_options_;
     options.timeout_s = timeout_s_;
     auto result = AttachAgent(attach_pid_, options);
+    auto jvm = InspectJvm(attach_pid_);
     if (!result.ok()) {
+      // Another arcprof's agent build got there first: it refuses to start a
+      // second time in one JVM, and its files are the ones to read.
+      if (jvm.ok() && jvm->agent_loaded) {
+        out << fmt::format("arcprof: JVM {} already has arcprof's agent (loaded by another arcprof); it writes "
+                           "/tmp/jit-{}.dump in the JVM's file system\n",
+                           attach_pid_, jvm->ns_pid);
+        return 0;
+      }
       err << ErrorLine("", result.error().message);
       return 1;
     }
-    auto jvm = InspectJvm(attach_pid_);
     out << fmt::format("arcprof: agent loaded into JVM {}; it writes /tmp/jit-{}.dump in the JVM's file system\n",
                        attach_pid_, jvm.ok() ? jvm->ns_pid : attach_pid_);
     return 0;

@@ -401,6 +401,16 @@ class JavaExtension : public RecordExtension {
       }
       ok = result.ok();
       message = ok ? "attached to JVM " + std::to_string(pid) : result.error().message;
+      // Another arcprof (a continuous daemon, another user's recording)
+      // attached its own agent build between our look and our request: that
+      // agent refuses to start a second time, and its jitdump names the code.
+      if (!ok) {
+        auto again = InspectJvm(pid);
+        if (again.ok() && again->agent_loaded) {
+          ok = true;
+          message = "JVM " + std::to_string(pid) + " already has the agent";
+        }
+      }
     }
     std::lock_guard<std::mutex> lock(mu_);
     (ok ? attached_ : failed_) += 1;
