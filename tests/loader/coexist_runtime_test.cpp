@@ -7,9 +7,11 @@
 #include <sys/syscall.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <thread>
 
+#include "store/window_store.h"
 #include "tests/loader/runtime_util.h"
 #include "tests/layer_names.h"
 
@@ -18,7 +20,35 @@ namespace {
 
 const std::string kArcprof = ARCPROF_BIN;
 const std::string kGroundTruth = std::string(ARCPROF_TEST_PROGRAMS) + "/ground_truth";
+const std::string kOffCpuMix = std::string(ARCPROF_TEST_PROGRAMS) + "/offcpu_mix";
 const char* const kPerf = "/usr/bin/perf";
+
+// f_heavy's share of f_heavy + f_light in the samples of process `pid`, and
+// how many samples that is.
+std::pair<double, uint64_t> HeavyShare(const Profile& p, uint32_t pid) {
+  const auto leaves = LeafCounts(p, [pid](const ThreadRecord& t) { return t.pid == pid; });
+  auto get = [&](const char* s) { return leaves.count(s) ? leaves.at(s) : uint64_t{0}; };
+  const uint64_t heavy = get("f_heavy"), light = get("f_light");
+  return {heavy + light ? static_cast<double>(heavy) / static_cast<double>(heavy + light) : -1.0, heavy + light};
+}
+
+// A binomial share of n samples: 4 standard deviations, at least 3 points.
+double Tolerance(double share, uint64_t n) {
+  return std::max(0.03, 4 * std::sqrt(share * (1 - share) / static_cast<double>(std::max<uint64_t>(n, 1))));
+}
+
+double CpuMs(const std::string& ground_truth_stderr) {
+  const size_t at = ground_truth_stderr.find("ground_truth cpu_ms=");
+  return at == std::string::npos ? -1 : std::stod(ground_truth_stderr.substr(at + 20));
+}
+
+std::set<uint32_t> ProgramsHeldBy(pid_t pid) {
+  std::set<uint32_t> out;
+  for (const auto& [id, holders] : ScanHeldBpf().programs) {
+    if (holders.count(pid)) out.insert(id);
+  }
+  return out;
+}
 
 TEST(Coexist, ConcurrentPerfRecordStaysReadable) {
   ARCPROF_REQUIRE_RECORD_CAPABLE();
@@ -63,6 +93,123 @@ TEST(Coexist, ConcurrentPerfRecordStaysReadable) {
   bool found = false;
   for (const auto& [module, id] : p.build_ids) found = found || id == build_id;
   EXPECT_TRUE(found) << "build-id " << build_id << " of ground_truth not in the capture";
+}
+
+// A fleet runs `arcprof continuous` on every machine; an engineer runs
+// `arcprof record` beside it. Each has its own BPF programs, maps, ring buffer
+// and side band: both get every sample of what they watch, neither detaches
+// or drops the other's. The daemon is a real one, started detached from this
+// test like a system service, and of another build's path (a copy of the
+// binary), so the leak check must tell its programs apart on its own.
+TEST(Coexist, DaemonAndRecordingsEachGetTheirOwnSamples) {
+  ARCPROF_REQUIRE_RECORD_CAPABLE();
+  ARCPROF_REQUIRE_TOOL("/usr/sbin/bpftool", "bpftool");
+  TempDir tmp;
+  ArcprofRunPrograms programs;  // before the daemon: its programs are new, yet not this run's
+  const std::string daemon_bin = tmp.path("arcprof-daemon");
+  std::filesystem::copy_file(kArcprof, daemon_bin);
+  chmod(daemon_bin.c_str(), 0755);
+  const std::string store = tmp.path("store");
+  DetachedArcprof daemon(tmp.dir(), {daemon_bin, "continuous", "--store", store, "--window", "2s", "-F", "499",
+                                     "--no-java"});
+  ASSERT_TRUE(daemon.WaitForLog([](const std::string& log) { return log.find("continuous capture of") != std::string::npos; },
+                                30))
+      << daemon.log();
+  const std::set<uint32_t> daemon_programs = ProgramsHeldBy(daemon.pid());
+  ASSERT_FALSE(daemon_programs.empty()) << daemon.log();
+
+  // A program only the daemon watches, at 1:3, running through all the recordings.
+  Subprocess background({kGroundTruth, "12", "1:3"});
+
+  // record -- CMD, with per-thread time: the command's 3:1, its CPU time
+  // against the kernel's account, nothing of the daemon's background program.
+  uint32_t command_pid = 0;
+  double command_cpu_ms = 0;
+  {
+    const std::string db = tmp.path("cmd.db");
+    Subprocess rec({kArcprof, "record", "-q", "--ptt", "-o", db, "--", kGroundTruth, "3"});
+    ASSERT_EQ(rec.Wait(), 0) << rec.stderr_text();
+    Profile p = LoadCapture(db);
+    ASSERT_FALSE(p.threads.empty());
+    command_pid = p.threads[0].pid;
+    for (const ThreadRecord& t : p.threads) EXPECT_EQ(t.pid, command_pid) << t.comm;
+    const auto [share, n] = HeavyShare(p, command_pid);
+    EXPECT_NEAR(share, 0.75, Tolerance(0.75, n)) << n << " samples";
+    const double cpu_ms = CpuMs(rec.stderr_text());
+    ASSERT_GT(cpu_ms, 0) << rec.stderr_text();
+    command_cpu_ms = cpu_ms;
+    EXPECT_NEAR(static_cast<double>(p.total_samples()), cpu_ms * 0.999, cpu_ms * 0.999 * 0.10);
+    ASSERT_TRUE(p.ptt.recorded);
+    uint64_t ptt_ns = 0;
+    for (const PttThread& t : p.ptt.threads) {
+      if (t.pid == command_pid) ptt_ns += t.cpu_ns + t.interrupt_ns();
+    }
+    EXPECT_NEAR(static_cast<double>(ptt_ns) / 1e6, cpu_ms, cpu_ms * 0.10);
+    std::string left;
+    EXPECT_TRUE(programs.NothingLeft(&left)) << "with the daemon running:\n" << left;
+  }
+  // record -p of a running program.
+  {
+    Subprocess target({kGroundTruth, "4"});
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    const std::string db = tmp.path("pid.db");
+    Subprocess rec({kArcprof, "record", "-q", "-o", db, "-d", "2", "-p", std::to_string(target.pid())});
+    ASSERT_EQ(rec.Wait(), 0) << rec.stderr_text();
+    Profile p = LoadCapture(db);
+    for (const ThreadRecord& t : p.threads) EXPECT_EQ(t.pid, static_cast<uint32_t>(target.pid())) << t.comm;
+    const auto [share, n] = HeavyShare(p, static_cast<uint32_t>(target.pid()));
+    EXPECT_GT(n, 200u);  // 2 s of a busy program; far fewer on a loaded machine
+    EXPECT_NEAR(share, 0.75, Tolerance(0.75, n)) << n << " samples";
+    EXPECT_EQ(target.Wait(), 0);
+  }
+  // record --off-cpu: its scheduler program runs beside the daemon's sampler.
+  {
+    const std::string db = tmp.path("offcpu.db");
+    Subprocess rec({kArcprof, "record", "-q", "--off-cpu", "-o", db, "--", kOffCpuMix, "1"});
+    ASSERT_EQ(rec.Wait(), 0) << rec.stderr_text();
+    Profile p = LoadCapture(db);
+    // The main thread (its child, which writes the pipe, sleeps in pipe_phase too).
+    uint32_t main_tid = 0;
+    for (const ThreadRecord& t : p.threads) {
+      for (const auto& node : t.tree.nodes()) {
+        if (node.frame != CallTree::kNoFrame && p.frames.at(node.frame).symbol == "burn_phase") main_tid = t.tid;
+      }
+    }
+    ASSERT_NE(main_tid, 0u) << "no thread ran burn_phase";
+    const auto offcpu = Stacks(p, [main_tid](const ThreadRecord& t) { return t.tid == main_tid; }, "offcpu");
+    uint64_t sleep_us = 0, pipe_us = 0;
+    for (const auto& [stack, us] : offcpu) {
+      if (std::find(stack.begin(), stack.end(), "sleep_phase") != stack.end()) sleep_us += us;
+      if (std::find(stack.begin(), stack.end(), "pipe_phase") != stack.end()) pipe_us += us;
+    }
+    EXPECT_NEAR(static_cast<double>(sleep_us), 1e6, 0.15e6);
+    EXPECT_NEAR(static_cast<double>(pipe_us), 1e6, 0.15e6);
+  }
+  std::string left;
+  EXPECT_TRUE(programs.NothingLeft(&left)) << "with the daemon running:\n" << left;
+
+  // The daemon kept its programs through all of it, and saw both programs
+  // with their own shares.
+  EXPECT_TRUE(daemon.Running()) << daemon.log();
+  EXPECT_EQ(ProgramsHeldBy(daemon.pid()), daemon_programs);
+  EXPECT_EQ(background.Wait(), 0);
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  ASSERT_TRUE(daemon.Stop()) << daemon.log();
+  EXPECT_TRUE(programs.NothingLeft(&left)) << "the daemon left programs behind:\n" << left;
+  auto opened = WindowStore::OpenForReading(store);
+  ASSERT_TRUE(opened) << daemon.log();
+  auto all = opened->ReadRange(0, UINT64_MAX, nullptr);
+  ASSERT_TRUE(all) << all.error().message;
+  const auto [bg_share, bg_n] = HeavyShare(*all, static_cast<uint32_t>(background.pid()));
+  EXPECT_GT(bg_n, 100u);
+  EXPECT_NEAR(bg_share, 0.25, Tolerance(0.25, bg_n)) << bg_n << " samples";
+  const auto [cmd_share, cmd_n] = HeavyShare(*all, command_pid);
+  EXPECT_NEAR(cmd_share, 0.75, Tolerance(0.75, cmd_n)) << cmd_n << " samples";
+  // The daemon watched the whole command: one sample per 1/499 s of its CPU
+  // time, as the recording had one per 1/999 s.
+  uint64_t cmd_total = 0;
+  for (const auto& [stack, n] : Stacks(*all, [&](const ThreadRecord& t) { return t.pid == command_pid; })) cmd_total += n;
+  EXPECT_NEAR(static_cast<double>(cmd_total), command_cpu_ms * 0.499, command_cpu_ms * 0.499 * 0.15);
 }
 
 // The "nothing of this run stays loaded" check (ArcprofRunPrograms) tells this

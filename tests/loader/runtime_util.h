@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -290,6 +291,61 @@ class ArcprofRunPrograms {
   std::set<uint32_t> before_;
   std::set<uint32_t> seen_;
   std::set<pid_t> beside_;
+};
+
+// Another arcprof on the machine, as a user's `continuous` daemon would be:
+// started detached (setsid, its parent exits), so it is not a descendant of
+// the test and is told apart from the run under test the way a real daemon
+// is. Its stderr goes to a file; it is stopped with SIGTERM at the end.
+class DetachedArcprof {
+ public:
+  DetachedArcprof(const std::string& dir, std::vector<std::string> argv) : log_(dir + "/daemon.log") {
+    const std::string pidfile = dir + "/daemon.pid";
+    std::string cmd = "exec /usr/bin/setsid";
+    for (const std::string& a : argv) cmd += " '" + a + "'";
+    cmd = "(" + cmd + " </dev/null >'" + log_ + "' 2>&1 & echo $! >'" + pidfile + "')";
+    RunCapture({"/bin/sh", "-c", cmd});
+    std::ifstream in(pidfile);
+    in >> pid_;
+  }
+  ~DetachedArcprof() { Stop(); }
+  pid_t pid() const { return pid_; }
+  std::string log() const {
+    std::ifstream in(log_);
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  }
+  template <typename Pred>
+  bool WaitForLog(Pred done, double timeout_s) const {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+    while (std::chrono::steady_clock::now() < deadline) {
+      if (done(log())) return true;
+      usleep(50 * 1000);
+    }
+    return done(log());
+  }
+  bool Running() const {
+    if (pid_ <= 0) return false;
+    std::ifstream in("/proc/" + std::to_string(pid_) + "/stat");
+    std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const size_t close = stat.rfind(')');
+    return close != std::string::npos && close + 2 < stat.size() && stat[close + 2] != 'Z';
+  }
+  // SIGTERM, then waits (its parent is not this test: it cannot be reaped
+  // here). True when it exited within the timeout.
+  bool Stop(double timeout_s = 30) {
+    if (pid_ <= 0) return true;
+    kill(pid_, SIGTERM);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+    while (Running() && std::chrono::steady_clock::now() < deadline) usleep(50 * 1000);
+    const bool stopped = !Running();
+    if (!stopped) kill(pid_, SIGKILL);
+    pid_ = -1;
+    return stopped;
+  }
+
+ private:
+  std::string log_;
+  pid_t pid_ = -1;
 };
 
 }  // namespace arcprof::testing
