@@ -47,8 +47,12 @@ class FlatIndex {
   }
 
   size_t size() const { return size_; }
+  // Room for `entries` without growing again, in one rehash: growing step by
+  // step would allocate and fill every smaller table on the way.
   void Reserve(size_t entries) {
-    while (entries * 2 > slots_.size()) Grow();
+    size_t slots = slots_.empty() ? 8 : slots_.size();
+    while (entries * 2 > slots) slots *= 2;
+    if (slots > slots_.size()) Grow(slots);
   }
 
  private:
@@ -66,9 +70,10 @@ class FlatIndex {
     return x;
   }
 
-  void Grow() {
+  void Grow() { Grow(slots_.empty() ? 8 : slots_.size() * 2); }
+  void Grow(size_t slots) {  // slots: a power of two above the entries held
     std::vector<Slot> old = std::move(slots_);
-    slots_.assign(old.empty() ? 8 : old.size() * 2, Slot{});
+    slots_.assign(slots, Slot{});
     const size_t mask = slots_.size() - 1;
     for (const Slot& slot : old) {
       if (slot.key == kEmptyKey) continue;

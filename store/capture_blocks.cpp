@@ -78,15 +78,28 @@ uint64_t FrameFlags(const FrameRecord& f) {
 
 // ------------------------------------------------------------ compression
 
-std::string Deflate(std::string_view raw) {
-  uLongf size = compressBound(static_cast<uLong>(raw.size()));
-  std::string out(size, '\0');
-  if (compress2(reinterpret_cast<Bytef*>(out.data()), &size, reinterpret_cast<const Bytef*>(raw.data()),
-                static_cast<uLong>(raw.size()), 6) != Z_OK) {
-    return {};  // only on out of memory; the reader then rejects the block
+std::string Deflate(std::string_view raw, const std::vector<size_t>& cuts) {
+  z_stream z{};
+  if (deflateInit(&z, 6) != Z_OK) return {};  // only on out of memory; the reader then rejects the block
+  std::string out(deflateBound(&z, static_cast<uLong>(raw.size())) + 16 * (cuts.size() + 1), '\0');
+  z.next_out = reinterpret_cast<Bytef*>(out.data());
+  z.avail_out = static_cast<uInt>(out.size());
+  size_t at = 0;
+  bool ok = true;
+  auto feed = [&](size_t end, int flush) {
+    z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(raw.data() + at));
+    z.avail_in = static_cast<uInt>(end - at);
+    const int rc = deflate(&z, flush);
+    ok = ok && (flush == Z_FINISH ? rc == Z_STREAM_END : rc == Z_OK || rc == Z_BUF_ERROR) && z.avail_in == 0;
+    at = end;
+  };
+  for (size_t cut : cuts) {
+    if (cut > at && cut < raw.size()) feed(cut, Z_BLOCK);
   }
-  out.resize(size);
-  return out;
+  feed(raw.size(), Z_FINISH);
+  out.resize(out.size() - z.avail_out);
+  deflateEnd(&z);
+  return ok ? out : std::string();
 }
 
 Result<std::string> Inflate(std::string_view data, uint64_t raw_bytes) {
@@ -112,7 +125,8 @@ Result<std::string> Inflate(std::string_view data, uint64_t raw_bytes) {
 // Block layout: count, then columns of count entries each: module id, flags,
 // address (zig-zag difference from the previous frame's), symbol length; then
 // the symbols' bytes, back to back.
-std::vector<std::string> EncodeFrameBlocks(const std::vector<BlockFrame>& frames) {
+std::vector<std::string> EncodeFrameBlocks(const std::vector<BlockFrame>& frames,
+                                           std::vector<std::vector<size_t>>* cuts) {
   std::vector<std::string> blocks;
   size_t begin = 0;
   while (begin < frames.size()) {
@@ -134,11 +148,12 @@ std::vector<std::string> EncodeFrameBlocks(const std::vector<BlockFrame>& frames
     }
     std::string raw;
     PutVarint(raw, end - begin);
-    raw += module;
-    raw += flags;
-    raw += address;
-    raw += length;
-    raw += symbols;
+    std::vector<size_t> ends;
+    for (const std::string* column : {&module, &flags, &address, &length, &symbols}) {
+      raw += *column;
+      ends.push_back(raw.size());
+    }
+    if (cuts) cuts->push_back(std::move(ends));
     blocks.push_back(std::move(raw));
     begin = end;
   }
@@ -298,7 +313,11 @@ class TreeBlockBuilder {
   // At least the bytes Finish will give: what closes a block.
   size_t size() const { return size_; }
   bool empty() const { return records_.empty(); }
-  std::string Finish() const { return layout_ == TreeLayout::kColumns ? FinishColumns() : FinishContext(); }
+  // `cuts` receives the offsets where the block's columns end (for Deflate).
+  std::string Finish(std::vector<size_t>& cuts) const {
+    cuts.clear();
+    return layout_ == TreeLayout::kColumns ? FinishColumns(cuts) : FinishContext(cuts);
+  }
 
  private:
   void PutValues(uint64_t n, const uint64_t* values) {
@@ -323,28 +342,34 @@ class TreeBlockBuilder {
   uint64_t Value(const OpenRecord& r, size_t i, size_t j) const {
     return ZigZag(r.values[i * value_count_ + j] - r.n[i]);
   }
-  std::string FinishColumns() const {
+  std::string FinishColumns(std::vector<size_t>& cuts) const {
     std::string raw;
     Headers(raw);
+    cuts.push_back(raw.size());
     for (const OpenRecord& r : records_) {
       for (uint32_t p : r.pops) PutVarint(raw, p);
     }
+    cuts.push_back(raw.size());
     for (const OpenRecord& r : records_) {
       for (uint32_t f : r.frames) PutVarint(raw, f);
     }
+    cuts.push_back(raw.size());
     for (const OpenRecord& r : records_) {
       for (uint64_t n : r.n) PutVarint(raw, n);
     }
+    cuts.push_back(raw.size());
     for (size_t j = 0; j < value_count_; ++j) {
       for (const OpenRecord& r : records_) {
         for (size_t i = 0; i < r.n.size(); ++i) PutVarint(raw, Value(r, i, j));
       }
+      cuts.push_back(raw.size());
     }
     return raw;
   }
-  std::string FinishContext() const {
+  std::string FinishContext(std::vector<size_t>& cuts) const {
     std::string raw;
     Headers(raw);
+    cuts.push_back(raw.size());
     // pops as runs: the zeros before each non-zero pops, then that pops - 1.
     uint64_t zeros = 0;
     for (const OpenRecord& r : records_) {
@@ -359,6 +384,7 @@ class TreeBlockBuilder {
       }
     }
     if (zeros > 0) PutVarint(raw, zeros);
+    cuts.push_back(raw.size());
     // Frames as ranks among the frames seen before under the same context
     // (the parent's frame) in this block, 0 for a new one; new ones follow.
     std::string ranks, fresh;
@@ -381,7 +407,9 @@ class TreeBlockBuilder {
       }
     }
     raw += ranks;
+    cuts.push_back(raw.size());
     raw += fresh;
+    cuts.push_back(raw.size());
     // n and then each value, first of the leaf-like nodes, then of the others.
     std::vector<std::vector<bool>> leafy;
     for (const OpenRecord& r : records_) leafy.push_back(LeafLike(r.continues, r.pops, r.n.size()));
@@ -391,6 +419,7 @@ class TreeBlockBuilder {
           if (leafy[k][i] == leaf) PutVarint(raw, records_[k].n[i]);
         }
       }
+      cuts.push_back(raw.size());
     }
     for (size_t j = 0; j < value_count_; ++j) {
       for (bool leaf : {true, false}) {
@@ -399,6 +428,7 @@ class TreeBlockBuilder {
             if (leafy[k][i] == leaf) PutVarint(raw, Value(records_[k], i, j));
           }
         }
+        cuts.push_back(raw.size());
       }
     }
     return raw;
@@ -419,9 +449,14 @@ class TreeBlockBuilder {
 
 // Block layouts: see capture_blocks.h (TreeLayout) and docs/capture-format.md.
 std::vector<std::string> EncodeTreeBlocks(const std::vector<FlatTree>& trees, size_t value_count,
-                                          TreeLayout layout) {
+                                          TreeLayout layout, std::vector<std::vector<size_t>>* cuts) {
   std::vector<std::string> blocks;
   TreeBlockBuilder block(value_count, layout);
+  std::vector<size_t> block_cuts;
+  auto finish = [&] {
+    blocks.push_back(block.Finish(block_cuts));
+    if (cuts) cuts->push_back(block_cuts);
+  };
   const size_t target = layout == TreeLayout::kColumns ? kBlockTargetBytes : kContextTreeBlockTargetBytes;
   const std::vector<uint64_t> zeros(value_count, 0);
   std::vector<uint32_t> child_begin, children;
@@ -454,7 +489,7 @@ std::vector<std::string> EncodeTreeBlocks(const std::vector<FlatTree>& trees, si
       const Item item = todo.back();
       todo.pop_back();
       if (block.size() >= target) {
-        blocks.push_back(block.Finish());
+        finish();
         block = TreeBlockBuilder(value_count, layout);
         block.StartRecord(tree.thread, true);
       }
@@ -466,7 +501,7 @@ std::vector<std::string> EncodeTreeBlocks(const std::vector<FlatTree>& trees, si
       }
     }
   }
-  if (!block.empty()) blocks.push_back(block.Finish());
+  if (!block.empty()) finish();
   return blocks;
 }
 

@@ -40,8 +40,12 @@ inline constexpr size_t kMaxBlockSymbolBytes = 64 * 1024;
 
 // zlib (deflate, level 6: zlib's default) of `raw`. Level 9 cost a
 // continuous daemon ~40% more CPU per window write for 0.8% fewer bytes
-// (docs/performance.md, "Session 5 (daemoncpu)").
-std::string Deflate(std::string_view raw);
+// (docs/performance.md, "Session 5 (daemoncpu)"). `cuts` are the offsets
+// where the block's columns end: the stream ends a deflate block there
+// (Z_BLOCK), so each column gets Huffman codes of its own (varint columns
+// of ranks, addresses and text have very different byte statistics) while
+// the stream stays one ordinary zlib stream (Inflate reads both).
+std::string Deflate(std::string_view raw, const std::vector<size_t>& cuts = {});
 // Inflates `data`, which must give exactly `raw_bytes` bytes (at most
 // kMaxBlockRawBytes). Errors say what is wrong in a few words.
 Result<std::string> Inflate(std::string_view data, uint64_t raw_bytes);
@@ -56,7 +60,10 @@ struct BlockFrame {
 };
 
 // Encodes frames (in the order given: their file ids) into raw blocks.
-std::vector<std::string> EncodeFrameBlocks(const std::vector<BlockFrame>& frames);
+// When `cuts` is given, it receives per block the offsets where its columns
+// end (for Deflate).
+std::vector<std::string> EncodeFrameBlocks(const std::vector<BlockFrame>& frames,
+                                           std::vector<std::vector<size_t>>* cuts = nullptr);
 
 // Decodes one raw frame block, appending its frames to `out` with module ids
 // in `modules` (checked < module_count); FrameRecord::module is left 0 (the caller maps the file module id).
@@ -87,9 +94,11 @@ enum class TreeLayout {
 };
 
 // Encodes trees (each in depth-first preorder) into raw blocks. A tree larger
-// than a block continues in a record of the next block.
+// than a block continues in a record of the next block. When `cuts` is given,
+// it receives per block the offsets where its columns end (for Deflate).
 std::vector<std::string> EncodeTreeBlocks(const std::vector<FlatTree>& trees, size_t value_count,
-                                          TreeLayout layout = TreeLayout::kContext);
+                                          TreeLayout layout = TreeLayout::kContext,
+                                          std::vector<std::vector<size_t>>* cuts = nullptr);
 
 // One record of a tree block: consecutive nodes of one thread's tree in
 // depth-first preorder. When `continues` is false the record starts a tree and
