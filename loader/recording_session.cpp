@@ -657,10 +657,10 @@ Result<Profile> RecordingSession::Close(bool last, uint64_t end) {
     const UnwinderStats& us = s.unwinder->stats();
     spdlog::debug(
         "window close: {} processes, {} open files, symbol tables {} KiB ({} released), CFI {} KiB "
-        "({} rows computed, {} files released), {} libdwfl spaces made, names {} KiB, window {} KiB "
-        "({} threads, {} frames)",
+        "({} rows computed, {} files released), {} libdwfl spaces made, {} unwinds ({} by cached rules), "
+        "names {} KiB, window {} KiB ({} threads, {} frames)",
         st.processes, st.open_files, st.symbol_bytes >> 10, st.symbol_tables_released, us.cfi_bytes >> 10,
-        us.rules_computed, us.cfi_released, us.dwfl_created, st.name_bytes >> 10, s.processor->WindowBytes() >> 10,
+        us.rules_computed, us.cfi_released, us.dwfl_created, us.unwinds, us.fast_unwinds, st.name_bytes >> 10, s.processor->WindowBytes() >> 10,
         s.processor->window().threads.size(), s.processor->window().frames.size());
   }
   const uint64_t cpu_drained = PhaseCpuNs();

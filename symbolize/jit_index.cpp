@@ -18,6 +18,9 @@ size_t CacheSlot(uint64_t addr) { return (addr * 0x9e3779b97f4a7c15ull) >> (64 -
 JitCodeIndex::JitCodeIndex() { cache_.resize(size_t{1} << kCacheBits); }
 
 std::string_view JitCodeIndex::Intern(std::string_view name) {
+  // Looked up by view first: inlining chains repeat the same few names
+  // thousands of times, and emplace builds a node (and a string) each call.
+  if (auto it = names_.find(name); it != names_.end()) return *it;
   return *names_.emplace(name).first;
 }
 

@@ -18,6 +18,7 @@
 
 #include "common/frame.h"
 #include "symbolize/jit_source.h"
+#include "symbolize/name_pool.h"
 
 namespace arcprof {
 
@@ -95,7 +96,7 @@ class JitCodeIndex {
   std::unordered_map<uint64_t, uint64_t> pending_unload_;  // code_index -> t_ns
   std::unordered_map<uint64_t, std::pair<int32_t, int32_t>> pending_frame_;
   std::vector<std::vector<JitInlineRange>> inline_tables_;
-  std::unordered_set<std::string> names_;  // node-based: views stay valid
+  std::unordered_set<std::string, TransparentStringHash, std::equal_to<>> names_;  // node-based: views stay valid
   std::vector<CacheEntry> cache_;
   uint64_t generation_ = 1;
   JitIndexStats stats_;

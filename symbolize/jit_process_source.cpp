@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <tuple>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
@@ -312,13 +313,7 @@ void JitProcessSource::PollSide() {
   for (const jitdump::FrameInfo& f : records.frames) index_.AddFrame(f.index, f.frame_size, f.frame_complete);
   stats_.frames += records.frames.size();
   for (const jitdump::MethodName& m : records.methods) {
-    std::string_view name = *method_names_.insert(m.name).first;
-    auto& versions = methods_[m.method];
-    versions.emplace_back(m.t_ns, name);
-    if (versions.size() > 1 && versions[versions.size() - 2].first > m.t_ns) {
-      std::stable_sort(versions.begin(), versions.end(),
-                       [](const auto& a, const auto& b) { return a.first < b.first; });
-    }
+    methods_.push_back({m.method, m.t_ns, method_names_.Store(m.name)});
   }
   stats_.methods += records.methods.size();
   stats_.unloads += records.unloads.size();
@@ -411,25 +406,40 @@ std::optional<JitSymbol> JitProcessSource::Find(uint64_t addr, uint64_t t_ns) {
   return found;
 }
 
+std::pair<const JitProcessSource::MethodVersion*, const JitProcessSource::MethodVersion*>
+JitProcessSource::MethodVersions(uint64_t method) {
+  auto by_method_time = [](const MethodVersion& a, const MethodVersion& b) {
+    return a.method != b.method ? a.method < b.method : a.t_ns < b.t_ns;
+  };
+  if (methods_sorted_ < methods_.size()) {
+    const auto mid = methods_.begin() + static_cast<std::ptrdiff_t>(methods_sorted_);
+    std::stable_sort(mid, methods_.end(), by_method_time);
+    std::inplace_merge(methods_.begin(), mid, methods_.end(), by_method_time);  // stable: earlier reads first
+    methods_sorted_ = methods_.size();
+  }
+  auto [first, last] = std::equal_range(methods_.begin(), methods_.end(), MethodVersion{method, 0, {}},
+                                        [](const MethodVersion& a, const MethodVersion& b) { return a.method < b.method; });
+  return {methods_.data() + (first - methods_.begin()), methods_.data() + (last - methods_.begin())};
+}
+
 std::optional<std::string_view> JitProcessSource::MethodName(uint64_t method, uint64_t t_ns) {
   // Class unloading frees Method*s and new classes reuse them: a sample taken
   // after our last read may belong to a record not read yet, even when the
   // address already has a name.
-  auto it = methods_.find(method);
-  if (it == methods_.end() || t_ns >= last_poll_ns_) {
+  auto [first, last] = MethodVersions(method);
+  if (first == last || t_ns >= last_poll_ns_) {
     const uint64_t now = JitMonotonicNowNs();
     if (now - last_poll_ns_ >= options_.reread_on_miss_ns) {
       Poll(now);
-      it = methods_.find(method);
+      std::tie(first, last) = MethodVersions(method);
     }
-    if (it == methods_.end()) return std::nullopt;
+    if (first == last) return std::nullopt;
   }
   // The latest name given at or before t_ns, else the earliest (a sample
   // that raced the record).
-  const auto& versions = it->second;
-  auto later = std::upper_bound(versions.begin(), versions.end(), t_ns,
-                                [](uint64_t t, const auto& v) { return t < v.first; });
-  return later == versions.begin() ? versions.front().second : std::prev(later)->second;
+  const MethodVersion* later =
+      std::upper_bound(first, last, t_ns, [](uint64_t t, const MethodVersion& v) { return t < v.t_ns; });
+  return later == first ? first->name : std::prev(later)->name;
 }
 
 }  // namespace arcprof

@@ -13,7 +13,6 @@
 #include <optional>
 #include <set>
 #include <unordered_map>
-#include <unordered_set>
 #include <string>
 #include <vector>
 
@@ -21,6 +20,7 @@
 #include "symbolize/jit_index.h"
 #include "symbolize/jit_source.h"
 #include "symbolize/jitdump.h"
+#include "symbolize/string_arena.h"
 
 namespace arcprof {
 
@@ -133,9 +133,20 @@ class JitProcessSource : public JitSymbolSource {
   std::set<std::string> warned_paths_;
   JitCodeIndex index_;
   JitSourceStats stats_;
-  // Method* -> (valid from, name), each address's versions in time order.
-  std::unordered_map<uint64_t, std::vector<std::pair<uint64_t, std::string_view>>> methods_;
-  std::unordered_set<std::string> method_names_;  // node-based: views stay valid
+  // Method* -> name from t_ns on. A JVM names thousands of methods at
+  // attach: a flat vector and an arena instead of a hash node, a vector and
+  // a string per method (a JVM living 4 s was most of a daemon's CPU).
+  // [0, methods_sorted_) is sorted by (method, t_ns) with arrival order kept
+  // between equal times; what was read since is merged in at the next lookup.
+  struct MethodVersion {
+    uint64_t method = 0;
+    uint64_t t_ns = 0;
+    std::string_view name;
+  };
+  std::pair<const MethodVersion*, const MethodVersion*> MethodVersions(uint64_t method);
+  std::vector<MethodVersion> methods_;
+  size_t methods_sorted_ = 0;
+  StringArena method_names_;
 };
 
 // CLOCK_MONOTONIC now, the clock of samples and jitdump records.

@@ -43,6 +43,16 @@ bool CString(std::string_view data, size_t off, size_t end, std::string* out, si
   return true;
 }
 
+bool CStringView(std::string_view data, size_t off, size_t end, std::string_view* out, size_t* len_with_nul) {
+  if (off >= end) return false;
+  const void* nul = memchr(data.data() + off, '\0', end - off);
+  if (!nul) return false;
+  const size_t len = static_cast<const char*>(nul) - (data.data() + off);
+  *out = data.substr(off, len);
+  *len_with_nul = len + 1;
+  return true;
+}
+
 ParseProgress Corrupt(size_t consumed, std::string message) {
   ParseProgress p;
   p.consumed = consumed;
@@ -245,7 +255,7 @@ ParseProgress ParseSideRecords(std::string_view data, SideRecords* out) {
           MethodName m;
           m.t_ns = t_ns;
           m.method = r.U64(off + kSideMethodsFixedSize + size_t{i} * 8);
-          if (!CString(data, names, end, &m.name, &len)) return Corrupt(off, "METHODS name unterminated");
+          if (!CStringView(data, names, end, &m.name, &len)) return Corrupt(off, "METHODS name unterminated");
           names += len;
           out->methods.push_back(std::move(m));
         }

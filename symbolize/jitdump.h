@@ -90,7 +90,10 @@ struct InlineInfo {
 struct MethodName {
   uint64_t t_ns = 0;
   uint64_t method = 0;  // HotSpot Method*
-  std::string name;
+  // Points into the data given to ParseSideRecords: a JVM names thousands of
+  // methods at attach, and a copy of each name was most of a short-lived
+  // JVM's cost to a whole-machine daemon.
+  std::string_view name;
 };
 
 struct FrameInfo {

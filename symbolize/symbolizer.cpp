@@ -70,6 +70,7 @@ struct Symbolizer::Impl {
     const TimelineProcess* process = nullptr;  // nullptr: cached "no process"
     uint64_t version = 0;
     uint32_t pid = 0;
+    uint64_t epoch = 0;  // Impl::cache_epoch when filled
     SymbolizedFrame frame;
   };
 
@@ -98,6 +99,9 @@ struct Symbolizer::Impl {
   uint64_t next_forget_ns = 0;
   uint64_t next_liveness_ns = 0;
   uint64_t forget_epoch = 0;
+  // Bumped to drop every cached user answer at once (cheaper than touching
+  // the 64 Ki slots: a forget pass runs every 5 s under churn).
+  uint64_t cache_epoch = 1;
 
   // Every second of event time: forget processes that exited long enough ago.
   void MaybeForget(uint64_t t_ns) {
@@ -157,7 +161,7 @@ struct Symbolizer::Impl {
     spdlog::debug("symbolizer: forgot {} processes; {} remembered, {} registry records, {} open files, {} names, {} jit sources",
                   forgotten, timeline.size(), registry.size(), modules.open_files(), names.size(), jit.size());
     // Cached answers point at removed processes.
-    for (auto& slot : user_cache) slot.valid_until = 0;
+    ++cache_epoch;
     ++forget_epoch;
   }
 
@@ -332,7 +336,8 @@ SymbolizedFrame Symbolizer::ResolveUser(uint32_t pid, uint64_t addr, uint64_t t_
   Impl& impl = *impl_;
   ++impl.stats.lookups;
   Impl::UserCacheEntry& slot = impl.user_cache[CacheSlot(pid, addr, kUserCacheBits)];
-  if (slot.valid_until != 0 && slot.addr == addr && slot.pid == pid && t_ns >= slot.valid_from &&
+  if (slot.valid_until != 0 && slot.epoch == impl.cache_epoch && slot.addr == addr && slot.pid == pid &&
+      t_ns >= slot.valid_from &&
       t_ns < slot.valid_until &&
       (slot.process ? slot.process->version == slot.version
                     : impl.timeline.creations() == slot.version)) {
@@ -358,6 +363,7 @@ SymbolizedFrame Symbolizer::ResolveUser(uint32_t pid, uint64_t addr, uint64_t t_
     slot.pid = pid;
     slot.valid_from = hit.valid_from;
     slot.valid_until = hit.valid_until;
+    slot.epoch = impl.cache_epoch;
     slot.process = process;
     slot.version = process ? process->version : impl.timeline.creations();
     slot.frame = frame;
@@ -423,7 +429,7 @@ std::optional<std::string_view> Symbolizer::JavaMethodName(uint32_t pid, uint64_
 void Symbolizer::SetJitSymbolSourceFactory(JitSymbolSourceFactory factory) {
   impl_->jit.SetFactory(std::move(factory));
   // Cached kJitNoMap answers predate the source.
-  for (auto& slot : impl_->user_cache) slot.valid_until = 0;
+  ++impl_->cache_epoch;
 }
 
 void Symbolizer::SetMappingObserver(MappingObserver observer) {
@@ -433,7 +439,7 @@ void Symbolizer::SetMappingObserver(MappingObserver observer) {
 size_t Symbolizer::ReleaseNames(size_t budget_bytes) {
   if (impl_->names.bytes() <= budget_bytes) return 0;
   const size_t n = impl_->names.size();
-  for (auto& slot : impl_->user_cache) slot.valid_until = 0;  // they hold views into the pool
+  ++impl_->cache_epoch;  // cached answers hold views into the pool
   impl_->names.Clear();
   impl_->stats.names_released += n;
   return n;

@@ -39,6 +39,7 @@ std::string Slurp(const std::string& path) {
 // The agent's two files in `dir` for `pid`, parsed.
 struct AgentFiles {
   jitdump::Records dump;
+  std::string side_bytes;  // side.methods' names point into it
   jitdump::SideRecords side;
 };
 
@@ -53,7 +54,8 @@ AgentFiles ReadAgentFiles(const std::string& dir, pid_t pid) {
         jitdump::ParseRecords(std::string_view(dump).substr(header.value().header_size), header.value().swapped, &out.dump);
     EXPECT_FALSE(p.corrupt) << p.error;
   }
-  const std::string side = Slurp(base + ".arcprof");
+  out.side_bytes = Slurp(base + ".arcprof");
+  const std::string& side = out.side_bytes;
   auto side_header = jitdump::ParseSideHeader(side);
   EXPECT_TRUE(side_header.ok()) << base << ".arcprof";
   if (side_header.ok()) {

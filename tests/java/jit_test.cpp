@@ -372,6 +372,34 @@ TEST(JitProcessSource, FrameSizesAndMethodNames) {
   EXPECT_EQ(source.stats().methods, 3u);
 }
 
+// Method names read over several polls are merged into the ones read before:
+// an older record read later still answers for its time, and of two records
+// at the same time the one written later wins.
+TEST(JitProcessSource, MethodNamesReadAcrossPollsKeepTheirTimes) {
+  FakeProc proc;
+  const std::string side = "4242/root/tmp/jit-7.arcprof";
+  proc.Write("4242/root/tmp/jit-7.dump", JitdumpHeader(7) + CodeLoad(100, 0x1000, 0x40, 1, "A.run"));
+  proc.Write(side, SideHeader() + SideMethods(500, {{0x9000, "Second.at500"}, {0xa000, "High.one"}}));
+  if (geteuid() == 0) {
+    ASSERT_EQ(chown(proc.path("4242/root/tmp/jit-7.dump").c_str(), 1000, 1000), 0);
+    ASSERT_EQ(chown(proc.path(side).c_str(), 1000, 1000), 0);
+  }
+  JitProcessSource source(proc.info(), proc.options());
+  source.Poll(1000);
+  EXPECT_EQ(source.MethodName(0x9000, 600), "Second.at500");
+  proc.Write(side,
+             SideMethods(50, {{0x9000, "First.at50"}}) + SideMethods(500, {{0x9000, "Third.at500"}}) +
+                 SideMethods(700, {{0x8000, "Low.one"}}),
+             /*append=*/true);
+  source.Poll(2000);
+  EXPECT_EQ(source.MethodName(0x9000, 100), "First.at50");
+  EXPECT_EQ(source.MethodName(0x9000, 10), "First.at50");  // raced its record: the earliest
+  EXPECT_EQ(source.MethodName(0x9000, 600), "Third.at500");  // same time, written later
+  EXPECT_EQ(source.MethodName(0x8000, 800), "Low.one");
+  EXPECT_EQ(source.MethodName(0xa000, 800), "High.one");
+  EXPECT_EQ(source.stats().methods, 5u);
+}
+
 TEST(JitProcessSource, PerfMapLinesReadLaterWinFromTheirReadTime) {
   FakeProc proc;
   const std::string map = "4242/root/tmp/perf-7.map";
