@@ -13,6 +13,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <memory>
 #include <spdlog/fmt/fmt.h>
 
 #include "symbolize/jitdump_format.h"
@@ -36,6 +37,27 @@ std::atomic<uint64_t> g_perf_map_entries{0};
 constexpr uint64_t kDiscoverEveryNs = 500'000'000;
 constexpr uint64_t kEagerDiscoverNs = 2'000'000'000;
 constexpr uint64_t kDiscoverMaxGapNs = 8'000'000'000;
+
+// What was appended to a JIT file is read into one buffer per thread, kept
+// between reads up to kKeptReadBufferBytes: a JVM's first reads are 1-2 MB,
+// and a fresh std::string each time was zero-filled and faulted in page by
+// page (8% of a whole-machine daemon's CPU under a JVM restarted every 4 s).
+// A larger read gets a buffer of its own, freed after it.
+constexpr size_t kKeptReadBufferBytes = 4u << 20;
+
+char* ReadBufferFor(size_t n, std::unique_ptr<char[]>* own) {
+  thread_local std::unique_ptr<char[]> kept;
+  thread_local size_t kept_bytes = 0;
+  if (n > kKeptReadBufferBytes) {
+    *own = std::make_unique_for_overwrite<char[]>(n);
+    return own->get();
+  }
+  if (kept_bytes < n) {
+    kept_bytes = std::min(kKeptReadBufferBytes, std::max({n, 2 * kept_bytes, size_t{256} << 10}));
+    kept = std::make_unique_for_overwrite<char[]>(kept_bytes);
+  }
+  return kept.get();
+}
 
 std::string ReadSmallFile(const std::string& path) {
   ScopedFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
@@ -193,30 +215,31 @@ void JitProcessSource::Discover(uint64_t now_ns) {
   }
 }
 
-bool JitProcessSource::ReadNew(Tail& tail, std::string* data, size_t max_bytes) {
-  data->clear();
+bool JitProcessSource::ReadNew(Tail& tail, std::string_view* data, size_t max_bytes,
+                               std::unique_ptr<char[]>* own) {
+  *data = {};
   struct stat st {};
   if (fstat(tail.fd.get(), &st) != 0) return false;
   const uint64_t size = static_cast<uint64_t>(st.st_size);
   if (size <= tail.offset) return false;
   const size_t want = static_cast<size_t>(std::min<uint64_t>(size - tail.offset, max_bytes));
-  data->resize(want);
+  char* buf = ReadBufferFor(want, own);
   size_t got = 0;
   while (got < want) {
-    ssize_t n = pread(tail.fd.get(), data->data() + got, want - got, static_cast<off_t>(tail.offset + got));
+    ssize_t n = pread(tail.fd.get(), buf + got, want - got, static_cast<off_t>(tail.offset + got));
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
     got += static_cast<size_t>(n);
   }
-  data->resize(got);
+  *data = std::string_view(buf, got);
   return got > 0;
 }
 
 void JitProcessSource::PollDump() {
   if (!dump_.fd.valid() || dump_.dead) return;
-  std::string data;
-  if (!ReadNew(dump_, &data, kMaxReadPerPoll)) return;
-  std::string_view view = data;
+  std::string_view view;
+  std::unique_ptr<char[]> own;
+  if (!ReadNew(dump_, &view, kMaxReadPerPoll, &own)) return;
   if (!dump_.header_done) {
     if (view.size() < jitdump::kFileHeaderSize) return;  // header still being written
     auto header = jitdump::ParseFileHeader(view);
@@ -269,9 +292,9 @@ void JitProcessSource::PollDump() {
 
 void JitProcessSource::PollSide() {
   if (!side_.fd.valid() || side_.dead) return;
-  std::string data;
-  if (!ReadNew(side_, &data, kMaxReadPerPoll)) return;
-  std::string_view view = data;
+  std::string_view view;
+  std::unique_ptr<char[]> own;
+  if (!ReadNew(side_, &view, kMaxReadPerPoll, &own)) return;
   if (!side_.header_done) {
     if (view.size() < jitdump::kSideHeaderSize) return;
     auto header = jitdump::ParseSideHeader(view);
@@ -338,11 +361,12 @@ void JitProcessSource::PollMap(uint64_t now_ns) {
   if (map_.offset >= options_.perf_map_max_bytes) cap = "bytes";
   else if (stats_.perf_map_entries >= options_.perf_map_max_entries) cap = "entries";
   else if (total >= options_.perf_map_max_entries_total) cap = "entries of all processes' perf maps";
-  std::string data;
+  std::string_view data;
+  std::unique_ptr<char[]> own;
   if (!cap) {
     const size_t want = static_cast<size_t>(
         std::min<uint64_t>(options_.perf_map_bytes_per_read, options_.perf_map_max_bytes - map_.offset));
-    if (!ReadNew(map_, &data, want)) return;
+    if (!ReadNew(map_, &data, want, &own)) return;
   }
   std::vector<perfmap::Entry> entries;
   perfmap::ParseProgress p;

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <unordered_map>
@@ -102,8 +103,9 @@ class JitProcessSource : public JitSymbolSource {
   uint64_t StartMonotonicNs();
   void Warn(const std::string& path, std::string message);  // once per path
   bool OpenTrusted(const std::string& path, Tail* tail);
-  // Appends [offset, EOF) of the file to *data (at most a cap per call).
-  bool ReadNew(Tail& tail, std::string* data, size_t max_bytes);
+  // Reads [offset, EOF) of the file (at most a cap per call) into a buffer
+  // that *data views until the next read (or into *own when large).
+  bool ReadNew(Tail& tail, std::string_view* data, size_t max_bytes, std::unique_ptr<char[]>* own);
   void PollDump();
   void PollSide();
   void PollMap(uint64_t now_ns);

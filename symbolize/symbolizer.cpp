@@ -98,6 +98,7 @@ struct Symbolizer::Impl {
   std::map<std::string, std::string> build_ids;  // module -> build-id, kept after files close
   uint64_t next_forget_ns = 0;
   uint64_t next_liveness_ns = 0;
+  uint64_t next_trim_ns = 0;
   uint64_t forget_epoch = 0;
   // Bumped to drop every cached user answer at once (cheaper than touching
   // the 64 Ki slots: a forget pass runs every 5 s under churn).
@@ -156,8 +157,15 @@ struct Symbolizer::Impl {
     stats.files_closed += closed;
     // Symbol tables and CFI of closed files are large, short-lived blocks:
     // give the freed pages back so that RSS follows what is held, not what
-    // was held at the peak of the churn.
-    if (closed > 0) malloc_trim(0);
+    // was held at the peak of the churn. At most every 30 s: under process
+    // churn files close on almost every pass, and each trim's pages were
+    // faulted back in by the next allocations (page faults and madvise were
+    // ~10% of a whole-machine daemon's CPU; a daemon trims at every window
+    // close too).
+    if (closed > 0 && t_ns >= next_trim_ns) {
+      next_trim_ns = t_ns + 30'000'000'000;
+      malloc_trim(0);
+    }
     spdlog::debug("symbolizer: forgot {} processes; {} remembered, {} registry records, {} open files, {} names, {} jit sources",
                   forgotten, timeline.size(), registry.size(), modules.open_files(), names.size(), jit.size());
     // Cached answers point at removed processes.
