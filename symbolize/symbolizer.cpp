@@ -95,7 +95,7 @@ struct Symbolizer::Impl {
   JitResolver jit;
   std::vector<UserCacheEntry> user_cache;
   Symbolizer::MappingObserver mapping_observer;
-  std::map<std::string, std::string> build_ids;  // module -> build-id, kept after files close
+  std::map<std::string, std::string, std::less<>> build_ids;  // module -> build-id, kept after files close
   uint64_t next_forget_ns = 0;
   uint64_t next_liveness_ns = 0;
   uint64_t next_trim_ns = 0;
@@ -188,7 +188,10 @@ struct Symbolizer::Impl {
       case MappingKind::kFile:
         mapping.module = modules.Intern(path);
         mapping.file_id = modules.FileFor(pid, m, path);
-        if (const ElfFile* file = modules.Get(mapping.file_id); file && !file->build_id().empty())
+        // Looked up before inserting: every exec maps the same few files, and
+        // emplace built two strings per mmap event to find them present.
+        if (const ElfFile* file = modules.Get(mapping.file_id);
+            file && !file->build_id().empty() && build_ids.find(mapping.module) == build_ids.end())
           build_ids.emplace(std::string(mapping.module), file->build_id());
         break;
       case MappingKind::kVdso:
@@ -416,7 +419,9 @@ uint64_t Symbolizer::ProcessVersion(uint32_t pid) const {
   return process ? process->version + 1 : 0;
 }
 
-std::map<std::string, std::string> Symbolizer::ModuleBuildIds() const { return impl_->build_ids; }
+std::map<std::string, std::string> Symbolizer::ModuleBuildIds() const {
+  return {impl_->build_ids.begin(), impl_->build_ids.end()};
+}
 
 std::optional<JitSymbol> Symbolizer::FindJitCode(uint32_t pid, uint64_t addr, uint64_t t_ns) {
   Impl& impl = *impl_;
