@@ -20,6 +20,7 @@ packages=(
   debuginfod libdebuginfod-dev
   libcap2-bin util-linux systemd
   libcurl4-openssl-dev python3-protobuf
+  bpftrace
 )
 
 missing=()

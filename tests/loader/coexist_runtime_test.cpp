@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <fstream>
 #include <thread>
 
 #include "store/window_store.h"
@@ -93,6 +94,48 @@ TEST(Coexist, ConcurrentPerfRecordStaysReadable) {
   bool found = false;
   for (const auto& [module, id] : p.build_ids) found = found || id == build_id;
   EXPECT_TRUE(found) << "build-id " << build_id << " of ground_truth not in the capture";
+}
+
+// bpftrace beside arcprof: its own profile probe at 99 Hz counts the same
+// program arcprof records; both get their samples, bpftrace exits cleanly,
+// and arcprof leaves bpftrace's programs alone.
+TEST(Coexist, BpftraceBesideRecord) {
+  ARCPROF_REQUIRE_RECORD_CAPABLE();
+  ARCPROF_REQUIRE_TOOL("/usr/bin/bpftrace", "bpftrace");
+  TempDir tmp;
+  ArcprofRunPrograms programs;
+  const std::string out = tmp.path("bpftrace.out");
+  Subprocess bpftrace({"/usr/bin/bpftrace", "-o", out, "-e",
+                       "profile:hz:99 /comm == \"ground_truth\"/ { @n = count(); } interval:s:7 { exit(); }"});
+  auto read_out = [&out] {
+    std::ifstream in(out);
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  };
+  // bpftrace says "Attaching N probes..." once they are in.
+  for (int i = 0; i < 300 && read_out().find("Attaching") == std::string::npos; ++i) usleep(100 * 1000);
+  ASSERT_NE(read_out().find("Attaching"), std::string::npos) << bpftrace.stderr_text();
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  const std::string db = tmp.path("x.db");
+  Subprocess rec({kArcprof, "record", "-q", "-o", db, "--", kGroundTruth, "3"});
+  ASSERT_EQ(rec.Wait(), 0) << rec.stderr_text();
+  const double cpu_ms = CpuMs(rec.stderr_text());
+  ASSERT_GT(cpu_ms, 0) << rec.stderr_text();
+  Profile p = LoadCapture(db);
+  ASSERT_FALSE(p.threads.empty());
+  const auto [share, n] = HeavyShare(p, p.threads[0].pid);
+  EXPECT_NEAR(share, 0.75, Tolerance(0.75, n)) << n << " samples";
+  EXPECT_NEAR(static_cast<double>(p.total_samples()), cpu_ms * 0.999, cpu_ms * 0.999 * 0.10);
+  std::string left;
+  EXPECT_TRUE(programs.NothingLeft(&left)) << left;
+
+  // bpftrace prints its map at exit: "@n: COUNT", one per 1/99 s of the
+  // program's CPU time.
+  EXPECT_EQ(bpftrace.Wait(), 0) << bpftrace.stderr_text();
+  const std::string text = read_out();
+  const size_t at = text.find("@n: ");
+  ASSERT_NE(at, std::string::npos) << text;
+  const double counted = std::stod(text.substr(at + 4));
+  EXPECT_NEAR(counted, cpu_ms * 0.099, cpu_ms * 0.099 * 0.2 + 5) << text;
 }
 
 // A fleet runs `arcprof continuous` on every machine; an engineer runs
