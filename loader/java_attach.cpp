@@ -105,6 +105,7 @@ void RunExchange(Exchange& x) {
     ~Trigger() { Remove(); }
   } trigger;
   bool asked = false;        // the JVM was asked to start its attach listener
+  std::string others_trigger;  // the trigger of another attach we wait on
   bool socket_seen = false;  // ...and its socket file was there (but refused)
   // One wait, backing off from 5 to 200 ms until the deadline, for both ways
   // of not being able to connect yet: no socket file (the listener is not
@@ -133,13 +134,30 @@ void RunExchange(Exchange& x) {
       // write). Without the file a SIGQUIT would only make it print its threads.
       const std::string path = fmt::format("{}/tmp/.attach_pid{}", x.root, x.ns_pid);
       ScopedFd fd(open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
-      if (fd.valid()) trigger.path = path;
-      else if (errno != EEXIST) return Fail(x, fmt::format("cannot create {}: {}", path, std::strerror(errno)));
-      // (EEXIST: somebody else's attach is in progress; its file serves us too.)
-      if (kill(static_cast<pid_t>(x.pid), SIGQUIT) != 0) {
+      bool signal = fd.valid();
+      if (fd.valid()) {
+        trigger.path = path;
+        others_trigger.clear();
+      } else if (errno != EEXIST) {
+        return Fail(x, fmt::format("cannot create {}: {}", path, std::strerror(errno)));
+      } else {
+        // Somebody else's attach is in progress (another arcprof, jcmd) and
+        // has signalled the JVM: once its listener runs, one more SIGQUIT
+        // would print a thread dump on the JVM's stdout. Wait for the socket
+        // instead, unless the file is older than an attach takes to signal
+        // (left by an attacher that died first), or goes away unanswered.
+        struct stat trigger_st {};
+        signal = lstat(path.c_str(), &trigger_st) == 0 && time(nullptr) - trigger_st.st_mtime >= 2;
+        others_trigger = signal ? "" : path;
+      }
+      if (signal && kill(static_cast<pid_t>(x.pid), SIGQUIT) != 0) {
         return Fail(x, fmt::format("cannot signal the JVM: {}", std::strerror(errno)));
       }
       asked = true;
+    } else if (!others_trigger.empty() && access(others_trigger.c_str(), F_OK) != 0) {
+      asked = false;  // the other attach is over and we still cannot connect: ask ourselves
+      others_trigger.clear();
+      continue;
     }
     if (MonotonicNs() > x.deadline_ns) {
       if (socket_seen) return Fail(x, fmt::format("cannot connect to {}: {}", socket_path, std::strerror(ECONNREFUSED)));
