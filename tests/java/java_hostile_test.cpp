@@ -56,6 +56,9 @@ void Ignore(int) {}
 // Serves `reply` to every connection on a UNIX socket at path (owned by
 // owner), forever. Runs in a child process.
 [[noreturn]] void ServeSocket(const std::string& path, uid_t owner, const std::string& reply, int ready_fd) {
+  // Every connection gets the reply: a continuous daemon on the machine may
+  // attach the fake too, and stop reading (4 KiB) before the reply ends.
+  signal(SIGPIPE, SIG_IGN);
   unlink(path.c_str());
   int s = socket(AF_UNIX, SOCK_STREAM, 0);
   sockaddr_un addr{};
