@@ -73,6 +73,11 @@ struct Exchange {
   std::string error;
 };
 
+// Seconds after which another attach's trigger file is taken as left behind
+// (an attach signals right after creating it; a busy JVM may take a few
+// seconds to bring its listener up).
+constexpr time_t kStaleTriggerS = 5;
+
 void Fail(Exchange& x, std::string message) {
   x.ok = false;
   x.error = std::move(message);
@@ -128,36 +133,45 @@ void RunExchange(Exchange& x) {
         return Fail(x, fmt::format("cannot connect to {}: {}", socket_path, std::strerror(errno)));
       }
     }
-    if (!asked) {
+    // Somebody else's trigger (another arcprof, jcmd) is an attach in
+    // progress that has signalled the JVM: once its listener runs, one more
+    // SIGQUIT would print a thread dump on the JVM's stdout, so its socket is
+    // waited for. Not forever: a trigger older than kStaleTriggerS was left by
+    // an attacher that died before signalling, and one that goes away while
+    // we still cannot connect was not answered.
+    auto stale = [](const std::string& path) {
+      struct stat trigger_st {};
+      return lstat(path.c_str(), &trigger_st) == 0 && time(nullptr) - trigger_st.st_mtime >= kStaleTriggerS;
+    };
+    if (!others_trigger.empty()) {
+      if (access(others_trigger.c_str(), F_OK) != 0) {
+        asked = false;  // ask ourselves, at once
+        others_trigger.clear();
+        continue;
+      }
+      if (stale(others_trigger)) {
+        others_trigger.clear();
+        if (kill(static_cast<pid_t>(x.pid), SIGQUIT) != 0) {
+          return Fail(x, fmt::format("cannot signal the JVM: {}", std::strerror(errno)));
+        }
+      }
+    } else if (!asked) {
       // Ask the JVM to start its attach listener: a trigger file it checks
       // for when it gets SIGQUIT (in its cwd or /tmp; /tmp is where we can
       // write). Without the file a SIGQUIT would only make it print its threads.
       const std::string path = fmt::format("{}/tmp/.attach_pid{}", x.root, x.ns_pid);
       ScopedFd fd(open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
-      bool signal = fd.valid();
       if (fd.valid()) {
         trigger.path = path;
-        others_trigger.clear();
       } else if (errno != EEXIST) {
         return Fail(x, fmt::format("cannot create {}: {}", path, std::strerror(errno)));
-      } else {
-        // Somebody else's attach is in progress (another arcprof, jcmd) and
-        // has signalled the JVM: once its listener runs, one more SIGQUIT
-        // would print a thread dump on the JVM's stdout. Wait for the socket
-        // instead, unless the file is older than an attach takes to signal
-        // (left by an attacher that died first), or goes away unanswered.
-        struct stat trigger_st {};
-        signal = lstat(path.c_str(), &trigger_st) == 0 && time(nullptr) - trigger_st.st_mtime >= 2;
-        others_trigger = signal ? "" : path;
       }
-      if (signal && kill(static_cast<pid_t>(x.pid), SIGQUIT) != 0) {
+      if (!fd.valid() && !stale(path)) {
+        others_trigger = path;
+      } else if (kill(static_cast<pid_t>(x.pid), SIGQUIT) != 0) {
         return Fail(x, fmt::format("cannot signal the JVM: {}", std::strerror(errno)));
       }
       asked = true;
-    } else if (!others_trigger.empty() && access(others_trigger.c_str(), F_OK) != 0) {
-      asked = false;  // the other attach is over and we still cannot connect: ask ourselves
-      others_trigger.clear();
-      continue;
     }
     if (MonotonicNs() > x.deadline_ns) {
       if (socket_seen) return Fail(x, fmt::format("cannot connect to {}: {}", socket_path, std::strerror(ECONNREFUSED)));
