@@ -3,9 +3,10 @@
 # runs once under `arcprof record -- perf record -F 999 -g -- CMD`, so both
 # tools sample the very same run (arcprof also sees perf itself, a few
 # samples). Prints a markdown table of bytes per sample: arcprof's capture
-# (current schema), the same capture rewritten in schema 3 (tree blocks in
-# columns, the format before the context coding) and in schema 1 (a row per
-# frame and node), perf.data with frame-pointer call graphs, and perf.data
+# (current schema), the same capture rewritten in schema 4 (the format
+# before row blocks for the small tables, NUL-ended symbols and sparse
+# values), in schema 3 (tree blocks in columns, before the context coding)
+# and in schema 1 (a row per frame and node), perf.data with frame-pointer call graphs, and perf.data
 # with `--call-graph dwarf` from a second run of the same command (perf only;
 # PERF_DWARF=0 skips it); and the time of `arcprof report` on the current
 # schema and on schema 3 (median of 5).
@@ -73,18 +74,22 @@ per() { awk -v b="$1" -v n="$2" 'BEGIN {if (n > 0) printf "%.1f", b / n; else pr
 
 echo "## Capture size: bytes per sample, arcprof vs perf -g on the same execution (999 Hz)"
 echo
-echo "| workload | samples (arcprof) | arcprof B/sample | schema 3 B/sample | schema 1 B/sample | samples (perf) | perf -g B/sample | perf dwarf B/sample (samples) | report s (current / schema 3) |"
-echo "|---|---|---|---|---|---|---|---|---|"
+echo "| workload | samples (arcprof) | arcprof B/sample | schema 4 B/sample | schema 3 B/sample | schema 1 B/sample | samples (perf) | perf -g B/sample | perf dwarf B/sample (samples) | report s (current / schema 3) |"
+echo "|---|---|---|---|---|---|---|---|---|---|"
 for w in "${order[@]}"; do
   a=$tmp/$w.db p=$tmp/$w.perf.data
   if ! "$arcprof" record -q -o "$a" -- perf record -q -F 999 -g -o "$p" -- sh -c "${cmd[$w]}" \
        > "$tmp/$w.log" 2>&1; then
-    echo "| $w | failed: $(tail -1 "$tmp/$w.log") | | | | | | | |"
+    echo "| $w | failed: $(tail -1 "$tmp/$w.log") | | | | | | | | |"
     continue
   fi
   "$schema1" "$a" "$tmp/$w.v1.db"
   "$schema1" --schema 3 "$a" "$tmp/$w.v3.db"
-  a_samples=$(sqlite3 "$a" "SELECT value FROM counters WHERE name = 'samples_total'")
+  "$schema1" --schema 4 "$a" "$tmp/$w.v4.db"
+  # Schema 5 keeps counters in row blocks: read the count from the schema 4 copy.
+  a_samples=$(sqlite3 "$tmp/$w.v4.db" "SELECT value FROM counters WHERE name = 'samples_total'")
+  v4_bytes=$(stat -c %s "$tmp/$w.v4.db")
+  rm -f "$tmp/$w.v4.db"
   a_bytes=$(stat -c %s "$a")
   v1_bytes=$(stat -c %s "$tmp/$w.v1.db")
   v3_bytes=$(stat -c %s "$tmp/$w.v3.db")
@@ -107,7 +112,7 @@ for w in "${order[@]}"; do
   fi
   r4=$(report_s "$a")
   r3=$(report_s "$tmp/$w.v3.db")
-  echo "| $w | $a_samples | **$(per "$a_bytes" "$a_samples")** ($a_bytes B) | $(per "$v3_bytes" "$a_samples") | $(per "$v1_bytes" "$a_samples") | ${p_samples:-?} | $(per "$p_bytes" "${p_samples:-0}") ($p_bytes B) | $dwarf | $r4 / $r3 |"
+  echo "| $w | $a_samples | **$(per "$a_bytes" "$a_samples")** ($a_bytes B) | $(per "$v4_bytes" "$a_samples") | $(per "$v3_bytes" "$a_samples") | $(per "$v1_bytes" "$a_samples") | ${p_samples:-?} | $(per "$p_bytes" "${p_samples:-0}") ($p_bytes B) | $dwarf | $r4 / $r3 |"
   rm -f "$tmp/$w.v3.db"
   [ -n "${KEEP_CAPTURES:-}" ] && mkdir -p "$KEEP_CAPTURES" && cp "$a" "$KEEP_CAPTURES/"
 done
@@ -122,7 +127,7 @@ for w in "${order[@]}"; do
        "$(sqlite3 "$a" 'PRAGMA freelist_count') free pages):" \
        "$(sqlite3 "$a" "SELECT group_concat(name || ' ' || bytes, ', ') FROM
            (SELECT name, sum(pgsize) AS bytes FROM dbstat GROUP BY name ORDER BY bytes DESC)")"
-  for t in frame_blocks tree_blocks; do
+  for t in frame_blocks tree_blocks row_blocks; do
     echo "  - $t: $(sqlite3 "$a" "SELECT count(*) || ' blocks, ' || coalesce(sum(raw_bytes), 0) || ' B raw, ' ||
                                   coalesce(sum(length(data)), 0) || ' B compressed' FROM $t" 2>/dev/null || echo -)"
   done

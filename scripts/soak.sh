@@ -61,7 +61,12 @@ hz=$(getconf CLK_TCK)
   echo "fds_max=$(tail -n +2 "$out/rss.csv" | cut -d, -f3 | sort -n | tail -1)"
   grep -E "samples in|lost" "$out/record.log" || true
   echo "counters:"
-  sqlite3 "$out/soak.db" "SELECT name, SUM(value) FROM counters GROUP BY name" 2>/dev/null || true
+  # Schema 5 captures keep counters in row blocks: read them from a schema 4 copy.
+  schema4=$(dirname "$arcprof")/bench/capture_schema1
+  if [ -x "$schema4" ] && "$schema4" --schema 4 "$out/soak.db" "$out/soak.v4.db" 2>/dev/null; then
+    sqlite3 "$out/soak.v4.db" "SELECT name, SUM(value) FROM counters GROUP BY name" 2>/dev/null || true
+    rm -f "$out/soak.v4.db"
+  fi
 } > "$out/summary.txt"
 python3 - "$out/rss.csv" "$out/rss.svg" <<'PY'
 import csv, sys

@@ -34,6 +34,10 @@ class ByteReader {
 
   // False at the end of the data or on a varint longer than 64 bits.
   bool Varint(uint64_t& out) {
+    if (pos_ < data_.size() && static_cast<uint8_t>(data_[pos_]) < 0x80) {  // most are one byte
+      out = static_cast<uint8_t>(data_[pos_++]);
+      return true;
+    }
     uint64_t v = 0;
     for (int shift = 0; shift < 64; shift += 7) {
       if (pos_ >= data_.size()) return false;
@@ -78,9 +82,9 @@ uint64_t FrameFlags(const FrameRecord& f) {
 
 // ------------------------------------------------------------ compression
 
-std::string Deflate(std::string_view raw, const std::vector<size_t>& cuts) {
+std::string Deflate(std::string_view raw, const std::vector<size_t>& cuts, bool numbers) {
   z_stream z{};
-  if (deflateInit(&z, 6) != Z_OK) return {};  // only on out of memory; the reader then rejects the block
+  if (deflateInit2(&z, 6, Z_DEFLATED, 15, 8, numbers ? Z_FILTERED : Z_DEFAULT_STRATEGY) != Z_OK) return {};  // only on out of memory; the reader then rejects the block
   std::string out(deflateBound(&z, static_cast<uLong>(raw.size())) + 16 * (cuts.size() + 1), '\0');
   z.next_out = reinterpret_cast<Bytef*>(out.data());
   z.avail_out = static_cast<uInt>(out.size());
@@ -125,7 +129,7 @@ Result<std::string> Inflate(std::string_view data, uint64_t raw_bytes) {
 // Block layout: count, then columns of count entries each: module id, flags,
 // address (zig-zag difference from the previous frame's), symbol length; then
 // the symbols' bytes, back to back.
-std::vector<std::string> EncodeFrameBlocks(const std::vector<BlockFrame>& frames,
+std::vector<std::string> EncodeFrameBlocks(const std::vector<BlockFrame>& frames, FrameLayout layout,
                                            std::vector<std::vector<size_t>>* cuts) {
   std::vector<std::string> blocks;
   size_t begin = 0;
@@ -142,14 +146,26 @@ std::vector<std::string> EncodeFrameBlocks(const std::vector<BlockFrame>& frames
       PutVarint(flags, FrameFlags(f));
       PutVarint(address, ZigZag(f.address - previous));
       previous = f.address;
-      PutVarint(length, f.symbol.size());
-      symbols += f.symbol;
+      if (layout == FrameLayout::kLengths) {
+        PutVarint(length, f.symbol.size());
+        symbols += f.symbol;
+      } else {
+        for (char c : f.symbol) {
+          if (c == '\0') {
+            symbols += "\\x00";
+          } else {
+            symbols += c;
+          }
+        }
+        symbols += '\0';
+      }
       ++end;
     }
     std::string raw;
     PutVarint(raw, end - begin);
     std::vector<size_t> ends;
     for (const std::string* column : {&module, &flags, &address, &length, &symbols}) {
+      if (column->empty()) continue;  // no length column when NUL-ended
       raw += *column;
       ends.push_back(raw.size());
     }
@@ -161,10 +177,10 @@ std::vector<std::string> EncodeFrameBlocks(const std::vector<BlockFrame>& frames
 }
 
 Result<void> DecodeFrameBlock(std::string_view raw, size_t module_count,
-                              std::vector<std::pair<uint32_t, FrameRecord>>& out) {
+                              std::vector<std::pair<uint32_t, FrameRecord>>& out, FrameLayout layout) {
   ByteReader in(raw);
   uint64_t count = 0;
-  // Each frame takes at least four bytes (one per column).
+  // Each frame takes at least four bytes (one per column, or its NUL).
   if (!in.Varint(count) || count == 0 || count > in.remaining() / 4) {
     return Bad("a frame block with an impossible frame count");
   }
@@ -196,6 +212,21 @@ Result<void> DecodeFrameBlock(std::string_view raw, size_t module_count,
     if (!in.Varint(delta)) return Bad("a truncated frame block");
     previous += UnZigZag(delta);  // wraps like the writer's subtraction
     out[first + i].second.address = previous;
+  }
+  if (layout == FrameLayout::kNulEnded) {
+    std::string_view rest;
+    (void)in.Bytes(in.remaining(), rest);
+    for (size_t i = 0; i < count; ++i) {
+      const size_t end = rest.find('\0');
+      if (end == std::string_view::npos) return Bad("a frame block whose symbols do not fill it");
+      if (end > kMaxBlockSymbolBytes) {
+        return Bad("a frame with a symbol longer than " + std::to_string(kMaxBlockSymbolBytes) + " bytes");
+      }
+      out[first + i].second.symbol.assign(rest.substr(0, end));
+      rest.remove_prefix(end + 1);
+    }
+    if (!rest.empty()) return Bad("a frame block with trailing bytes");
+    return {};
   }
   std::vector<uint32_t> lengths(count);
   uint64_t total = 0;
@@ -279,7 +310,8 @@ struct OpenRecord {
 // The nodes of one block under construction, written in either layout.
 class TreeBlockBuilder {
  public:
-  TreeBlockBuilder(size_t value_count, TreeLayout layout) : value_count_(value_count), layout_(layout) {}
+  TreeBlockBuilder(size_t value_count, TreeLayout layout)
+      : value_count_(value_count), layout_(layout), size_(kMaxVarintBytes * (1 + value_count)) {}
 
   void StartRecord(uint32_t thread, bool continues) {
     records_.push_back(OpenRecord{thread, continues, {}, {}, {}, {}});
@@ -326,7 +358,12 @@ class TreeBlockBuilder {
     size_ += VarintSize(n);
     for (size_t j = 0; j < value_count_; ++j) {
       r.values.push_back(values[j]);
-      size_ += VarintSize(ZigZag(values[j] - n));
+      if (j > 0 && layout_ == TreeLayout::kContextSparse) {
+        // A gap (below 2^21 nodes in a block: 3 bytes) and the value.
+        size_ += values[j] == 0 ? 0 : 3 + VarintSize(values[j]);
+      } else {
+        size_ += VarintSize(ZigZag(values[j] - n));
+      }
     }
   }
   void Headers(std::string& raw) const {
@@ -422,6 +459,31 @@ class TreeBlockBuilder {
       cuts.push_back(raw.size());
     }
     for (size_t j = 0; j < value_count_; ++j) {
+      if (j > 0 && layout_ == TreeLayout::kContextSparse) {
+        // The nodes (in block order) with a value: how many, the gap before
+        // each (nodes without a value skipped since the previous one), the values.
+        std::string gaps, values;
+        uint64_t count = 0, skipped = 0;
+        for (const OpenRecord& r : records_) {
+          for (size_t i = 0; i < r.n.size(); ++i) {
+            const uint64_t v = r.values[i * value_count_ + j];
+            if (v == 0) {
+              ++skipped;
+              continue;
+            }
+            ++count;
+            PutVarint(gaps, skipped);
+            PutVarint(values, v);
+            skipped = 0;
+          }
+        }
+        PutVarint(raw, count);
+        raw += gaps;
+        cuts.push_back(raw.size());
+        raw += values;
+        cuts.push_back(raw.size());
+        continue;
+      }
       for (bool leaf : {true, false}) {
         for (size_t k = 0; k < records_.size(); ++k) {
           for (size_t i = 0; i < records_[k].n.size(); ++i) {
@@ -438,7 +500,7 @@ class TreeBlockBuilder {
   size_t value_count_;
   TreeLayout layout_;
   std::vector<OpenRecord> records_;
-  size_t size_ = kMaxVarintBytes;
+  size_t size_;
   // The context layout's ranks so far (FinishContext computes them again).
   ContextPath path_{false};
   std::unordered_map<uint64_t, uint32_t> rank_of_;  // context << 32 | frame -> rank
@@ -599,8 +661,17 @@ Result<std::vector<TreeRecord>> DecodeTreeBlock(std::string_view raw, size_t val
   {
     // Context -> its list of frames in order of first appearance: a slot per
     // frame id (and one for the root), lists only for contexts that occur.
+    // Most contexts have one to three frames: those are held in place, the
+    // rest of a longer list in a vector of its own (a heap allocation per
+    // context was a tenth of reading a g++ capture's tree block).
+    struct List {
+      uint32_t size = 0;
+      uint32_t first[3] = {0, 0, 0};
+      uint32_t more = 0;  // index in `spill` (0: none yet)
+    };
     std::vector<uint32_t> slot_of(frame_count + 1, 0);  // 0: no list yet
-    std::vector<std::vector<uint32_t>> lists(1);
+    std::vector<List> lists(1);
+    std::vector<std::vector<uint32_t>> spill(1);
     size_t at = 0;
     for (TreeRecord& r : records) {
       ContextPath path(r.continues);
@@ -611,7 +682,7 @@ Result<std::vector<TreeRecord>> DecodeTreeBlock(std::string_view raw, size_t val
           slot = static_cast<uint32_t>(lists.size());
           lists.emplace_back();
         }
-        std::vector<uint32_t>& list = lists[slot];
+        List& list = lists[slot];
         const uint32_t rank = ranks[at++];
         uint32_t frame = 0;
         if (rank == 0) {
@@ -622,33 +693,81 @@ Result<std::vector<TreeRecord>> DecodeTreeBlock(std::string_view raw, size_t val
             return Bad("a call tree node with frame " + std::to_string(id) + ", which does not exist");
           }
           frame = static_cast<uint32_t>(id);
-          list.push_back(frame);
+          if (list.size < 3) {
+            list.first[list.size] = frame;
+          } else {
+            if (list.more == 0) {
+              list.more = static_cast<uint32_t>(spill.size());
+              spill.emplace_back();
+            }
+            spill[list.more].push_back(frame);
+          }
+          ++list.size;
         } else {
-          if (rank > list.size()) return Bad("a call tree node naming a frame its context has not seen");
-          frame = list[rank - 1];
+          if (rank > list.size) return Bad("a call tree node naming a frame its context has not seen");
+          frame = rank <= 3 ? list.first[rank - 1] : spill[list.more][rank - 4];
         }
         r.frames[k] = frame;
         path.Push(frame);
       }
     }
   }
-  // Leaf-like as LeafLike() says, without building the vectors.
-  auto leaf_like = [](const TreeRecord& r, size_t i) {
-    const size_t next = i + 1, first = r.continues ? 0 : 1;
-    return next >= r.n.size() || (next >= first && r.pops[next - first] >= 1);
-  };
-  for (bool leaf : {true, false}) {
+  // Leaf-like as LeafLike() says, once for every node in block order.
+  std::vector<uint8_t> leafy(nodes);
+  {
+    size_t at = 0;
+    for (const TreeRecord& r : records) {
+      const size_t first = r.continues ? 0 : 1;
+      for (size_t i = 0; i < r.n.size(); ++i) {
+        const size_t next = i + 1;
+        leafy[at++] = next >= r.n.size() || (next >= first && r.pops[next - first] >= 1);
+      }
+    }
+  }
+  for (uint8_t leaf : {1, 0}) {
+    size_t at = 0;
     for (TreeRecord& r : records) {
       for (size_t i = 0; i < r.n.size(); ++i) {
-        if (leaf_like(r, i) == leaf && !in.Varint(r.n[i])) return Bad("a truncated tree block");
+        if (leafy[at++] == leaf && !in.Varint(r.n[i])) return Bad("a truncated tree block");
       }
     }
   }
   for (size_t j = 0; j < value_count; ++j) {
-    for (bool leaf : {true, false}) {
+    if (j > 0 && layout == TreeLayout::kContextSparse) {
+      // Values left 0 by resize, but for the nodes listed.
+      uint64_t count = 0;
+      if (!in.Varint(count) || count > nodes || count > in.remaining() / 2) {
+        return Bad("a tree block with an impossible count of values");
+      }
+      std::vector<std::pair<size_t, size_t>> at(count);  // (record, node)
+      size_t k = 0, i = 0;  // the next node in block order
+      for (auto& [record, node] : at) {
+        uint64_t gap = 0;
+        if (!in.Varint(gap)) return Bad("a truncated tree block");
+        for (;;) {
+          if (k >= records.size()) return Bad("a tree block with values beyond its nodes");
+          const size_t left = records[k].n.size() - i;
+          if (gap < left) break;
+          gap -= left;
+          ++k;
+          i = 0;
+        }
+        i += gap;
+        record = k;
+        node = i++;
+      }
+      for (const auto& [record, node] : at) {
+        uint64_t v = 0;
+        if (!in.Varint(v) || v == 0) return Bad("a tree block with a listed value of 0 or truncated");
+        records[record].values[node * value_count + j] = v;
+      }
+      continue;
+    }
+    for (uint8_t leaf : {1, 0}) {
+      size_t at = 0;
       for (TreeRecord& r : records) {
         for (size_t i = 0; i < r.n.size(); ++i) {
-          if (leaf_like(r, i) != leaf) continue;
+          if (leafy[at++] != leaf) continue;
           uint64_t z = 0;
           if (!in.Varint(z)) return Bad("a truncated tree block");
           r.values[i * value_count + j] = r.n[i] + UnZigZag(z);

@@ -52,6 +52,10 @@ CREATE TABLE windows (
   start_ns INTEGER NOT NULL,
   end_ns INTEGER NOT NULL
 );
+)sql";
+
+// Schemas 1 to 4: threads, modules and counters as tables of rows.
+constexpr const char* kRowTablesSql = R"sql(
 CREATE TABLE threads (
   id INTEGER PRIMARY KEY,
   capture_id INTEGER NOT NULL REFERENCES captures(id),
@@ -119,6 +123,28 @@ CREATE TABLE tree_blocks (
 );
 )sql";
 
+// Schema 5: the rows of threads, modules and counters as row blocks, all in
+// one table (a table costs a page and its schema text; these are a few KB).
+constexpr const char* kSchema5Sql = R"sql(
+CREATE TABLE row_blocks (
+  id INTEGER PRIMARY KEY,
+  name TEXT NOT NULL,
+  raw_bytes INTEGER NOT NULL,
+  data BLOB NOT NULL
+);
+)sql";
+
+// The tables schema 5 keeps in row_blocks, with their columns as a row
+// block holds them (RowBlock kinds; ids are positions).
+struct SmallTable {
+  const char* name;
+  const char* kinds;
+};
+constexpr SmallTable kModulesRows = {"modules", "tt"};       // path, build_id
+constexpr SmallTable kThreadsRows = {"threads", "iiittt"};   // capture_id, pid, tid, comm, process_comm, cmdline
+constexpr SmallTable kCountersRows = {"counters", "iti"};    // window_id, name, value
+constexpr SmallTable kSmallTables[] = {kModulesRows, kThreadsRows, kCountersRows};
+
 // Nanoseconds off CPU of the call tree nodes that have any (record --off-cpu).
 constexpr const char* kOffCpuSchemaSql = R"sql(
 CREATE TABLE offcpu_nodes (
@@ -133,13 +159,18 @@ CREATE TABLE offcpu_nodes (
 // Tables every capture has, and those only one schema version has (the
 // optional offcpu_nodes belongs to schema 1; schema 2 keeps off-CPU time as a
 // value type of the tree blocks).
-constexpr const char* kCommonTables[] = {"meta", "captures", "windows", "threads", "modules", "counters"};
+constexpr const char* kCommonTables[] = {"meta", "captures", "windows"};
+constexpr const char* kRowTables[] = {"threads", "modules", "counters"};  // schemas 1 to 4
 constexpr const char* kSchema1Tables[] = {"frames", "nodes"};
 constexpr const char* kSchema2Tables[] = {"value_types", "frame_blocks", "tree_blocks"};
 
 // The schema versions (first, last) a table belongs to.
 std::pair<int, int> TableVersions(std::string_view name) {
   if (name == "offcpu_nodes") return {1, 1};
+  if (name == "row_blocks") return {5, kCaptureSchemaVersion};
+  for (const char* t : kRowTables) {
+    if (name == t) return {1, 4};
+  }
   for (const char* t : kSchema1Tables) {
     if (name == t) return {1, 1};
   }
@@ -188,8 +219,8 @@ std::string NormalizeSql(std::string_view sql) {
 const std::map<std::string, std::string>& KnownTables() {
   static const std::map<std::string, std::string> tables = [] {
     std::map<std::string, std::string> out;
-    for (const char* script : {kSchemaSql, kSchema1Sql, kSchema2Sql, kOffCpuSchemaSql, PttSchemaSql(),
-                                kPushSentTableSql}) {
+    for (const char* script : {kSchemaSql, kRowTablesSql, kSchema5Sql, kSchema1Sql, kSchema2Sql, kOffCpuSchemaSql,
+                                PttSchemaSql(), kPushSentTableSql}) {
       std::string_view rest(script);
       while (!rest.empty()) {
         const size_t end = std::min(rest.find(';'), rest.size());
@@ -330,7 +361,16 @@ Result<void> FillFramesAndNodes1(Writer& w, const Profile& profile, const Captur
 
 // Schema 2: modules as rows; frames and trees as compressed blocks
 // (store/capture_blocks.h, docs/capture-format.md "Blocks").
-Result<void> FillBlocks(Writer& w, const Profile& profile, const CaptureOf& capture_of, TreeLayout layout) {
+// Where the modules go: rows of the modules table (schemas 2 to 4) or a row
+// block (schema 5); ids dense from 0 in call order.
+using AddModule = std::function<Result<void>(const std::string& path, const std::string& build_id)>;
+
+Result<void> FillBlocks(Writer& w, const Profile& profile, const CaptureOf& capture_of, int schema_version,
+                        const AddModule& add_module) {
+  const TreeLayout layout = schema_version >= 5   ? TreeLayout::kContextSparse
+                            : schema_version == 4 ? TreeLayout::kContext
+                                                  : TreeLayout::kColumns;
+  const FrameLayout frame_layout = schema_version >= 5 ? FrameLayout::kNulEnded : FrameLayout::kLengths;
   // Frames in (module, address, symbol) order, so addresses are small steps.
   const auto& frames = profile.frames.all();
   std::vector<uint32_t> order(frames.size());
@@ -343,8 +383,6 @@ Result<void> FillBlocks(Writer& w, const Profile& profile, const CaptureOf& capt
     return std::tie(x_module, x.address, x.symbol, x.kind, x.reason, x.inlined) <
            std::tie(y_module, y.address, y.symbol, y.kind, y.reason, y.inlined);
   });
-  auto module = w.Prepare("INSERT INTO modules (id, path, build_id) VALUES (?, ?, ?)");
-  if (!module) return module.error();
   // Profile module id -> file module id (kNone: not written yet).
   constexpr uint32_t kNone = 0xffffffffu;
   std::vector<uint32_t> module_ids(profile.frames.module_count(), kNone);
@@ -360,7 +398,7 @@ Result<void> FillBlocks(Writer& w, const Profile& profile, const CaptureOf& capt
       const std::string& path = profile.frames.module(f.module);
       auto build_id = profile.build_ids.find(path);
       const std::string bid = build_id == profile.build_ids.end() ? "" : build_id->second;
-      if (auto r = w.Insert(*module, int64_t{file_module}, path, bid); !r) return r;
+      if (auto r = add_module(path, bid); !r) return r;
     }
     file_frame[id] = static_cast<uint32_t>(block_frames.size());
     block_frames.push_back(BlockFrame{file_module, &f});
@@ -369,7 +407,7 @@ Result<void> FillBlocks(Writer& w, const Profile& profile, const CaptureOf& capt
   if (!frame_block) return frame_block.error();
   int64_t block_id = 0;
   std::vector<std::vector<size_t>> cuts;
-  const std::vector<std::string> frame_raw = EncodeFrameBlocks(block_frames, &cuts);
+  const std::vector<std::string> frame_raw = EncodeFrameBlocks(block_frames, frame_layout, &cuts);
   for (size_t b = 0; b < frame_raw.size(); ++b) {
     const std::string& raw = frame_raw[b];
     if (auto r = w.Insert(*frame_block, block_id++, static_cast<int64_t>(raw.size()), Blob{Deflate(raw, cuts[b])});
@@ -429,7 +467,7 @@ Result<void> FillBlocks(Writer& w, const Profile& profile, const CaptureOf& capt
     for (size_t b = 0; b < tree_raw.size(); ++b) {
       const std::string& raw = tree_raw[b];
       if (auto r = w.Insert(*tree_block, block_id++, window_id, static_cast<int64_t>(raw.size()),
-                            Blob{Deflate(raw, cuts[b])});
+                            Blob{Deflate(raw, cuts[b], /*numbers=*/true)});
           !r) {
         return r;
       }
@@ -444,7 +482,13 @@ Result<void> FillCapture(Writer& w, const Profile& profile, int schema_version) 
   auto transaction = SqlTransaction::Begin(w);
   if (!transaction) return transaction.error();
   if (auto r = w.Exec(kSchemaSql); !r) return r;
+  if (auto r = w.Exec(schema_version >= 5 ? kSchema5Sql : kRowTablesSql); !r) return r;
   if (auto r = w.Exec(schema_version == 1 ? kSchema1Sql : kSchema2Sql); !r) return r;
+  // Schema 5: the small tables' rows, written as row blocks at the end.
+  const bool row_blocks = schema_version >= 5;
+  RowBlock modules_rows{kModulesRows.kinds, 0, {}, {}};
+  RowBlock threads_rows{kThreadsRows.kinds, 0, {}, {}};
+  RowBlock counters_rows{kCountersRows.kinds, 0, {}, {}};
 
   auto meta = w.Prepare("INSERT INTO meta (capture_id, key, value) VALUES (?, ?, ?)");
   if (!meta) return meta.error();
@@ -491,29 +535,74 @@ Result<void> FillCapture(Writer& w, const Profile& profile, int schema_version) 
     }
   }
 
-  auto thread = w.Prepare(
-      "INSERT INTO threads (id, capture_id, pid, tid, comm, process_comm, cmdline) "
-      "VALUES (?, ?, ?, ?, ?, ?, ?)");
-  if (!thread) return thread.error();
-  for (size_t i = 0; i < profile.threads.size(); ++i) {
-    const ThreadRecord& t = profile.threads[i];
-    if (auto r = w.Insert(*thread, static_cast<int64_t>(i), capture_of(t), int64_t{t.pid},
-                          int64_t{t.tid}, t.comm, t.process_comm, t.cmdline);
-        !r) {
-      return r;
+  if (row_blocks) {
+    for (const ThreadRecord& t : profile.threads) {
+      ++threads_rows.rows;
+      threads_rows.ints.insert(threads_rows.ints.end(),
+                               {static_cast<uint64_t>(capture_of(t)), uint64_t{t.pid}, uint64_t{t.tid}});
+      threads_rows.texts.insert(threads_rows.texts.end(), {t.comm, t.process_comm, t.cmdline});
+    }
+  } else {
+    auto thread = w.Prepare(
+        "INSERT INTO threads (id, capture_id, pid, tid, comm, process_comm, cmdline) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?)");
+    if (!thread) return thread.error();
+    for (size_t i = 0; i < profile.threads.size(); ++i) {
+      const ThreadRecord& t = profile.threads[i];
+      if (auto r = w.Insert(*thread, static_cast<int64_t>(i), capture_of(t), int64_t{t.pid},
+                            int64_t{t.tid}, t.comm, t.process_comm, t.cmdline);
+          !r) {
+        return r;
+      }
     }
   }
 
   if (schema_version == 1) {
     if (auto r = FillFramesAndNodes1(w, profile, capture_of); !r) return r;
   } else {
-    const TreeLayout layout = schema_version >= 4 ? TreeLayout::kContext : TreeLayout::kColumns;
-    if (auto r = FillBlocks(w, profile, capture_of, layout); !r) return r;
+    std::optional<SqlStatement> module;
+    if (!row_blocks) {
+      auto prepared = w.Prepare("INSERT INTO modules (id, path, build_id) VALUES (?, ?, ?)");
+      if (!prepared) return prepared.error();
+      module = std::move(*prepared);
+    }
+    int64_t next_module = 0;
+    auto add_module = [&](const std::string& path, const std::string& build_id) -> Result<void> {
+      if (row_blocks) {
+        ++modules_rows.rows;
+        modules_rows.texts.insert(modules_rows.texts.end(), {path, build_id});
+        return {};
+      }
+      return w.Insert(*module, next_module++, path, build_id);
+    };
+    if (auto r = FillBlocks(w, profile, capture_of, schema_version, add_module); !r) return r;
   }
-  auto counter = w.Prepare("INSERT INTO counters (window_id, name, value) VALUES (?, ?, ?)");
-  if (!counter) return counter.error();
-  for (const auto& [name, value] : profile.counters) {
-    if (auto r = w.Insert(*counter, kWindowId, name, value); !r) return r;
+  if (row_blocks) {
+    for (const auto& [name, value] : profile.counters) {
+      ++counters_rows.rows;
+      counters_rows.ints.insert(counters_rows.ints.end(), {uint64_t{kWindowId}, static_cast<uint64_t>(value)});
+      counters_rows.texts.push_back(name);
+    }
+    auto block = w.Prepare("INSERT INTO row_blocks (id, name, raw_bytes, data) VALUES (?, ?, ?, ?)");
+    if (!block) return block.error();
+    int64_t id = 0;
+    for (const RowBlock* rows : {&modules_rows, &threads_rows, &counters_rows}) {
+      const char* name = rows == &modules_rows ? kModulesRows.name
+                         : rows == &threads_rows ? kThreadsRows.name
+                                                 : kCountersRows.name;
+      for (const std::string& raw : EncodeRowBlocks(*rows)) {
+        if (auto r = w.Insert(*block, id++, std::string(name), static_cast<int64_t>(raw.size()), Blob{Deflate(raw)});
+            !r) {
+          return r;
+        }
+      }
+    }
+  } else {
+    auto counter = w.Prepare("INSERT INTO counters (window_id, name, value) VALUES (?, ?, ?)");
+    if (!counter) return counter.error();
+    for (const auto& [name, value] : profile.counters) {
+      if (auto r = w.Insert(*counter, kWindowId, name, value); !r) return r;
+    }
   }
   if (profile.ptt.recorded) {
     if (auto r = WritePttTables(w, profile.ptt, kCaptureId, kWindowId, schema_version); !r) return r;
@@ -805,6 +894,11 @@ class Reader {
 
   Result<void> CheckTables() {
     std::vector<const char*> names(std::begin(kCommonTables), std::end(kCommonTables));
+    if (schema_version_ >= 5) {
+      names.push_back("row_blocks");
+    } else {
+      names.insert(names.end(), std::begin(kRowTables), std::end(kRowTables));
+    }
     if (schema_version_ == 1) {
       names.insert(names.end(), std::begin(kSchema1Tables), std::end(kSchema1Tables));
     } else {
@@ -849,6 +943,8 @@ class Reader {
   }
 
   Result<Profile> ReadAll();
+  Result<void> ReadRowBlocks();
+  Result<RowBlock> SmallTableRows(const SmallTable& table, const char* sql);
   Result<void> ReadFrameBlocks(const std::vector<uint32_t>& modules, Profile& profile,
                                std::vector<uint32_t>& frame_ids);
   Result<void> ReadTreeBlocks(const std::unordered_map<int64_t, bool>& windows,
@@ -876,7 +972,78 @@ class Reader {
   SqlDb db_;
   int schema_version_ = 0;
   uint64_t spent_ = 0;
+  std::map<std::string, RowBlock> row_blocks_;  // schema 5: table name -> its rows
 };
+
+// Schema 5: the rows of the small tables from row_blocks (ids dense from 0;
+// a table's blocks in id order).
+Result<void> Reader::ReadRowBlocks() {
+  int64_t next_block = 0;
+  for (const SmallTable& table : kSmallTables) row_blocks_[table.name] = RowBlock{table.kinds, 0, {}, {}};
+  return ForEachRow(
+      "SELECT id, name, raw_bytes, data FROM row_blocks ORDER BY id", 0b10, 0,
+      [&](sqlite3_stmt* s) -> Result<void> {
+        const std::string where = "row block " + std::to_string(next_block);
+        if (sqlite3_column_int64(s, 0) != next_block++) return Corrupt("row block ids are not dense from 0");
+        auto it = row_blocks_.find(ColumnTextRaw(s, 1));
+        if (it == row_blocks_.end()) return Corrupt(where + " of an unknown table");
+        const int64_t raw_bytes = sqlite3_column_int64(s, 2);
+        if (raw_bytes < 0 || static_cast<uint64_t>(raw_bytes) > kMaxBlockRawBytes) {
+          return Corrupt(where + " of " + std::to_string(raw_bytes) + " bytes (at most " +
+                         std::to_string(kMaxBlockRawBytes) + ")");
+        }
+        // The inflated block and the rows decoded from it.
+        if (auto r = Spend(static_cast<uint64_t>(raw_bytes) * 3); !r) return r;
+        const std::string_view data(static_cast<const char*>(sqlite3_column_blob(s, 3)),
+                                    static_cast<size_t>(sqlite3_column_bytes(s, 3)));
+        auto raw = Inflate(data, static_cast<uint64_t>(raw_bytes));
+        if (!raw) return Corrupt(where + ": " + raw.error().message);
+        RowBlock& all = it->second;
+        auto rows = DecodeRowBlock(*raw, all.kinds, kMaxValueBytes);
+        if (!rows) return Corrupt(where + ": " + rows.error().message);
+        all.rows += rows->rows;
+        all.ints.insert(all.ints.end(), rows->ints.begin(), rows->ints.end());
+        for (std::string& text : rows->texts) all.texts.push_back(std::move(text));
+        return {};
+      },
+      0b1000);
+}
+
+// The rows of a small table: from row_blocks in schema 5, else from the
+// table by `sql`, whose first column is the id (dense from 0 when the
+// table has ids: then `table.kinds` follows; otherwise the columns are
+// `table.kinds` alone).
+Result<RowBlock> Reader::SmallTableRows(const SmallTable& table, const char* sql) {
+  if (schema_version_ >= 5) return std::move(row_blocks_[table.name]);
+  RowBlock out{table.kinds, 0, {}, {}};
+  const std::string_view kinds(table.kinds);
+  const bool has_id = sqlite3_strnicmp(sql, "SELECT id,", 10) == 0;
+  const int offset = has_id ? 1 : 0;
+  uint32_t text_columns = 0;
+  for (size_t c = 0; c < kinds.size(); ++c) {
+    if (kinds[c] == 't') text_columns |= 1u << (c + offset);
+  }
+  auto read = ForEachRow(sql, text_columns, 0, [&](sqlite3_stmt* s) -> Result<void> {
+    if (has_id && sqlite3_column_int64(s, 0) != static_cast<int64_t>(out.rows)) {
+      return Corrupt(std::string(table.name) == "modules" ? "module ids are not dense from 0"
+                                                          : "thread ids are not dense from 0");
+    }
+    uint64_t bytes = 64;
+    for (size_t c = 0; c < kinds.size(); ++c) {
+      const int column = static_cast<int>(c) + offset;
+      if (kinds[c] == 't') {
+        out.texts.push_back(ColumnTextRaw(s, column));
+        bytes += out.texts.back().size();
+      } else {
+        out.ints.push_back(FromSql(sqlite3_column_int64(s, column)));
+      }
+    }
+    ++out.rows;
+    return Spend(bytes);
+  });
+  if (!read) return read.error();
+  return out;
+}
 
 bool ParseUnsigned(const std::string& text, uint64_t& out) {
   const char* end = text.data() + text.size();
@@ -905,7 +1072,8 @@ Result<void> Reader::ReadFrameBlocks(const std::vector<uint32_t>& modules, Profi
         auto raw = Inflate(data, static_cast<uint64_t>(raw_bytes));
         if (!raw) return Corrupt("frame block " + std::to_string(next_block - 1) + ": " + raw.error().message);
         decoded.clear();
-        if (auto r = DecodeFrameBlock(*raw, modules.size(), decoded); !r) {
+        const FrameLayout layout = schema_version_ >= 5 ? FrameLayout::kNulEnded : FrameLayout::kLengths;
+        if (auto r = DecodeFrameBlock(*raw, modules.size(), decoded, layout); !r) {
           return Corrupt("frame block " + std::to_string(next_block - 1) + ": " + r.error().message);
         }
         for (auto& [module, frame] : decoded) {
@@ -955,8 +1123,10 @@ Result<void> Reader::ReadTreeBlocks(const std::unordered_map<int64_t, bool>& win
       !r) {
     return r;
   }
-  // Schema 4 codes the nodes by context (TreeLayout::kContext).
-  const TreeLayout layout = schema_version_ >= 4 ? TreeLayout::kContext : TreeLayout::kColumns;
+  // Schema 4 codes the nodes by context, schema 5 its other value types sparsely.
+  const TreeLayout layout = schema_version_ >= 5   ? TreeLayout::kContextSparse
+                            : schema_version_ == 4 ? TreeLayout::kContext
+                                                   : TreeLayout::kColumns;
   int64_t window = -1;
   int64_t thread = -1;             // file thread of the open tree, -1 when none
   std::vector<uint32_t> path;      // nodes from the root to the previous node, in the profile's tree
@@ -1114,26 +1284,25 @@ Result<Profile> Reader::ReadAll() {
 
   // Modules and frames: ids dense from 0, so a vector maps file ids to ours.
   // Each path is held once, in the profile's module table.
+  if (schema_version_ >= 5) {
+    if (auto r = ReadRowBlocks(); !r) return r.error();
+  }
   std::vector<uint32_t> modules;
-  if (auto r = ForEachRow("SELECT id, path, build_id FROM modules ORDER BY id", 0b110, 0,
-                          [&](sqlite3_stmt* s) -> Result<void> {
-                            if (sqlite3_column_int64(s, 0) != static_cast<int64_t>(modules.size())) {
-                              return Corrupt("module ids are not dense from 0");
-                            }
-                            if (static_cast<size_t>(sqlite3_column_bytes(s, 1)) > kMaxPathBytes ||
-                                sqlite3_column_bytes(s, 2) > 128) {
-                              return Corrupt("module " + std::to_string(modules.size()) +
-                                             " has a path or build id longer than a file system allows");
-                            }
-                            if (auto r = Spend(static_cast<uint64_t>(sqlite3_column_bytes(s, 1)) + 64); !r) return r;
-                            const std::string path = ColumnText(s, 1);
-                            modules.push_back(profile.frames.InternModule(path));
-                            std::string build_id = ColumnText(s, 2);
-                            if (!build_id.empty()) profile.build_ids[path] = build_id;
-                            return {};
-                          });
-      !r) {
-    return r.error();
+  {
+    auto rows = SmallTableRows(kModulesRows, "SELECT id, path, build_id FROM modules ORDER BY id");
+    if (!rows) return rows.error();
+    for (size_t m = 0; m < rows->rows; ++m) {
+      const std::string& raw_path = rows->texts[2 * m];
+      const std::string& raw_build_id = rows->texts[2 * m + 1];
+      if (raw_path.size() > kMaxPathBytes || raw_build_id.size() > 128) {
+        return Corrupt("module " + std::to_string(m) + " has a path or build id longer than a file system allows");
+      }
+      if (auto r = Spend(raw_path.size() + 64); !r) return r.error();
+      const std::string path = EscapeControl(raw_path);
+      modules.push_back(profile.frames.InternModule(path));
+      std::string build_id = EscapeControl(raw_build_id);
+      if (!build_id.empty()) profile.build_ids[path] = build_id;
+    }
   }
   std::vector<uint32_t> frame_ids;  // file frame id -> FrameTable id
   if (schema_version_ >= 2) {
@@ -1205,48 +1374,41 @@ Result<Profile> Reader::ReadAll() {
   }
 
   std::vector<uint32_t> thread_ids;  // file thread id -> profile thread index
-  if (auto r = ForEachRow(
-          "SELECT id, pid, tid, comm, process_comm, cmdline, capture_id FROM threads ORDER BY id",
-          0b111000, 0, [&](sqlite3_stmt* s) -> Result<void> {
-            const int64_t pid = sqlite3_column_int64(s, 1);
-            const int64_t tid = sqlite3_column_int64(s, 2);
-            if (sqlite3_column_int64(s, 0) != static_cast<int64_t>(thread_ids.size())) {
-              return Corrupt("thread ids are not dense from 0");
-            }
-            if (pid < 0 || pid > UINT32_MAX || tid < 0 || tid > UINT32_MAX) {
-              return Corrupt("thread " + std::to_string(thread_ids.size()) + " has an invalid pid or tid");
-            }
-            if (static_cast<size_t>(sqlite3_column_bytes(s, 3)) > kMaxNameBytes ||
-                static_cast<size_t>(sqlite3_column_bytes(s, 4)) > kMaxNameBytes) {
-              return Corrupt("thread " + std::to_string(thread_ids.size()) + " has a name longer than " +
-                             std::to_string(kMaxNameBytes) + " bytes");
-            }
-            if (auto r = Spend(sizeof(ThreadRecord) + sizeof(CallTree) +
-                               static_cast<uint64_t>(sqlite3_column_bytes(s, 3)) +
-                               static_cast<uint64_t>(sqlite3_column_bytes(s, 4)) +
-                               static_cast<uint64_t>(sqlite3_column_bytes(s, 5)));
-                !r) {
-              return r;
-            }
-            std::string host;
-            if (multi_host) {
-              auto it = capture_hosts.find(sqlite3_column_int64(s, 6));
-              if (it == capture_hosts.end()) {
-                return Corrupt("thread " + std::to_string(thread_ids.size()) + " of a capture that does not exist");
-              }
-              host = it->second.empty() ? "[unknown host]" : it->second;
-            }
-            const uint32_t index =
-                profile.ThreadIndex(host, static_cast<uint32_t>(pid), static_cast<uint32_t>(tid));
-            ThreadRecord& t = profile.threads[index];
-            t.comm = ColumnText(s, 3);
-            t.process_comm = ColumnText(s, 4);
-            t.cmdline = ColumnText(s, 5);
-            thread_ids.push_back(index);
-            return {};
-          });
-      !r) {
-    return r.error();
+  {
+    auto rows = SmallTableRows(
+        kThreadsRows, "SELECT id, capture_id, pid, tid, comm, process_comm, cmdline FROM threads ORDER BY id");
+    if (!rows) return rows.error();
+    for (size_t t = 0; t < rows->rows; ++t) {
+      const uint64_t capture = rows->ints[3 * t], pid = rows->ints[3 * t + 1], tid = rows->ints[3 * t + 2];
+      const std::string& comm = rows->texts[3 * t];
+      const std::string& process_comm = rows->texts[3 * t + 1];
+      const std::string& cmdline = rows->texts[3 * t + 2];
+      if (pid > UINT32_MAX || tid > UINT32_MAX) {  // negative ones too (bit cast)
+        return Corrupt("thread " + std::to_string(t) + " has an invalid pid or tid");
+      }
+      if (comm.size() > kMaxNameBytes || process_comm.size() > kMaxNameBytes) {
+        return Corrupt("thread " + std::to_string(t) + " has a name longer than " + std::to_string(kMaxNameBytes) +
+                       " bytes");
+      }
+      if (auto r = Spend(sizeof(ThreadRecord) + sizeof(CallTree) + comm.size() + process_comm.size() + cmdline.size());
+          !r) {
+        return r.error();
+      }
+      std::string host;
+      if (multi_host) {
+        auto it = capture_hosts.find(static_cast<int64_t>(capture));
+        if (it == capture_hosts.end()) {
+          return Corrupt("thread " + std::to_string(t) + " of a capture that does not exist");
+        }
+        host = it->second.empty() ? "[unknown host]" : it->second;
+      }
+      const uint32_t index = profile.ThreadIndex(host, static_cast<uint32_t>(pid), static_cast<uint32_t>(tid));
+      ThreadRecord& thread = profile.threads[index];
+      thread.comm = EscapeControl(comm);
+      thread.process_comm = EscapeControl(process_comm);
+      thread.cmdline = EscapeControl(cmdline);
+      thread_ids.push_back(index);
+    }
   }
 
   std::unordered_map<int64_t, bool> windows;
@@ -1335,23 +1497,21 @@ Result<Profile> Reader::ReadAll() {
     }
   }
 
-  if (auto r = ForEachRow("SELECT window_id, name, value FROM counters", 0b010, 0,
-                          [&](sqlite3_stmt* s) -> Result<void> {
-                            if (!windows.count(sqlite3_column_int64(s, 0))) {
-                              return Corrupt("counter of a window that does not exist");
-                            }
-                            std::string name = ColumnText(s, 1);
-                            const int64_t value = sqlite3_column_int64(s, 2);
-                            if (value < 0 || value > (int64_t{1} << 62)) {
-                              return Corrupt("counter " + name.substr(0, 64) + " has an impossible value " +
-                                             std::to_string(value));
-                            }
-                            if (auto r = Spend(name.size() + 64); !r) return r;
-                            profile.counters[std::move(name)] += value;
-                            return {};
-                          });
-      !r) {
-    return r.error();
+  {
+    auto rows = SmallTableRows(kCountersRows, "SELECT window_id, name, value FROM counters");
+    if (!rows) return rows.error();
+    for (size_t c = 0; c < rows->rows; ++c) {
+      if (!windows.count(static_cast<int64_t>(rows->ints[2 * c]))) {
+        return Corrupt("counter of a window that does not exist");
+      }
+      std::string name = EscapeControl(rows->texts[c]);
+      const int64_t value = static_cast<int64_t>(rows->ints[2 * c + 1]);
+      if (value < 0 || value > (int64_t{1} << 62)) {
+        return Corrupt("counter " + name.substr(0, 64) + " has an impossible value " + std::to_string(value));
+      }
+      if (auto r = Spend(name.size() + 64); !r) return r.error();
+      profile.counters[std::move(name)] += value;
+    }
   }
   // Optional tables: absent in captures recorded without --ptt.
   if (auto r = ReadPttTables(db_, path_, schema_version_, profile.ptt,

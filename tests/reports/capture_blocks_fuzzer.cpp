@@ -1,5 +1,6 @@
-// libFuzzer target for the block decoders of schema 2, 3 and 4 captures
-// (store/capture_blocks.h): raw frame, tree (both layouts) and row blocks, and the inflate step,
+// libFuzzer target for the block decoders of schema 2 to 5 captures
+// (store/capture_blocks.h): raw frame (both layouts), tree (all three layouts) and row blocks
+// (the PTT tables' and schema 5's threads, modules and counters), and the inflate step,
 // taken straight from the input so the fuzzer reaches them without building
 // a SQLite file. Each must return a value or an error, never crash, read out of
 // bounds or allocate more than a small multiple of its input.
@@ -17,12 +18,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const uint8_t mode = data[0];
   const size_t limit = data[1];  // module, thread, frame and value counts from the input
   const std::string_view rest(reinterpret_cast<const char*>(data + 2), size - 2);
-  // Tree blocks of schemas 2 and 3 (columns) or of schema 4 (context).
-  const auto layout = (mode / 6) % 2 ? arcprof::store::TreeLayout::kContext : arcprof::store::TreeLayout::kColumns;
+  // Tree blocks of schemas 2 and 3 (columns), of schema 4 (context) or 5
+  // (context, sparse values); frame blocks with lengths (2 to 4) or NUL-ended (5).
+  static constexpr arcprof::store::TreeLayout kLayouts[] = {
+      arcprof::store::TreeLayout::kColumns, arcprof::store::TreeLayout::kContext,
+      arcprof::store::TreeLayout::kContextSparse};
+  const auto layout = kLayouts[(mode / 6) % 3];
+  const auto frame_layout =
+      (mode / 6) % 2 ? arcprof::store::FrameLayout::kNulEnded : arcprof::store::FrameLayout::kLengths;
   switch (mode % 6) {
     case 0: {
       std::vector<std::pair<uint32_t, arcprof::model::FrameRecord>> frames;
-      (void)arcprof::store::DecodeFrameBlock(rest, limit, frames);
+      (void)arcprof::store::DecodeFrameBlock(rest, limit, frames, frame_layout);
       break;
     }
     case 1: {
@@ -46,8 +53,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
     case 4: {
       // Row blocks with the column kinds of the PTT tables (and a text-only one).
-      static constexpr const char* kKinds[] = {"iitiiiiiiiii", "iiiiiiiii", "t", "ti"};
-      const char* kinds = kKinds[limit % 4];
+      static constexpr const char* kKinds[] = {"iitiiiiiiiii", "iiiiiiiii", "t", "ti", "tt", "iiittt", "iti"};
+      const char* kinds = kKinds[limit % 7];
       auto rows = arcprof::store::DecodeRowBlock(rest, kinds, limit * 4);
       if (rows.ok()) {
         size_t texts = 0;
@@ -79,12 +86,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     default: {
       // Round trip: frames decoded from the input encode and decode to the same.
       std::vector<std::pair<uint32_t, arcprof::model::FrameRecord>> frames;
-      if (!arcprof::store::DecodeFrameBlock(rest, 256, frames).ok()) break;
+      if (!arcprof::store::DecodeFrameBlock(rest, 256, frames, frame_layout).ok()) break;
       std::vector<arcprof::store::BlockFrame> in;
       for (const auto& [module, frame] : frames) in.push_back({module, &frame});
       std::vector<std::pair<uint32_t, arcprof::model::FrameRecord>> again;
-      for (const auto& block : arcprof::store::EncodeFrameBlocks(in)) {
-        if (!arcprof::store::DecodeFrameBlock(block, 256, again).ok()) __builtin_trap();
+      for (const auto& block : arcprof::store::EncodeFrameBlocks(in, frame_layout)) {
+        if (!arcprof::store::DecodeFrameBlock(block, 256, again, frame_layout).ok()) __builtin_trap();
       }
       if (again != frames) __builtin_trap();
       break;

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <map>
 #include <random>
 
 #include "store/capture_blocks.h"
@@ -303,6 +304,98 @@ TEST(HostileContextBlocks, AHandWrittenBlockIsRead) {
   ASSERT_EQ(nodes.size(), 4u);
   EXPECT_EQ(nodes[2].parent, 1u);  // frame 2 under frame 1
   EXPECT_EQ(nodes[3].parent, 1u);  // frame 3 under frame 1 too
+}
+
+// Schema 5: the rows of threads, modules and counters as row blocks of the
+// row_blocks table (docs/capture-format.md, "Row blocks"). Each case replaces
+// one table's block (SampleProfile has one each) or breaks the table itself.
+std::string RowBlockOf(const std::string& name, const std::string& raw) {
+  return "UPDATE row_blocks SET raw_bytes = " + std::to_string(raw.size()) + ", data = " + Hex(store::Deflate(raw)) +
+         " WHERE name = '" + name + "'";
+}
+
+class HostileRowBlocks : public ::testing::TestWithParam<Hostile> {};
+
+TEST_P(HostileRowBlocks, AreRejectedWithOneLine) {
+  TempDir dir;
+  const std::string path = dir.File("hostile.db");
+  ASSERT_TRUE(WriteCapture(path, SampleProfile(), {.schema_version = 5}).ok());
+  ASSERT_TRUE(ReadCapture(path).ok());
+  ExecSql(path, GetParam().sql);
+  Restamp(path);
+  const std::string message = Rejected(path);
+  EXPECT_NE(message.find(GetParam().expected), std::string::npos) << message;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Captures, HostileRowBlocks,
+    ::testing::Values(
+        Hostile{"UnknownTable", "UPDATE row_blocks SET name = 'evil' WHERE name = 'counters'", "of an unknown table"},
+        Hostile{"IdsWithAGap", "UPDATE row_blocks SET id = 7 WHERE name = 'counters'", "row block ids are not dense"},
+        Hostile{"HugeStatedSize", "UPDATE row_blocks SET raw_bytes = 2000000000", "(at most 1048576)"},
+        Hostile{"NotZlib", "UPDATE row_blocks SET data = X'0011223344' WHERE name = 'threads'", "does not inflate"},
+        Hostile{"TextInsteadOfBlob", "UPDATE row_blocks SET data = 'abc'", "expected a blob"},
+        Hostile{"AbsurdRowCount", RowBlockOf("threads", Raw().V(1u << 30).V(0).bytes()), "impossible row count"},
+        // capture 1, pid 5,000,000,000, tid 1, comm "a", process "a", no command line
+        Hostile{"HugePid", RowBlockOf("threads", Raw().V(1).V(2).V(10'000'000'000).V(2).V(1).S("a").V(1).S("a").V(0).bytes()),
+                "invalid pid or tid"},
+        Hostile{"LongThreadName",
+                RowBlockOf("threads", Raw().V(1).V(2).V(2).V(2).V(5000).S(std::string(5000, 'n')).V(1).S("a").V(0).bytes()),
+                "name longer than 4096 bytes"},
+        Hostile{"HugeModulePath", RowBlockOf("modules", Raw().V(1).V(5000).S(std::string(5000, '/')).V(0).bytes()),
+                "longer than a file system allows"},
+        // window 1, lost_samples = -5 (zig-zag 9)
+        Hostile{"NegativeCounter", RowBlockOf("counters", Raw().V(1).V(2).V(12).S("lost_samples").V(9).bytes()),
+                "impossible value -5"},
+        Hostile{"CounterOfUnknownWindow", RowBlockOf("counters", Raw().V(1).V(18).V(1).S("x").V(0).bytes()),
+                "counter of a window that does not exist"},
+        Hostile{"TrailingBytes", RowBlockOf("counters", Raw().V(1).V(2).V(1).S("x").V(0).V(0).bytes()),
+                "trailing bytes"},
+        Hostile{"RowTableInSchema5",
+                "CREATE TABLE counters (window_id INTEGER NOT NULL REFERENCES windows(id), name TEXT NOT NULL, "
+                "value INTEGER NOT NULL, PRIMARY KEY (window_id, name)) WITHOUT ROWID",
+                "table 'counters' does not belong in a schema 5 capture"},
+        Hostile{"BlockTableInSchema4",
+                "PRAGMA user_version = 4; UPDATE meta SET value = '4' WHERE capture_id = 0 AND key = "
+                "'schema_version'",
+                "table 'row_blocks' does not belong in a schema 4 capture"}),
+    [](const ::testing::TestParamInfo<Hostile>& info) { return std::string(info.param.name); });
+
+// The control for the cases above: blocks written by hand the same way are read.
+TEST(HostileRowBlocks, HandWrittenBlocksAreRead) {
+  TempDir dir;
+  const std::string path = dir.File("hand.db");
+  ASSERT_TRUE(WriteCapture(path, SampleProfile(), {.schema_version = 5}).ok());
+  ExecSql(path, RowBlockOf("counters", Raw().V(1).V(2).V(12).S("lost_samples").V(14).bytes()));
+  Restamp(path);
+  auto read = ReadCapture(path);
+  ASSERT_TRUE(read.ok()) << read.error().message;
+  EXPECT_EQ(read->counters, (std::map<std::string, int64_t>{{"lost_samples", 7}}));
+}
+
+// Schema 5 ends each symbol with a NUL: a NUL inside a symbol (a hostile perf
+// map can hold one) is stored as the four characters \x00, which is what
+// reading any older schema shows for it (control characters are escaped).
+TEST(HostileRowBlocks, ANulInASymbolReadsTheSameInEverySchema) {
+  TempDir dir;
+  Profile profile = SampleProfile();
+  FrameRecord f;
+  f.symbol = std::string("evil\0name", 9);
+  f.kind = FrameKind::kJit;
+  f.address = 0x1000;
+  const uint32_t id = profile.frames.Intern("JITCODE", f);
+  const uint32_t frames[] = {id};
+  profile.threads[0].tree.AddStack(frames, 3);
+  for (int version : {4, 5}) {
+    const std::string path = dir.File("nul" + std::to_string(version) + ".db");
+    ASSERT_TRUE(WriteCapture(path, profile, {.schema_version = version}).ok());
+    auto read = ReadCapture(path);
+    ASSERT_TRUE(read.ok()) << read.error().message;
+    bool found = false;
+    for (const FrameRecord& g : read->frames.all()) found = found || g.symbol == "evil\\x00name";
+    EXPECT_TRUE(found) << "schema " << version;
+    EXPECT_EQ(read->total_samples(), profile.total_samples());
+  }
 }
 
 // The codec round-trips trees of any shape, including ones split over blocks,

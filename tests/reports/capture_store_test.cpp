@@ -212,6 +212,7 @@ TEST(CaptureStore, OlderSchemasReadTheSame) {
     sizes.push_back(std::filesystem::file_size(path));
   }
   EXPECT_LT(sizes[3], sizes[2]);  // schema 4's trees are smaller than schema 3's
+  EXPECT_LT(sizes[4], sizes[3]);  // schema 5: sparse off-CPU values, NUL-ended symbols, small tables as blocks
 }
 
 // Schema 2 is a fraction of schema 1 for deep, bushy trees (the point of it).
@@ -431,8 +432,8 @@ TEST(CaptureErrors, NewerSchemaVersionInTheHeader) {
   TempDir dir;
   const std::string path = dir.File("arcprof.db");
   ASSERT_TRUE(WriteCapture(path, SampleProfile()).ok());
-  ExecSql(path, "PRAGMA user_version = 5;");
-  ExpectCaptureError(path, "capture schema version 5 is newer than this arcprof reads (4); upgrade arcprof");
+  ExecSql(path, "PRAGMA user_version = 6;");
+  ExpectCaptureError(path, "capture schema version 6 is newer than this arcprof reads (5); upgrade arcprof");
 }
 
 TEST(CaptureErrors, NewerSchemaVersionInMeta) {
@@ -447,6 +448,9 @@ TEST(CaptureErrors, MissingTable) {
   TempDir dir;
   const std::string path = dir.File("arcprof.db");
   ASSERT_TRUE(WriteCapture(path, SampleProfile()).ok());
+  ExecSql(path, "DROP TABLE row_blocks;");
+  ExpectCaptureError(path, "table 'row_blocks' is missing");
+  ASSERT_TRUE(WriteCapture(path, SampleProfile(), {.schema_version = 4}).ok());
   ExecSql(path, "DROP TABLE counters;");
   ExpectCaptureError(path, "table 'counters' is missing");
 }
@@ -454,7 +458,7 @@ TEST(CaptureErrors, MissingTable) {
 TEST(CaptureErrors, TableReplacedByAView) {
   TempDir dir;
   const std::string path = dir.File("arcprof.db");
-  ASSERT_TRUE(WriteCapture(path, SampleProfile()).ok());
+  ASSERT_TRUE(WriteCapture(path, SampleProfile(), {.schema_version = 4}).ok());
   ExecSql(path,
           "DROP TABLE counters; CREATE VIEW counters AS WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL "
           "SELECT x + 1 FROM c) SELECT 1 AS window_id, 'n' AS name, x AS value FROM c;");
