@@ -43,6 +43,13 @@ MappingKind ClassifyMapping(std::string_view path) {
   return MappingKind::kFile;
 }
 
+constexpr size_t kFileCacheBits = 14;
+
+uint64_t FileCacheSlot(uint32_t file_id, uint64_t offset) {
+  uint64_t h = (offset ^ (uint64_t{file_id} * 0x9e3779b97f4a7c15ULL)) * 0xff51afd7ed558ccdULL;
+  return h >> (64 - kFileCacheBits);
+}
+
 uint64_t CacheSlot(uint32_t pid, uint64_t addr, size_t bits) {
   uint64_t h = (addr ^ (uint64_t{pid} * 0x9e3779b97f4a7c15ULL)) * 0xff51afd7ed558ccdULL;
   return h >> (64 - bits);
@@ -81,7 +88,8 @@ struct Symbolizer::Impl {
         elf(DebugOptions(options), names),
         kernel(options.kallsyms_path),
         jit(names),
-        user_cache(size_t{1} << kUserCacheBits) {}
+        user_cache(size_t{1} << kUserCacheBits),
+        file_cache(size_t{1} << kFileCacheBits) {}
 
   SymbolizerOptions options;
   SymbolizerStats stats;
@@ -94,6 +102,17 @@ struct Symbolizer::Impl {
   KernelResolver kernel;
   JitResolver jit;
   std::vector<UserCacheEntry> user_cache;
+  // Named native answers by (file id, file offset). File ids are never
+  // reused, so only a release of the name pool (names_epoch) drops them.
+  struct FileCacheEntry {
+    uint64_t offset = 0;
+    uint64_t vaddr = 0;
+    uint64_t address = 0;
+    uint64_t epoch = 0;  // 0: empty
+    std::string_view symbol;
+    uint32_t file_id = 0;
+  };
+  std::vector<FileCacheEntry> file_cache;
   Symbolizer::MappingObserver mapping_observer;
   std::map<std::string, std::string, std::less<>> build_ids;  // module -> build-id, kept after files close
   uint64_t next_forget_ns = 0;
@@ -103,6 +122,7 @@ struct Symbolizer::Impl {
   // Bumped to drop every cached user answer at once (cheaper than touching
   // the 64 Ki slots: a forget pass runs every 5 s under churn).
   uint64_t cache_epoch = 1;
+  uint64_t names_epoch = 1;
 
   // Every second of event time: forget processes that exited long enough ago.
   void MaybeForget(uint64_t t_ns) {
@@ -240,8 +260,28 @@ struct Symbolizer::Impl {
       case MappingKind::kFile: {
         ElfFile* file = modules.Get(m->file_id);
         const bool was_loaded = file && file->symbols_loaded();
+        // Named answers by (file, offset), shared by every process mapping
+        // the file: a new process (hundreds a second under churn) misses
+        // the per-process cache on every frame of its first samples.
+        const uint64_t file_offset = addr - m->start + m->pgoff;
+        FileCacheEntry& cached = file_cache[FileCacheSlot(m->file_id, file_offset)];
+        if (cached.epoch == names_epoch && cached.file_id == m->file_id && cached.offset == file_offset) {
+          ++stats.file_cache_hits;
+          if (file) modules.NoteSymbolsUsed(m->file_id, was_loaded);
+          SymbolizedFrame frame;
+          frame.module = m->module;
+          frame.kind = FrameKind::kNative;
+          frame.symbol = cached.symbol;
+          frame.address = cached.address;
+          frame.offset = cached.vaddr;
+          return frame;
+        }
         SymbolizedFrame frame = elf.Resolve(file, *m, addr);
         if (file) modules.NoteSymbolsUsed(m->file_id, was_loaded);
+        if (!frame.symbol.empty() && frame.reason == UnknownReason::kNone && frame.inlined == nullptr &&
+            frame.kind == FrameKind::kNative) {
+          cached = FileCacheEntry{file_offset, frame.offset, frame.address, names_epoch, frame.symbol, m->file_id};
+        }
         return frame;
       }
       case MappingKind::kVdso:
@@ -453,6 +493,7 @@ size_t Symbolizer::ReleaseNames(size_t budget_bytes) {
   if (impl_->names.bytes() <= budget_bytes) return 0;
   const size_t n = impl_->names.size();
   ++impl_->cache_epoch;  // cached answers hold views into the pool
+  ++impl_->names_epoch;
   impl_->names.Clear();
   impl_->stats.names_released += n;
   return n;

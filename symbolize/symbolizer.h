@@ -94,6 +94,7 @@ struct SymbolizerStats {
   uint64_t elf_files_loaded = 0;
   uint64_t lookups = 0;
   uint64_t cache_hits = 0;
+  uint64_t file_cache_hits = 0;  // answered from another process's lookup of the same file offset
   uint64_t processes_forgotten = 0;  // dropped after exit + retention
   uint64_t files_closed = 0;
   uint64_t open_files = 0;           // now

@@ -167,6 +167,37 @@ TEST(Symbolizer, ReleasedNamesAreInternedAgainOnTheNextLookup) {
   EXPECT_GT(symbolizer.stats().name_bytes, 0u);
 }
 
+// Two processes of one binary: the second's lookup of an offset the first
+// resolved is answered by file and offset (other load address, same frame),
+// and a release of the name pool drops those answers too.
+TEST(Symbolizer, SecondProcessOfABinaryReusesTheFirstsAnswers) {
+  FixtureProcess first(FIXTURE_PIE);
+  ASSERT_TRUE(first.ok()) << first.error();
+  FixtureProcess second(FIXTURE_PIE);
+  ASSERT_TRUE(second.ok()) << second.error();
+  Symbolizer symbolizer(NoDebugDirs());
+  symbolizer.SnapshotProcess(first.pid(), 1000);
+  symbolizer.SnapshotProcess(second.pid(), 1000);
+  const uint64_t a1 = first.address("fixture_alpha"), a2 = second.address("fixture_alpha");
+  ASSERT_NE(a1, 0u);
+  ASSERT_NE(a2, 0u);
+  const SymbolizedFrame f1 = symbolizer.ResolveUser(first.pid(), a1 + 3, 2000);
+  EXPECT_EQ(f1.symbol, "fixture_alpha");
+  EXPECT_EQ(symbolizer.stats().file_cache_hits, 0u);
+  const SymbolizedFrame f2 = symbolizer.ResolveUser(second.pid(), a2 + 3, 2000);
+  EXPECT_EQ(symbolizer.stats().file_cache_hits, 1u);
+  EXPECT_EQ(f2.symbol, "fixture_alpha");
+  EXPECT_EQ(f2.module, f1.module);
+  EXPECT_EQ(f2.offset, f1.offset);
+  EXPECT_EQ(f2.address, f1.address);
+  EXPECT_EQ(f2.kind, f1.kind);
+  EXPECT_EQ(f2.reason, UnknownReason::kNone);
+  EXPECT_EQ(symbolizer.ReleaseNames(0), 1u);
+  EXPECT_EQ(symbolizer.ResolveUser(second.pid(), a2 + 4, 2000).symbol, "fixture_alpha");
+  EXPECT_EQ(symbolizer.ResolveUser(first.pid(), a1 + 4, 2000).symbol, "fixture_alpha");
+  EXPECT_EQ(symbolizer.stats().file_cache_hits, 2u);
+}
+
 TEST(Symbolizer, StrippedSharedLibraryFallsBackToDynsym) {
   const std::string lib = std::string(FIXTURE_DIR) + "/stripped_lib/libfixture_lib.so";
   FixtureProcess fixture(FIXTURE_USELIB, {"LD_LIBRARY_PATH=" + std::string(FIXTURE_DIR) + "/stripped_lib"});
