@@ -259,6 +259,8 @@ class FakeHotspot {
   int control_ = -1, report_ = -1;
 };
 
+constexpr auto kDaemonGivesUp = std::chrono::seconds(16);
+
 // Whether another arcprof process runs on the machine (a daemon attaches
 // every JVM it sees).
 bool OtherArcprofRunning() {
@@ -284,8 +286,10 @@ TEST(CoexistJava, SecondAttachDoesNotMakeTheJvmDumpItsThreads) {
   FakeHotspot jvm(tmp);
   ASSERT_GT(jvm.pid(), 0);
   // A daemon on the machine would attach the fake too: it gives up on a
-  // "JVM" that does not handle SIGQUIT within its 10 s start-up grace.
-  if (OtherArcprofRunning()) std::this_thread::sleep_for(std::chrono::seconds(11));
+  // "JVM" that does not handle SIGQUIT within its 10 s start-up grace,
+  // counted from when it first saw it (the side band at once, or a full
+  // scan of /proc every 5 s).
+  if (OtherArcprofRunning()) std::this_thread::sleep_for(kDaemonGivesUp);
   jvm.HandleSigquit();
   const std::string trigger = "/tmp/.attach_pid" + std::to_string(jvm.pid());
   // The other attach: its trigger file now, its SIGQUIT a moment later.
@@ -314,7 +318,7 @@ TEST(CoexistJava, StaleTriggerOfADeadAttachIsSignalledFor) {
   TempDir tmp;
   FakeHotspot jvm(tmp);
   ASSERT_GT(jvm.pid(), 0);
-  if (OtherArcprofRunning()) std::this_thread::sleep_for(std::chrono::seconds(11));
+  if (OtherArcprofRunning()) std::this_thread::sleep_for(kDaemonGivesUp);
   jvm.HandleSigquit();
   const std::string trigger = "/tmp/.attach_pid" + std::to_string(jvm.pid());
   {
@@ -339,7 +343,7 @@ TEST(CoexistJava, OwnTriggerIsRemovedOnceConnected) {
   TempDir tmp;
   FakeHotspot jvm(tmp);
   ASSERT_GT(jvm.pid(), 0);
-  if (OtherArcprofRunning()) std::this_thread::sleep_for(std::chrono::seconds(11));
+  if (OtherArcprofRunning()) std::this_thread::sleep_for(kDaemonGivesUp);
   jvm.HandleSigquit();
   Subprocess attach({kArcprof, "java", "attach", std::to_string(jvm.pid()), "--agent", ARCPROF_AGENT, "--timeout", "5"});
   const int code = attach.Wait();
