@@ -236,11 +236,18 @@ TEST(RecordSignals, SigkillOfArcprofTakesTheCommandAlong) {
   ARCPROF_REQUIRE_RECORD_CAPABLE();
   TempDir tmp;
   const std::string pidfile = tmp.path("pid");
+  ArcprofRunPrograms programs;
   Subprocess rec({kArcprof, "record", "-o", tmp.path("x.db"), "--", "/bin/sh", "-c",
                   "echo $$ > " + pidfile + "; exec sleep 600"});
   ASSERT_TRUE(rec.WaitForStderr("recording", 20)) << rec.stderr_text();
   const pid_t child = ReadPid(pidfile, 10);
   ASSERT_GT(child, 0);
+  // The command inherits none of arcprof's BPF or perf event descriptors
+  // (they would keep the programs loaded after arcprof).
+  EXPECT_FALSE(programs.HeldBy(rec.pid()).empty());
+  const HeldBpf held = ScanHeldBpf();
+  for (const auto& [id, holders] : held.programs) EXPECT_EQ(holders.count(child), 0u) << "program " << id;
+  EXPECT_EQ(held.perf_events.count(child), 0u);
   rec.Signal(SIGKILL);
   rec.Wait();
   bool gone = false;
@@ -250,6 +257,8 @@ TEST(RecordSignals, SigkillOfArcprofTakesTheCommandAlong) {
     if (!gone) usleep(100 * 1000);
   }
   EXPECT_TRUE(gone) << "the command outlived arcprof";
+  std::string left;
+  EXPECT_TRUE(programs.NothingLeft(&left)) << left;
 }
 
 TEST(RecordSignals, Sigusr1StopsAndWritesTheCapture) {
