@@ -21,16 +21,20 @@ int AliasRank(char type, std::string_view name) {
 
 }  // namespace
 
-Result<KernelSymbols> KernelSymbols::Parse(std::string_view input) {
+Result<KernelSymbols> KernelSymbols::Parse(std::string_view text) {
   KernelSymbols table;
-  table.text_ = std::make_unique<std::string>(input);
-  std::string_view text = *table.text_;
 
   struct Parsed {
-    KernelSymbol symbol;
+    uint64_t start;
+    std::string_view name;  // into text
+    uint16_t module;
     int rank;
   };
   std::vector<Parsed> parsed;
+  std::vector<std::string_view> modules;  // into text; 0 is vmlinux
+  modules.push_back(kVmlinux);
+  std::string_view last_module = kVmlinux;
+  uint16_t last_module_index = 0;
   size_t lines_ok = 0;
   bool any_nonzero = false;
   while (!text.empty()) {
@@ -67,7 +71,20 @@ Result<KernelSymbols> KernelSymbols::Parse(std::string_view input) {
     ++lines_ok;
     if (addr != 0) any_nonzero = true;
     if (!IsTextType(type)) continue;
-    parsed.push_back({KernelSymbol{addr, 0, name, module}, AliasRank(type, name)});
+    // kallsyms lists a module's symbols together: look further only on a change.
+    if (module != last_module) {
+      auto it = std::find(modules.begin(), modules.end(), module);
+      if (it == modules.end()) {
+        if (modules.size() > UINT16_MAX) {
+          ++table.malformed_lines_;
+          continue;
+        }
+        it = modules.insert(modules.end(), module);
+      }
+      last_module = module;
+      last_module_index = static_cast<uint16_t>(it - modules.begin());
+    }
+    parsed.push_back({addr, name, last_module_index, AliasRank(type, name)});
   }
   if (lines_ok == 0) return MakeError("kallsyms: no parsable line (expected 'ADDRESS TYPE NAME')");
   if (!any_nonzero) {
@@ -76,34 +93,61 @@ Result<KernelSymbols> KernelSymbols::Parse(std::string_view input) {
   }
 
   std::stable_sort(parsed.begin(), parsed.end(), [](const Parsed& a, const Parsed& b) {
-    if (a.symbol.start != b.symbol.start) return a.symbol.start < b.symbol.start;
+    if (a.start != b.start) return a.start < b.start;
     return a.rank > b.rank;
   });
-  table.symbols_.reserve(parsed.size());
+  // Keep the first of each address; size the blob before filling it.
+  size_t kept = 0, name_bytes = 0;
+  for (size_t i = 0; i < parsed.size(); ++i) {
+    if (parsed[i].start == 0 || (kept > 0 && parsed[kept - 1].start == parsed[i].start)) continue;
+    parsed[kept++] = parsed[i];
+    name_bytes += parsed[i].name.size();
+  }
+  parsed.resize(kept);
+  if (name_bytes > UINT32_MAX) return MakeError("kallsyms: names too large");
+  table.names_ = std::make_unique<std::string>();
+  table.names_->reserve(name_bytes);
+  table.starts_.reserve(kept);
+  table.name_offsets_.reserve(kept + 1);
+  table.module_of_.reserve(kept);
   for (const Parsed& p : parsed) {
-    if (p.symbol.start == 0) continue;
-    if (!table.symbols_.empty() && table.symbols_.back().start == p.symbol.start) continue;
-    table.symbols_.push_back(p.symbol);
+    table.starts_.push_back(p.start);
+    table.name_offsets_.push_back(static_cast<uint32_t>(table.names_->size()));
+    table.names_->append(p.name);
+    table.module_of_.push_back(p.module);
   }
-  for (size_t i = 0; i < table.symbols_.size(); ++i) {
-    KernelSymbol& s = table.symbols_[i];
-    if (i + 1 < table.symbols_.size()) {
-      const KernelSymbol& next = table.symbols_[i + 1];
-      s.end = next.start;
-      if (next.module != s.module) s.end = std::min(s.end, s.start + kMaxTailExtent);
-    } else {
-      s.end = s.start + kMaxTailExtent < s.start ? UINT64_MAX : s.start + kMaxTailExtent;
-    }
-  }
+  table.name_offsets_.push_back(static_cast<uint32_t>(table.names_->size()));
+  table.modules_.assign(modules.begin(), modules.end());
   return table;
 }
 
-const KernelSymbol* KernelSymbols::Find(uint64_t addr) const {
-  auto it = std::upper_bound(symbols_.begin(), symbols_.end(), addr,
-                             [](uint64_t a, const KernelSymbol& s) { return a < s.start; });
-  if (it == symbols_.begin()) return nullptr;
-  --it;
-  return addr < it->end ? &*it : nullptr;
+std::optional<KernelSymbol> KernelSymbols::Find(uint64_t addr) const {
+  auto it = std::upper_bound(starts_.begin(), starts_.end(), addr);
+  if (it == starts_.begin()) return std::nullopt;
+  const size_t i = static_cast<size_t>(it - starts_.begin()) - 1;
+  KernelSymbol s;
+  s.start = starts_[i];
+  // The extent runs to the next symbol; past a module's last symbol (or the
+  // last of all) it is capped: beyond may be unrelated memory.
+  const uint64_t capped = s.start + kMaxTailExtent < s.start ? UINT64_MAX : s.start + kMaxTailExtent;
+  if (i + 1 < starts_.size()) {
+    s.end = starts_[i + 1];
+    if (module_of_[i + 1] != module_of_[i]) s.end = std::min(s.end, capped);
+  } else {
+    s.end = capped;
+  }
+  if (addr >= s.end) return std::nullopt;
+  s.name = std::string_view(*names_).substr(name_offsets_[i], name_offsets_[i + 1] - name_offsets_[i]);
+  s.module = modules_[module_of_[i]];
+  return s;
+}
+
+size_t KernelSymbols::bytes() const {
+  size_t n = starts_.capacity() * sizeof(uint64_t) + name_offsets_.capacity() * sizeof(uint32_t) +
+             module_of_.capacity() * sizeof(uint16_t) + modules_.capacity() * sizeof(std::string);
+  if (names_) n += names_->capacity();
+  for (const std::string& m : modules_) n += m.capacity() > 15 ? m.capacity() : 0;
+  return n;
 }
 
 }  // namespace arcprof

@@ -52,7 +52,7 @@ SymbolizedFrame KernelResolver::Resolve(uint64_t addr, SymbolizerStats& stats) {
   frame.module = kUnknownKernelModule;
   frame.reason = UnknownReason::kKernelUnknown;
   if (const KernelSymbols* kernel = Symbols()) {
-    if (const KernelSymbol* symbol = kernel->Find(addr)) {
+    if (const std::optional<KernelSymbol> symbol = kernel->Find(addr)) {
       frame.module = symbol->module;
       frame.symbol = symbol->name;
       frame.address = symbol->start;
@@ -63,6 +63,10 @@ SymbolizedFrame KernelResolver::Resolve(uint64_t addr, SymbolizerStats& stats) {
   slot.addr = addr;
   slot.frame = frame;
   return frame;
+}
+
+size_t KernelResolver::bytes() const {
+  return cache_.capacity() * sizeof(CacheEntry) + (symbols_ ? symbols_->bytes() : 0);
 }
 
 }  // namespace arcprof

@@ -19,6 +19,8 @@ class KernelResolver {
 
   // Counts lookups and cache hits into stats.
   SymbolizedFrame Resolve(uint64_t addr, SymbolizerStats& stats);
+  // Heap bytes held: the symbol table and the answer cache.
+  size_t bytes() const;
 
  private:
   const KernelSymbols* Symbols();
