@@ -10,17 +10,19 @@
 #  - every window pushed (`--push`) to the local stand-in Pyroscope server of
 #    tests/push/ (decoding with the real protos): request bytes per window;
 #  - arcprof's own CPU (utime+stime from /proc/PID/stat) over the run.
-# Usage: bench/churn_soak.sh BUILD_DIR   (as root). Env: SECONDS_TOTAL, RATE, OUT, WINDOW.
+#  - with VERBOSE=1 the daemon runs with -v: its log (daemon.log in OUT) has,
+#    at each window close, what every memory holder uses against its budget.
+# Usage: bench/churn_soak.sh BUILD_DIR   (as root). Env: SECONDS_TOTAL, RATE, OUT, WINDOW, VERBOSE.
 set -euo pipefail
 build=$(realpath "${1:-build}")
-arcprof="$build/arcprof"
+arcprof="${ARCPROF:-$build/arcprof}"
 programs="$build/tests/programs"
 total=${SECONDS_TOTAL:-3600}
 rate=${RATE:-200}
 out=${OUT:-$build/bench/churn_soak}
 mkdir -p "$out"
 work=$(mktemp -d /tmp/arcprof-churn-XXXXXX)
-trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
+trap 'kill $(jobs -p) 2>/dev/null || true; cp "$work/daemon.err" "$out/daemon.log" 2>/dev/null || true; rm -rf "$work"' EXIT
 
 # 1. record -- /bin/true: peak RSS of arcprof and of perf, same run.
 peak() { /usr/bin/time -f "%M" "$@" 2>&1 >/dev/null | tail -1; }
@@ -33,7 +35,7 @@ mkdir -p "$work/server"
   --descriptors "$build/push/push_protos.desc" --out "$work/server" &
 server=$!
 for _ in $(seq 100); do [ -s "$work/server/port" ] && break; sleep 0.1; done
-"$arcprof" continuous --store "$work/store" --window "${WINDOW:-60s}" \
+"$arcprof" ${VERBOSE:+-v} continuous --store "$work/store" --window "${WINDOW:-60s}" \
   --push "http://127.0.0.1:$(cat "$work/server/port")" 2> "$work/daemon.err" &
 daemon=$!
 clk=$(getconf CLK_TCK)

@@ -111,6 +111,18 @@ Result<int> RunContinuous(const ContinuousOptions& opt) {
   // Interned frame names: released at a window close past 16 MiB (a build
   // machine adds ~800 distinct functions a minute, for days).
   if (record.names_budget_bytes == 0) record.names_budget_bytes = 16u << 20;
+  // What else a daemon holds, by design rather than by the machine's load
+  // (docs/design.md, "Memory and files over a long session"; the -v log
+  // prints each holder at every window close):
+  //  - an exited process's mappings and names for 3 s, not 10: samples are
+  //    drained within a drain tick (~300 ms), and under 200 exits a second
+  //    (plus a build machine's compilers) 10 s kept 2,000-7,000 processes;
+  //  - 2^14 cached user answers (1.8 MiB) instead of 2^16 (7 MiB);
+  //  - at most 4,096 PTT thread rows a window (the rest summed into one
+  //    "[other threads]" row; 12,000 threads a minute under churn).
+  if (record.exited_retention_ns == 0) record.exited_retention_ns = 3'000'000'000ull;
+  if (record.answer_cache_bits == 0) record.answer_cache_bits = 14;
+  if (record.ptt_max_window_rows == 0) record.ptt_max_window_rows = 4096;
   StopSignals signals(/*hangup_reopens_log=*/true);
   auto started = RecordingSession::Start(record);
   if (!started) return started.error();

@@ -1,5 +1,7 @@
 #include "loader/ptt_accounting.h"
 
+#include <algorithm>
+
 #include <cstring>
 
 namespace arcprof {
@@ -104,6 +106,40 @@ bool DescribeVectorSlot(uint32_t slot, IrqKind& kind, uint32_t& vector) {
     return true;
   }
   return false;
+}
+
+size_t FoldSmallestThreads(std::vector<model::PttThread>& threads, size_t max_rows) {
+  if (max_rows == 0 || threads.size() <= max_rows) return 0;
+  const size_t keep = max_rows - 1;
+  auto larger = [](const model::PttThread& a, const model::PttThread& b) {
+    const uint64_t x = a.cpu_ns + a.interrupt_ns(), y = b.cpu_ns + b.interrupt_ns();
+    if (x != y) return x > y;
+    return std::pair(a.pid, a.tid) < std::pair(b.pid, b.tid);
+  };
+  std::nth_element(threads.begin(), threads.begin() + static_cast<std::ptrdiff_t>(keep), threads.end(), larger);
+  model::PttThread other;
+  other.pid = model::kPttOtherThreads;
+  other.tid = model::kPttOtherThreads;
+  other.comm = model::kPttOtherThreadsName;
+  size_t folded = 0;
+  for (size_t i = keep; i < threads.size(); ++i) {
+    const model::PttThread& t = threads[i];
+    if (t.pid == model::kPttOtherThreads && t.tid == model::kPttOtherThreads) {
+      --folded;  // an earlier fold: its threads are counted already
+    }
+    ++folded;
+    other.cpu_ns += t.cpu_ns;
+    other.hardirq_ns += t.hardirq_ns;
+    other.softirq_ns += t.softirq_ns;
+    other.dispatches += t.dispatches;
+    other.interrupts += t.interrupts;
+    if (other.events.size() < t.events.size()) other.events.resize(t.events.size(), 0);
+    for (size_t e = 0; e < t.events.size(); ++e) other.events[e] += t.events[e];
+  }
+  threads.resize(keep);
+  threads.push_back(std::move(other));
+  threads.shrink_to_fit();
+  return folded;
 }
 
 }  // namespace arcprof

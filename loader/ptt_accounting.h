@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "ptt.h"
 #include "model/ptt_data.h"
@@ -53,6 +54,12 @@ model::PttCpuInterval IntervalBetween(uint32_t cpu, const PttCpuTotals& before, 
 // Adds a running task's open segment to its thread's totals: the open dispatch
 // counts as one more dispatch (threads are counted when switched out).
 void AddRunningTask(const PttRunningTask& running, model::PttThread& thread);
+
+// Keeps at most max_rows rows (0: no limit): the threads with the least time
+// (cpu + interrupts) beyond max_rows - 1 are summed into one row with pid and
+// tid model::kPttOtherThreads, so every total stays as it was. Returns how
+// many rows were folded. The order of the kept rows is not kept.
+size_t FoldSmallestThreads(std::vector<model::PttThread>& threads, size_t max_rows);
 
 // What a vector slot of the BPF `vectors` map stands for; false for an unused slot.
 bool DescribeVectorSlot(uint32_t slot, model::IrqKind& kind, uint32_t& vector);

@@ -27,6 +27,7 @@ class PttExtension final : public RecordExtension {
     PttRecorderOptions recorder_options;
     recorder_options.events = std::move(*events);
     recorder_options.max_threads = options_.ptt_max_threads;
+    recorder_options.max_window_rows = options_.ptt_max_window_rows;
     auto recorder = PttRecorder::Start(recorder_options);
     if (!recorder) return recorder.error();
     recorder_ = std::move(*recorder);
@@ -47,10 +48,14 @@ class PttExtension final : public RecordExtension {
     last_snapshot_ns_ = now;
   }
 
+  size_t HeldBytes() const override { return recorder_ ? recorder_->HeldBytes() : 0; }
+
   Result<void> CloseWindow(RecordContext&, Profile& profile, bool last) override {
     if (!recorder_) return {};
     PttData data = last ? recorder_->Finish() : recorder_->TakeWindow();
     const PttRecorderCounters total = recorder_->ReadCounters();
+    const uint64_t folded = recorder_->rows_folded() - reported_folded_;
+    reported_folded_ = recorder_->rows_folded();
     if (last) recorder_.reset();
     // The BPF counters count from the start; a window stores its share.
     PttRecorderCounters counters = total;
@@ -76,6 +81,7 @@ class PttExtension final : public RecordExtension {
     profile.ptt = std::move(data);
     profile.counters["ptt_switches"] = static_cast<int64_t>(counters.switches);
     profile.counters["ptt_threads_dropped"] = static_cast<int64_t>(counters.threads_full);
+    if (folded > 0) profile.counters["ptt_threads_folded"] = static_cast<int64_t>(folded);
     profile.counters["ptt_dropped_ns"] = static_cast<int64_t>(counters.dropped_ns);
     profile.counters["ptt_event_read_errors"] = static_cast<int64_t>(counters.event_read_errors);
     profile.counters["ptt_unbalanced_irqs"] = static_cast<int64_t>(counters.unbalanced_irqs);
@@ -98,6 +104,7 @@ class PttExtension final : public RecordExtension {
   uint64_t interval_ns_ = 100000000ull;
   uint64_t last_snapshot_ns_ = 0;
   PttRecorderCounters reported_;  // totals at the previous window
+  uint64_t reported_folded_ = 0;
 };
 
 }  // namespace

@@ -24,6 +24,9 @@ namespace arcprof {
 struct PttRecorderOptions {
   std::vector<std::string> events;  // at most kPttMaxEvents names (loader/perf_events.h)
   uint32_t max_threads = 65536;     // entries of the thread map
+  // Thread rows per window (0: no limit); past it the threads with the least
+  // time are summed into one "[other threads]" row (FoldSmallestThreads).
+  size_t max_window_rows = 0;
 };
 
 // Counters of things the recorder dropped or could not see.
@@ -58,6 +61,11 @@ class PttRecorder {
   // Detaches, then returns the last window (TakeWindow).
   model::PttData Finish();
   PttRecorderCounters ReadCounters() const;
+  // Thread rows folded into "[other threads]" since the start.
+  uint64_t rows_folded() const { return rows_folded_; }
+  // About how many heap bytes it holds between windows (the previous
+  // window's cumulative values of the threads still alive).
+  size_t HeldBytes() const;
   // The events as recorded: unavailable ones keep their name and the reason.
   const std::vector<model::PttEvent>& events() const { return events_; }
 
@@ -92,6 +100,8 @@ class PttRecorder {
   // What the previous window read, cumulative, for the next window's deltas.
   std::map<std::pair<uint32_t, uint32_t>, model::PttThread> window_threads_;
   std::map<std::tuple<uint32_t, uint8_t, uint32_t>, std::pair<uint64_t, uint64_t>> window_vectors_;
+  size_t max_window_rows_ = 0;
+  uint64_t rows_folded_ = 0;
 };
 
 }  // namespace arcprof

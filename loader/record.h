@@ -35,6 +35,9 @@ struct RecordOptions {
   std::string ptt_events = "instructions,cycles";  // counters read at each switch (at most 4)
   uint32_t ptt_interval_ms = 100;                  // per-CPU accounting rows in the capture
   uint32_t ptt_max_threads = 65536;
+  // Thread rows of PTT per window (0: no limit): past it the threads with
+  // the least time are summed into one "[other threads]" row.
+  size_t ptt_max_window_rows = 0;
   // Load the JVMTI agent into running HotSpot JVMs (docs/java.md). Unset: on.
   // Existing jitdumps and perf maps are read either way.
   std::optional<bool> java;
@@ -49,6 +52,14 @@ struct RecordOptions {
   // Interned frame names held across windows (Symbolizer::ReleaseNames, at
   // each window close); 0: no limit (a one-shot record has one window).
   size_t names_budget_bytes = 0;
+  // What a long session holds (0: the symbolizer's and unwinder's defaults;
+  // `continuous` sets its own, docs/design.md "Memory and files over a long
+  // session"): how long an exited process's state is kept, the user answer
+  // cache (2^bits slots), the symbol-table and CFI budgets.
+  uint64_t exited_retention_ns = 0;
+  uint32_t answer_cache_bits = 0;
+  size_t symbol_budget_bytes = 0;
+  size_t cfi_budget_bytes = 0;
 };
 
 // Whether these options record off-CPU time.

@@ -51,6 +51,9 @@ class RecordExtension {
   // window (a report over several windows sums them). `last`: sampling has
   // stopped; detach first, this is the final call.
   virtual Result<void> CloseWindow(RecordContext& context, model::Profile& window, bool last) = 0;
+  // About how many heap bytes it holds between windows (a daemon's -v
+  // accounting at each window close).
+  virtual size_t HeldBytes() const { return 0; }
 };
 
 // The extensions enabled by these options, in start order.

@@ -143,10 +143,16 @@ struct RecordingSession::State {
                        ? DebuginfodFetcher::FromEnvironment(std::chrono::milliseconds(
                              static_cast<int64_t>(o.debuginfod_budget_s * 1000)))
                        : nullptr),
-        symbolizer(SymbolizerWith(debuginfod.get())) {}
-  static SymbolizerOptions SymbolizerWith(DebuginfodFetcher* fetcher) {
+        symbolizer(SymbolizerWith(o, debuginfod.get())) {}
+  static SymbolizerOptions SymbolizerWith(const RecordOptions& o, DebuginfodFetcher* fetcher) {
     SymbolizerOptions so;
     so.debuginfod = fetcher;
+    if (o.exited_retention_ns != 0) {
+      so.exited_retention_ns = o.exited_retention_ns;
+      so.exited_jit_retention_ns = std::min(so.exited_jit_retention_ns, o.exited_retention_ns);
+    }
+    if (o.answer_cache_bits != 0) so.answer_cache_bits = o.answer_cache_bits;
+    if (o.symbol_budget_bytes != 0) so.symbol_budget_bytes = o.symbol_budget_bytes;
     return so;
   }
   RecordOptions options;
@@ -254,6 +260,7 @@ struct RecordingSession::State {
   // Samples of JVMs being attached at the start (RecordContext::held_pids).
   std::vector<std::vector<uint8_t>> held;
   size_t held_bytes = 0;
+  uint32_t ring_mb = 0;  // the sample ring, mapped twice
   SamplerCounters final_counters;
   uint64_t unprocessed = 0;  // left in the ring when the final drain ran out of time
   uint64_t reported_sideband_lost = 0;
@@ -479,7 +486,8 @@ Result<std::unique_ptr<RecordingSession>> RecordingSession::Start(const RecordOp
     if (s.command) followed.push_back(static_cast<uint32_t>(s.command->pid()));
     s.sideband.Follow(followed);
   }
-  s.unwinder = std::make_unique<Unwinder>(s.symbolizer);
+  s.unwinder = opt.cfi_budget_bytes != 0 ? std::make_unique<Unwinder>(s.symbolizer, opt.cfi_budget_bytes)
+                                         : std::make_unique<Unwinder>(s.symbolizer);
   s.processor = std::make_unique<SampleProcessor>(s.symbolizer, s.mode, s.unwinder.get());
   if (auto ok = s.sampler->OpenSideband([&s](const perf_event_header* h) {
         if (auto ev = DecodeSidebandRecord(h, h->size)) s.sideband.Push(std::move(*ev));
@@ -509,6 +517,7 @@ Result<std::unique_ptr<RecordingSession>> RecordingSession::Start(const RecordOp
           : AutoDrainMs(opt.sample_period == 0 ? frequency_hz : 0, unwind_mode, opt.stack_kb * 1024ull, sopt.buffer_mb);
   s.drain_ns = static_cast<uint64_t>(drain_ms) * 1000000ull;
   spdlog::debug("sample ring {} MiB, drained every {} ms", sopt.buffer_mb, drain_ms);
+  s.ring_mb = sopt.buffer_mb;
   s.context->drain = [&s] {
     const uint64_t now = MonotonicNs();
     s.Drain(now, now + s.drain_ns);
@@ -651,17 +660,36 @@ Result<Profile> RecordingSession::Close(bool last, uint64_t end) {
     s.TakeOffCpu();
   }
 
-  {
+  if (spdlog::should_log(spdlog::level::debug)) {
     // What the symbolizer and the unwinder hold, against their budgets.
     const SymbolizerStats& st = s.symbolizer.stats();
     const UnwinderStats& us = s.unwinder->stats();
     spdlog::debug(
         "window close: {} processes, {} open files, symbol tables {} KiB ({} released), CFI {} KiB "
         "({} rows computed, {} files released), {} libdwfl spaces made, {} unwinds ({} by cached rules), "
-        "names {} KiB, window {} KiB ({} threads, {} frames)",
+        "names {} KiB, window {} KiB ({} threads, {} frames), {} of {} user lookups answered from the cache",
         st.processes, st.open_files, st.symbol_bytes >> 10, st.symbol_tables_released, us.cfi_bytes >> 10,
         us.rules_computed, us.cfi_released, us.dwfl_created, us.unwinds, us.fast_unwinds, st.name_bytes >> 10, s.processor->WindowBytes() >> 10,
-        s.processor->window().threads.size(), s.processor->window().frames.size());
+        s.processor->window().threads.size(), s.processor->window().frames.size(), st.cache_hits, st.lookups);
+    // Every holder of a long session in one line (docs/design.md, "Memory
+    // and files over a long session"): the soak's log shows what grows.
+    const SymbolizerHeld h = s.symbolizer.Held();
+    size_t extensions = 0;
+    std::string per_extension;
+    for (const auto& ext : s.extensions) {
+      const size_t b = ext->HeldBytes();
+      extensions += b;
+      per_extension += fmt::format(", {} {}", ext->name(), b >> 10);
+    }
+    const size_t window = s.processor->WindowBytes();
+    const size_t total = h.total() + us.cfi_bytes + window + extensions;
+    spdlog::debug(
+        "window close: held (KiB): symbols {}, CFI {}, kernel symbols {}, answer cache {}, names {}, "
+        "processes {} ({} remembered, {} exited), JIT {} ({} sources), window {}{}; total {} KiB "
+        "(the {} MiB sample ring is mapped besides, twice)",
+        h.symbol_bytes >> 10, us.cfi_bytes >> 10, h.kernel_bytes >> 10, h.answer_cache_bytes >> 10,
+        h.name_bytes >> 10, h.process_bytes >> 10, h.processes, h.exited_processes, h.jit_bytes >> 10,
+        h.jit_sources, window >> 10, per_extension, total >> 10, s.ring_mb);
   }
   const uint64_t cpu_drained = PhaseCpuNs();
   Profile window = s.processor->TakeWindow();

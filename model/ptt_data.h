@@ -22,6 +22,11 @@ struct PttEvent {
   bool operator==(const PttEvent&) const = default;
 };
 
+// The pid and tid of the row that stands for the threads folded out of a
+// window past its row limit (continuous capture): their sums, one row.
+inline constexpr uint32_t kPttOtherThreads = 0xffffffffu;
+inline constexpr const char* kPttOtherThreadsName = "[other threads]";
+
 struct PttThread {
   uint32_t pid = 0;
   uint32_t tid = 0;

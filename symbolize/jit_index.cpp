@@ -17,6 +17,23 @@ size_t CacheSlot(uint64_t addr) { return (addr * 0x9e3779b97f4a7c15ull) >> (64 -
 
 JitCodeIndex::JitCodeIndex() { cache_.resize(size_t{1} << kCacheBits); }
 
+size_t JitCodeIndex::bytes() const {
+  // Hash nodes cost about two pointers besides their value.
+  constexpr size_t kNode = 2 * sizeof(void*);
+  size_t n = versions_.capacity() * sizeof(Version) + large_.capacity() * sizeof(uint32_t) +
+             cache_.capacity() * sizeof(CacheEntry);
+  for (const auto& [page, ids] : pages_) n += kNode + sizeof(page) + sizeof(ids) + ids.capacity() * sizeof(uint32_t);
+  n += by_code_index_.size() * (kNode + 16) + pending_unload_.size() * (kNode + 16) +
+       pending_frame_.size() * (kNode + 16);
+  for (const auto& table : inline_tables_) {
+    n += sizeof(table) + table.capacity() * sizeof(JitInlineRange);
+    for (const JitInlineRange& r : table) n += r.chain.capacity() * sizeof(std::string_view);
+  }
+  for (const auto& [code, table] : pending_inline_) n += kNode + sizeof(table) + table.capacity() * sizeof(JitInlineRange);
+  for (const std::string& name : names_) n += kNode + sizeof(std::string) + (name.size() > 15 ? name.capacity() + 1 : 0);
+  return n;
+}
+
 std::string_view JitCodeIndex::Intern(std::string_view name) {
   // Looked up by view first: inlining chains repeat the same few names
   // thousands of times, and emplace builds a node (and a string) each call.

@@ -64,6 +64,8 @@ class JitCodeIndex {
   };
   std::vector<VersionView> Versions() const;
   const JitIndexStats& stats() const { return stats_; }
+  // About how many heap bytes the index holds (walks it: for a window close).
+  size_t bytes() const;
 
  private:
   static constexpr uint64_t kNever = UINT64_MAX;

@@ -87,6 +87,7 @@ class JitProcessSource : public JitSymbolSource {
   std::vector<std::string> TakeWarnings();
   const JitSourceStats& stats() const { return stats_; }
   const JitCodeIndex& index() const { return index_; }
+  size_t bytes() const override;
 
  private:
   struct Tail {

@@ -55,4 +55,16 @@ std::optional<std::string_view> JitResolver::MethodName(const ProcessInfo& proce
   return name;
 }
 
+size_t JitResolver::live_sources() const {
+  size_t n = 0;
+  for (const auto& [pid, entry] : sources_) n += entry.source != nullptr;
+  return n;
+}
+
+size_t JitResolver::bytes() const {
+  size_t n = sources_.size() * (2 * sizeof(void*) + sizeof(uint32_t) + sizeof(Entry));
+  for (const auto& [pid, entry] : sources_) n += entry.source ? entry.source->bytes() : 0;
+  return n;
+}
+
 }  // namespace arcprof

@@ -44,6 +44,9 @@ class JitResolver {
     return true;
   }
   size_t size() const { return sources_.size(); }
+  // Sources holding tables now, and about how many bytes they hold.
+  size_t live_sources() const;
+  size_t bytes() const;
 
  private:
   struct Entry {

@@ -47,6 +47,8 @@ class JitSymbolSource {
   // A Java method's name by HotSpot's Method* (interpreted frames hold it),
   // as known at t_ns; the view stays valid for the source's lifetime.
   virtual std::optional<std::string_view> MethodName(uint64_t method, uint64_t t_ns) { return std::nullopt; }
+  // About how many heap bytes the source holds (a daemon's -v accounting).
+  virtual size_t bytes() const { return 0; }
 };
 
 // Called once per process, on its first JIT frame. May return nullptr (no

@@ -140,6 +140,17 @@ std::string_view ProcessRegistry::ThreadName(uint32_t pid, uint32_t tid) const {
   return record->info.comm;
 }
 
+size_t ProcessRegistry::bytes() const {
+  auto str = [](const std::string& s) { return s.size() > 15 ? s.capacity() + 1 : 0; };
+  constexpr size_t kNode = 2 * sizeof(void*);
+  size_t n = snapshot_attempted_.size() * (kNode + sizeof(uint32_t));
+  for (const auto& [pid, record] : records_) {
+    n += kNode + sizeof(pid) + sizeof(Record) + str(record.info.comm) + str(record.info.cmdline);
+    for (const auto& [tid, name] : record.thread_names) n += kNode + sizeof(tid) + sizeof(name) + str(name);
+  }
+  return n;
+}
+
 void ProcessRegistry::Remove(uint32_t pid) {
   records_.erase(pid);
   snapshot_attempted_.erase(pid);

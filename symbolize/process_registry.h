@@ -54,6 +54,8 @@ class ProcessRegistry {
   // Forgets pid entirely (its process exited long ago).
   void Remove(uint32_t pid);
   size_t size() const { return records_.size(); }
+  // About how many heap bytes the records hold (walks them).
+  size_t bytes() const;
 
  private:
   // Command line and, with_status, uid and namespaced pid of a live process.

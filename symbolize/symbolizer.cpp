@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <spdlog/spdlog.h>
@@ -23,11 +24,6 @@ namespace arcprof {
 namespace {
 
 constexpr std::string_view kUnknownModule = "[unknown]";
-
-// Direct-mapped cache of user answers: a hit costs one multiply and a few
-// compares, which is what makes ~20M frame lookups per capture cheap;
-// collisions just evict.
-constexpr size_t kUserCacheBits = 16;
 
 // What kind of code a mapping holds, from the name the kernel gives it. The
 // anonymous names follow perf's (see docs/symbolization.md), plus named
@@ -88,7 +84,8 @@ struct Symbolizer::Impl {
         elf(DebugOptions(options), names),
         kernel(options.kallsyms_path),
         jit(names),
-        user_cache(size_t{1} << kUserCacheBits),
+        user_cache_bits(std::clamp<uint32_t>(options.answer_cache_bits, 8, 20)),
+        user_cache(size_t{1} << user_cache_bits),
         file_cache(size_t{1} << kFileCacheBits) {}
 
   SymbolizerOptions options;
@@ -101,6 +98,7 @@ struct Symbolizer::Impl {
   VdsoResolver vdso;
   KernelResolver kernel;
   JitResolver jit;
+  uint32_t user_cache_bits;
   std::vector<UserCacheEntry> user_cache;
   // Named native answers by (file id, file offset). File ids are never
   // reused, so only a release of the name pool (names_epoch) drops them.
@@ -386,7 +384,7 @@ std::string_view Symbolizer::ThreadName(uint32_t pid, uint32_t tid) const {
 SymbolizedFrame Symbolizer::ResolveUser(uint32_t pid, uint64_t addr, uint64_t t_ns) {
   Impl& impl = *impl_;
   ++impl.stats.lookups;
-  Impl::UserCacheEntry& slot = impl.user_cache[CacheSlot(pid, addr, kUserCacheBits)];
+  Impl::UserCacheEntry& slot = impl.user_cache[CacheSlot(pid, addr, impl.user_cache_bits)];
   if (slot.valid_until != 0 && slot.epoch == impl.cache_epoch && slot.addr == addr && slot.pid == pid &&
       t_ns >= slot.valid_from &&
       t_ns < slot.valid_until &&
@@ -497,6 +495,21 @@ size_t Symbolizer::ReleaseNames(size_t budget_bytes) {
   impl_->names.Clear();
   impl_->stats.names_released += n;
   return n;
+}
+
+SymbolizerHeld Symbolizer::Held() const {
+  const Impl& impl = *impl_;
+  SymbolizerHeld h;
+  h.symbol_bytes = impl.modules.symbol_bytes();
+  h.kernel_bytes = impl.kernel.bytes();
+  h.answer_cache_bytes = impl.user_cache.capacity() * sizeof(Impl::UserCacheEntry);
+  h.name_bytes = impl.names.bytes();
+  h.process_bytes = impl.timeline.bytes() + impl.registry.bytes();
+  h.jit_bytes = impl.jit.bytes();
+  h.processes = impl.timeline.size();
+  impl.timeline.ForEachProcess([&](const TimelineProcess& p) { h.exited_processes += p.exited; });
+  h.jit_sources = impl.jit.live_sources();
+  return h;
 }
 
 const SymbolizerStats& Symbolizer::stats() const {

@@ -75,6 +75,8 @@ struct SymbolizerOptions {
   // Symbol tables held at once (ModuleCache::kSymbolBudgetBytes): the least
   // recently used files' tables are given back past it.
   size_t symbol_budget_bytes = 32u << 20;
+  // Cached user answers: 2^bits slots of ~112 bytes (16: 7 MiB).
+  uint32_t answer_cache_bits = 16;
   // Where stripped files are looked up in the background (not owned; must
   // outlive the Symbolizer); nullptr: no debuginfod.
   DebuginfodFetcher* debuginfod = nullptr;
@@ -103,6 +105,23 @@ struct SymbolizerStats {
   uint64_t symbol_tables_released = 0;  // for the budget, since the start
   uint64_t name_bytes = 0;             // interned names held now (NamePool::bytes)
   uint64_t names_released = 0;         // by ReleaseNames, since the start
+};
+
+// What the symbolizer holds now, in (estimated) heap bytes: a daemon logs it
+// at each window close (-v) against its budgets.
+struct SymbolizerHeld {
+  size_t symbol_bytes = 0;        // ELF symbol tables (budget: symbol_budget_bytes)
+  size_t kernel_bytes = 0;        // kallsyms table and the kernel answer cache
+  size_t answer_cache_bytes = 0;  // cached user answers (fixed: answer_cache_bits)
+  size_t name_bytes = 0;          // interned names (NamePool)
+  size_t process_bytes = 0;       // timeline mappings and registry records
+  size_t jit_bytes = 0;           // JIT sources' method tables
+  size_t processes = 0;           // remembered now
+  size_t exited_processes = 0;    // of those, exited (kept exited_retention_ns)
+  size_t jit_sources = 0;         // holding tables now
+  size_t total() const {
+    return symbol_bytes + kernel_bytes + answer_cache_bytes + name_bytes + process_bytes + jit_bytes;
+  }
 };
 
 class Symbolizer {
@@ -189,6 +208,9 @@ class Symbolizer {
   void SetMappingObserver(MappingObserver observer);
 
   const SymbolizerStats& stats() const;
+  // Walks every remembered process and JIT source: for a window close, not
+  // for every sample.
+  SymbolizerHeld Held() const;
   // The names handed out (SymbolizedFrame::symbol, inlining lists, Java
   // method names) live in one pool that grows with the distinct functions
   // sampled: on a build machine by ~800 a minute, without end. When it holds

@@ -166,4 +166,14 @@ Timeline::Hit Timeline::Lookup(const TimelineProcess& process, uint64_t addr, ui
   return hit;
 }
 
+size_t Timeline::bytes() const {
+  size_t n = 0;
+  for (const auto& [pid, process] : processes_) {
+    n += 2 * sizeof(void*) + sizeof(pid) + sizeof(process) + sizeof(TimelineProcess) +
+         process->generations.capacity() * sizeof(AddressSpaceGeneration);
+    for (const AddressSpaceGeneration& gen : process->generations) n += gen.mappings.capacity() * sizeof(TimelineMapping);
+  }
+  return n;
+}
+
 }  // namespace arcprof

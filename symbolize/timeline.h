@@ -89,6 +89,8 @@ class Timeline {
   // while it holds.
   uint64_t creations() const { return creations_; }
   size_t size() const { return processes_.size(); }
+  // About how many heap bytes the processes' mappings hold (walks them).
+  size_t bytes() const;
   template <typename Fn>
   void ForEachProcess(Fn&& fn) const {
     for (const auto& [pid, process] : processes_) fn(*process);
