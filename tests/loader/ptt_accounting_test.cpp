@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <string>
+#include <vector>
 #include "tests/layer_names.h"
 
 namespace arcprof {
@@ -153,6 +155,70 @@ TEST(PttAccounting, VectorSlots) {
   EXPECT_EQ(kind, IrqKind::kHardIrq);
   EXPECT_EQ(vector, 11u);
   EXPECT_FALSE(DescribeVectorSlot(ARCPROF_PTT_VECTOR_SLOTS, kind, vector));
+}
+
+// A window past its row limit keeps its largest threads and one
+// "[other threads]" row: every total stays what it was.
+TEST(PttAccounting, ThreadsPastTheRowLimitAreFoldedIntoOneRow) {
+  std::vector<model::PttThread> threads;
+  model::PttThread sum;
+  sum.events.assign(2, 0);
+  for (uint32_t i = 1; i <= 1000; ++i) {
+    model::PttThread t;
+    t.pid = i;
+    t.tid = i;
+    t.comm = "t" + std::to_string(i);
+    t.cpu_ns = i * 1000;
+    t.hardirq_ns = i;
+    t.softirq_ns = 2 * i;
+    t.dispatches = 3;
+    t.interrupts = i % 7;
+    t.events = {i, 10 * i};
+    sum.cpu_ns += t.cpu_ns;
+    sum.hardirq_ns += t.hardirq_ns;
+    sum.softirq_ns += t.softirq_ns;
+    sum.dispatches += t.dispatches;
+    sum.interrupts += t.interrupts;
+    sum.events[0] += t.events[0];
+    sum.events[1] += t.events[1];
+    threads.push_back(t);
+  }
+  std::vector<model::PttThread> unlimited = threads;
+  EXPECT_EQ(FoldSmallestThreads(unlimited, 0), 0u);
+  EXPECT_EQ(unlimited.size(), 1000u);
+  EXPECT_EQ(FoldSmallestThreads(unlimited, 1000), 0u);
+
+  EXPECT_EQ(FoldSmallestThreads(threads, 100), 901u);
+  ASSERT_EQ(threads.size(), 100u);
+  model::PttThread after;
+  after.events.assign(2, 0);
+  const model::PttThread* other = nullptr;
+  uint32_t smallest_kept = UINT32_MAX;
+  for (const model::PttThread& t : threads) {
+    after.cpu_ns += t.cpu_ns;
+    after.hardirq_ns += t.hardirq_ns;
+    after.softirq_ns += t.softirq_ns;
+    after.dispatches += t.dispatches;
+    after.interrupts += t.interrupts;
+    after.events[0] += t.events[0];
+    after.events[1] += t.events[1];
+    if (t.pid == model::kPttOtherThreads) {
+      other = &t;
+    } else {
+      smallest_kept = std::min(smallest_kept, t.tid);
+    }
+  }
+  ASSERT_NE(other, nullptr);
+  EXPECT_EQ(other->tid, model::kPttOtherThreads);
+  EXPECT_EQ(other->comm, model::kPttOtherThreadsName);
+  EXPECT_EQ(other->dispatches, 901u * 3);
+  EXPECT_EQ(smallest_kept, 902u);  // the 99 largest stay themselves
+  EXPECT_EQ(after.cpu_ns, sum.cpu_ns);
+  EXPECT_EQ(after.hardirq_ns, sum.hardirq_ns);
+  EXPECT_EQ(after.softirq_ns, sum.softirq_ns);
+  EXPECT_EQ(after.dispatches, sum.dispatches);
+  EXPECT_EQ(after.interrupts, sum.interrupts);
+  EXPECT_EQ(after.events, sum.events);
 }
 
 }  // namespace
