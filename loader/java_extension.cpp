@@ -60,6 +60,7 @@ class SharedSource : public JitSymbolSource {
   std::optional<std::string_view> MethodName(uint64_t method, uint64_t t_ns) override {
     return source_->MethodName(method, t_ns);
   }
+  size_t bytes() const override { return source_->bytes(); }
 
  private:
   std::shared_ptr<JitProcessSource> source_;

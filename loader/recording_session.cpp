@@ -1,4 +1,6 @@
 #include "loader/recording_session.h"
+
+#include <malloc.h>
 #include "common/clock.h"
 
 #include <signal.h>
@@ -690,6 +692,12 @@ Result<Profile> RecordingSession::Close(bool last, uint64_t end) {
         h.symbol_bytes >> 10, us.cfi_bytes >> 10, h.kernel_bytes >> 10, h.answer_cache_bytes >> 10,
         h.name_bytes >> 10, h.process_bytes >> 10, h.processes, h.exited_processes, h.jit_bytes >> 10,
         h.jit_sources, window >> 10, per_extension, total >> 10, s.ring_mb);
+    // What malloc itself says: bytes in use (all arenas), free bytes kept in
+    // the arenas (fragmentation), and large blocks mapped on their own. The
+    // gap between "in use" and the estimate above is what no holder counts.
+    const struct mallinfo2 mi = mallinfo2();
+    spdlog::debug("window close: malloc (KiB): in use {} (of which mmapped {}), free kept in arenas {}, arenas {}",
+                  (mi.uordblks + mi.hblkhd) >> 10, mi.hblkhd >> 10, mi.fordblks >> 10, mi.arena >> 10);
   }
   const uint64_t cpu_drained = PhaseCpuNs();
   Profile window = s.processor->TakeWindow();
