@@ -39,11 +39,9 @@ MappingKind ClassifyMapping(std::string_view path) {
   return MappingKind::kFile;
 }
 
-constexpr size_t kFileCacheBits = 14;
-
-uint64_t FileCacheSlot(uint32_t file_id, uint64_t offset) {
+uint64_t FileCacheSlot(uint32_t file_id, uint64_t offset, uint32_t bits) {
   uint64_t h = (offset ^ (uint64_t{file_id} * 0x9e3779b97f4a7c15ULL)) * 0xff51afd7ed558ccdULL;
-  return h >> (64 - kFileCacheBits);
+  return h >> (64 - bits);
 }
 
 uint64_t CacheSlot(uint32_t pid, uint64_t addr, size_t bits) {
@@ -73,7 +71,7 @@ struct Symbolizer::Impl {
     const TimelineProcess* process = nullptr;  // nullptr: cached "no process"
     uint64_t version = 0;
     uint32_t pid = 0;
-    uint64_t epoch = 0;  // Impl::cache_epoch when filled
+    uint32_t epoch = 0;  // Impl::cache_epoch when filled (in pid's padding)
     SymbolizedFrame frame;
   };
 
@@ -86,7 +84,8 @@ struct Symbolizer::Impl {
         jit(names),
         user_cache_bits(std::clamp<uint32_t>(options.answer_cache_bits, 8, 20)),
         user_cache(size_t{1} << user_cache_bits),
-        file_cache(size_t{1} << kFileCacheBits) {}
+        file_cache_bits(std::max<uint32_t>(8, user_cache_bits - 3)),
+        file_cache(size_t{1} << file_cache_bits) {}
 
   SymbolizerOptions options;
   SymbolizerStats stats;
@@ -106,10 +105,11 @@ struct Symbolizer::Impl {
     uint64_t offset = 0;
     uint64_t vaddr = 0;
     uint64_t address = 0;
-    uint64_t epoch = 0;  // 0: empty
     std::string_view symbol;
     uint32_t file_id = 0;
+    uint32_t epoch = 0;  // names_epoch when filled; 0: empty
   };
+  uint32_t file_cache_bits;  // an eighth of the answer cache's slots
   std::vector<FileCacheEntry> file_cache;
   Symbolizer::MappingObserver mapping_observer;
   std::map<std::string, std::string, std::less<>> build_ids;  // module -> build-id, kept after files close
@@ -119,8 +119,8 @@ struct Symbolizer::Impl {
   uint64_t forget_epoch = 0;
   // Bumped to drop every cached user answer at once (cheaper than touching
   // the 64 Ki slots: a forget pass runs every 5 s under churn).
-  uint64_t cache_epoch = 1;
-  uint64_t names_epoch = 1;
+  uint32_t cache_epoch = 1;
+  uint32_t names_epoch = 1;
 
   // Every second of event time: forget processes that exited long enough ago.
   void MaybeForget(uint64_t t_ns) {
@@ -262,7 +262,7 @@ struct Symbolizer::Impl {
         // the file: a new process (hundreds a second under churn) misses
         // the per-process cache on every frame of its first samples.
         const uint64_t file_offset = addr - m->start + m->pgoff;
-        FileCacheEntry& cached = file_cache[FileCacheSlot(m->file_id, file_offset)];
+        FileCacheEntry& cached = file_cache[FileCacheSlot(m->file_id, file_offset, file_cache_bits)];
         if (cached.epoch == names_epoch && cached.file_id == m->file_id && cached.offset == file_offset) {
           ++stats.file_cache_hits;
           if (file) modules.NoteSymbolsUsed(m->file_id, was_loaded);
@@ -278,7 +278,7 @@ struct Symbolizer::Impl {
         if (file) modules.NoteSymbolsUsed(m->file_id, was_loaded);
         if (!frame.symbol.empty() && frame.reason == UnknownReason::kNone && frame.inlined == nullptr &&
             frame.kind == FrameKind::kNative) {
-          cached = FileCacheEntry{file_offset, frame.offset, frame.address, names_epoch, frame.symbol, m->file_id};
+          cached = FileCacheEntry{file_offset, frame.offset, frame.address, frame.symbol, m->file_id, names_epoch};
         }
         return frame;
       }
@@ -502,7 +502,8 @@ SymbolizerHeld Symbolizer::Held() const {
   SymbolizerHeld h;
   h.symbol_bytes = impl.modules.symbol_bytes();
   h.kernel_bytes = impl.kernel.bytes();
-  h.answer_cache_bytes = impl.user_cache.capacity() * sizeof(Impl::UserCacheEntry);
+  h.answer_cache_bytes = impl.user_cache.capacity() * sizeof(Impl::UserCacheEntry) +
+                         impl.file_cache.capacity() * sizeof(Impl::FileCacheEntry);
   h.name_bytes = impl.names.bytes();
   h.process_bytes = impl.timeline.bytes() + impl.registry.bytes();
   h.jit_bytes = impl.jit.bytes();
