@@ -684,14 +684,16 @@ Result<Profile> RecordingSession::Close(bool last, uint64_t end) {
       per_extension += fmt::format(", {} {}", ext->name(), b >> 10);
     }
     const size_t window = s.processor->WindowBytes();
-    const size_t total = h.total() + us.cfi_bytes + window + extensions;
+    const size_t fixed = s.unwinder->CacheBytes() + s.processor->CacheBytes();
+    const size_t total = h.total() + us.cfi_bytes + window + extensions + fixed;
     spdlog::debug(
         "window close: held (KiB): symbols {}, CFI {}, kernel symbols {}, answer cache {}, names {}, "
-        "processes {} ({} remembered, {} exited), JIT {} ({} sources), window {}{}; total {} KiB "
+        "processes {} ({} remembered, {} exited), JIT {} ({} sources), window {}{}, rule and stack caches {}; "
+        "total {} KiB "
         "(the {} MiB sample ring is mapped besides, twice)",
         h.symbol_bytes >> 10, us.cfi_bytes >> 10, h.kernel_bytes >> 10, h.answer_cache_bytes >> 10,
         h.name_bytes >> 10, h.process_bytes >> 10, h.processes, h.exited_processes, h.jit_bytes >> 10,
-        h.jit_sources, window >> 10, per_extension, total >> 10, s.ring_mb);
+        h.jit_sources, window >> 10, per_extension, fixed >> 10, total >> 10, s.ring_mb);
     // What malloc itself says: bytes in use (all arenas), free bytes kept in
     // the arenas (fragmentation), and large blocks mapped on their own. The
     // gap between "in use" and the estimate above is what no holder counts.

@@ -66,6 +66,8 @@ class SampleProcessor {
   // daemon compares with its window limit. Walks the window: call it
   // about once a second, not per sample.
   size_t WindowBytes() const;
+  // The fixed stack cache's heap bytes (held across windows).
+  size_t CacheBytes() const { return stack_cache_.capacity() * sizeof(StackSlot); }
 
   // Totals over every window of the session.
   uint64_t samples() const { return total_samples_ + samples_; }

@@ -112,7 +112,7 @@ struct SymbolizerStats {
 struct SymbolizerHeld {
   size_t symbol_bytes = 0;        // ELF symbol tables (budget: symbol_budget_bytes)
   size_t kernel_bytes = 0;        // kallsyms table and the kernel answer cache
-  size_t answer_cache_bytes = 0;  // cached user answers (fixed: answer_cache_bits)
+  size_t answer_cache_bytes = 0;  // cached user answers (answer_cache_bits) and file answers (fixed)
   size_t name_bytes = 0;          // interned names (NamePool)
   size_t process_bytes = 0;       // timeline mappings and registry records
   size_t jit_bytes = 0;           // JIT sources' method tables

@@ -79,6 +79,8 @@ class Unwinder {
   std::optional<uint64_t> LeafCaller(const UnwindInput& input);
 
   const UnwinderStats& stats() const { return stats_; }
+  // The fixed rule cache's heap bytes (CFI itself is stats().cfi_bytes).
+  size_t CacheBytes() const { return rules_.capacity() * sizeof(RuleSlot); }
   // Ends the libdwfl spaces no walk used since the previous call (a daemon
   // calls it at each window close): each maps every module of its process,
   // and a space idle for a whole window is cheaper to rebuild than to keep.
