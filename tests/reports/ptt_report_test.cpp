@@ -188,6 +188,41 @@ TEST(PttReport, RowsTotalsAndUnavailableCounters) {
   EXPECT_DOUBLE_EQ(report->duration_s, 2.0);
 }
 
+// A continuous window past its PTT row limit carries one "[other threads]"
+// row (pid and tid 0xffffffff, loader FoldSmallestThreads): it survives the
+// capture and the report shows it as a row of its own, inside the total.
+TEST(PttReport, TheOtherThreadsRowRoundTripsAndCountsInTheTotal) {
+  Profile p = PttSampleProfile();
+  model::PttThread other;
+  other.pid = model::kPttOtherThreads;
+  other.tid = model::kPttOtherThreads;
+  other.comm = model::kPttOtherThreadsName;
+  other.cpu_ns = 50'000'000;
+  other.dispatches = 40;
+  other.events.assign(p.ptt.events.size(), 0);
+  p.ptt.threads.push_back(other);
+  TempDir dir;
+  const std::string path = dir.File("other.db");
+  auto written = WriteCapture(path, p, {});
+  ASSERT_TRUE(written.ok()) << written.error().message;
+  auto read = ReadCapture(path);
+  ASSERT_TRUE(read.ok()) << read.error().message;
+  EXPECT_EQ(read->ptt, p.ptt);
+  auto report = BuildPttReport(*read, PttReportOptions{});
+  ASSERT_TRUE(report.ok()) << report.error().message;
+  ASSERT_EQ(report->rows.size(), 4u);
+  bool found = false;
+  for (const PttReportRow& row : report->rows) {
+    if (row.tid != model::kPttOtherThreads) continue;
+    found = true;
+    EXPECT_EQ(row.comm, "[other threads]");
+    EXPECT_DOUBLE_EQ(row.cpu_ms, 50.0);
+  }
+  EXPECT_TRUE(found);
+  EXPECT_DOUBLE_EQ(report->total.cpu_ms, 1050.0);
+  EXPECT_EQ(report->total.dispatches, 993u);
+}
+
 TEST(PttReport, SortKeysAndFilter) {
   PttReportOptions options;
   options.sort = "dispatches";
