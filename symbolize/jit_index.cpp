@@ -30,7 +30,7 @@ size_t JitCodeIndex::bytes() const {
     for (const JitInlineRange& r : table) n += r.chain.capacity() * sizeof(std::string_view);
   }
   for (const auto& [code, table] : pending_inline_) n += kNode + sizeof(table) + table.capacity() * sizeof(JitInlineRange);
-  for (const std::string& name : names_) n += kNode + sizeof(std::string) + (name.size() > 15 ? name.capacity() + 1 : 0);
+  n += names_.size() * (kNode + sizeof(std::string_view)) + names_.bucket_count() * sizeof(void*) + name_bytes_.bytes();
   return n;
 }
 
@@ -38,7 +38,7 @@ std::string_view JitCodeIndex::Intern(std::string_view name) {
   // Looked up by view first: inlining chains repeat the same few names
   // thousands of times, and emplace builds a node (and a string) each call.
   if (auto it = names_.find(name); it != names_.end()) return *it;
-  return *names_.emplace(name).first;
+  return *names_.insert(name_bytes_.Store(name)).first;
 }
 
 uint32_t JitCodeIndex::AddVersion(Version v) {

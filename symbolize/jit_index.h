@@ -19,6 +19,7 @@
 #include "common/frame.h"
 #include "symbolize/jit_source.h"
 #include "symbolize/name_pool.h"
+#include "symbolize/string_arena.h"
 
 namespace arcprof {
 
@@ -98,7 +99,11 @@ class JitCodeIndex {
   std::unordered_map<uint64_t, uint64_t> pending_unload_;  // code_index -> t_ns
   std::unordered_map<uint64_t, std::pair<int32_t, int32_t>> pending_frame_;
   std::vector<std::vector<JitInlineRange>> inline_tables_;
-  std::unordered_set<std::string, TransparentStringHash, std::equal_to<>> names_;  // node-based: views stay valid
+  // Each distinct name once: its bytes in the arena (views stay valid), a
+  // view in the set. A JVM has 10,000s of methods and a daemon holds every
+  // live JVM's; a std::string node per name cost ~65 bytes more per method.
+  std::unordered_set<std::string_view> names_;
+  StringArena name_bytes_;
   std::vector<CacheEntry> cache_;
   uint64_t generation_ = 1;
   JitIndexStats stats_;
