@@ -114,6 +114,7 @@ TEST(Coexist, BpftraceBesideRecord) {
   // bpftrace says "Attaching N probes..." once they are in.
   for (int i = 0; i < 300 && read_out().find("Attaching") == std::string::npos; ++i) usleep(100 * 1000);
   ASSERT_NE(read_out().find("Attaching"), std::string::npos) << bpftrace.stderr_text();
+  programs.Beside(bpftrace.pid());  // its perf events are its own
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
   const std::string db = tmp.path("x.db");
   Subprocess rec({kArcprof, "record", "-q", "-o", db, "--", kGroundTruth, "3"});
