@@ -261,6 +261,14 @@ class FakeHotspot {
 
 constexpr auto kDaemonGivesUp = std::chrono::seconds(16);
 
+// The fake JVM is new, so a trigger file for its pid is a leftover of an
+// earlier process with the same pid (an attach killed before it cleaned up).
+// The tests below own the trigger of their fake: they start without one.
+void RemoveLeftoverTrigger(const std::string& trigger) {
+  struct stat st {};
+  if (lstat(trigger.c_str(), &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid()) unlink(trigger.c_str());
+}
+
 // Whether another arcprof process runs on the machine (a daemon attaches
 // every JVM it sees).
 bool OtherArcprofRunning() {
@@ -292,6 +300,9 @@ TEST(CoexistJava, SecondAttachDoesNotMakeTheJvmDumpItsThreads) {
   if (OtherArcprofRunning()) std::this_thread::sleep_for(kDaemonGivesUp);
   jvm.HandleSigquit();
   const std::string trigger = "/tmp/.attach_pid" + std::to_string(jvm.pid());
+  // A trigger a killed attach left for an earlier process of this pid would
+  // make ours fail to be created (it did once in CI).
+  RemoveLeftoverTrigger(trigger);
   // The other attach: its trigger file now, its SIGQUIT a moment later.
   {
     const int fd = open(trigger.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
@@ -321,6 +332,7 @@ TEST(CoexistJava, StaleTriggerOfADeadAttachIsSignalledFor) {
   if (OtherArcprofRunning()) std::this_thread::sleep_for(kDaemonGivesUp);
   jvm.HandleSigquit();
   const std::string trigger = "/tmp/.attach_pid" + std::to_string(jvm.pid());
+  RemoveLeftoverTrigger(trigger);
   {
     const int fd = open(trigger.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     ASSERT_GE(fd, 0) << strerror(errno);
@@ -345,9 +357,10 @@ TEST(CoexistJava, OwnTriggerIsRemovedOnceConnected) {
   ASSERT_GT(jvm.pid(), 0);
   if (OtherArcprofRunning()) std::this_thread::sleep_for(kDaemonGivesUp);
   jvm.HandleSigquit();
+  const std::string trigger = "/tmp/.attach_pid" + std::to_string(jvm.pid());
+  RemoveLeftoverTrigger(trigger);
   Subprocess attach({kArcprof, "java", "attach", std::to_string(jvm.pid()), "--agent", ARCPROF_AGENT, "--timeout", "5"});
   const int code = attach.Wait();
-  const std::string trigger = "/tmp/.attach_pid" + std::to_string(jvm.pid());
   EXPECT_NE(access(trigger.c_str(), F_OK), 0) << "arcprof left its trigger";
   unlink(trigger.c_str());
   const std::string report = jvm.Finish();
