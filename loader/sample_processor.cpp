@@ -313,7 +313,23 @@ void SampleProcessor::KeepOffCpuStack(const StackSample& e) {
       break;
     }
   }
-  for (size_t i = k.size(); i-- > leaf;) {
+  const OffCpuReason why = ClassifyOffCpu(e.offcpu_syscall, e.offcpu_state);
+  // A thread preempted on its way back to user mode (an interrupt or a
+  // system call returning, the kernel's return path calling schedule) was
+  // running its user code: the kernel frames of that path are the same for
+  // every such preemption and say nothing about the workload, yet each
+  // distinct user leaf would get its own chain of them (on a loaded machine
+  // a fifth of a compiler's call-tree nodes). Its stack is the user stack
+  // and the reason. Preemptions inside the kernel keep their kernel frames.
+  bool back_to_user = false;
+  if (why == OffCpuReason::kPreempted && !user_pcs_.empty()) {
+    for (size_t i = leaf; i < k.size() && !back_to_user; ++i) {
+      if (k[i] == 0) continue;
+      const std::string_view name = symbolizer_.ResolveKernel(i > 0 ? k[i] - 1 : k[i]).symbol;
+      back_to_user = name == "irqentry_exit_to_user_mode" || name == "exit_to_user_mode_loop";
+    }
+  }
+  for (size_t i = k.size(); !back_to_user && i-- > leaf;) {
     uint64_t ip = k[i];
     if (ip == 0) continue;
     if (i > 0) ip -= 1;
@@ -322,7 +338,7 @@ void SampleProcessor::KeepOffCpuStack(const StackSample& e) {
   // Why it went off CPU, as a pseudo-frame at the leaf.
   FrameRecord reason;
   reason.module = kept_modules_.InternModule("[off-cpu]");
-  reason.symbol = std::string(OffCpuReasonFrame(ClassifyOffCpu(e.offcpu_syscall, e.offcpu_state)));
+  reason.symbol = std::string(OffCpuReasonFrame(why));
   reason.kind = FrameKind::kKernel;
   kept.frames.push_back(KeepFrame(std::move(reason)));
   ++offcpu_records_;

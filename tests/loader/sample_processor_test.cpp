@@ -135,7 +135,11 @@ class FakeMachine {
       std::ofstream k(dir_ / "kallsyms");
       k << std::hex << kKernelBase << " T fake_kernel_entry\n"
         << kKernelBase + 0x1000 << " T fake_kernel_work\n"
-        << kKernelBase + 0x2000 << " T fake_kernel_end\n";
+        << kKernelBase + 0x2000 << " T __schedule\n"
+        << kKernelBase + 0x3000 << " T irqentry_exit_to_user_mode\n"
+        << kKernelBase + 0x4000 << " T asm_sysvec_apic_timer_interrupt\n"
+        << kKernelBase + 0x5000 << " T do_syscall_64\n"
+        << kKernelBase + 0x6000 << " T fake_kernel_end\n";
     }
     SymbolizerOptions options;
     options.proc_root = (dir_ / "proc").string();
@@ -264,6 +268,61 @@ TEST(SampleProcessor, NamesReleasedBetweenWindowsNameTheNextWindowAlike) {
   EXPECT_EQ(Folded(w1), (std::map<std::string, uint64_t>{{"t;ArcprofTestCaller;ArcprofTestLeaf;fake_kernel_work", 3}}));
   EXPECT_EQ(Folded(w2), (std::map<std::string, uint64_t>{{"t;ArcprofTestCaller;ArcprofTestLeaf;fake_kernel_work", 2},
                                                          {"t;ArcprofTestOther;ArcprofTestLeaf", 1}}));
+}
+
+// An off-CPU record as the sched_switch program writes it: the header, its
+// key and reason, then the frames.
+std::vector<uint64_t> MakeOffCpuRecord(uint64_t key, uint32_t state, int32_t syscall,
+                                       const std::vector<uint64_t>& kernel_leaf_first,
+                                       const std::vector<uint64_t>& user_leaf_first) {
+  auto r = MakeRecord(kPid, kPid, "t", kernel_leaf_first, user_leaf_first, ARCPROF_SAMPLE_OFFCPU);
+  offcpu_info info{};
+  info.key = key;
+  info.syscall = syscall;
+  info.state = state;
+  std::vector<uint64_t> words(sizeof(info) / 8);
+  memcpy(words.data(), &info, sizeof(info));
+  r.insert(r.begin() + sizeof(sample_event) / 8, words.begin(), words.end());
+  return r;
+}
+
+// A thread preempted on its way back to user mode keeps its user stack and
+// the reason, not the kernel's return path (the same for every preemption);
+// preempted inside a system call, or blocked, it keeps its kernel frames.
+TEST(SampleProcessor, PreemptionOnTheWayBackToUserKeepsNoKernelFrames) {
+  FakeMachine machine;
+  SampleProcessor processor(machine.symbolizer());
+  const std::vector<uint64_t> user = {Addr(ArcprofTestLeaf) + 2, Addr(ArcprofTestCaller) + 5};
+  // Leaf first: __schedule <- irqentry_exit_to_user_mode <- the interrupt entry.
+  const std::vector<uint64_t> back_to_user = {kKernelBase + 0x2010, kKernelBase + 0x3010, kKernelBase + 0x4010};
+  const std::vector<uint64_t> in_syscall = {kKernelBase + 0x2010, kKernelBase + 0x1010, kKernelBase + 0x5010};
+  auto a = MakeOffCpuRecord(1, 0, -1, back_to_user, user);
+  auto b = MakeOffCpuRecord(2, 0, 0, in_syscall, user);
+  auto c = MakeOffCpuRecord(3, 1, 35, back_to_user, user);  // sleeping: not a preemption
+  for (auto* r : {&a, &b, &c}) ASSERT_TRUE(processor.Process(r->data(), Bytes(*r)));
+  processor.AddOffCpu(1, 1000, 1);
+  processor.AddOffCpu(2, 2000, 1);
+  processor.AddOffCpu(3, 3000, 1);
+  Profile w = processor.TakeWindow();
+  // Every path that ends in an off-CPU reason, root first.
+  std::map<std::string, uint64_t> offcpu;
+  for (const auto& t : w.threads) {
+    const auto& nodes = t.tree.nodes();
+    for (size_t i = 1; i < nodes.size(); ++i) {
+      if (!w.frames.at(nodes[i].frame).symbol.starts_with("off-cpu:")) continue;
+      std::string key;
+      for (uint32_t n = static_cast<uint32_t>(i); n != 0; n = nodes[n].parent) {
+        key = w.frames.at(nodes[n].frame).symbol + (key.empty() ? "" : ";" + key);
+      }
+      ++offcpu[key];
+    }
+  }
+  EXPECT_EQ(offcpu, (std::map<std::string, uint64_t>{
+                        {"ArcprofTestCaller;ArcprofTestLeaf;off-cpu:preempted", 1},
+                        {"ArcprofTestCaller;ArcprofTestLeaf;do_syscall_64;fake_kernel_work;__schedule;off-cpu:preempted", 1},
+                        {"ArcprofTestCaller;ArcprofTestLeaf;asm_sysvec_apic_timer_interrupt;irqentry_exit_to_user_mode;"
+                         "__schedule;off-cpu:sleep", 1}}))
+      << ::testing::PrintToString(offcpu);
 }
 
 TEST(SampleProcessor, UnknownProcessFramesAreCountedNotCached) {
