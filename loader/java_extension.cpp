@@ -105,7 +105,7 @@ class JavaExtension : public RecordExtension {
     context.symbolizer.SetJitSymbolSourceFactory([this](const ProcessInfo& process) {
       auto source = std::make_shared<JitProcessSource>(process);
       source->Poll(JitMonotonicNowNs());
-      sources_[process.pid] = Source{source};  // replaces the one of an earlier image (exec)
+      sources_[process.pid] = Source{source, {}, false};  // replaces the one of an earlier image (exec)
       Report(*source);
       return std::make_unique<SharedSource>(source);
     });

@@ -467,7 +467,6 @@ std::optional<std::string_view> JitProcessSource::MethodName(uint64_t method, ui
 }
 
 size_t JitProcessSource::bytes() const {
-  constexpr size_t kNode = 2 * sizeof(void*);
   size_t n = index_.bytes();
   n += methods_.capacity() * sizeof(MethodVersion) + method_names_.bytes();
   for (const auto& [tid, name] : thread_names_) n += 3 * sizeof(void*) + sizeof(tid) + sizeof(name) + (name.size() > 15 ? name.capacity() : 0);
