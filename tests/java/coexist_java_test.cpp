@@ -56,10 +56,7 @@ void RemoveJitFiles(pid_t pid) {
 TEST(CoexistJava, DaemonAndRecordShareJvms) {
   ARCPROF_REQUIRE_RECORD_CAPABLE();
   const std::string java = std::string(JDK17_HOME) + "/bin/java";
-  if (access(java.c_str(), X_OK) != 0) {
-    if (InCi()) FAIL() << java << " is missing (CI=true: must not skip)";
-    GTEST_SKIP() << java << " is not installed";
-  }
+  ARCPROF_REQUIRE_TOOL(java, "openjdk-17-jdk-headless");
   TempDir tmp;
   chmod(tmp.dir().c_str(), 0755);  // the JVM (root here) loads the daemon's agent from it
   const std::string daemon_bin = tmp.path("arcprof");
@@ -261,13 +258,6 @@ class FakeHotspot {
 
 constexpr auto kDaemonGivesUp = std::chrono::seconds(16);
 
-// The fake JVM is new, so a trigger file for its pid is a leftover of an
-// earlier process with the same pid (an attach killed before it cleaned up).
-// The tests below own the trigger of their fake: they start without one.
-void RemoveLeftoverTrigger(const std::string& trigger) {
-  struct stat st {};
-  if (lstat(trigger.c_str(), &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid()) unlink(trigger.c_str());
-}
 
 // Whether another arcprof process runs on the machine (a daemon attaches
 // every JVM it sees).
@@ -283,87 +273,86 @@ bool OtherArcprofRunning() {
   return false;
 }
 
+// The trigger tests' start: a fake JVM that handles SIGQUIT (once a daemon
+// on the machine has given up on it: it does not handle SIGQUIT within the
+// daemon's 10 s start-up grace, counted from when the daemon first saw it,
+// by the side band at once or by a full scan of /proc every 5 s), and the
+// path of its trigger file, which the test owns: the fake is new, so a
+// trigger already there is a leftover of an earlier process with the same
+// pid (an attach killed before it cleaned up; one made a test fail in CI).
+class CoexistJavaTrigger : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ARCPROF_REQUIRE_RECORD_CAPABLE();
+    jvm_ = std::make_unique<FakeHotspot>(tmp_);
+    ASSERT_GT(jvm_->pid(), 0);
+    if (OtherArcprofRunning()) std::this_thread::sleep_for(kDaemonGivesUp);
+    jvm_->HandleSigquit();
+    trigger_ = "/tmp/.attach_pid" + std::to_string(jvm_->pid());
+    struct stat st {};
+    if (lstat(trigger_.c_str(), &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid()) unlink(trigger_.c_str());
+  }
+  void TearDown() override {
+    if (!trigger_.empty()) unlink(trigger_.c_str());
+  }
+  FakeHotspot& jvm() { return *jvm_; }
+  Subprocess Attach(const char* timeout_s) {
+    return Subprocess({kArcprof, "java", "attach", std::to_string(jvm_->pid()), "--agent", ARCPROF_AGENT, "--timeout", timeout_s});
+  }
+  TempDir tmp_;
+  std::unique_ptr<FakeHotspot> jvm_;
+  std::string trigger_;
+};
+
 // Two attaches at once: the first has created the trigger file and signalled
 // the JVM. The second must not send its own SIGQUIT: once the listener runs,
 // HotSpot answers one with a full thread dump on the JVM's stdout (a daemon
 // and a `record` attaching a new JVM together printed one into the
 // application's output). It waits for the socket the first attach brings up.
-TEST(CoexistJava, SecondAttachDoesNotMakeTheJvmDumpItsThreads) {
-  ARCPROF_REQUIRE_RECORD_CAPABLE();
-  TempDir tmp;
-  FakeHotspot jvm(tmp);
-  ASSERT_GT(jvm.pid(), 0);
-  // A daemon on the machine would attach the fake too: it gives up on a
-  // "JVM" that does not handle SIGQUIT within its 10 s start-up grace,
-  // counted from when it first saw it (the side band at once, or a full
-  // scan of /proc every 5 s).
-  if (OtherArcprofRunning()) std::this_thread::sleep_for(kDaemonGivesUp);
-  jvm.HandleSigquit();
-  const std::string trigger = "/tmp/.attach_pid" + std::to_string(jvm.pid());
-  // A trigger a killed attach left for an earlier process of this pid would
-  // make ours fail to be created (it did once in CI).
-  RemoveLeftoverTrigger(trigger);
+TEST_F(CoexistJavaTrigger, SecondAttachDoesNotMakeTheJvmDumpItsThreads) {
   // The other attach: its trigger file now, its SIGQUIT a moment later.
   {
-    const int fd = open(trigger.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    const int fd = open(trigger_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     ASSERT_GE(fd, 0) << strerror(errno);
     close(fd);
   }
-  Subprocess attach({kArcprof, "java", "attach", std::to_string(jvm.pid()), "--agent", ARCPROF_AGENT, "--timeout", "10"});
+  Subprocess attach = Attach("10");
   std::this_thread::sleep_for(std::chrono::seconds(1));
-  kill(jvm.pid(), SIGQUIT);
+  kill(jvm().pid(), SIGQUIT);
   const int code = attach.Wait();
-  unlink(trigger.c_str());
-  const std::string report = jvm.Finish();
+  unlink(trigger_.c_str());
+  const std::string report = jvm().Finish();
   EXPECT_EQ(code, 0) << attach.stderr_text();
   // One SIGQUIT, the other attach's, started the listener; no thread dump.
   EXPECT_EQ(report, "L " + std::to_string(getpid()) + "\n") << "fake JVM saw (L = listener started, D = thread dump, "
-                                                           << "by sender pid; arcprof was " << attach.pid() << "):\n"
-                                                           << report;
+                                                            << "by sender pid; arcprof was " << attach.pid() << "):\n"
+                                                            << report;
 }
 
 // A trigger file left by an attach that died before it signalled (older than
 // an attach takes) does not keep arcprof waiting: it signals the JVM itself.
-TEST(CoexistJava, StaleTriggerOfADeadAttachIsSignalledFor) {
-  ARCPROF_REQUIRE_RECORD_CAPABLE();
-  TempDir tmp;
-  FakeHotspot jvm(tmp);
-  ASSERT_GT(jvm.pid(), 0);
-  if (OtherArcprofRunning()) std::this_thread::sleep_for(kDaemonGivesUp);
-  jvm.HandleSigquit();
-  const std::string trigger = "/tmp/.attach_pid" + std::to_string(jvm.pid());
-  RemoveLeftoverTrigger(trigger);
+TEST_F(CoexistJavaTrigger, StaleTriggerOfADeadAttachIsSignalledFor) {
   {
-    const int fd = open(trigger.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    const int fd = open(trigger_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     ASSERT_GE(fd, 0) << strerror(errno);
     const timespec ten_seconds_ago[2] = {{time(nullptr) - 10, 0}, {time(nullptr) - 10, 0}};
     futimens(fd, ten_seconds_ago);
     close(fd);
   }
-  Subprocess attach({kArcprof, "java", "attach", std::to_string(jvm.pid()), "--agent", ARCPROF_AGENT, "--timeout", "5"});
+  Subprocess attach = Attach("5");
   const int code = attach.Wait();
-  EXPECT_EQ(access(trigger.c_str(), F_OK), 0) << "arcprof removed a trigger it did not create";
-  unlink(trigger.c_str());
-  const std::string report = jvm.Finish();
+  EXPECT_EQ(access(trigger_.c_str(), F_OK), 0) << "arcprof removed a trigger it did not create";
+  const std::string report = jvm().Finish();
   EXPECT_EQ(code, 0) << attach.stderr_text();
   EXPECT_EQ(report, "L " + std::to_string(attach.pid()) + "\n") << report;
 }
 
 // An attach removes the trigger it created once connected.
-TEST(CoexistJava, OwnTriggerIsRemovedOnceConnected) {
-  ARCPROF_REQUIRE_RECORD_CAPABLE();
-  TempDir tmp;
-  FakeHotspot jvm(tmp);
-  ASSERT_GT(jvm.pid(), 0);
-  if (OtherArcprofRunning()) std::this_thread::sleep_for(kDaemonGivesUp);
-  jvm.HandleSigquit();
-  const std::string trigger = "/tmp/.attach_pid" + std::to_string(jvm.pid());
-  RemoveLeftoverTrigger(trigger);
-  Subprocess attach({kArcprof, "java", "attach", std::to_string(jvm.pid()), "--agent", ARCPROF_AGENT, "--timeout", "5"});
+TEST_F(CoexistJavaTrigger, OwnTriggerIsRemovedOnceConnected) {
+  Subprocess attach = Attach("5");
   const int code = attach.Wait();
-  EXPECT_NE(access(trigger.c_str(), F_OK), 0) << "arcprof left its trigger";
-  unlink(trigger.c_str());
-  const std::string report = jvm.Finish();
+  EXPECT_NE(access(trigger_.c_str(), F_OK), 0) << "arcprof left its trigger";
+  const std::string report = jvm().Finish();
   EXPECT_EQ(code, 0) << attach.stderr_text();
   EXPECT_EQ(report, "L " + std::to_string(attach.pid()) + "\n") << report;
 }

@@ -159,6 +159,17 @@ TEST(PttAccounting, VectorSlots) {
 
 // A window past its row limit keeps its largest threads and one
 // "[other threads]" row: every total stays what it was.
+// Adds every counter of `t` into `sum` (two events).
+void AddInto(model::PttThread& sum, const model::PttThread& t) {
+  sum.cpu_ns += t.cpu_ns;
+  sum.hardirq_ns += t.hardirq_ns;
+  sum.softirq_ns += t.softirq_ns;
+  sum.dispatches += t.dispatches;
+  sum.interrupts += t.interrupts;
+  sum.events[0] += t.events[0];
+  sum.events[1] += t.events[1];
+}
+
 TEST(PttAccounting, ThreadsPastTheRowLimitAreFoldedIntoOneRow) {
   std::vector<model::PttThread> threads;
   model::PttThread sum;
@@ -174,13 +185,7 @@ TEST(PttAccounting, ThreadsPastTheRowLimitAreFoldedIntoOneRow) {
     t.dispatches = 3;
     t.interrupts = i % 7;
     t.events = {i, 10 * i};
-    sum.cpu_ns += t.cpu_ns;
-    sum.hardirq_ns += t.hardirq_ns;
-    sum.softirq_ns += t.softirq_ns;
-    sum.dispatches += t.dispatches;
-    sum.interrupts += t.interrupts;
-    sum.events[0] += t.events[0];
-    sum.events[1] += t.events[1];
+    AddInto(sum, t);
     threads.push_back(t);
   }
   std::vector<model::PttThread> unlimited = threads;
@@ -195,13 +200,7 @@ TEST(PttAccounting, ThreadsPastTheRowLimitAreFoldedIntoOneRow) {
   const model::PttThread* other = nullptr;
   uint32_t smallest_kept = UINT32_MAX;
   for (const model::PttThread& t : threads) {
-    after.cpu_ns += t.cpu_ns;
-    after.hardirq_ns += t.hardirq_ns;
-    after.softirq_ns += t.softirq_ns;
-    after.dispatches += t.dispatches;
-    after.interrupts += t.interrupts;
-    after.events[0] += t.events[0];
-    after.events[1] += t.events[1];
+    AddInto(after, t);
     if (t.pid == model::kPttOtherThreads) {
       other = &t;
     } else {
