@@ -12,6 +12,13 @@ namespace arcprof {
 using namespace arcprof::model;
 namespace {
 
+// User frames a walk in the copied stack (dwarf, hybrid) may find. The BPF
+// frame-pointer stacks stop at ARCPROF_MAX_STACK (perf's 127, the kernel's
+// limit for bpf_get_stack); the copy is ours to walk, and a compiler's
+// template instantiation or GC marking recurses deeper (g++ -O2 of a
+// template-heavy file: 6.6% of cc1plus samples were cut at 127).
+constexpr size_t kMaxUnwoundFrames = 512;
+
 // The address a frame is stored under, on CPU and off CPU alike. A named
 // frame: its symbol's start. An unnamed frame of a known file: the start of
 // its function (.eh_frame_hdr), so every call site and instruction of one
@@ -36,7 +43,7 @@ size_t SampleProcessor::FrameKeyHash::operator()(const FrameKey& k) const {
 SampleProcessor::SampleProcessor(Symbolizer& symbolizer, CallGraphMode mode, Unwinder* unwinder)
     : symbolizer_(symbolizer), mode_(mode), unwinder_(unwinder) {
   stack_.reserve(2 * ARCPROF_MAX_STACK);
-  user_pcs_.reserve(ARCPROF_MAX_STACK);
+  user_pcs_.reserve(kMaxUnwoundFrames);
   stack_cache_.resize(size_t{1} << 16);
   paths_.resize(256);
 }
@@ -68,7 +75,7 @@ void SampleProcessor::UserStack(const StackSample& sample) {
   }
 
   const uint64_t t0 = MonotonicNs();
-  UnwindResult r = unwinder_->Unwind(input, mode_ == CallGraphMode::kHybrid, ARCPROF_MAX_STACK);
+  UnwindResult r = unwinder_->Unwind(input, mode_ == CallGraphMode::kHybrid, kMaxUnwoundFrames);
   unwind_ns_ += MonotonicNs() - t0;
   ++unwound_;
   if (r.stop == UnwindStop::kStackCopyTooSmall && mode_ == CallGraphMode::kHybrid &&
@@ -77,7 +84,7 @@ void SampleProcessor::UserStack(const StackSample& sample) {
     // live memory) continues from the last return address both walks share.
     for (size_t i = 0; i < fp_len; ++i) {
       if (fp_pcs[i] != r.pcs.back()) continue;
-      for (size_t j = i + 1; j < fp_len && r.pcs.size() < ARCPROF_MAX_STACK; ++j) {
+      for (size_t j = i + 1; j < fp_len && r.pcs.size() < kMaxUnwoundFrames; ++j) {
         r.pcs.push_back(fp_pcs[j]);
       }
       r.stop = UnwindStop::kComplete;

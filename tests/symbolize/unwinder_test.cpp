@@ -2,14 +2,19 @@
 // taken in-process, the address space from /proc/self/maps.
 #include "symbolize/unwinder.h"
 
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <filesystem>
 #include <fstream>
+#include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "symbolize/symbolizer.h"
@@ -93,6 +98,119 @@ TEST(Unwinder, CfiBudgetDropsAndRereadsWithTheSameWalk) {
   // The walk crosses the test binary, libstdc++/gtest and libc at least.
   EXPECT_GE(tight.stats().cfi_released, 2u);
   EXPECT_LT(tight.stats().cfi_bytes, roomy.stats().cfi_bytes + 1);
+}
+
+
+// HotSpot code stepped by frame size, in a fake JVM: three compiled methods
+// in anonymous executable memory, each known to a JIT source with its frame
+// size, in a JVM with -XX:+PreserveFramePointer (rbp is the frame pointer).
+class FakeJitMethods : public JitSymbolSource {
+ public:
+  static constexpr uint64_t kCode = 0x7f0000100000;
+  static constexpr uint64_t kLeaf = kCode + 0x1000;    // frame size 48
+  static constexpr uint64_t kCaller = kCode + 0x2000;  // frame size 64
+  static constexpr uint64_t kOuter = kCode + 0x3000;   // frame size 32
+  std::optional<JitSymbol> Find(uint64_t addr, uint64_t) override {
+    for (const auto& [start, size, name] : {std::tuple{kLeaf, 48, "Leaf.work"},
+                                            std::tuple{kCaller, 64, "Caller.run"},
+                                            std::tuple{kOuter, 32, "Outer.main"}}) {
+      if (addr < start || addr >= start + 0x100) continue;
+      JitSymbol s;
+      s.name = name;
+      s.start = start;
+      s.frame_size = size;
+      s.frame_complete = 8;
+      s.rbp_frame_pointer = true;
+      return s;
+    }
+    return std::nullopt;
+  }
+};
+
+class JitStepping : public ::testing::Test {
+ protected:
+  static constexpr uint32_t kPid = 4242;
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() / ("arcprof-unwind-jit-" + std::to_string(getpid()));
+    std::filesystem::create_directories(dir_);  // an empty /proc: nothing is read
+    SymbolizerOptions options;
+    options.proc_root = dir_.string();
+    symbolizer_ = std::make_unique<Symbolizer>(options);
+    symbolizer_->SetJitSymbolSourceFactory(
+        [](const ProcessInfo&) { return std::make_unique<FakeJitMethods>(); });
+    symbolizer_->OnExec(kPid, 1, "java");
+    MappingEvent code;
+    code.start = FakeJitMethods::kCode;
+    code.len = 0x10000;
+    code.prot = PROT_READ | PROT_EXEC;
+    code.flags = MAP_PRIVATE | MAP_ANONYMOUS;
+    code.path = "//anon";
+    symbolizer_->OnMmap(kPid, 1, code);
+    unwinder_ = std::make_unique<Unwinder>(*symbolizer_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  // The leaf is Leaf.work at rsp = kSp with rbp = `bp`, `top` on top of the
+  // stack; above the leaf's frame (which ends at `leaf_cfa`) Caller.run's
+  // frame of 64 bytes returns into Outer.main.
+  UnwindResult Walk(uint64_t bp, uint64_t top, uint64_t leaf_cfa) {
+    stack_.assign(256, 0);
+    auto put = [&](uint64_t addr, uint64_t v) { std::memcpy(&stack_[addr - kSp], &v, 8); };
+    put(kSp, top);
+    put(leaf_cfa - 8, FakeJitMethods::kCaller + 0x40);  // return address into Caller.run
+    put(leaf_cfa - 16, leaf_cfa + 64 - 16);             // Caller.run's frame pointer
+    put(leaf_cfa + 64 - 8, FakeJitMethods::kOuter + 0x20);
+    put(leaf_cfa + 64 - 16, leaf_cfa + 64 + 32 - 16);
+    uint64_t regs[kUnwindRegs] = {};
+    regs[16] = FakeJitMethods::kLeaf + 0x30;  // in the body (past frame_complete)
+    regs[7] = kSp;
+    regs[6] = bp;
+    UnwindInput input;
+    input.pid = kPid;
+    input.tid = kPid;
+    input.t_ns = 2;
+    input.regs = regs;
+    input.stack = stack_.data();
+    input.stack_len = stack_.size();
+    return unwinder_->Unwind(input, /*fp_fallback=*/true, 3);
+  }
+
+  static constexpr uint64_t kSp = 0x7ffd00001000;
+  std::filesystem::path dir_;
+  std::unique_ptr<Symbolizer> symbolizer_;
+  std::unique_ptr<Unwinder> unwinder_;
+  std::vector<uint8_t> stack_;
+};
+
+TEST_F(JitStepping, BodyLeafStepsByFrameSize) {
+  const uint64_t cfa = kSp + 48;
+  const UnwindResult r = Walk(/*bp=*/cfa - 16, /*top=*/7, cfa);
+  EXPECT_EQ(r.pcs, (std::vector<uint64_t>{FakeJitMethods::kLeaf + 0x30, FakeJitMethods::kCaller + 0x40,
+                                          FakeJitMethods::kOuter + 0x20}));
+  EXPECT_EQ(r.stop, UnwindStop::kMaxDepth);
+}
+
+// C2's inlined String.compareTo keeps one word pushed in the body: rsp is 8
+// below the body's, so the frame ends 56 bytes above it and rbp is frame
+// size - 8 above rsp. The walk goes on through rbp (it ended at the leaf:
+// 2.4% of a JDK 17 program's samples).
+TEST_F(JitStepping, OneWordPushedInTheBodyStepsThroughRbp) {
+  const uint64_t cfa = kSp + 8 + 48;
+  const UnwindResult r = Walk(/*bp=*/cfa - 16, /*top=*/static_cast<uint64_t>(-3), cfa);
+  EXPECT_EQ(r.pcs, (std::vector<uint64_t>{FakeJitMethods::kLeaf + 0x30, FakeJitMethods::kCaller + 0x40,
+                                          FakeJitMethods::kOuter + 0x20}));
+  EXPECT_EQ(r.stop, UnwindStop::kMaxDepth);
+}
+
+// The same distance right after the epilogue's `pop %rbp`: the top of the
+// stack is then the return address, rbp the caller's. Stepping through rbp
+// would skip the caller: the walk ends at the leaf instead.
+TEST_F(JitStepping, EpilogueWithTheSameDistanceEndsTheWalk) {
+  // Only the return address is left on the stack; rbp (the caller's) happens
+  // to sit frame size - 8 above rsp.
+  const UnwindResult r = Walk(/*bp=*/kSp + 48 - 8, /*top=*/FakeJitMethods::kCaller + 0x40, kSp + 8 + 48);
+  EXPECT_EQ(r.pcs, (std::vector<uint64_t>{FakeJitMethods::kLeaf + 0x30}));
+  EXPECT_EQ(r.stop, UnwindStop::kJitFrame);
 }
 
 }  // namespace
