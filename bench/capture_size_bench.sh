@@ -15,7 +15,9 @@
 # CTE. Only tools scripts/install-deps.sh installs.
 # After the table, where each capture's bytes go: bytes per table (and index)
 # from SQLite's dbstat, free pages, page size, and the raw vs compressed bytes
-# of the frame and tree blocks.
+# of the frame and tree blocks. The last column is the share of the
+# workload's samples whose stack reaches thread start; the truncated ones are
+# listed by reason after the table.
 # Usage: bench/capture_size_bench.sh [BUILD_DIR]   (as root; SECONDS_PER_WORKLOAD=N, default 15;
 #        PERF_DWARF=0 skips the perf --call-graph dwarf runs;
 #        KEEP_CAPTURES=DIR keeps the captures; WORKLOADS="gxx xz" runs only those)
@@ -71,16 +73,29 @@ report_s() {  # median wall seconds of `arcprof report -i $1`
   median "${t[@]}"
 }
 per() { awk -v b="$1" -v n="$2" 'BEGIN {if (n > 0) printf "%.1f", b / n; else print "-"}'; }
+# Share of COMM's samples with a user stack whose outermost user frame is where
+# a thread starts (an unnamed entry counts when a start, or ld.so's _dl_start,
+# comes right after it).
+declare -A comm=([gxx]=cc1plus [xz]=xz [python3]=python3 [node]=node [java]=java [sqlite3]=sqlite3)
+roots='^(_start|__libc_start_main[^;]*|__libc_start_call_main|start_thread|clone3?|__clone3?)$'
+start_share() {  # capture comm
+  "$arcprof" export --format folded -i "$1" --comm "$2" |
+    awk -v re="$roots" '{n=$NF; sub(/ [0-9]+$/, ""); k=split($0, f, ";");
+      u=0; a=""; b=""; for (i=2; i<=k; i++) if (f[i] !~ /_\[k\]$/) { u++; if (u==1) a=f[i]; if (u==2) b=f[i] }
+      if (u == 0) next; t+=n; if (a ~ re || (a ~ /^\[/ && (b ~ re || b == "_dl_start"))) c+=n}
+      END {if (t) printf "%.2f%% of %d", 100*c/t, t; else print "-"}'
+}
+truncations=()
 
 echo "## Capture size: bytes per sample, arcprof vs perf -g on the same execution (999 Hz)"
 echo
-echo "| workload | samples (arcprof) | arcprof B/sample | schema 4 B/sample | schema 3 B/sample | schema 1 B/sample | samples (perf) | perf -g B/sample | perf dwarf B/sample (samples) | report s (current / schema 3) |"
-echo "|---|---|---|---|---|---|---|---|---|---|"
+echo "| workload | samples (arcprof) | arcprof B/sample | schema 4 B/sample | schema 3 B/sample | schema 1 B/sample | samples (perf) | perf -g B/sample | perf dwarf B/sample (samples) | report s (current / schema 3) | arcprof: reach thread start |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|"
 for w in "${order[@]}"; do
   a=$tmp/$w.db p=$tmp/$w.perf.data
   if ! "$arcprof" record -q -o "$a" -- perf record -q -F 999 -g -o "$p" -- sh -c "${cmd[$w]}" \
        > "$tmp/$w.log" 2>&1; then
-    echo "| $w | failed: $(tail -1 "$tmp/$w.log") | | | | | | | | |"
+    echo "| $w | failed: $(tail -1 "$tmp/$w.log") | | | | | | | | | |"
     continue
   fi
   "$schema1" "$a" "$tmp/$w.v1.db"
@@ -88,6 +103,8 @@ for w in "${order[@]}"; do
   "$schema1" --schema 4 "$a" "$tmp/$w.v4.db"
   # Schema 5 keeps counters in row blocks: read the count from the schema 4 copy.
   a_samples=$(sqlite3 "$tmp/$w.v4.db" "SELECT value FROM counters WHERE name = 'samples_total'")
+  truncations+=("$w: $(sqlite3 "$tmp/$w.v4.db" "SELECT coalesce(group_concat(substr(name, 18) || ' ' || value, ', '), 'none')
+                       FROM counters WHERE name LIKE 'truncated_stacks.%'")")
   v4_bytes=$(stat -c %s "$tmp/$w.v4.db")
   rm -f "$tmp/$w.v4.db"
   a_bytes=$(stat -c %s "$a")
@@ -112,11 +129,14 @@ for w in "${order[@]}"; do
   fi
   r4=$(report_s "$a")
   r3=$(report_s "$tmp/$w.v3.db")
-  echo "| $w | $a_samples | **$(per "$a_bytes" "$a_samples")** ($a_bytes B) | $(per "$v4_bytes" "$a_samples") | $(per "$v3_bytes" "$a_samples") | $(per "$v1_bytes" "$a_samples") | ${p_samples:-?} | $(per "$p_bytes" "${p_samples:-0}") ($p_bytes B) | $dwarf | $r4 / $r3 |"
+  echo "| $w | $a_samples | **$(per "$a_bytes" "$a_samples")** ($a_bytes B) | $(per "$v4_bytes" "$a_samples") | $(per "$v3_bytes" "$a_samples") | $(per "$v1_bytes" "$a_samples") | ${p_samples:-?} | $(per "$p_bytes" "${p_samples:-0}") ($p_bytes B) | $dwarf | $r4 / $r3 | $(start_share "$a" "${comm[$w]}") (${comm[$w]}) |"
   rm -f "$tmp/$w.v3.db"
   [ -n "${KEEP_CAPTURES:-}" ] && mkdir -p "$KEEP_CAPTURES" && cp "$a" "$KEEP_CAPTURES/"
 done
 
+echo
+echo "Truncated stacks by reason (every process of the run, perf and sh included):"
+for t in "${truncations[@]}"; do echo "- $t"; done
 echo
 echo "## Where the bytes go (dbstat: bytes per table or index, pages included)"
 echo
