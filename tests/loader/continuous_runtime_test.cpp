@@ -106,7 +106,11 @@ TEST(ContinuousRuntime, WindowsOnScheduleSumToTheRangeAndCorruptOnesAreSkipped) 
     }
     Profile p = LoadCapture(w.path);
     sum += p.total_samples();
-    EXPECT_GT(p.total_samples(), 0u) << w.id;
+    // Every window holds samples (49 Hz on each CPU, idle ones too), except
+    // one too short to meet a tick: the window open at SIGTERM is a few ms
+    // long when the signal comes right after a boundary (CI saw 6 ms, 0
+    // samples).
+    if (len >= kSecond / 5) EXPECT_GT(p.total_samples(), 0u) << w.id << ", " << len << " ns";
     // Per-window PTT: each CPU's interval rows continue where the previous
     // window's stopped, and busy + idle + interrupts fill them.
     ASSERT_TRUE(p.ptt.recorded) << w.id;
