@@ -73,17 +73,11 @@ report_s() {  # median wall seconds of `arcprof report -i $1`
   median "${t[@]}"
 }
 per() { awk -v b="$1" -v n="$2" 'BEGIN {if (n > 0) printf "%.1f", b / n; else print "-"}'; }
-# Share of COMM's samples with a user stack whose outermost user frame is where
-# a thread starts (an unnamed entry counts when a start, or ld.so's _dl_start,
-# comes right after it).
+# The workload's process, for the share of its samples that reach thread start.
 declare -A comm=([gxx]=cc1plus [xz]=xz [python3]=python3 [node]=node [java]=java [sqlite3]=sqlite3)
-roots='^(_start|__libc_start_main[^;]*|__libc_start_call_main|start_thread|clone3?|__clone3?)$'
+. "$src/bench/thread_start.sh"
 start_share() {  # capture comm
-  "$arcprof" export --format folded -i "$1" --comm "$2" |
-    awk -v re="$roots" '{n=$NF; sub(/ [0-9]+$/, ""); k=split($0, f, ";");
-      u=0; a=""; b=""; for (i=2; i<=k; i++) if (f[i] !~ /_\[k\]$/) { u++; if (u==1) a=f[i]; if (u==2) b=f[i] }
-      if (u == 0) next; t+=n; if (a ~ re || (a ~ /^\[/ && (b ~ re || b == "_dl_start"))) c+=n}
-      END {if (t) printf "%.2f%% of %d", 100*c/t, t; else print "-"}'
+  thread_start_share "$arcprof" "$1" "$2" | awk '{if ($2 > 0) printf "%.2f%% of %d", $1, $2; else print "-"}'
 }
 truncations=()
 

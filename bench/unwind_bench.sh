@@ -25,13 +25,11 @@ gzip_cmd=(/usr/bin/gzip -c -9 "$out/input.txt")
 qsort_cmd=("$build/tests/programs/qsort_cmp" 3)
 
 # Share of samples of COMM whose outermost user frame is where a thread starts
-# (the stripped gzip's own _start is unnamed: libc's entry may come second).
+# (bench/thread_start.sh; perf's stacks below are judged by the same roots).
+. "$(dirname "$0")/thread_start.sh"
 roots='^(_start|__libc_start_main[^;]*|__libc_start_call_main|start_thread|clone3?|__clone3?)$'
 arc_complete() {  # db comm
-  "$arcprof" export --format folded -i "$1" --comm "$2" |
-    awk -v re="$roots" '{n=$NF; t+=n; sub(/ [0-9]+$/, ""); k=split($0, f, ";");
-      u=0; for (i=2; i<=k; i++) if (f[i] !~ /_\[k\]$/) { u++; if (u==1) a=f[i]; if (u==2) b=f[i] }
-      if (a ~ re || (a ~ /^\[/ && b ~ re)) c+=n} END {printf "%.1f", t ? 100*c/t : 0}'
+  thread_start_share "$arcprof" "$1" "$2" | awk '{printf "%.1f", $1}'
 }
 perf_complete() {  # perf.data comm
   perf script -i "$1" -F comm,ip,sym --comm "$2" 2>/dev/null |

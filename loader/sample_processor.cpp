@@ -42,7 +42,7 @@ size_t SampleProcessor::FrameKeyHash::operator()(const FrameKey& k) const {
 
 SampleProcessor::SampleProcessor(Symbolizer& symbolizer, CallGraphMode mode, Unwinder* unwinder)
     : symbolizer_(symbolizer), mode_(mode), unwinder_(unwinder) {
-  stack_.reserve(2 * ARCPROF_MAX_STACK);
+  stack_.reserve(ARCPROF_MAX_STACK + kMaxUnwoundFrames);  // kernel frames, then user frames
   user_pcs_.reserve(kMaxUnwoundFrames);
   stack_cache_.resize(size_t{1} << 16);
   paths_.resize(256);

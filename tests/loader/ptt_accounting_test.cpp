@@ -159,17 +159,6 @@ TEST(PttAccounting, VectorSlots) {
 
 // A window past its row limit keeps its largest threads and one
 // "[other threads]" row: every total stays what it was.
-// Adds every counter of `t` into `sum` (two events).
-void AddInto(model::PttThread& sum, const model::PttThread& t) {
-  sum.cpu_ns += t.cpu_ns;
-  sum.hardirq_ns += t.hardirq_ns;
-  sum.softirq_ns += t.softirq_ns;
-  sum.dispatches += t.dispatches;
-  sum.interrupts += t.interrupts;
-  sum.events[0] += t.events[0];
-  sum.events[1] += t.events[1];
-}
-
 TEST(PttAccounting, ThreadsPastTheRowLimitAreFoldedIntoOneRow) {
   std::vector<model::PttThread> threads;
   model::PttThread sum;
@@ -185,7 +174,7 @@ TEST(PttAccounting, ThreadsPastTheRowLimitAreFoldedIntoOneRow) {
     t.dispatches = 3;
     t.interrupts = i % 7;
     t.events = {i, 10 * i};
-    AddInto(sum, t);
+    sum.Add(t);
     threads.push_back(t);
   }
   std::vector<model::PttThread> unlimited = threads;
@@ -200,7 +189,7 @@ TEST(PttAccounting, ThreadsPastTheRowLimitAreFoldedIntoOneRow) {
   const model::PttThread* other = nullptr;
   uint32_t smallest_kept = UINT32_MAX;
   for (const model::PttThread& t : threads) {
-    AddInto(after, t);
+    after.Add(t);
     if (t.pid == model::kPttOtherThreads) {
       other = &t;
     } else {

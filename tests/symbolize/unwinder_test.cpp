@@ -100,7 +100,6 @@ TEST(Unwinder, CfiBudgetDropsAndRereadsWithTheSameWalk) {
   EXPECT_LT(tight.stats().cfi_bytes, roomy.stats().cfi_bytes + 1);
 }
 
-
 // HotSpot code stepped by frame size, in a fake JVM: three compiled methods
 // in anonymous executable memory, each known to a JIT source with its frame
 // size, in a JVM with -XX:+PreserveFramePointer (rbp is the frame pointer).
