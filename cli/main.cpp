@@ -115,9 +115,9 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->check(CallGraphValidator());
   record->add_option("--stack-kb", rec.stack_kb,
-                     "User stack copied per sample for dwarf/hybrid unwinding, in KiB")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 128));
+                     "User stack copied per sample for dwarf/hybrid unwinding, in KiB (default: 64, "
+                     "and a main thread's deeper stack down to its base, up to 256)")
+      ->check(CLI::Range(1, 256));
   record->add_option("--debuginfod-budget", rec.debuginfod_budget_s,
                      "With DEBUGINFOD_URLS set: seconds from the start for looking up stripped "
                      "modules' debug files in the background (0: no debuginfod)")
@@ -190,9 +190,9 @@ int main(int argc, char** argv) {
   continuous->add_option("--call-graph", cont.record.call_graph, "fp, dwarf or hybrid (as for record)")
       ->capture_default_str()
       ->check(CLI::IsMember({"fp", "dwarf", "hybrid"}));
-  continuous->add_option("--stack-kb", cont.record.stack_kb, "User stack copied per sample, in KiB")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 128));
+  continuous->add_option("--stack-kb", cont.record.stack_kb,
+                         "User stack copied per sample, in KiB (as for record)")
+      ->check(CLI::Range(1, 256));
   continuous->add_option("--buffer-mb", cont.record.buffer_mb,
                          "Sample ring buffer size in MiB (default: from -F, the CPUs and --stack-kb, 8 to 64)")
       ->check(CLI::Range(1, 4096));

@@ -25,10 +25,15 @@ enum class UnknownReason : uint8_t {
   kFileUnavailable = 5,  // the mapped file could not be opened (gone, no access)
   kNoProcess = 6,     // the process was never seen (no /proc snapshot, no events)
   kKernelUnknown = 7, // kernel address outside kallsyms
-  kTruncated = 8,     // a marker frame: the stack walk stopped early
+  kTruncated = 8,     // a marker frame: frames are missing here (the walk stopped early,
+                      // or the middle of a deep stack was left out: "[frames elided]")
 };
 
 inline constexpr int kUnknownReasonCount = 9;
+
+// The marker (kUnknown, kTruncated) in place of the middle frames of a user
+// stack too deep to keep whole; a marker without a name is "[truncated]".
+inline constexpr std::string_view kElidedFramesName = "[frames elided]";
 
 constexpr std::string_view FrameKindName(FrameKind k) {
   switch (k) {

@@ -10,6 +10,8 @@
 
 namespace arcprof {
 
+inline constexpr uint32_t kDefaultStackKb = 64;  // --stack-kb when not given
+
 struct RecordOptions {
   double duration_s = 0;                  // 0: until Ctrl-C, or until the command exits
   std::vector<uint32_t> pids;             // -p: only these processes (and their children)
@@ -26,7 +28,11 @@ struct RecordOptions {
   // case, 100 ms to 1 s), what `continuous` uses.
   uint32_t drain_interval_ms = 100;
   std::string call_graph = "hybrid";     // fp, dwarf or hybrid
-  uint32_t stack_kb = 64;                // user stack copied per sample (dwarf, hybrid)
+  // User stack copied per sample (dwarf, hybrid). Unset: kDefaultStackKb,
+  // and a main thread's deeper stack down to its base, up to the largest
+  // copy (ARCPROF_MAX_STACK_COPY): a compiler's deepest recursions reach
+  // thread start. Set: exactly that much for every thread.
+  std::optional<uint32_t> stack_kb;
   std::string command_line;               // how arcprof was invoked, stored in the capture
   bool quiet = false;
   // Per-thread time and interrupt/idle accounting (docs/ptt.md). Unset: on

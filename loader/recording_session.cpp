@@ -437,7 +437,8 @@ Result<std::unique_ptr<RecordingSession>> RecordingSession::Start(const RecordOp
   } else {
     return MakeError("--call-graph must be fp, dwarf or hybrid, not '" + opt.call_graph + "'");
   }
-  if (opt.stack_kb == 0 || opt.stack_kb * 1024ull > ARCPROF_MAX_STACK_COPY) {
+  const uint32_t stack_kb = opt.stack_kb.value_or(kDefaultStackKb);
+  if (stack_kb == 0 || stack_kb * 1024ull > ARCPROF_MAX_STACK_COPY) {
     return MakeError("--stack-kb must be between 1 and " +
                      std::to_string(ARCPROF_MAX_STACK_COPY / 1024));
   }
@@ -462,11 +463,12 @@ Result<std::unique_ptr<RecordingSession>> RecordingSession::Start(const RecordOp
   sopt.buffer_mb = opt.buffer_mb != 0
                       ? opt.buffer_mb
                       : AutoBufferMb(opt.sample_period == 0 ? frequency_hz : 0, unwind_mode,
-                                     opt.stack_kb * 1024);
+                                     stack_kb * 1024);
   sopt.filter_pids = s.command.has_value() || !opt.pids.empty();
   sopt.self_pid = static_cast<uint32_t>(getpid());
   sopt.unwind_mode = unwind_mode;
-  sopt.stack_copy_bytes = opt.stack_kb * 1024;
+  sopt.stack_copy_bytes = stack_kb * 1024;
+  sopt.copy_main_stack = !opt.stack_kb.has_value() && unwind_mode != ARCPROF_UNWIND_FP;
   sopt.off_cpu = OffCpuEnabled(opt);
   sopt.off_cpu_max_keys = opt.off_cpu_max_keys;
   s.off_cpu = sopt.off_cpu;
@@ -516,7 +518,7 @@ Result<std::unique_ptr<RecordingSession>> RecordingSession::Start(const RecordOp
   const uint32_t drain_ms =
       opt.drain_interval_ms != 0
           ? opt.drain_interval_ms
-          : AutoDrainMs(opt.sample_period == 0 ? frequency_hz : 0, unwind_mode, opt.stack_kb * 1024ull, sopt.buffer_mb);
+          : AutoDrainMs(opt.sample_period == 0 ? frequency_hz : 0, unwind_mode, stack_kb * 1024ull, sopt.buffer_mb);
   s.drain_ns = static_cast<uint64_t>(drain_ms) * 1000000ull;
   spdlog::debug("sample ring {} MiB, drained every {} ms", sopt.buffer_mb, drain_ms);
   s.ring_mb = sopt.buffer_mb;

@@ -12,12 +12,23 @@ namespace arcprof {
 using namespace arcprof::model;
 namespace {
 
-// User frames a walk in the copied stack (dwarf, hybrid) may find. The BPF
+// A walk in the copied stack (dwarf, hybrid) goes on while the copy lasts:
+// every frame holds at least its return address there. The BPF
 // frame-pointer stacks stop at ARCPROF_MAX_STACK (perf's 127, the kernel's
 // limit for bpf_get_stack); the copy is ours to walk, and a compiler's
-// template instantiation or GC marking recurses deeper (g++ -O2 of a
-// template-heavy file: 6.6% of cc1plus samples were cut at 127).
-constexpr size_t kMaxUnwoundFrames = 512;
+// template instantiation or GC marking recurses thousands of frames deep
+// (g++ -O2 of a template-heavy file: 6.6% of cc1plus samples were cut at
+// 127 frames, 1.5% at 512).
+constexpr size_t kMaxWalkFrames = ARCPROF_MAX_STACK_COPY / 8;
+// A user stack deeper than kKeptInnerFrames + kKeptOuterFrames keeps its
+// innermost and outermost frames, with one marker frame, "[frames elided]",
+// in place of the middle: where the time is spent and what it is spent
+// for (main, the compiler pass) both stay, while the frames left out (the
+// middle of a recursion) would each make a call-tree node of their own.
+constexpr size_t kKeptInnerFrames = 256;
+constexpr size_t kKeptOuterFrames = 256;
+// The marker's place in user_pcs_: not a user address, never resolved.
+constexpr uint64_t kElidedPc = ~uint64_t{0};
 
 // The address a frame is stored under, on CPU and off CPU alike. A named
 // frame: its symbol's start. An unnamed frame of a known file: the start of
@@ -42,8 +53,9 @@ size_t SampleProcessor::FrameKeyHash::operator()(const FrameKey& k) const {
 
 SampleProcessor::SampleProcessor(Symbolizer& symbolizer, CallGraphMode mode, Unwinder* unwinder)
     : symbolizer_(symbolizer), mode_(mode), unwinder_(unwinder) {
-  stack_.reserve(ARCPROF_MAX_STACK + kMaxUnwoundFrames);  // kernel frames, then user frames
-  user_pcs_.reserve(kMaxUnwoundFrames);
+  // Kernel frames, then user frames.
+  stack_.reserve(ARCPROF_MAX_STACK + kKeptInnerFrames + 1 + kKeptOuterFrames);
+  user_pcs_.reserve(kMaxWalkFrames);
   stack_cache_.resize(size_t{1} << 16);
   paths_.resize(256);
 }
@@ -75,7 +87,7 @@ void SampleProcessor::UserStack(const StackSample& sample) {
   }
 
   const uint64_t t0 = MonotonicNs();
-  UnwindResult r = unwinder_->Unwind(input, mode_ == CallGraphMode::kHybrid, kMaxUnwoundFrames);
+  UnwindResult r = unwinder_->Unwind(input, mode_ == CallGraphMode::kHybrid, kMaxWalkFrames);
   unwind_ns_ += MonotonicNs() - t0;
   ++unwound_;
   if (r.stop == UnwindStop::kStackCopyTooSmall && mode_ == CallGraphMode::kHybrid &&
@@ -84,7 +96,7 @@ void SampleProcessor::UserStack(const StackSample& sample) {
     // live memory) continues from the last return address both walks share.
     for (size_t i = 0; i < fp_len; ++i) {
       if (fp_pcs[i] != r.pcs.back()) continue;
-      for (size_t j = i + 1; j < fp_len && r.pcs.size() < kMaxUnwoundFrames; ++j) {
+      for (size_t j = i + 1; j < fp_len && r.pcs.size() < kMaxWalkFrames; ++j) {
         r.pcs.push_back(fp_pcs[j]);
       }
       r.stop = UnwindStop::kComplete;
@@ -95,6 +107,30 @@ void SampleProcessor::UserStack(const StackSample& sample) {
   ++unwind_stops_[static_cast<size_t>(r.stop)];
   user_pcs_ = std::move(r.pcs);
   user_methods_ = std::move(r.java_methods);
+  ElideMiddle();
+}
+
+void SampleProcessor::ElideMiddle() {
+  const size_t n = user_pcs_.size();
+  if (n <= kKeptInnerFrames + kKeptOuterFrames) return;
+  const size_t last_elided = n - kKeptOuterFrames;  // one past
+  user_pcs_[kKeptInnerFrames] = kElidedPc;
+  user_pcs_.erase(user_pcs_.begin() + kKeptInnerFrames + 1, user_pcs_.begin() + last_elided);
+  if (!user_methods_.empty()) {
+    user_methods_.resize(n, 0);
+    user_methods_[kKeptInnerFrames] = 0;
+    user_methods_.erase(user_methods_.begin() + kKeptInnerFrames + 1, user_methods_.begin() + last_elided);
+  }
+  ++stacks_elided_;
+  frames_elided_ += last_elided - kKeptInnerFrames;
+}
+
+SymbolizedFrame SampleProcessor::ElidedFrame() {
+  SymbolizedFrame f;
+  f.symbol = kElidedFramesName;
+  f.kind = FrameKind::kUnknown;
+  f.reason = UnknownReason::kTruncated;
+  return f;
 }
 
 uint32_t SampleProcessor::InternFrame(const SymbolizedFrame& f) {
@@ -187,8 +223,9 @@ void SampleProcessor::Process(const StackSample& e) {
   root_pcs_.clear();
   root_user_index_.clear();
   for (size_t i = user_pcs_.size(); i-- > 0;) {
-    if (user_pcs_[i] == 0) continue;
-    root_pcs_.push_back(i > 0 ? user_pcs_[i] - 1 : user_pcs_[i]);
+    const uint64_t pc = user_pcs_[i];
+    if (pc == 0) continue;
+    root_pcs_.push_back(i > 0 && pc != kElidedPc ? pc - 1 : pc);
     root_user_index_.push_back(static_cast<int32_t>(i));
   }
   for (size_t i = kstack_len; i-- > 0;) {
@@ -220,7 +257,8 @@ void SampleProcessor::Process(const StackSample& e) {
   auto add = [&](const SymbolizedFrame& f, uint64_t pc) {
     bool plain = true;
     if (f.kind == FrameKind::kUnknown || f.reason != UnknownReason::kNone) {
-      ++unknown_frames_[static_cast<size_t>(f.reason)];
+      // A marker stands for frames left out, not for code without a name.
+      if (f.reason != UnknownReason::kTruncated) ++unknown_frames_[static_cast<size_t>(f.reason)];
       cacheable = false;
       plain = false;
     }
@@ -243,6 +281,10 @@ void SampleProcessor::Process(const StackSample& e) {
     const int32_t i = root_user_index_[k];
     if (i < 0) {
       add(symbolizer_.ResolveKernel(ip), ip);
+      continue;
+    }
+    if (ip == kElidedPc) {
+      add(ElidedFrame(), ip);
       continue;
     }
     SymbolizedFrame f = symbolizer_.ResolveUser(e.pid, ip, e.timestamp_ns);
@@ -305,6 +347,10 @@ void SampleProcessor::KeepOffCpuStack(const StackSample& e) {
   for (size_t i = user_pcs_.size(); i-- > 0;) {
     uint64_t ip = user_pcs_[i];
     if (ip == 0) continue;
+    if (ip == kElidedPc) {
+      add(ElidedFrame());
+      continue;
+    }
     if (i > 0) ip -= 1;
     add(symbolizer_.ResolveUser(e.pid, ip, e.timestamp_ns));
   }
@@ -494,6 +540,10 @@ Profile SampleProcessor::TakeWindow() {
   window_.counters["unwound_samples"] += static_cast<int64_t>(unwound_);
   window_.counters["leaf_frames_repaired"] += static_cast<int64_t>(leaf_repairs_);
   window_.counters["stacks_spliced_with_frame_pointers"] += static_cast<int64_t>(spliced_);
+  if (stacks_elided_ > 0) {
+    window_.counters["deep_stacks.middle_elided"] += static_cast<int64_t>(stacks_elided_);
+    window_.counters["deep_stacks.frames_elided"] += static_cast<int64_t>(frames_elided_);
+  }
   if (interpreted_named_) window_.counters["java.interpreted_frames_named"] += static_cast<int64_t>(interpreted_named_);
   if (interpreted_unnamed_) {
     window_.counters["java.interpreted_frames_unnamed"] += static_cast<int64_t>(interpreted_unnamed_);
@@ -519,6 +569,7 @@ Profile SampleProcessor::TakeWindow() {
   total_malformed_ += malformed_;
   samples_ = frames_ = malformed_ = kernel_samples_ = truncated_kernel_ = truncated_user_ = 0;
   stack_cache_hits_ = leaf_repairs_ = processing_ns_ = unwind_ns_ = unwound_ = spliced_ = path_frames_reused_ = 0;
+  stacks_elided_ = frames_elided_ = 0;
   interpreted_named_ = interpreted_unnamed_ = 0;
   unwind_stops_.fill(0);
   unknown_frames_.fill(0);

@@ -79,6 +79,9 @@ class SampleProcessor {
   // Fills user_pcs_ (leaf first) from the BPF frame-pointer walk and, when
   // present, the registers and stack copy.
   void UserStack(const StackSample& sample);
+  // A user stack deeper than the frames kept loses its middle to one marker.
+  void ElideMiddle();
+  static SymbolizedFrame ElidedFrame();
   void Rename(model::ThreadRecord& t, std::string_view comm);
 
   struct FrameKey {
@@ -139,6 +142,8 @@ class SampleProcessor {
   uint64_t unwind_ns_ = 0;      // dwarf/hybrid unwinding only
   uint64_t unwound_ = 0;
   uint64_t spliced_ = 0;
+  uint64_t stacks_elided_ = 0;  // deeper than the frames kept (ElideMiddle)
+  uint64_t frames_elided_ = 0;
   std::unordered_map<FrameKey, uint32_t, FrameKeyHash> frame_ids_;
   std::vector<uint32_t> stack_;
   std::array<uint64_t, kUnknownReasonCount> unknown_frames_{};

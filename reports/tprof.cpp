@@ -304,6 +304,7 @@ bool IsUnknownFrame(const FrameRecord& frame) {
 }
 
 std::string UnknownFrameReason(const FrameRecord& frame) {
+  if (frame.reason == UnknownReason::kTruncated && frame.symbol == kElidedFramesName) return "frames elided";
   if (frame.reason != UnknownReason::kNone) return std::string(UnknownReasonName(frame.reason));
   return "unnamed";
 }

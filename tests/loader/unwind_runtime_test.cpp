@@ -57,9 +57,12 @@ Completeness Measure(const Profile& p, const std::string& comm) {
 }
 
 Profile RecordCommand(const TempDir& tmp, const std::string& mode,
-                      const std::vector<std::string>& command, const std::string& name) {
+                      const std::vector<std::string>& command, const std::string& name,
+                      const std::vector<std::string>& options = {}) {
   const std::string db = tmp.path(name + "-" + mode + ".db");
-  std::vector<std::string> argv = {kArcprof, "record", "-q", "--call-graph", mode, "-o", db, "--"};
+  std::vector<std::string> argv = {kArcprof, "record", "-q", "--call-graph", mode, "-o", db};
+  argv.insert(argv.end(), options.begin(), options.end());
+  argv.push_back("--");
   argv.insert(argv.end(), command.begin(), command.end());
   Subprocess rec(argv);
   EXPECT_EQ(rec.Wait(), 0) << rec.stderr_text();
@@ -220,6 +223,60 @@ TEST_P(UnwindModes, ProgramWithoutFramePointers) {
   ASSERT_GT(with_leaf, 500u);
   EXPECT_GE(with_chain, with_leaf * 95 / 100) << with_chain << " of " << with_leaf;
   EXPECT_GE(c.share(), 0.95);
+}
+
+int64_t Counter(const Profile& p, const std::string& name) {
+  auto it = p.counters.find(name);
+  return it == p.counters.end() ? 0 : it->second;
+}
+
+// main -> 3,000 frames of recurse (64 bytes each: about 190 KiB, past the
+// default 64 KiB copy and the 512 frames a sample keeps) -> burn, without
+// frame pointers. The main thread's stack is copied down to its base, the
+// walk reaches _start, and each sample keeps its 256 innermost and 256
+// outermost frames around one "[frames elided]" marker. Given --stack-kb 64,
+// the copy is 64 KiB and the same stacks are cut, counted as "stack copy too
+// small" (about 1,000 frames deep, their middle elided the same way).
+TEST_P(UnwindModes, DeepRecursionKeepsBothEnds) {
+  ARCPROF_REQUIRE_RECORD_CAPABLE();
+  const std::string program = kPrograms + "/deep_recursion";
+  ASSERT_FALSE(HasFrameSetup(program, "recurse"));
+  TempDir tmp;
+  Profile p = RecordCommand(tmp, GetParam(), {program, "2", "3000"}, "deep");
+  Completeness c = Measure(p, "deep_recursion");
+  ASSERT_GT(c.samples, 500u);
+  uint64_t both_ends = 0;
+  size_t longest = 0;
+  for (const auto& [path, n] : c.stacks) {
+    longest = std::max(longest, path.size());
+    auto marker = std::find(path.begin(), path.end(), std::string(kElidedFramesName));
+    if (marker == path.end() || marker == path.begin() || marker + 1 == path.end()) continue;
+    const bool outer = path.size() > 4 && IsThreadStart(path[0]) &&
+                       std::find(path.begin(), marker, "main") != marker;
+    if (outer && *(marker - 1) == "recurse" && *(marker + 1) == "recurse") both_ends += n;
+  }
+  EXPECT_GE(static_cast<double>(both_ends), 0.97 * static_cast<double>(c.samples))
+      << both_ends << " of " << c.samples << " samples keep main and the leaf around the marker";
+  EXPECT_GE(c.share(), 0.99) << c.complete << " of " << c.samples << " reach thread start";
+  EXPECT_LE(longest, 513u) << "256 inner + marker + 256 outer frames";
+  const int64_t elided = Counter(p, "deep_stacks.middle_elided");
+  EXPECT_GE(static_cast<double>(elided), 0.97 * static_cast<double>(c.samples));
+  if (elided > 0) {
+    // _start .. main, 3,001 recurse, burn (and a leaf below it): ~3,006 - 512.
+    const int64_t per_stack = Counter(p, "deep_stacks.frames_elided") / elided;
+    EXPECT_GE(per_stack, 2450);
+    EXPECT_LE(per_stack, 2550);
+  }
+
+  Profile q = RecordCommand(tmp, GetParam(), {program, "2", "3000"}, "deep64", {"--stack-kb", "64"});
+  Completeness d = Measure(q, "deep_recursion");
+  ASSERT_GT(d.samples, 500u);
+  EXPECT_LE(d.share(), 0.03) << d.complete << " of " << d.samples << " reach thread start";
+  EXPECT_GE(static_cast<double>(Counter(q, "truncated_stacks.stack copy too small")),
+            0.97 * static_cast<double>(d.samples));
+  size_t longest_cut = 0;
+  for (const auto& [path, n] : d.stacks) longest_cut = std::max(longest_cut, path.size());
+  EXPECT_LE(longest_cut, 513u) << "a cut stack of 1,000 frames is kept like a whole one";
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, UnwindModes, ::testing::Values("hybrid", "dwarf"));

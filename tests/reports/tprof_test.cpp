@@ -97,6 +97,31 @@ TEST(Tprof, TicksGoToTheLeafFrameAndNestByLevel) {
   EXPECT_EQ(report.unknown_frames.by_reason.at("stack truncated"), 5u);
 }
 
+// A deep stack's "[frames elided]" marker is not code: counted apart from
+// truncations, and never a leaf of its own.
+TEST(Tprof, ElidedFramesMarkerIsCountedUnderItsOwnName) {
+  Profile p = SampleProfile();
+  model::FrameRecord marker;
+  marker.symbol = std::string(kElidedFramesName);
+  marker.kind = FrameKind::kUnknown;
+  marker.reason = UnknownReason::kTruncated;
+  const uint32_t elided = p.frames.Intern(marker);
+  model::FrameRecord leaf;
+  leaf.module = p.frames.InternModule("/usr/bin/deep");
+  leaf.symbol = "burn";
+  leaf.kind = FrameKind::kNative;
+  const uint32_t burn = p.frames.Intern(leaf);
+  const std::vector<uint32_t> stack = {elided, burn};
+  p.threads[p.ThreadIndex(77, 77)].tree.AddStack(stack, 40);
+  const TprofReport report = BuildTprof(p, Options("sym"));
+  EXPECT_EQ(report.unknown_frames.by_reason.at("frames elided"), 40u);
+  EXPECT_EQ(report.unknown_frames.by_reason.at("stack truncated"), 5u);
+  EXPECT_EQ(report.unknown_leaf_ticks.unknown, 55u) << "the leaves stay burn";
+  std::ostringstream out;
+  WriteTprofText(report, out);
+  EXPECT_NE(out.str().find("frames elided"), std::string::npos) << out.str();
+}
+
 TEST(Tprof, SymbolsWithoutAModuleLevelSayWhereTheyComeFrom) {
   const TprofReport report = BuildTprof(SampleProfile(), Options("sym"));
   ASSERT_FALSE(report.rows.empty());
