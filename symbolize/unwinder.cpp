@@ -7,6 +7,7 @@
 #include <libelf.h>
 #include <unistd.h>
 
+#include <array>
 #include <cstdlib>
 #include <cstring>
 #include <unordered_map>
@@ -435,6 +436,14 @@ std::optional<UnwindResult> Unwinder::FastUnwind(const UnwindInput& input, bool 
     memcpy(out, input.stack + (addr - stack_lo), 8);
     return true;
   };
+  // The rules of this walk's return addresses, by address: a deep recursion
+  // returns to a few call sites thousands of times, and the mapping lookup
+  // and rule cache cost more than the step itself.
+  struct Memo {
+    uint64_t lookup = 0;
+    Rule rule;
+  };
+  std::array<Memo, 16> memo{};
   bool first = true;
   while (true) {
     result.pcs.push_back(pc);
@@ -445,11 +454,17 @@ std::optional<UnwindResult> Unwinder::FastUnwind(const UnwindInput& input, bool 
     // Return addresses point after the call: look up the call itself.
     const uint64_t lookup = first ? pc : pc - 1;
     first = false;
-    auto file = symbolizer_.FindMappedFile(input.pid, lookup, input.t_ns);
+    Memo& memo_slot = memo[(lookup ^ lookup >> 4) & (memo.size() - 1)];
+    bool file = false;  // a known file maps the pc
     Rule rule;
-    if (file) {
-      rule = RuleAt(file->file_id, file->fd, lookup - file->load_bias);
+    if (memo_slot.lookup == lookup && lookup != 0) {
+      file = true;
+      rule = memo_slot.rule;
+    } else if (auto mapped = symbolizer_.FindMappedFile(input.pid, lookup, input.t_ns)) {
+      file = true;
+      rule = RuleAt(mapped->file_id, mapped->fd, lookup - mapped->load_bias);
       if (rule.kind == Rule::kComplex) return std::nullopt;
+      if (rule.kind == Rule::kStep) memo_slot = Memo{lookup, rule};
     }
     if (rule.kind == Rule::kOutermost) {
       result.stop = UnwindStop::kComplete;
