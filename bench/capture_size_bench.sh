@@ -55,7 +55,7 @@ declare -A cmd
 cmd[gxx]="cd $src && for f in ${gxx_files[*]}; do g++ -O2 -std=c++20 -I. -w -c \$f -o /dev/null; done"
 cmd[xz]="xz -9 -T1 -c $tmp/xz-input > /dev/null"
 cmd[python3]="/usr/bin/python3 $src/bench/workloads/python_workload.py $tmp/py $seconds > /dev/null"
-cmd[node]="node --perf-basic-prof $src/bench/workloads/node_workload.js $seconds > /dev/null"
+cmd[node]="cd $tmp && node --perf-basic-prof $src/bench/workloads/node_workload.js $seconds > /dev/null"
 cmd[java]="$java17/java -XX:+PreserveFramePointer -cp $tmp/java CaptureBench $seconds > /dev/null"
 cmd[sqlite3]="sqlite3 :memory: 'WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < $rows) SELECT sum(x) FROM c;' > /dev/null"
 order=(${WORKLOADS:-gxx xz python3 node java sqlite3})
