@@ -28,9 +28,9 @@
 #define ARCPROF_UNWIND_DWARF 1
 #define ARCPROF_UNWIND_HYBRID 2
 
-/* Largest user stack copy, in bytes: --stack-kb is capped to it, and a main
- * thread's stack is copied down to its base up to this size (a compiler's
- * deepest recursions need about 210 KiB). */
+/* Largest user stack copy, in bytes: --stack-kb is capped to it, and a deep
+ * stack is copied down to its base up to this size (a compiler's deepest
+ * recursions need about 210 KiB). */
 #define ARCPROF_MAX_STACK_COPY (256 * 1024)
 /* Bytes copied in fp mode: enough for the CFI fix of the first frame. */
 #define ARCPROF_FP_STACK_COPY 512

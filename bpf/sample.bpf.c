@@ -19,7 +19,7 @@ const volatile __u32 filter_pids = 0; /* 1: only processes in target_pids */
 const volatile __u32 self_pid = 0;    /* arcprof itself, never sampled */
 const volatile __u32 unwind_mode = ARCPROF_UNWIND_FP;
 const volatile __u32 stack_copy_bytes = 64 * 1024; /* dwarf/hybrid; capped to ARCPROF_MAX_STACK_COPY */
-const volatile __u32 copy_main_stack = 0; /* 1: a main thread's deeper stack is copied to its base */
+const volatile __u32 copy_deep_stacks = 0; /* 1: a deeper stack is copied to its base (copy_user_state) */
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -124,12 +124,18 @@ static __always_inline __u32 copy_user_state(__u8 *data, __u32 off, struct task_
 	 * verifier then sees the helper's size argument unchecked. */
 	__u64 copied = 0;
 	__u64 limit = max > ARCPROF_MAX_STACK_COPY ? ARCPROF_MAX_STACK_COPY : max;
-	/* A main thread's stack ends at mm->start_stack: when it is deeper than
-	 * `max`, it is copied down to there (whole, or ARCPROF_MAX_STACK_COPY),
-	 * so that deep recursions still unwind to main. Only deep stacks copy
-	 * more; other threads' stacks have no known end and keep `max`. */
-	if (copy_main_stack && BPF_CORE_READ(task, pid) == BPF_CORE_READ(task, tgid)) {
-		__u64 base = BPF_CORE_READ(task, mm, start_stack);
+	/* Where the stack ends: a main thread's at mm->start_stack; another
+	 * thread's, when glibc allocated it, right below its thread pointer
+	 * (glibc puts the thread descriptor and static TLS at the top of the
+	 * stack block, and fsbase points at the descriptor). A stack deeper than
+	 * `max` is copied down to there (whole, or ARCPROF_MAX_STACK_COPY), so
+	 * that deep recursions still unwind to thread start. Only deep stacks
+	 * copy more; a thread pointer elsewhere (a stack the program allocated)
+	 * just ends the copy at the first unreadable page, as always. */
+	if (copy_deep_stacks) {
+		__u64 base = BPF_CORE_READ(task, pid) == BPF_CORE_READ(task, tgid)
+				     ? BPF_CORE_READ(task, mm, start_stack)
+				     : BPF_CORE_READ(task, thread.fsbase);
 		if (sp < base && base - sp > limit)
 			limit = base - sp + 64 > ARCPROF_MAX_STACK_COPY ? ARCPROF_MAX_STACK_COPY
 									 : base - sp + 64;

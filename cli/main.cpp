@@ -116,7 +116,7 @@ int main(int argc, char** argv) {
       ->check(CallGraphValidator());
   record->add_option("--stack-kb", rec.stack_kb,
                      "User stack copied per sample for dwarf/hybrid unwinding, in KiB (default: 64, "
-                     "and a main thread's deeper stack down to its base, up to 256)")
+                     "and a deeper stack down to its base, up to 256)")
       ->check(CLI::Range(1, 256));
   record->add_option("--debuginfod-budget", rec.debuginfod_budget_s,
                      "With DEBUGINFOD_URLS set: seconds from the start for looking up stripped "

@@ -29,9 +29,10 @@ struct RecordOptions {
   uint32_t drain_interval_ms = 100;
   std::string call_graph = "hybrid";     // fp, dwarf or hybrid
   // User stack copied per sample (dwarf, hybrid). Unset: kDefaultStackKb,
-  // and a main thread's deeper stack down to its base, up to the largest
-  // copy (ARCPROF_MAX_STACK_COPY): a compiler's deepest recursions reach
-  // thread start. Set: exactly that much for every thread.
+  // and a deeper stack down to its base (a main thread's, or a thread's whose
+  // stack glibc allocated), up to the largest copy (ARCPROF_MAX_STACK_COPY):
+  // a compiler's deepest recursions reach thread start. Set: exactly that
+  // much for every thread.
   std::optional<uint32_t> stack_kb;
   std::string command_line;               // how arcprof was invoked, stored in the capture
   bool quiet = false;

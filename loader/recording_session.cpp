@@ -468,7 +468,7 @@ Result<std::unique_ptr<RecordingSession>> RecordingSession::Start(const RecordOp
   sopt.self_pid = static_cast<uint32_t>(getpid());
   sopt.unwind_mode = unwind_mode;
   sopt.stack_copy_bytes = stack_kb * 1024;
-  sopt.copy_main_stack = !opt.stack_kb.has_value() && unwind_mode != ARCPROF_UNWIND_FP;
+  sopt.copy_deep_stacks = !opt.stack_kb.has_value() && unwind_mode != ARCPROF_UNWIND_FP;
   sopt.off_cpu = OffCpuEnabled(opt);
   sopt.off_cpu_max_keys = opt.off_cpu_max_keys;
   s.off_cpu = sopt.off_cpu;

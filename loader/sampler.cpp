@@ -60,7 +60,7 @@ Result<std::unique_ptr<Sampler>> Sampler::Load(const SamplerOptions& options) {
   s->skel_->rodata->self_pid = options.self_pid;
   s->skel_->rodata->unwind_mode = options.unwind_mode;
   s->skel_->rodata->stack_copy_bytes = options.stack_copy_bytes;
-  s->skel_->rodata->copy_main_stack = options.copy_main_stack ? 1 : 0;
+  s->skel_->rodata->copy_deep_stacks = options.copy_deep_stacks ? 1 : 0;
   if (options.off_cpu) {
     // The off-CPU switch path reads user registers through bpf_rdonly_cast
     // where the kernel has it (bpf/sample.bpf.c, user_regs_of).

@@ -32,7 +32,7 @@ struct SamplerOptions {
   uint32_t self_pid = 0;
   uint32_t unwind_mode = 0;          // ARCPROF_UNWIND_*
   uint32_t stack_copy_bytes = 65536; // dwarf/hybrid user stack copy
-  bool copy_main_stack = false;      // a main thread's deeper stack is copied to its base
+  bool copy_deep_stacks = false;     // a stack deeper than the copy is copied to its base
   bool off_cpu = false;              // stacks and time of threads going off CPU
   uint32_t off_cpu_max_keys = 65536; // distinct (thread, blocking place) keys
 };

@@ -230,6 +230,36 @@ int64_t Counter(const Profile& p, const std::string& name) {
   return it == p.counters.end() ? 0 : it->second;
 }
 
+// Samples of deep_recursion whose user stack keeps both ends around one
+// "[frames elided]" marker: thread start and `outer` above it, recurse on
+// both sides of it. Checks every other property of a kept deep stack too.
+void ExpectBothEnds(const Profile& p, const std::string& outer) {
+  Completeness c = Measure(p, "deep_recursion");
+  ASSERT_GT(c.samples, 500u);
+  uint64_t both_ends = 0;
+  size_t longest = 0;
+  for (const auto& [path, n] : c.stacks) {
+    longest = std::max(longest, path.size());
+    auto marker = std::find(path.begin(), path.end(), std::string(kElidedFramesName));
+    if (marker == path.end() || marker == path.begin() || marker + 1 == path.end()) continue;
+    const bool outside = path.size() > 4 && IsThreadStart(path[0]) &&
+                         std::find(path.begin(), marker, outer) != marker;
+    if (outside && *(marker - 1) == "recurse" && *(marker + 1) == "recurse") both_ends += n;
+  }
+  EXPECT_GE(static_cast<double>(both_ends), 0.97 * static_cast<double>(c.samples))
+      << both_ends << " of " << c.samples << " samples keep " << outer << " and the leaf around the marker";
+  EXPECT_GE(c.share(), 0.99) << c.complete << " of " << c.samples << " reach thread start";
+  EXPECT_LE(longest, 513u) << "256 inner + marker + 256 outer frames";
+  const int64_t elided = Counter(p, "deep_stacks.middle_elided");
+  EXPECT_GE(static_cast<double>(elided), 0.97 * static_cast<double>(c.samples));
+  if (elided > 0) {
+    // Thread start .. main or run, 3,001 recurse, burn (and a leaf below it): ~3,006 - 512.
+    const int64_t per_stack = Counter(p, "deep_stacks.frames_elided") / elided;
+    EXPECT_GE(per_stack, 2450);
+    EXPECT_LE(per_stack, 2550);
+  }
+}
+
 // main -> 3,000 frames of recurse (64 bytes each: about 190 KiB, past the
 // default 64 KiB copy and the 512 frames a sample keeps) -> burn, without
 // frame pointers. The main thread's stack is copied down to its base, the
@@ -242,31 +272,7 @@ TEST_P(UnwindModes, DeepRecursionKeepsBothEnds) {
   const std::string program = kPrograms + "/deep_recursion";
   ASSERT_FALSE(HasFrameSetup(program, "recurse"));
   TempDir tmp;
-  Profile p = RecordCommand(tmp, GetParam(), {program, "2", "3000"}, "deep");
-  Completeness c = Measure(p, "deep_recursion");
-  ASSERT_GT(c.samples, 500u);
-  uint64_t both_ends = 0;
-  size_t longest = 0;
-  for (const auto& [path, n] : c.stacks) {
-    longest = std::max(longest, path.size());
-    auto marker = std::find(path.begin(), path.end(), std::string(kElidedFramesName));
-    if (marker == path.end() || marker == path.begin() || marker + 1 == path.end()) continue;
-    const bool outer = path.size() > 4 && IsThreadStart(path[0]) &&
-                       std::find(path.begin(), marker, "main") != marker;
-    if (outer && *(marker - 1) == "recurse" && *(marker + 1) == "recurse") both_ends += n;
-  }
-  EXPECT_GE(static_cast<double>(both_ends), 0.97 * static_cast<double>(c.samples))
-      << both_ends << " of " << c.samples << " samples keep main and the leaf around the marker";
-  EXPECT_GE(c.share(), 0.99) << c.complete << " of " << c.samples << " reach thread start";
-  EXPECT_LE(longest, 513u) << "256 inner + marker + 256 outer frames";
-  const int64_t elided = Counter(p, "deep_stacks.middle_elided");
-  EXPECT_GE(static_cast<double>(elided), 0.97 * static_cast<double>(c.samples));
-  if (elided > 0) {
-    // _start .. main, 3,001 recurse, burn (and a leaf below it): ~3,006 - 512.
-    const int64_t per_stack = Counter(p, "deep_stacks.frames_elided") / elided;
-    EXPECT_GE(per_stack, 2450);
-    EXPECT_LE(per_stack, 2550);
-  }
+  ExpectBothEnds(RecordCommand(tmp, GetParam(), {program, "2", "3000"}, "deep"), "main");
 
   Profile q = RecordCommand(tmp, GetParam(), {program, "2", "3000"}, "deep64", {"--stack-kb", "64"});
   Completeness d = Measure(q, "deep_recursion");
@@ -277,6 +283,16 @@ TEST_P(UnwindModes, DeepRecursionKeepsBothEnds) {
   size_t longest_cut = 0;
   for (const auto& [path, n] : d.stacks) longest_cut = std::max(longest_cut, path.size());
   EXPECT_LE(longest_cut, 513u) << "a cut stack of 1,000 frames is kept like a whole one";
+}
+
+// The same recursion in a second thread: its stack (glibc's) ends below the
+// thread pointer, and the copy goes down to there.
+TEST_P(UnwindModes, DeepRecursionInAThreadKeepsBothEnds) {
+  ARCPROF_REQUIRE_RECORD_CAPABLE();
+  TempDir tmp;
+  ExpectBothEnds(RecordCommand(tmp, GetParam(), {kPrograms + "/deep_recursion", "2", "3000", "thread"},
+                               "deep-thread"),
+                 "run");
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, UnwindModes, ::testing::Values("hybrid", "dwarf"));

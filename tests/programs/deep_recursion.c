@@ -1,28 +1,25 @@
 /* main -> recurse x DEPTH -> burn, without frame pointers: a stack deeper than
  * both the default 64 KiB copy and the 512 frames a sample keeps (each
- * recurse frame holds 64 bytes or more: DEPTH 3000 is about 200 KiB).
- * Usage: deep_recursion [seconds] [depth] */
+ * recurse frame holds 64 bytes or more: DEPTH 3000 is about 200 KiB). With
+ * "thread", the recursion runs in a second thread (glibc's default stack)
+ * and main waits for it.
+ * Usage: deep_recursion [seconds] [depth] [thread] */
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <time.h>
 
-volatile uint64_t deep_sink;
+volatile uint64_t recursion_sink;
 
-static double now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
+/* Spins for `seconds` of this process's CPU time. */
 __attribute__((noinline)) void burn(double seconds)
 {
-	double end = now() + seconds;
-	uint64_t acc = deep_sink;
-	while (now() < end)
+	const clock_t end = clock() + (clock_t)(seconds * CLOCKS_PER_SEC);
+	uint64_t acc = recursion_sink;
+	while (clock() < end)
 		for (int i = 0; i < 100000; i++)
 			acc = acc * 2862933555777941757ull + (uint64_t)i;
-	deep_sink = acc;
+	recursion_sink = acc;
 }
 
 __attribute__((noinline)) uint64_t recurse(int depth, double seconds)
@@ -32,14 +29,32 @@ __attribute__((noinline)) uint64_t recurse(int depth, double seconds)
 	if (depth == 0)
 		burn(seconds);
 	else
-		deep_sink += recurse(depth - 1, seconds); /* not a tail call */
+		recursion_sink += recurse(depth - 1, seconds); /* not a tail call */
 	return pad[0];
+}
+
+struct job {
+	int depth;
+	double seconds;
+};
+
+static void *run(void *arg)
+{
+	struct job *j = arg;
+	recurse(j->depth, j->seconds);
+	return NULL;
 }
 
 int main(int argc, char **argv)
 {
-	double seconds = argc > 1 ? atof(argv[1]) : 3.0;
-	int depth = argc > 2 ? atoi(argv[2]) : 3000;
-	recurse(depth, seconds);
+	struct job j = {argc > 2 ? atoi(argv[2]) : 3000, argc > 1 ? atof(argv[1]) : 3.0};
+	if (argc > 3) {
+		pthread_t t;
+		if (pthread_create(&t, NULL, run, &j) != 0)
+			return 1;
+		pthread_join(t, NULL);
+	} else {
+		run(&j);
+	}
 	return 0;
 }
