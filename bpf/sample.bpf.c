@@ -128,17 +128,18 @@ static __always_inline __u32 copy_user_state(__u8 *data, __u32 off, struct task_
 	 * thread's, when glibc allocated it, right below its thread pointer
 	 * (glibc puts the thread descriptor and static TLS at the top of the
 	 * stack block, and fsbase points at the descriptor). A stack deeper than
-	 * `max` is copied down to there (whole, or ARCPROF_MAX_STACK_COPY), so
+	 * `max` that fits ARCPROF_MAX_STACK_COPY is copied down to there, so
 	 * that deep recursions still unwind to thread start. Only deep stacks
-	 * copy more; a thread pointer elsewhere (a stack the program allocated)
-	 * just ends the copy at the first unreadable page, as always. */
+	 * copy more. A base further away is no base: a stack deeper than any
+	 * copy, or a thread pointer elsewhere (a program's own stacks, a Go
+	 * goroutine's); those keep `max`, and the copy ends there or at the
+	 * first unreadable page, as always. */
 	if (copy_deep_stacks) {
 		__u64 base = BPF_CORE_READ(task, pid) == BPF_CORE_READ(task, tgid)
 				     ? BPF_CORE_READ(task, mm, start_stack)
 				     : BPF_CORE_READ(task, thread.fsbase);
-		if (sp < base && base - sp > limit)
-			limit = base - sp + 64 > ARCPROF_MAX_STACK_COPY ? ARCPROF_MAX_STACK_COPY
-									 : base - sp + 64;
+		if (sp < base && base - sp > limit && base - sp <= ARCPROF_MAX_STACK_COPY)
+			limit = base - sp;
 	}
 	for (int i = 0; i < ARCPROF_MAX_STACK_COPY / 4096 + 1; i++) {
 		if (copied >= limit)
