@@ -612,14 +612,49 @@ Unwinder::JitStep Unwinder::StepJit(const UnwindInput& input, bool leaf, uint64_
   if (code->frame_size > 0) {
     const uint64_t offset = lookup - code->start;
     uint64_t cfa = *sp + static_cast<uint64_t>(code->frame_size);
+    // A leaf whose frame is in motion (prologue, epilogue): HotSpot's are
+    // `push %rbp; [mov %rsp,%rbp;] sub $F-16,%rsp` (or, without a stack
+    // bang, `sub $F-8,%rsp; mov %rbp,F-16(%rsp)`) and `add $F-16,%rsp;
+    // pop %rbp; [poll;] ret`. Each state leaves its own mark:
+    //  - rbp == rsp: just after `mov %rsp,%rbp`, or after the epilogue's
+    //    `add` (the body's rbp is then rsp): the saved rbp on top, the
+    //    return address above it;
+    //  - the top of the stack equals rbp: just after `push %rbp`;
+    //  - a code address on top: at the entry, before `push %rbp`, or after
+    //    the epilogue's `pop %rbp` (rbp is the caller's again);
+    //  - in the prologue only, after `sub` without a bang: the body's
+    //    return address slot, rbp still the caller's.
+    // A body leaf never shows the first two (its rbp is F-16 above rsp) and
+    // keeps data, not code addresses, on top of its stack.
+    auto in_motion = [&](bool prologue) -> JitStep {
+      uint64_t top = 0, above = 0;
+      if (!read(*sp, &top)) return JitStep::kStop;
+      const bool above_ok = read(*sp + 8, &above) && plausible(above);
+      if (above_ok && (*bp == *sp || top == *bp)) {
+        *ra = above;
+        *bp = top;
+        *sp += 16;
+        return JitStep::kStepped;
+      }
+      if (plausible(top)) {
+        *ra = top;
+        *sp += 8;
+        return JitStep::kStepped;
+      }
+      if (prologue && read(cfa - 8, ra) && plausible(*ra)) {
+        *sp = cfa;
+        return JitStep::kStepped;
+      }
+      return JitStep::kStop;
+    };
     if (leaf && (code->frame_complete < 0 || offset < static_cast<uint64_t>(code->frame_complete))) {
-      // Not set up yet: only the entry itself is known (the return address
-      // on top of the stack); inside the prologue the stack is in motion.
-      if (offset != 0) return JitStep::kStop;
-      cfa = *sp + 8;
-      if (!read(*sp, ra)) return JitStep::kStop;
-      *sp = cfa;
-      return plausible(*ra) ? JitStep::kStepped : JitStep::kStop;
+      if (offset == 0) {  // the entry: the return address on top
+        cfa = *sp + 8;
+        if (!read(*sp, ra)) return JitStep::kStop;
+        *sp = cfa;
+        return plausible(*ra) ? JitStep::kStepped : JitStep::kStop;
+      }
+      return in_motion(/*prologue=*/true);
     }
     // With PreserveFramePointer the body keeps rbp = the saved-rbp slot,
     // frame size - 16 above rsp; a leaf where it is not is in an epilogue
@@ -637,7 +672,7 @@ Unwinder::JitStep Unwinder::StepJit(const UnwindInput& input, bool leaf, uint64_
       // capture bench's JDK 17 program: 2.4% of its samples ended here, in
       // TimSort.mergeHi/mergeLo with String.compareTo inlined.)
       uint64_t top = 0;
-      if (*bp != cfa - 8 || !read(*sp, &top) || plausible(top)) return JitStep::kStop;
+      if (*bp != cfa - 8 || !read(*sp, &top) || plausible(top)) return in_motion(/*prologue=*/false);
       cfa = *bp + 16;
     }
     uint64_t saved_bp;

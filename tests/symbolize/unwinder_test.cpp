@@ -174,6 +174,33 @@ class JitStepping : public ::testing::Test {
     return unwinder_->Unwind(input, /*fp_fallback=*/true, 3);
   }
 
+  // The leaf is Leaf.work at `pc` with rsp = kSp and rbp = `bp`, the stack
+  // holding `words` (address, value); Caller.run's frame (64 bytes) starts
+  // at `caller_sp` and returns into Outer.main.
+  UnwindResult WalkInMotion(uint64_t pc, uint64_t bp, uint64_t caller_sp,
+                            std::vector<std::pair<uint64_t, uint64_t>> words) {
+    stack_.assign(256, 0);
+    auto put = [&](uint64_t addr, uint64_t v) { std::memcpy(&stack_[addr - kSp], &v, 8); };
+    for (const auto& [addr, v] : words) put(addr, v);
+    put(caller_sp + 64 - 8, FakeJitMethods::kOuter + 0x20);
+    put(caller_sp + 64 - 16, caller_sp + 64 + 32 - 16);
+    uint64_t regs[kUnwindRegs] = {};
+    regs[16] = pc;
+    regs[7] = kSp;
+    regs[6] = bp;
+    UnwindInput input;
+    input.pid = kPid;
+    input.tid = kPid;
+    input.t_ns = 2;
+    input.regs = regs;
+    input.stack = stack_.data();
+    input.stack_len = stack_.size();
+    return unwinder_->Unwind(input, /*fp_fallback=*/true, 3);
+  }
+  static std::vector<uint64_t> FullChain(uint64_t leaf_pc) {
+    return {leaf_pc, FakeJitMethods::kCaller + 0x40, FakeJitMethods::kOuter + 0x20};
+  }
+
   static constexpr uint64_t kSp = 0x7ffd00001000;
   std::filesystem::path dir_;
   std::unique_ptr<Symbolizer> symbolizer_;
@@ -201,13 +228,62 @@ TEST_F(JitStepping, OneWordPushedInTheBodyStepsThroughRbp) {
   EXPECT_EQ(r.stop, UnwindStop::kMaxDepth);
 }
 
-// The same distance right after the epilogue's `pop %rbp`: the top of the
-// stack is then the return address, rbp the caller's. Stepping through rbp
-// would skip the caller: the walk ends at the leaf instead.
-TEST_F(JitStepping, EpilogueWithTheSameDistanceEndsTheWalk) {
-  // Only the return address is left on the stack; rbp (the caller's) happens
-  // to sit frame size - 8 above rsp.
-  const UnwindResult r = Walk(/*bp=*/kSp + 48 - 8, /*top=*/FakeJitMethods::kCaller + 0x40, kSp + 8 + 48);
+// A leaf whose frame is in motion, in each state HotSpot's prologue and
+// epilogue pass through; every one steps to Caller.run and on to Outer.main.
+constexpr uint64_t kCallerRbp(uint64_t caller_sp) { return caller_sp + 64 - 16; }
+
+// After the epilogue's `add $F-16,%rsp`: rbp (the body's) equals rsp, the
+// saved rbp on top, the return address above it.
+TEST_F(JitStepping, EpilogueAfterAddStepsThroughTheSavedRbp) {
+  const uint64_t caller_sp = kSp + 16;
+  const uint64_t pc = FakeJitMethods::kLeaf + 0x30;
+  const UnwindResult r = WalkInMotion(pc, /*bp=*/kSp, caller_sp,
+                                      {{kSp, kCallerRbp(caller_sp)}, {kSp + 8, FakeJitMethods::kCaller + 0x40}});
+  EXPECT_EQ(r.pcs, FullChain(pc));
+  EXPECT_EQ(r.stop, UnwindStop::kMaxDepth);
+}
+
+// After the epilogue's `pop %rbp`: the return address on top, rbp the
+// caller's. Here rbp also sits frame size - 8 above rsp, the distance of the
+// pushed-word case above, which must not be taken for it (stepping through
+// rbp would skip the caller).
+TEST_F(JitStepping, EpilogueAfterPopStepsToTheReturnAddressOnTop) {
+  const uint64_t caller_sp = kSp + 8;
+  const uint64_t pc = FakeJitMethods::kLeaf + 0x30;
+  for (uint64_t bp : {kCallerRbp(caller_sp), kSp + 48 - 8}) {
+    const UnwindResult r = WalkInMotion(pc, bp, caller_sp, {{kSp, FakeJitMethods::kCaller + 0x40}});
+    EXPECT_EQ(r.pcs, FullChain(pc)) << "rbp " << bp - kSp << " above rsp";
+  }
+}
+
+// In the prologue right after `push %rbp` (the top equals rbp), and after
+// `mov %rsp,%rbp` (rbp equals rsp).
+TEST_F(JitStepping, PrologueAfterPushRbpStepsThroughIt) {
+  const uint64_t caller_sp = kSp + 16;
+  const uint64_t pc = FakeJitMethods::kLeaf + 2;  // before frame_complete (8)
+  const uint64_t caller_rbp = kCallerRbp(caller_sp);
+  for (uint64_t bp : {caller_rbp, kSp}) {
+    const UnwindResult r =
+        WalkInMotion(pc, bp, caller_sp, {{kSp, caller_rbp}, {kSp + 8, FakeJitMethods::kCaller + 0x40}});
+    EXPECT_EQ(r.pcs, FullChain(pc)) << "rbp " << bp;
+  }
+}
+
+// A frame without a bang: `sub $F-8,%rsp` done, rbp not saved yet: the
+// return address is where the body's is, rbp still the caller's.
+TEST_F(JitStepping, PrologueAfterSubStepsByFrameSize) {
+  const uint64_t caller_sp = kSp + 48;
+  const uint64_t pc = FakeJitMethods::kLeaf + 4;
+  const UnwindResult r = WalkInMotion(pc, kCallerRbp(caller_sp), caller_sp,
+                                      {{kSp, 5}, {kSp + 48 - 8, FakeJitMethods::kCaller + 0x40}});
+  EXPECT_EQ(r.pcs, FullChain(pc));
+}
+
+// Inside the body with rbp somewhere else and data on top: nothing says
+// where the return address is, and the walk ends at the leaf.
+TEST_F(JitStepping, BodyWithoutAnyMarkEndsTheWalk) {
+  const UnwindResult r = WalkInMotion(FakeJitMethods::kLeaf + 0x30, /*bp=*/kSp + 0x80, kSp + 48,
+                                      {{kSp, 5}, {kSp + 8, 6}, {kSp + 48 - 8, FakeJitMethods::kCaller + 0x40}});
   EXPECT_EQ(r.pcs, (std::vector<uint64_t>{FakeJitMethods::kLeaf + 0x30}));
   EXPECT_EQ(r.stop, UnwindStop::kJitFrame);
 }
