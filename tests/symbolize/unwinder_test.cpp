@@ -153,25 +153,10 @@ class JitStepping : public ::testing::Test {
   // stack; above the leaf's frame (which ends at `leaf_cfa`) Caller.run's
   // frame of 64 bytes returns into Outer.main.
   UnwindResult Walk(uint64_t bp, uint64_t top, uint64_t leaf_cfa) {
-    stack_.assign(256, 0);
-    auto put = [&](uint64_t addr, uint64_t v) { std::memcpy(&stack_[addr - kSp], &v, 8); };
-    put(kSp, top);
-    put(leaf_cfa - 8, FakeJitMethods::kCaller + 0x40);  // return address into Caller.run
-    put(leaf_cfa - 16, leaf_cfa + 64 - 16);             // Caller.run's frame pointer
-    put(leaf_cfa + 64 - 8, FakeJitMethods::kOuter + 0x20);
-    put(leaf_cfa + 64 - 16, leaf_cfa + 64 + 32 - 16);
-    uint64_t regs[kUnwindRegs] = {};
-    regs[16] = FakeJitMethods::kLeaf + 0x30;  // in the body (past frame_complete)
-    regs[7] = kSp;
-    regs[6] = bp;
-    UnwindInput input;
-    input.pid = kPid;
-    input.tid = kPid;
-    input.t_ns = 2;
-    input.regs = regs;
-    input.stack = stack_.data();
-    input.stack_len = stack_.size();
-    return unwinder_->Unwind(input, /*fp_fallback=*/true, 3);
+    // In the body (past frame_complete); Caller.run's rbp saved below the
+    // return address into it.
+    return WalkInMotion(FakeJitMethods::kLeaf + 0x30, bp, leaf_cfa,
+                        {{kSp, top}, {leaf_cfa - 8, FakeJitMethods::kCaller + 0x40}, {leaf_cfa - 16, leaf_cfa + 64 - 16}});
   }
 
   // The leaf is Leaf.work at `pc` with rsp = kSp and rbp = `bp`, the stack
