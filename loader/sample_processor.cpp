@@ -55,7 +55,7 @@ SampleProcessor::SampleProcessor(Symbolizer& symbolizer, CallGraphMode mode, Unw
     : symbolizer_(symbolizer), mode_(mode), unwinder_(unwinder) {
   // Kernel frames, then user frames.
   stack_.reserve(ARCPROF_MAX_STACK + kKeptInnerFrames + 1 + kKeptOuterFrames);
-  user_pcs_.reserve(kMaxWalkFrames);
+  user_pcs_.reserve(kKeptInnerFrames + 1 + kKeptOuterFrames);  // what a stack keeps
   stack_cache_.resize(size_t{1} << 16);
   paths_.resize(256);
 }

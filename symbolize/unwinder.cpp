@@ -629,8 +629,7 @@ Unwinder::JitStep Unwinder::StepJit(const UnwindInput& input, bool leaf, uint64_
     auto in_motion = [&](bool prologue) -> JitStep {
       uint64_t top = 0, above = 0;
       if (!read(*sp, &top)) return JitStep::kStop;
-      const bool above_ok = read(*sp + 8, &above) && plausible(above);
-      if (above_ok && (*bp == *sp || top == *bp)) {
+      if ((*bp == *sp || top == *bp) && read(*sp + 8, &above) && plausible(above)) {
         *ra = above;
         *bp = top;
         *sp += 16;
