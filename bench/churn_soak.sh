@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Memory and open files of a long-lived `arcprof continuous` under process
-# churn (docs/performance.md, "Memory under churn"), and the peak RSS of a
+# churn (docs/performance.md, "Memory and open files under churn"), and the peak RSS of a
 # one-shot `arcprof record -- /bin/true` next to `perf record -g` in the same run.
 #  - churn: RATE short processes per second (tests/programs/churn: a quarter
 #    burn 3 ms in storm_work, the rest are /bin/true, sh -c :, env true) and a

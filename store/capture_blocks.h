@@ -40,7 +40,7 @@ inline constexpr size_t kMaxBlockSymbolBytes = 64 * 1024;
 
 // zlib (deflate, level 6: zlib's default) of `raw`. Level 9 cost a
 // continuous daemon ~40% more CPU per window write for 0.8% fewer bytes
-// (docs/performance.md, "Session 5 (daemoncpu)"). `cuts` are the offsets
+// (docs/performance.md, "Capture size"). `cuts` are the offsets
 // where the block's columns end: the stream ends a deflate block there
 // (Z_BLOCK), so each column gets Huffman codes of its own (varint columns
 // of ranks, addresses and text have very different byte statistics) while

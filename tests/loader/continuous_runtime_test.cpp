@@ -301,7 +301,8 @@ TEST(ContinuousRuntime, SighupReopensTheLogAndKeepsCapturing) {
 
 // The window being built is bounded: past --window-max-size its frames and
 // call trees are closed into the store early, with a log line, and the next
-// window runs to the scheduled boundary (docs/performance.md, "Session 5").
+// window runs to the scheduled boundary (docs/performance.md, "Memory and open
+// files under churn").
 TEST(ContinuousRuntime, AWindowPastItsSizeLimitClosesEarly) {
   ARCPROF_REQUIRE_RECORD_CAPABLE();
   TempDir tmp;
