@@ -103,6 +103,32 @@ TEST(CliErrors, ControlCharactersInErrorsAreEscaped) {
   expect_safe(record, "record -o");
 }
 
+// A first word that names no command is named back, with the commands there
+// are, exit 2; a hostile one is escaped. Options of a known command, and no
+// command at all, stay CLI11's usage errors (exit 1).
+TEST(CliErrors, AnUnknownCommandIsNamedWithTheCommandsThereAre) {
+  Subprocess trace({kArcprof, "trace", "-p", "1"});
+  EXPECT_EQ(trace.Wait(), 2);
+  EXPECT_EQ(trace.stderr_text(),
+            "arcprof: unknown command 'trace'; commands: record, continuous, store, diff, report, export, "
+            "java, push, merge (see arcprof --help)\n");
+  Subprocess verbose({kArcprof, "-v", "trace"});
+  EXPECT_EQ(verbose.Wait(), 2);
+  EXPECT_NE(verbose.stderr_text().find("unknown command 'trace'"), std::string::npos)
+      << verbose.stderr_text();
+  Subprocess hostile({kArcprof, "x\x1b]0;owned\x07\nforged"});
+  EXPECT_EQ(hostile.Wait(), 2);
+  EXPECT_EQ(Lines(hostile.stderr_text()), 1u) << hostile.stderr_text();
+  EXPECT_EQ(hostile.stderr_text().find('\x1b'), std::string::npos) << hostile.stderr_text();
+  Subprocess none({kArcprof});
+  EXPECT_EQ(none.Wait(), 1);
+  EXPECT_NE(none.stderr_text().find("A subcommand is required"), std::string::npos)
+      << none.stderr_text();
+  Subprocess known({kArcprof, "report", "--no-such-option"});
+  EXPECT_EQ(known.Wait(), 1);
+  EXPECT_EQ(known.stderr_text().find("unknown command"), std::string::npos) << known.stderr_text();
+}
+
 // The status lines of a recording that works (target, output path, stop
 // reason) carry text the user or the recorded command chose: escaped too.
 TEST(CliErrors, StatusLinesOfARecordingEscapeControlCharacters) {
