@@ -94,7 +94,7 @@ std::string ReadComm(uint32_t pid) {
 
 class JavaExtension : public RecordExtension {
  public:
-  explicit JavaExtension(const RecordOptions& options) : attach_(JavaAttachEnabled(options)), quiet_(options.quiet) {}
+  JavaExtension(bool attach, bool quiet) : attach_(attach), quiet_(quiet) {}
   ~JavaExtension() override {
     if (symbolizer_) symbolizer_->SetMappingObserver(nullptr);
   }
@@ -476,8 +476,8 @@ class JavaExtension : public RecordExtension {
 
 bool JavaAttachEnabled(const RecordOptions& options) { return options.java.value_or(true); }
 
-std::unique_ptr<RecordExtension> MakeJavaExtension(const RecordOptions& options) {
-  return std::make_unique<JavaExtension>(options);
+std::unique_ptr<RecordExtension> MakeJavaExtension(bool attach, bool quiet) {
+  return std::make_unique<JavaExtension>(attach, quiet);
 }
 
 }  // namespace arcprof

@@ -17,6 +17,8 @@ struct RecordOptions;
 // Whether these options attach to JVMs: --java / --no-java, on by default.
 bool JavaAttachEnabled(const RecordOptions& options);
 
-std::unique_ptr<RecordExtension> MakeJavaExtension(const RecordOptions& options);
+// `attach`: load the agent into JVMs (JavaAttachEnabled); `quiet`: no line per
+// JVM attached (-q, and `continuous` without --verbose-java).
+std::unique_ptr<RecordExtension> MakeJavaExtension(bool attach, bool quiet);
 
 }  // namespace arcprof

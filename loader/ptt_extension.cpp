@@ -17,21 +17,21 @@ namespace {
 
 class PttExtension final : public RecordExtension {
  public:
-  explicit PttExtension(const RecordOptions& options) : options_(options) {}
+  explicit PttExtension(PttExtensionOptions options) : options_(std::move(options)) {}
 
   std::string_view name() const override { return "ptt"; }
 
   Result<void> Start(RecordContext& context) override {
-    auto events = ParsePttEvents(options_.ptt_events);
+    auto events = ParsePttEvents(options_.events);
     if (!events) return events.error();
     PttRecorderOptions recorder_options;
     recorder_options.events = std::move(*events);
-    recorder_options.max_threads = options_.ptt_max_threads;
-    recorder_options.max_window_rows = options_.ptt_max_window_rows;
+    recorder_options.max_threads = options_.max_threads;
+    recorder_options.max_window_rows = options_.max_window_rows;
     auto recorder = PttRecorder::Start(recorder_options);
     if (!recorder) return recorder.error();
     recorder_ = std::move(*recorder);
-    interval_ns_ = static_cast<uint64_t>(options_.ptt_interval_ms) * 1000000ull;
+    interval_ns_ = static_cast<uint64_t>(options_.interval_ms) * 1000000ull;
     last_snapshot_ns_ = MonotonicNs();
     if (!options_.quiet) {
       for (const PttEvent& e : recorder_->events()) {
@@ -99,7 +99,7 @@ class PttExtension final : public RecordExtension {
   }
 
  private:
-  const RecordOptions& options_;
+  const PttExtensionOptions options_;
   std::unique_ptr<PttRecorder> recorder_;
   uint64_t interval_ns_ = 100000000ull;
   uint64_t last_snapshot_ns_ = 0;
@@ -114,8 +114,18 @@ bool PttEnabled(const RecordOptions& options) {
   return options.command.empty() && options.pids.empty();
 }
 
-std::unique_ptr<RecordExtension> MakePttExtension(const RecordOptions& options) {
-  return std::make_unique<PttExtension>(options);
+PttExtensionOptions PttExtensionOptionsOf(const RecordOptions& options) {
+  PttExtensionOptions out;
+  out.events = options.ptt_events;
+  out.interval_ms = options.ptt_interval_ms;
+  out.max_threads = options.ptt_max_threads;
+  out.max_window_rows = options.ptt_max_window_rows;
+  out.quiet = options.quiet;
+  return out;
+}
+
+std::unique_ptr<RecordExtension> MakePttExtension(PttExtensionOptions options) {
+  return std::make_unique<PttExtension>(std::move(options));
 }
 
 }  // namespace arcprof

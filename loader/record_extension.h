@@ -22,8 +22,9 @@ namespace arcprof {
 struct RecordOptions;
 class Symbolizer;
 
+// What a recording tells its extensions (each got its own options when made,
+// MakeRecordExtensions).
 struct RecordContext {
-  const RecordOptions& options;
   Symbolizer& symbolizer;
   uint64_t start_monotonic_ns = 0;
   bool system_wide = true;  // false with -p or a command

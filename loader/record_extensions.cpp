@@ -7,10 +7,9 @@ namespace arcprof {
 
 std::vector<std::unique_ptr<RecordExtension>> MakeRecordExtensions(const RecordOptions& options) {
   std::vector<std::unique_ptr<RecordExtension>> extensions;
-  // One line per extension, e.g.:
-  //   if (options.ptt) extensions.push_back(MakePttExtension(options));
-  if (PttEnabled(options)) extensions.push_back(MakePttExtension(options));
-  extensions.push_back(MakeJavaExtension(options));
+  // One line per extension; each gets only the options it reads.
+  if (PttEnabled(options)) extensions.push_back(MakePttExtension(PttExtensionOptionsOf(options)));
+  extensions.push_back(MakeJavaExtension(JavaAttachEnabled(options), options.quiet));
   return extensions;
 }
 

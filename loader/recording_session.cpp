@@ -512,8 +512,8 @@ Result<std::unique_ptr<RecordingSession>> RecordingSession::Start(const RecordOp
     s.symbolizer.SnapshotAllProcesses(s.start_monotonic_ns);
   }
 
-  s.context.reset(new RecordContext{s.options, s.symbolizer, s.start_monotonic_ns,
-                                    !s.command && opt.pids.empty(), opt.pids, {}, {}});
+  s.context.reset(new RecordContext{s.symbolizer, s.start_monotonic_ns, !s.command && opt.pids.empty(),
+                                    opt.pids, {}, {}});
   if (s.command) s.context->target_pids.push_back(static_cast<uint32_t>(s.command->pid()));
   const uint32_t drain_ms =
       opt.drain_interval_ms != 0
