@@ -87,9 +87,12 @@ Pusher::Outcome Pusher::SendOne(const WindowInfo& window, milliseconds& retry_af
 
   milliseconds timeout = options_.timeout;
   {
+    // A request ends by the time left: SendAll's deadline, or Stop()'s grace.
     std::lock_guard lock(mutex_);
-    if (stopping_) {
-      const auto left = std::chrono::duration_cast<milliseconds>(stop_deadline_ - Clock::now());
+    Clock::time_point until = deadline_;
+    if (stopping_) until = std::min(until, stop_deadline_);
+    if (until != Clock::time_point::max()) {
+      const auto left = std::chrono::duration_cast<milliseconds>(until - Clock::now());
       timeout = std::clamp(left, milliseconds(100), timeout);
     }
   }
@@ -175,6 +178,10 @@ bool Pusher::Pass(size_t& remaining, milliseconds& wait) {
   }
   for (const WindowInfo& w : *unsent) {
     if (rejected_.count(w.id)) continue;
+    if (Clock::now() >= deadline_ && stats().attempts > deadline_attempts_) {  // SendAll's time is up
+      wait = milliseconds(0);
+      return false;
+    }
     milliseconds retry_after{0};
     switch (SendOne(w, retry_after)) {
       case Outcome::kSent:
@@ -241,13 +248,19 @@ void Pusher::Run() {
 }
 
 Result<size_t> Pusher::SendAll(Clock::time_point deadline) {
+  deadline_ = deadline;
+  deadline_attempts_ = stats().attempts;
+  struct Restore {
+    Clock::time_point& deadline;
+    ~Restore() { deadline = Clock::time_point::max(); }
+  } restore{deadline_};
   for (;;) {
     size_t remaining = 0;
     milliseconds wait{0};
     const bool done = Pass(remaining, wait);
     if (done && remaining == 0) return size_t{0};
     if (done) continue;  // windows were added meanwhile
-    if (Clock::now() + wait > deadline) return remaining;
+    if (Clock::now() + wait > deadline || Clock::now() >= deadline) return remaining;
     std::this_thread::sleep_for(wait);
   }
 }

@@ -76,7 +76,9 @@ class Pusher {
 
   // For `arcprof push`: sends every unsent window on the calling thread,
   // retrying as above until none is left or `deadline` passes. Returns the
-  // number of windows still unsent.
+  // number of windows still unsent. No request outlives the deadline: each
+  // one's timeout is capped by the time left (at least 100 ms), and no new
+  // request starts once it has passed (the first one always does).
   Result<size_t> SendAll(std::chrono::steady_clock::time_point deadline);
 
   PushStats stats() const;
@@ -96,6 +98,9 @@ class Pusher {
   HttpClient http_;
   std::set<int64_t> rejected_;
   std::chrono::milliseconds backoff_{0};
+  // SendAll's deadline; requests never run past it.
+  std::chrono::steady_clock::time_point deadline_ = std::chrono::steady_clock::time_point::max();
+  uint64_t deadline_attempts_ = 0;  // attempts before SendAll began (each SendAll tries once)
 
   mutable std::mutex mutex_;
   std::condition_variable wake_;

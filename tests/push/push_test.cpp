@@ -432,6 +432,32 @@ TEST(PushCli, KeepsTheWindowWhenTheServerIsDown) {
   EXPECT_EQ(unsent->size(), 1u);
 }
 
+// A server that accepts and never answers: `arcprof push --max-time 2` returns
+// after about 2 s, not after one request's 30 s timeout (issue 23: 30 s for
+// --max-time 8). The connection completes in the listen backlog; nothing reads.
+TEST(PushCli, MaxTimeBoundsAServerThatNeverAnswers) {
+  TempDir tmp;
+  const std::string db = tmp.File("cap.db");
+  ASSERT_TRUE(WriteCapture(db, SampleProfile()).ok());
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ASSERT_EQ(listen(fd, 8), 0);
+  socklen_t len = sizeof addr;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  const std::string url = "http://127.0.0.1:" + std::to_string(ntohs(addr.sin_port));
+  const auto start = std::chrono::steady_clock::now();
+  auto [code, out] = RunCapture({kArcprof, "push", "-i", db, url, "--max-time", "2"});
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  close(fd);
+  EXPECT_EQ(code, 1) << out;
+  // The whole test: 2.16-2.27 s in 10 runs at load average 30; the bug took 30 s.
+  EXPECT_LT(seconds, 6.0) << out;
+  EXPECT_NE(out.find("pushed 0 windows"), std::string::npos) << out;
+}
+
 // A continuous store (one file per window): `arcprof push -i DIR` while the
 // server is down keeps both windows unsent; a third window closes, the server
 // comes up, and every window arrives exactly once with its store id's profile id.
