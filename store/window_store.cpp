@@ -54,10 +54,24 @@ bool RegularFile(const std::string& path, uint64_t* size) {
 }
 
 // The destinations in a sent marker; bounded, a symlink is not followed.
-std::vector<std::string> ReadSentMarker(const std::string& path) {
-  std::vector<std::string> out;
-  ScopedFd fd(open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+// Markers are replaced whole (MarkSent), but one written by an older arcprof
+// by appending, or torn by a crash (blocks allocated, never written: NUL
+// bytes), may hold a partial line: only whole lines without NUL bytes are
+// deliveries. `clean` says whether the file is exactly those lines.
+struct SentMarker {
+  std::vector<std::string> destinations;
+  bool clean = true;
+};
+
+SentMarker ReadSentMarker(const std::string& path) {
+  SentMarker out;
+  ScopedFd fd(open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
   if (!fd.valid()) return out;
+  struct stat st {};
+  if (fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) {
+    out.clean = false;
+    return out;
+  }
   std::string text(64 * 1024, '\0');
   const ssize_t n = read(fd.get(), text.data(), text.size());
   if (n <= 0) return out;
@@ -65,9 +79,18 @@ std::vector<std::string> ReadSentMarker(const std::string& path) {
   size_t pos = 0;
   while (pos < text.size()) {
     size_t eol = text.find('\n', pos);
-    if (eol == std::string::npos) break;  // a line cut by a crash is not a delivery
-    if (eol > pos) out.push_back(text.substr(pos, eol - pos));
+    if (eol == std::string::npos) {  // a line cut by a crash is not a delivery
+      out.clean = false;
+      break;
+    }
+    std::string line = text.substr(pos, eol - pos);
     pos = eol + 1;
+    if (line.empty() || line.find('\0') != std::string::npos ||
+        std::find(out.destinations.begin(), out.destinations.end(), line) != out.destinations.end()) {
+      out.clean = false;
+      continue;
+    }
+    out.destinations.push_back(std::move(line));
   }
   return out;
 }
@@ -192,7 +215,7 @@ std::vector<StoredWindow> WindowStore::List() const {
   });
   for (StoredWindow& w : out) {
     if (!std::binary_search(sent.begin(), sent.end(), w.id)) continue;
-    w.sent_to = ReadSentMarker(dir_ + "/" + w.id + ".sent");
+    w.sent_to = ReadSentMarker(dir_ + "/" + w.id + ".sent").destinations;
     w.sent = !w.sent_to.empty();
   }
   return out;
@@ -221,18 +244,19 @@ Result<void> WindowStore::MarkSent(const std::string& id, const std::string& des
     return MakeError("a destination must be one non-empty line");
   }
   const std::string marker = dir_ + "/" + id + ".sent";
-  for (const std::string& d : ReadSentMarker(marker)) {
-    if (d == destination) return {};
+  SentMarker sent = ReadSentMarker(marker);
+  const bool known = std::find(sent.destinations.begin(), sent.destinations.end(), destination) !=
+                     sent.destinations.end();
+  if (known && sent.clean) return {};
+  // The whole marker is replaced (temporary file, fsync, rename, fsync of the
+  // directory): a crash leaves the old marker or the new one, never a torn
+  // one, and a torn one left by an older writer is repaired here, once.
+  if (!known) sent.destinations.push_back(destination);
+  std::string text;
+  for (const std::string& d : sent.destinations) text += d + "\n";
+  if (auto ok = AtomicFile::WriteWhole(marker, text); !ok) {
+    return MakeError("cannot mark the window sent: " + ok.error().message);
   }
-  ScopedFd fd(open(marker.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600));
-  if (!fd.valid()) return MakeError(marker + ": cannot mark the window sent: " + Errno());
-  const std::string line = destination + "\n";
-  if (write(fd.get(), line.data(), line.size()) != static_cast<ssize_t>(line.size()) || fsync(fd.get()) != 0) {
-    return MakeError(marker + ": cannot mark the window sent: " + Errno());
-  }
-  // The marker's directory entry must be durable too.
-  ScopedFd dir(open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (dir.valid()) fsync(dir.get());
   return {};
 }
 

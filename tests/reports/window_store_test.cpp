@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <fstream>
 
 #include "store/capture_store.h"
@@ -149,6 +150,47 @@ TEST(WindowStore, SentMarksArePerDestinationAndIdempotent) {
   EXPECT_EQ(store->List()[0].sent_to, std::vector<std::string>{"http://one:4040"});
   EXPECT_FALSE(store->MarkSent("../../etc/passwd", "x"));
   EXPECT_FALSE(store->MarkSent(a, "two\nlines"));
+}
+
+std::string FileText(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+// A crash can leave a `.sent` marker whose blocks were allocated but never
+// written: NUL bytes (issue 23). Such a torn mark means "not sent" once: the
+// next MarkSent repairs the file (whole lines kept, the torn part dropped),
+// and later pushes neither resend the window nor grow the file.
+TEST(WindowStore, ATornSentMarkIsRepairedOnceAndNeverGrows) {
+  TempDir dir;
+  auto store = WindowStore::OpenForWriting(dir.path());
+  ASSERT_TRUE(store);
+  auto a = store->Append(Window(kBase)).value();
+  auto b = store->Append(Window(kBase + 60 * kSec)).value();
+  const std::string marker_a = dir.path() + "/" + a + ".sent";
+  const std::string marker_b = dir.path() + "/" + b + ".sent";
+  {
+    std::ofstream(marker_a, std::ios::binary) << std::string(4096, '\0');
+    std::ofstream(marker_b, std::ios::binary) << "http://two:4040\n" << std::string(16, '\0') << "http://on";
+  }
+  const std::string one = "http://one:4040";
+  EXPECT_EQ(store->Unsent(one).size(), 2u);
+  EXPECT_EQ(store->Unsent("http://two:4040").size(), 1u);  // b's whole line still counts
+  for (int push = 0; push < 3; ++push) {
+    for (const StoredWindow& w : store->Unsent(one)) ASSERT_TRUE(store->MarkSent(w.id, one));
+    EXPECT_TRUE(store->Unsent(one).empty()) << "push " << push;
+  }
+  EXPECT_EQ(FileText(marker_a), one + "\n");
+  EXPECT_EQ(FileText(marker_b), "http://two:4040\n" + one + "\n");
+  ASSERT_EQ(store->Unsent("http://two:4040").size(), 1u);  // a was never sent there; b still was
+  EXPECT_EQ(store->Unsent("http://two:4040")[0].id, a);
+  // No temporary file is left next to the markers.
+  size_t entries = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir.path())) {
+    (void)e;
+    ++entries;
+  }
+  EXPECT_EQ(entries, 5u);  // two windows, two markers, .lock
 }
 
 TEST(WindowStore, OneWriterAndCleanStartAfterACrash) {
