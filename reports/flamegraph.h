@@ -116,7 +116,8 @@ struct FlameGraphOptions {
   bool icicle = false;           // top-down: root at the top
   int width_px = 1200;
   double min_width_px = 0.1;     // narrower boxes (and their children) are not drawn
-  bool standalone = true;        // false: no XML prolog, for inline use in HTML
+  bool standalone = true;        // false: no XML prolog, for inline use in HTML, and the
+                                 // width follows the container (data-fluid, the script)
 };
 
 // Writes the interactive SVG. Pruned boxes keep their weight: their parent is

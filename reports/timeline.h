@@ -48,8 +48,11 @@ class TimelineBuilder {
 
 void WriteTimelineText(const Timeline& timeline, std::ostream& out);
 void WriteTimelineJson(const Timeline& timeline, std::ostream& out);
-// A self-contained SVG: one line per series over time, a legend, and a
-// tooltip (title) per point.
+// A self-contained SVG: the series stacked over time (one rectangle per
+// series and window, the processes by CPU time from the bottom, then "other",
+// then the idle task), round y ticks, a legend and a tooltip per rectangle.
+// The idle task and "other" have colours of their own. It scales down to a
+// narrower window.
 void WriteTimelineSvg(const Timeline& timeline, const std::string& title, std::ostream& out);
 
 }  // namespace arcprof::reports

@@ -1,7 +1,10 @@
 // The SVG flame graph in headless Chromium: titles and total, hover details,
 // click-to-zoom (the frame takes the full width, ancestors stretch, others
 // hide), reset zoom, regex search (highlighted boxes, matched share computed
-// independently from the folded stacks), the icicle layout and the HTML page.
+// independently from the folded stacks), the icicle layout, and the HTML page
+// at two window sizes: there the graph takes the page's width and follows it
+// when the window is resized, zoomed or not (the standalone SVG keeps its
+// 1,200 px).
 // Usage: node flamegraph_svg.test.js  (env ARCPROF_EXPORT_FIXTURES = the fixture tool,
 // ARCPROF_SCREENSHOT_DIR = where screenshots go)
 "use strict";
@@ -89,12 +92,46 @@ run("flamegraph_svg", async (check) => {
     check.near(await width(heavy), FULL_WIDTH, 0.01, "icicle: zoom fills the width");
     check.near(await width(frame("inline_helper")), (60 / 810) * FULL_WIDTH, 0.01, "icicle: child rescaled");
 
-    // The HTML page: the same graph inline plus the tprof table and the xprof list.
-    await page.goto(`${server.base}/profile.html`);
+    // The standalone SVG keeps its width in a wider or narrower window.
+    for (const wide of [1600, 800]) {
+      await page.setViewportSize({ width: wide, height: 400 });
+      await page.goto(`${server.base}/profile.svg`);
+      check.near(await width(frame("all ")), FULL_WIDTH, 0.01, `svg in a ${wide} px window: 1,180 px of boxes`);
+    }
+
+    // The HTML page: the same graph inline plus the tprof table and the xprof
+    // list; the graph as wide as the page (its section), at two window sizes.
+    const pageWidth = () => page.evaluate(() => {
+      const svg = document.querySelector("svg.arcprof-flamegraph");
+      return { section: svg.parentNode.clientWidth, svg: svg.getBoundingClientRect().width };
+    });
+    for (const wide of [1600, 900]) {
+      await page.setViewportSize({ width: wide, height: 700 });
+      await page.goto(`${server.base}/profile.html`);
+      const w = await pageWidth();
+      const full = w.section - 20;  // 10 px padding on each side
+      check.ok(w.section > wide - 60, `html in a ${wide} px window: the section is ${w.section} px`);
+      check.near(w.svg, w.section, 1, `html in a ${wide} px window: the graph takes the section's width`);
+      check.near(await width(frame("all ")), full, 0.02, `html in a ${wide} px window: the root spans it`);
+      check.near(await width(heavy), (810 / 1995) * full, 0.02, `html in a ${wide} px window: f_heavy in proportion`);
+      await page.screenshot({ path: path.join(shots, `flamegraph-html-${wide}.png`) });
+    }
     check.ok((await page.locator("table.tprof").textContent()).includes("busy loop_900"), "html: tprof table");
     check.ok((await page.locator("table.xprof").textContent()).includes("f_heavy"), "html: xprof list");
     await heavy.click();
-    check.near(await width(heavy), FULL_WIDTH, 0.01, "html: zoom works inline");
+    const narrow = (await pageWidth()).section - 20;
+    check.near(await width(heavy), narrow, 0.02, "html: zoom works inline");
+    // Zoomed, then the window widens: the zoomed frame still fills the width.
+    await page.setViewportSize({ width: 1400, height: 700 });
+    await page.waitForFunction((n) => document.querySelector("svg.arcprof-flamegraph").getAttribute("width") !== n,
+      String(narrow + 20));
+    const wider = (await pageWidth()).section - 20;
+    check.ok(wider > narrow, `html: the graph widened with the window (${narrow} -> ${wider} px of boxes)`);
+    check.near(await width(heavy), wider, 0.02, "html: the zoomed frame fills the new width");
+    check.near(await width(main), wider, 0.02, "html: its ancestor too");
+    check.ok((await frame("java \\(").getAttribute("class")).includes("hide"), "html: java stays hidden");
+    await page.locator(".unzoom").click();
+    check.near(await width(heavy), (810 / 1995) * wider, 0.02, "html: Reset Zoom at the new width");
     check.equal(errors.length, 0, `no script errors (${errors.join("; ")})`);
   } finally {
     await browser.close();
