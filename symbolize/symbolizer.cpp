@@ -214,6 +214,7 @@ struct Symbolizer::Impl {
         break;
       case MappingKind::kVdso:
         mapping.module = kVdsoModule;
+        mapping.file_id = VdsoResolver::kFileId;
         break;
       case MappingKind::kAnonExec:
         mapping.module = kJitModule;
@@ -290,9 +291,12 @@ struct Symbolizer::Impl {
     return jit.Resolve(registry.Get(pid).info, addr, t_ns, cacheable);
   }
 
-  std::optional<MappedFile> Describe(const TimelineMapping& m) const {
-    if (m.kind != MappingKind::kFile) return std::nullopt;
-    const ElfFile* file = modules.Get(m.file_id);
+  // The vDSO is described like a file: its image has a descriptor (a memfd)
+  // and the unwinder steps through it with its own .eh_frame.
+  std::optional<MappedFile> Describe(const TimelineMapping& m) {
+    const ElfFile* file = m.kind == MappingKind::kFile   ? modules.Get(m.file_id)
+                          : m.kind == MappingKind::kVdso ? vdso.Image()
+                                                         : nullptr;
     if (!file) return std::nullopt;
     const uint64_t vaddr = file->OffsetToVaddr(m.pgoff).value_or(m.pgoff);
     return MappedFile{file->fd(), m.module, file->build_id(), m.start, m.end, m.pgoff,
@@ -370,7 +374,10 @@ bool Symbolizer::ProcessExited(uint32_t pid) const {
   return p != nullptr && p->exited;
 }
 
-bool Symbolizer::FileOpen(uint32_t file_id) const { return impl_->modules.Get(file_id) != nullptr; }
+bool Symbolizer::FileOpen(uint32_t file_id) const {
+  if (file_id == VdsoResolver::kFileId) return impl_->vdso.loaded();
+  return impl_->modules.Get(file_id) != nullptr;
+}
 
 const ProcessInfo* Symbolizer::Process(uint32_t pid) const {
   const ProcessRegistry::Record* record = impl_->registry.Find(pid);

@@ -367,9 +367,12 @@ void Unwinder::EnforceCfiBudget(uint32_t keep) {
 }
 
 Unwinder::Rule Unwinder::RuleAt(uint32_t file_id, int fd, uint64_t vaddr) {
-  const uint64_t key = static_cast<uint64_t>(file_id) << 44 ^ vaddr;
-  RuleSlot& slot = rules_[(key ^ key >> 17) & (rules_.size() - 1)];
-  if (slot.used && slot.key == key) return slot.rule;
+  // The slot keeps the file id and the vaddr apart: a key of both folded
+  // into 64 bits confused ids 2^20 apart (a daemon opens that many files
+  // over weeks; the vDSO's id is near the top).
+  const uint64_t h = (vaddr ^ file_id * 0x9e3779b97f4a7c15ull) * 0xff51afd7ed558ccdull;
+  RuleSlot& slot = rules_[h >> 48 & (rules_.size() - 1)];
+  if (slot.used && slot.vaddr == vaddr && slot.file_id == file_id) return slot.rule;
   Rule rule;
   auto& file = cfi_[file_id];
   if (!file) {
@@ -383,7 +386,7 @@ Unwinder::Rule Unwinder::RuleAt(uint32_t file_id, int fd, uint64_t vaddr) {
   }
   file->last_used = ++cfi_clock_;
   if (auto row = file->rows.find(vaddr); row != file->rows.end()) {
-    slot = RuleSlot{key, true, row->second};
+    slot = RuleSlot{vaddr, file_id, true, row->second};
     return slot.rule;
   }
   Dwarf_Frame* frame = nullptr;
@@ -417,12 +420,12 @@ Unwinder::Rule Unwinder::RuleAt(uint32_t file_id, int fd, uint64_t vaddr) {
     cfi_bytes_ += kCfiRowBytes;
     stats_.cfi_bytes = cfi_bytes_;
     if (cfi_bytes_ > cfi_budget_) {
-      slot = RuleSlot{key, true, rule};
+      slot = RuleSlot{vaddr, file_id, true, rule};
       EnforceCfiBudget(file_id);  // may drop other files' CFI, never this one
       return rule;
     }
   }
-  slot = RuleSlot{key, true, rule};
+  slot = RuleSlot{vaddr, file_id, true, rule};
   return rule;
 }
 

@@ -146,7 +146,8 @@ class Unwinder {
   // Direct-mapped cache of rules by (file id, vaddr): the rows behind it are
   // in FileCfi::rows, so an eviction costs one map lookup, not libdw.
   struct RuleSlot {
-    uint64_t key = 0;
+    uint64_t vaddr = 0;
+    uint32_t file_id = 0;
     bool used = false;
     Rule rule;
   };

@@ -1,11 +1,37 @@
 #include "symbolize/vdso_resolver.h"
 
+#include <fcntl.h>
 #include <sys/auxv.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include <spdlog/spdlog.h>
 
 #include "symbolize/proc_parse.h"
 #include "symbolize/process_registry.h"
 
 namespace arcprof {
+namespace {
+
+// A sealed memfd holding `len` bytes from `bytes`; invalid on failure.
+ScopedFd SealedCopy(const char* bytes, size_t len) {
+  ScopedFd fd(memfd_create("arcprof-vdso", MFD_CLOEXEC | MFD_ALLOW_SEALING));
+  if (!fd.valid()) return {};
+  for (size_t done = 0; done < len;) {
+    const ssize_t n = write(fd.get(), bytes + done, len - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return {};
+    done += static_cast<size_t>(n);
+  }
+  // Nothing may change the image behind the caches keyed by its file id.
+  fcntl(fd.get(), F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL);
+  return fd;
+}
+
+}  // namespace
 
 ElfFile* VdsoResolver::Image() {
   if (tried_) return image_.get();
@@ -17,9 +43,13 @@ ElfFile* VdsoResolver::Image() {
   if (!maps.ok()) return nullptr;
   for (const procfs::MapsEntry& e : procfs::ParseMaps(*maps)) {
     if (e.start == base && e.path == kVdsoModule) {
-      const char* bytes = reinterpret_cast<const char*>(base);
-      image_ = ElfFile::FromImage(std::vector<char>(bytes, bytes + (e.end - e.start)),
-                                  std::string(kVdsoModule));
+      ScopedFd fd = SealedCopy(reinterpret_cast<const char*>(base), e.end - e.start);
+      if (!fd.valid()) {
+        spdlog::warn("cannot copy the vDSO into a memfd: {}; [vdso] frames stay unnamed and end unwinding",
+                     std::strerror(errno));
+        break;
+      }
+      image_ = ElfFile::FromFd(std::move(fd), std::string(kVdsoModule));
       break;
     }
   }

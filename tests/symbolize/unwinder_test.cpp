@@ -2,11 +2,15 @@
 // taken in-process, the address space from /proc/self/maps.
 #include "symbolize/unwinder.h"
 
+#include <gelf.h>
+#include <libelf.h>
+#include <sys/auxv.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -98,6 +102,93 @@ TEST(Unwinder, CfiBudgetDropsAndRereadsWithTheSameWalk) {
   // The walk crosses the test binary, libstdc++/gtest and libc at least.
   EXPECT_GE(tight.stats().cfi_released, 2u);
   EXPECT_LT(tight.stats().cfi_bytes, roomy.stats().cfi_bytes + 1);
+}
+
+// The address of a function of this process's vDSO, from its .dynsym; 0
+// when there is none.
+uint64_t VdsoFunction(const char* name) {
+  const uint64_t base = getauxval(AT_SYSINFO_EHDR);
+  if (base == 0) return 0;
+  uint64_t size = 0;
+  std::ifstream maps("/proc/self/maps");
+  for (std::string line; std::getline(maps, line) && size == 0;) {
+    if (line.find("[vdso]") == std::string::npos) continue;
+    const uint64_t start = std::stoull(line, nullptr, 16);
+    if (start == base) size = std::stoull(line.substr(line.find('-') + 1), nullptr, 16) - start;
+  }
+  if (size == 0) return 0;
+  elf_version(EV_CURRENT);
+  Elf* elf = elf_memory(reinterpret_cast<char*>(base), size);
+  uint64_t found = 0;
+  for (Elf_Scn* scn = elf ? elf_nextscn(elf, nullptr) : nullptr; scn && !found; scn = elf_nextscn(elf, scn)) {
+    GElf_Shdr shdr;
+    if (!gelf_getshdr(scn, &shdr) || shdr.sh_type != SHT_DYNSYM) continue;
+    Elf_Data* data = elf_getdata(scn, nullptr);
+    for (size_t i = 0; data && i < shdr.sh_size / shdr.sh_entsize; ++i) {
+      GElf_Sym sym;
+      if (!gelf_getsym(data, static_cast<int>(i), &sym)) break;
+      const char* sym_name = elf_strptr(elf, shdr.sh_link, sym.st_name);
+      if (sym_name && std::strcmp(sym_name, name) == 0 && sym.st_value != 0) found = base + sym.st_value;
+    }
+  }
+  if (elf) elf_end(elf);
+  return found;
+}
+
+// A frame in the vDSO is stepped with the vDSO's own unwind tables: arcprof's
+// copy of the image is a mapped file to the unwinder, the same one that names
+// the frame. The sample is this test's own stack with __vdso_clock_gettime
+// called from where Capture took its registers, at its entry (the return
+// address on top of the stack).
+TEST(Unwinder, StepsOutOfTheVdsoWithItsOwnUnwindTables) {
+  if (getpid() != gettid()) GTEST_SKIP() << "needs the main thread's stack";
+  const uint64_t entry = VdsoFunction("__vdso_clock_gettime");
+  if (entry == 0) GTEST_SKIP() << "this process has no vDSO with __vdso_clock_gettime";
+  const uint64_t top = StackTop();
+  ASSERT_NE(top, 0u);
+  Captured c;
+  CaptureDeeper(&c, top, 3);
+  Symbolizer symbolizer;
+  const auto pid = static_cast<uint32_t>(getpid());
+  symbolizer.SnapshotProcess(pid, 1000);
+  const std::optional<MappedFile> vdso = symbolizer.FindMappedFile(pid, entry, 2000);
+  ASSERT_TRUE(vdso) << "the vDSO is not a mapped file";
+  EXPECT_EQ(vdso->path, "[vdso]");
+  EXPECT_GE(vdso->fd, 0);
+  EXPECT_EQ(vdso->file_id, 0xfffffffeu);
+  EXPECT_TRUE(symbolizer.FileOpen(vdso->file_id));
+  auto space = symbolizer.MappedFiles(pid, 2000);
+  ASSERT_TRUE(space);
+  EXPECT_TRUE(std::any_of(space->files.begin(), space->files.end(),
+                          [](const MappedFile& f) { return f.path == "[vdso]"; }))
+      << "libdwfl would not know the vDSO";
+  EXPECT_EQ(symbolizer.ResolveUser(pid, entry, 2000).symbol, "__vdso_clock_gettime");
+
+  Unwinder unwinder(symbolizer);
+  const UnwindResult own = UnwindOwn(unwinder, c);
+  ASSERT_GE(own.pcs.size(), 8u);
+  Captured in_vdso;
+  std::memcpy(in_vdso.regs, c.regs, sizeof(c.regs));
+  in_vdso.regs[16] = entry;
+  in_vdso.regs[7] = c.regs[7] - 8;
+  in_vdso.stack.resize(8);
+  std::memcpy(in_vdso.stack.data(), &c.regs[16], 8);  // the return address
+  in_vdso.stack.insert(in_vdso.stack.end(), c.stack.begin(), c.stack.end());
+  std::vector<uint64_t> want = {entry, c.regs[16]};
+  want.insert(want.end(), own.pcs.begin() + 1, own.pcs.end());
+  const UnwindResult r = UnwindOwn(unwinder, in_vdso);
+  EXPECT_EQ(r.pcs, want);
+  EXPECT_EQ(r.stop, own.stop);
+
+  // fp mode's leaf repair takes the same step.
+  UnwindInput input;
+  input.pid = pid;
+  input.tid = static_cast<uint32_t>(gettid());
+  input.t_ns = 2000;
+  input.regs = in_vdso.regs;
+  input.stack = in_vdso.stack.data();
+  input.stack_len = in_vdso.stack.size();
+  EXPECT_EQ(unwinder.LeafCaller(input), std::optional<uint64_t>(c.regs[16]));
 }
 
 // HotSpot code stepped by frame size, in a fake JVM: three compiled methods
