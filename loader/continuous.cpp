@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <malloc.h>
 #include <linux/capability.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -15,8 +16,10 @@
 #include "loader/capabilities.h"
 #include "loader/recording_session.h"
 #include "model/profile_merge.h"
+#include "store/atomic_file.h"
 #include "store/window_store.h"
 #include "common/clock.h"
+#include "common/scoped_fd.h"
 #include "common/text.h"
 
 #include <spdlog/spdlog.h>
@@ -27,14 +30,34 @@ using namespace arcprof::store;
 namespace {
 
 // Points stderr at the log file (appending); on SIGHUP the file is reopened,
-// so logrotate can move it away.
+// so logrotate can move it away. Whoever can write the log's directory may put
+// something else at its name before the reopen: a FIFO (open() would block
+// until someone reads it, and so would every write), a device, a symbolic
+// link. Opening never blocks (O_NONBLOCK, O_NOFOLLOW), and anything but a
+// regular file with one link is refused: stderr stays where it was.
 Result<void> OpenLog(const std::string& path) {
   if (path.empty()) return {};
-  const int fd = open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0640);
-  if (fd < 0) return MakeError(path + ": cannot open the log: " + std::strerror(errno));
+  const int fd = open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0640);
+  if (fd < 0) {
+    if (errno == ENXIO) return MakeError(path + ": not a regular file (a FIFO); the log must be a file");
+    if (errno == ELOOP) return MakeError(path + ": not a regular file (a symbolic link); the log must be a file");
+    return MakeError(path + ": cannot open the log: " + std::strerror(errno));
+  }
+  ScopedFd file(fd);
+  struct stat st {};
+  if (fstat(fd, &st) != 0) return MakeError(path + ": cannot open the log: " + std::strerror(errno));
+  if (!S_ISREG(st.st_mode)) {
+    return MakeError(path + ": not a regular file (" + std::string(store::FileKind(st.st_mode)) + "); the log must be a file");
+  }
+  if (st.st_nlink > 1) {
+    return MakeError(path + ": has " + std::to_string(st.st_nlink) +
+                     " hard links; the log must be a file of its own");
+  }
+  if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) != 0) {
+    return MakeError(path + ": cannot open the log: " + std::strerror(errno));
+  }
   fflush(stderr);
   dup2(fd, STDERR_FILENO);
-  close(fd);
   return {};
 }
 
@@ -223,7 +246,8 @@ Result<int> RunContinuous(const ContinuousOptions& opt) {
     }
     if (StopSignals::TakeHangup()) {
       if (auto ok = OpenLog(opt.log_path); !ok) {
-        fprintf(stderr, "arcprof: %s\n", EscapeControl(ok.error().message).c_str());
+        fprintf(stderr, "arcprof: %s; still logging to the previous log\n",
+                EscapeControl(ok.error().message).c_str());
       }
     }
     if (ended) {

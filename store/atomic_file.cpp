@@ -29,17 +29,6 @@ std::string BaseNameOf(const std::string& path) {
 
 std::string Errno(int err) { return std::strerror(err); }
 
-const char* KindOf(mode_t mode) {
-  if (S_ISDIR(mode)) return "a directory";
-  if (S_ISCHR(mode)) return "a character device";
-  if (S_ISBLK(mode)) return "a block device";
-  if (S_ISFIFO(mode)) return "a FIFO";
-  if (S_ISSOCK(mode)) return "a socket";
-  if (S_ISLNK(mode)) return "a symbolic link";
-  if (S_ISREG(mode)) return "a regular file";
-  return "not a regular file";
-}
-
 // Removes ".NAME.tmp.PID.*" files in `dir` whose writer is gone: regular
 // files owned by us, PID not running (and not ours). Best effort.
 void RemoveLeftovers(const std::string& dir) {
@@ -67,6 +56,17 @@ void RemoveLeftovers(const std::string& dir) {
 }
 
 }  // namespace
+
+const char* FileKind(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISSOCK(mode)) return "a socket";
+  if (S_ISLNK(mode)) return "a symbolic link";
+  if (S_ISREG(mode)) return "a regular file";
+  return "not a regular file";
+}
 
 AtomicFile::AtomicFile(std::string target_path, std::string temp_path, ScopedFd fd)
     : target_path_(std::move(target_path)), temp_path_(std::move(temp_path)), fd_(std::move(fd)) {}
@@ -123,7 +123,7 @@ Result<AtomicFile> AtomicFile::Create(const std::string& target_path, Streams st
     }
     const bool stream = S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode);
     if (!(stream || (through_link && S_ISREG(st.st_mode))) || streams == Streams::kRefuse) {
-      return MakeError(target_path + ": is " + KindOf(st.st_mode) +
+      return MakeError(target_path + ": is " + FileKind(st.st_mode) +
                        (S_ISDIR(st.st_mode) ? "; pass a file name"
                                             : "; only a regular file is written here, pass a file name"));
     }
@@ -133,7 +133,7 @@ Result<AtomicFile> AtomicFile::Create(const std::string& target_path, Streams st
     const int truncate = S_ISREG(st.st_mode) ? O_TRUNC : 0;
     ScopedFd fd(::open(target_path.c_str(), O_WRONLY | follow | truncate | O_CLOEXEC | O_NONBLOCK | O_NOCTTY));
     if (!fd.valid()) {
-      return MakeError(target_path + ": cannot write to " + KindOf(st.st_mode) + ": " +
+      return MakeError(target_path + ": cannot write to " + FileKind(st.st_mode) + ": " +
                        (errno == ENXIO ? std::string("no process reads the FIFO") : Errno(errno)));
     }
     const int flags = ::fcntl(fd.get(), F_GETFL);
@@ -209,7 +209,7 @@ Result<void> AtomicFile::Commit() {
   // anything but a regular file.
   struct stat st {};
   if (::lstat(target_path_.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
-    return MakeError(target_path_ + ": is " + KindOf(st.st_mode) + " now; not replaced");
+    return MakeError(target_path_ + ": is " + FileKind(st.st_mode) + " now; not replaced");
   }
   if (::rename(temp_path_.c_str(), target_path_.c_str()) != 0) {
     return MakeError(target_path_ + ": cannot replace the file: " + Errno(errno) +

@@ -17,6 +17,8 @@
 // Create() there.
 #pragma once
 
+#include <sys/types.h>
+
 #include <string>
 #include <string_view>
 
@@ -24,6 +26,10 @@
 #include "common/scoped_fd.h"
 
 namespace arcprof::store {
+
+// "a directory", "a FIFO", "a symbolic link", ... for messages about a path
+// that is not what it should be.
+const char* FileKind(mode_t mode);
 
 class AtomicFile {
  public:

@@ -1,6 +1,7 @@
 // `arcprof continuous` as root against this machine: windows on schedule that
 // sum to the range, SIGKILL then restart, a full disk, stores it must refuse,
 // retention by size, and a corrupt window in reports.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
@@ -297,6 +298,41 @@ TEST(ContinuousRuntime, SighupReopensTheLogAndKeepsCapturing) {
   const std::string reopened = ReadFile(log);
   EXPECT_NE(reopened.find("stopped by Terminated"), std::string::npos) << reopened;
   EXPECT_EQ(reopened.find("continuous capture"), std::string::npos) << reopened;
+}
+
+// A local user who can write the log's directory replaces the log by a FIFO
+// before logrotate's SIGHUP (issue 23): the reopen must not block in open()
+// until someone reads the FIFO. The FIFO is refused with one line in the old
+// log, and windows keep coming; a later SIGHUP with a regular file reopens.
+TEST(ContinuousRuntime, AFifoInPlaceOfTheLogIsRefusedAndWindowsKeepComing) {
+  ARCPROF_REQUIRE_RECORD_CAPABLE();
+  TempDir tmp;
+  const std::string log = tmp.path("arcprof.log");
+  const std::string store = tmp.path("store");
+  Subprocess daemon(Continuous(store, {"--log", log}));
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (ReadFile(log).find("continuous capture") == std::string::npos &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_NE(ReadFile(log).find("continuous capture"), std::string::npos) << daemon.stderr_text();
+  ASSERT_EQ(rename(log.c_str(), (log + ".1").c_str()), 0);
+  ASSERT_EQ(mkfifo(log.c_str(), 0666), 0) << strerror(errno);
+  daemon.Signal(SIGHUP);
+  const size_t before = Windows(store).size();
+  // A blocked daemon writes no window: three more must come within 20 s.
+  EXPECT_TRUE(WaitForWindows(store, before + 3, 20)) << daemon.stderr_text();
+  // A daemon blocked in open() is released, so that the test ends either way.
+  if (const int reader = open(log.c_str(), O_RDONLY | O_NONBLOCK); reader >= 0) close(reader);
+  const std::string old_log = ReadFile(log + ".1");
+  EXPECT_EQ(Count(old_log, "not a regular file"), 1u) << old_log;
+  // The FIFO replaced by a regular file: the next SIGHUP reopens.
+  ASSERT_EQ(unlink(log.c_str()), 0);
+  daemon.Signal(SIGHUP);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  daemon.Signal(SIGTERM);
+  EXPECT_EQ(daemon.Wait(), 0);
+  EXPECT_NE(ReadFile(log).find("stopped by Terminated"), std::string::npos) << ReadFile(log);
 }
 
 // The window being built is bounded: past --window-max-size its frames and
