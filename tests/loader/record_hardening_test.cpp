@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <regex>
+#include <sstream>
 
 #include "tests/loader/runtime_util.h"
 #include "tests/layer_names.h"
@@ -286,6 +287,122 @@ TEST(RecordSignals, SigkillOfArcprofTakesTheCommandAlong) {
   std::string left;
   EXPECT_TRUE(programs.NothingLeft(&left)) << left;
 }
+
+// Alive and not a zombie (a zombie has exited; kill(pid, 0) still finds it).
+bool Running(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat;
+  if (!std::getline(in, stat)) return false;
+  const size_t paren = stat.rfind(')');
+  return paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] != 'Z';
+}
+
+// The cgroup2 mount point, from /proc/self/mountinfo ("" when none).
+std::string Cgroup2Mount() {
+  std::ifstream in("/proc/self/mountinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    const size_t dash = line.find(" - ");
+    if (dash == std::string::npos || line.compare(dash + 3, 8, "cgroup2 ") != 0) continue;
+    std::istringstream fields(line.substr(0, dash));
+    std::string id, parent, device, root, point;
+    fields >> id >> parent >> device >> root >> point;
+    return point;
+  }
+  return "";
+}
+
+// The whole tree the command started goes when arcprof goes, whatever stops
+// arcprof (issue 23: `sleep 40 &` ran on under init after every signal): a
+// background grandchild, and a daemon that left the session with setsid. With
+// a cgroup (this machine: cgroup v2 under /sys/fs/cgroup/unified) for every
+// signal, SIGKILL included; without one (cgroup2 unmounted in a mount
+// namespace of arcprof's own) for the signals arcprof survives.
+struct TreeCase {
+  int sig;
+  bool cgroup;
+};
+
+class RecordTree : public ::testing::TestWithParam<TreeCase> {};
+
+TEST_P(RecordTree, TheCommandsWholeTreeGoesWithArcprof) {
+  ARCPROF_REQUIRE_RECORD_CAPABLE();
+  const auto [sig, cgroup] = GetParam();
+  const std::string mount = Cgroup2Mount();
+  if (mount.empty()) {
+    if (InCi()) FAIL() << "no cgroup2 mounted (CI=true: must not skip)";
+    GTEST_SKIP() << "no cgroup2 mounted";
+  }
+  TempDir tmp;
+  const std::string child_pid = tmp.path("child"), bg_pid = tmp.path("bg"), daemon_pid = tmp.path("daemon");
+  // The tree does not hold arcprof's stderr: a survivor would keep Wait() from ever seeing its end.
+  std::vector<std::string> argv = {kArcprof, "record", "-o", tmp.path("x.db"), "--", "/bin/sh", "-c",
+                                   "exec 2>/dev/null; sleep 600 & echo $! > " + bg_pid +
+                                       "; setsid /bin/sh -c 'echo $$ > " + daemon_pid + "; exec sleep 600' & echo $$ > " +
+                                       child_pid + "; exec sleep 600"};
+  if (!cgroup) {
+    // arcprof in a mount namespace without cgroup2: no cgroup can be made.
+    const std::string script = "umount -l " + mount + " && exec \"$0\" \"$@\"";
+    argv.insert(argv.begin(), {"/usr/bin/unshare", "--mount", "--propagation", "private", "/bin/sh", "-c", script});
+  }
+  Subprocess rec(argv);
+  ASSERT_TRUE(rec.WaitForStderr("recording", 20)) << rec.stderr_text();
+  const pid_t child = ReadPid(child_pid, 10), bg = ReadPid(bg_pid, 10), daemon = ReadPid(daemon_pid, 10);
+  ASSERT_GT(child, 0);
+  ASSERT_GT(bg, 0);
+  ASSERT_GT(daemon, 0);
+  ASSERT_TRUE(Running(bg) && Running(daemon));
+  {
+    // The daemon really left arcprof's session and process group.
+    std::ifstream in("/proc/" + std::to_string(daemon) + "/stat");
+    std::string stat;
+    std::getline(in, stat);
+    std::istringstream fields(stat.substr(stat.rfind(')') + 2));
+    std::string state;
+    pid_t ppid = 0, pgrp = 0, session = 0;
+    fields >> state >> ppid >> pgrp >> session;
+    EXPECT_EQ(session, daemon) << stat;
+    // In the command's cgroup, or (without one) not.
+    std::ifstream cg("/proc/" + std::to_string(daemon) + "/cgroup");
+    const std::string cgroups((std::istreambuf_iterator<char>(cg)), {});
+    EXPECT_EQ(cgroups.find("/arcprof-") != std::string::npos, cgroup) << cgroups;
+  }
+  rec.Signal(sig);
+  rec.Wait();
+  bool gone = false;
+  for (int i = 0; i < 50 && !gone; ++i) {
+    gone = !Running(child) && !Running(bg) && !Running(daemon);
+    if (!gone) usleep(100 * 1000);
+  }
+  EXPECT_FALSE(Running(child)) << "the command outlived arcprof";
+  EXPECT_FALSE(Running(bg)) << "the command's background child outlived arcprof";
+  EXPECT_FALSE(Running(daemon)) << "the command's setsid daemon outlived arcprof";
+  for (pid_t pid : {child, bg, daemon}) {
+    if (Running(pid)) kill(pid, SIGKILL);
+  }
+  // The command's cgroup (made under arcprof's, which is this test's) is gone too.
+  std::string own;
+  {
+    std::ifstream in("/proc/self/cgroup");
+    std::string line;
+    while (std::getline(in, line)) {
+      if (line.rfind("0::", 0) == 0) own = line.substr(3);
+    }
+  }
+  const std::string made = mount + (own == "/" ? "" : own) + "/arcprof-" + std::to_string(rec.pid()) + "-0";
+  struct stat st {};
+  EXPECT_NE(stat(made.c_str(), &st), 0) << made << " is left";
+}
+
+INSTANTIATE_TEST_SUITE_P(StopSignals, RecordTree,
+                         ::testing::Values(TreeCase{SIGTERM, true}, TreeCase{SIGINT, true}, TreeCase{SIGKILL, true},
+                                           TreeCase{SIGTERM, false}, TreeCase{SIGINT, false}),
+                         [](const ::testing::TestParamInfo<TreeCase>& info) {
+                           return std::string(info.param.sig == SIGTERM  ? "Sigterm"
+                                              : info.param.sig == SIGINT ? "Sigint"
+                                                                         : "Sigkill") +
+                                  (info.param.cgroup ? "" : "WithoutCgroup");
+                         });
 
 TEST(RecordSignals, Sigusr1StopsAndWritesTheCapture) {
   ARCPROF_REQUIRE_RECORD_CAPABLE();
