@@ -191,6 +191,12 @@ constexpr uint64_t kMaxCount = uint64_t{1} << 48;  // n or base of one node
 constexpr uint64_t kMaxReadBytes = uint64_t{2} << 30;
 // meta (0, key) holding the content checksum (docs/capture-format.md).
 constexpr const char* kChecksumKey = "content_crc32";
+// Every store key (capture_id 0) a writer has ever written: another one is a
+// damaged key (a flipped bit in "content_crc32" would turn the check off).
+constexpr const char* kStoreKeys[] = {"format", "schema_version", kChecksumKey};
+// The highest rate a capture can state: -F is at most 100 kHz, -c N of a
+// clock event states 1e9 / N.
+constexpr uint64_t kMaxFrequencyHz = 1'000'000'000;
 
 // The schema as SQLite stores it, comparable with what a writer ran: runs of
 // white space become one space, none next to brackets and commas, "IF NOT
@@ -851,11 +857,15 @@ class Reader {
     }
   }
 
-  // The writer's CRC-32 of every row (docs/capture-format.md), when the file
-  // has one: a changed byte anywhere in the data gives a different sum.
+  // The writer's CRC-32 of every row (docs/capture-format.md): a changed byte
+  // anywhere in the data gives a different sum. Every writer of schema 2 and
+  // later stores it; only schema 1 files older than the checksum have none.
   Result<void> CheckContentChecksum(const std::unordered_map<std::string, std::string>& store_meta) {
     auto it = store_meta.find(kChecksumKey);
-    if (it == store_meta.end()) return {};
+    if (it == store_meta.end()) {
+      if (schema_version_ >= 2) return Corrupt(std::string("the content checksum (meta ") + kChecksumKey + ") is missing");
+      return {};
+    }
     auto sum = ContentChecksum(db_.get());
     if (!sum) return Corrupt(sum.error().message);
     if (*sum != it->second) {
@@ -1252,6 +1262,11 @@ Result<Profile> Reader::ReadAll() {
       return Corrupt("meta schema_version is missing or not a number");
     }
     if (auto r = CheckSchemaVersion(static_cast<int64_t>(version)); !r) return r.error();
+    for (const auto& [key, value] : store_meta) {
+      if (std::find(std::begin(kStoreKeys), std::end(kStoreKeys), key) == std::end(kStoreKeys)) {
+        return Corrupt("meta holds an unknown store key '" + key.substr(0, 64) + "'");
+      }
+    }
   }
   CaptureMeta& meta = profile.meta;
   meta.schema_version = schema_version_;
@@ -1280,6 +1295,18 @@ Result<Profile> Reader::ReadAll() {
                           std::pair{"start_unix_ns", &meta.start_unix_ns},
                           std::pair{"frequency_hz", &meta.frequency_hz}}) {
     if (auto r = number(key, *out); !r) return r.error();
+  }
+  // Values no recording can have (a report would divide by them).
+  if (!capture_meta.count("frequency_hz")) return Corrupt("meta frequency_hz is missing");
+  const bool clock_event = meta.event == "cpu-clock" || meta.event == "task-clock" || meta.event.empty();
+  if (meta.frequency_hz > kMaxFrequencyHz || (meta.frequency_hz == 0 && clock_event)) {
+    return Corrupt("meta frequency_hz = " + std::to_string(meta.frequency_hz) + " is impossible for a " +
+                   (meta.event.empty() ? std::string("clock") : meta.event.substr(0, 64)) + " recording (1 to " +
+                   std::to_string(kMaxFrequencyHz) + " Hz; 0 only for counts of events that are not clocks)");
+  }
+  if (meta.end_monotonic_ns < meta.start_monotonic_ns) {
+    return Corrupt("the capture ends before it starts (meta end_monotonic_ns " + std::to_string(meta.end_monotonic_ns) +
+                   " < start_monotonic_ns " + std::to_string(meta.start_monotonic_ns) + ")");
   }
 
   // Modules and frames: ids dense from 0, so a vector maps file ids to ours.

@@ -98,7 +98,17 @@ INSTANTIATE_TEST_SUITE_P(
         Hostile{"TextInAnIntegerColumn", "UPDATE nodes SET n = 'many' WHERE thread_id = 0 AND node_id = 3",
                 "column 'n' holds a value of the wrong type"},
         Hostile{"NegativeCounter", "UPDATE counters SET value = -5 WHERE name = 'lost_samples'",
-                "impossible value -5"}),
+                "impossible value -5"},
+        // Meta values no recording can have (issue 23: a timeline said 193,120% of one CPU).
+        Hostile{"ZeroFrequency", "UPDATE meta SET value = '0' WHERE key = 'frequency_hz'",
+                "meta frequency_hz = 0"},
+        Hostile{"MissingFrequency", "DELETE FROM meta WHERE key = 'frequency_hz'", "meta frequency_hz is missing"},
+        Hostile{"AbsurdFrequency", "UPDATE meta SET value = '2000000000' WHERE key = 'frequency_hz'",
+                "meta frequency_hz = 2000000000"},
+        Hostile{"EndBeforeStart", "UPDATE meta SET value = '999' WHERE key = 'end_monotonic_ns'",
+                "ends before it starts"},
+        Hostile{"UnknownStoreKey", "INSERT INTO meta (capture_id, key, value) VALUES (0, 'content_crc33', '1')",
+                "unknown store key 'content_crc33'"}),
     [](const ::testing::TestParamInfo<Hostile>& info) { return std::string(info.param.name); });
 
 // ------------------------------------------------------------ schema 2 blocks
@@ -461,6 +471,48 @@ TEST(HostileCapture, ChangedTextIsFoundByTheChecksum) {
   ASSERT_TRUE(WriteCapture(path, SampleProfile(), {.schema_version = 1}).ok());
   ExecSql(path, "UPDATE frames SET symbol = 'f_hebvy' WHERE symbol = 'f_heavy'");
   EXPECT_NE(Rejected(path).find("content checksum mismatch"), std::string::npos);
+}
+
+// Two flipped bits (issue 23): one in the checksum's key name turned the check
+// off, the second changed a value (999 Hz read as 989 Hz). The schemas that
+// write the checksum require it; schema 1 files older than the checksum have
+// none, and there the renamed key is an unknown store key.
+TEST(HostileCapture, TwoBitFlipsInTheChecksumKeyAndAValueAreRefused) {
+  for (int schema : {1, 2, 3, 4, 5}) {
+    SCOPED_TRACE("schema " + std::to_string(schema));
+    TempDir dir;
+    const std::string path = dir.File("flipped.db");
+    ASSERT_TRUE(WriteCapture(path, SampleProfile(), {.schema_version = schema}).ok());
+    ExecSql(path,
+            "UPDATE meta SET key = 'content_crc33' WHERE capture_id = 0 AND key = 'content_crc32';"
+            "UPDATE meta SET value = '989' WHERE key = 'frequency_hz'");
+    const std::string message = Rejected(path);
+    EXPECT_NE(message.find("content_crc33"), std::string::npos) << message;
+
+    const std::string missing = dir.File("missing.db");
+    ASSERT_TRUE(WriteCapture(missing, SampleProfile(), {.schema_version = schema}).ok());
+    ExecSql(missing, "DELETE FROM meta WHERE capture_id = 0 AND key = 'content_crc32'");
+    if (schema == 1) {
+      EXPECT_TRUE(ReadCapture(missing).ok()) << "a schema 1 capture older than the checksum";
+    } else {
+      EXPECT_NE(Rejected(missing).find("content checksum (meta content_crc32) is missing"), std::string::npos)
+          << Rejected(missing);
+    }
+  }
+}
+
+// The rate of an event that is not a clock is not known with -c (meta
+// frequency_hz 0, loader/recording_session.cpp): such captures still read.
+TEST(HostileCapture, AnUnknownRateOfAnEventCountIsRead) {
+  TempDir dir;
+  const std::string path = dir.File("faults.db");
+  Profile profile = SampleProfile();
+  profile.meta.event = "page-faults";
+  profile.meta.frequency_hz = 0;
+  ASSERT_TRUE(WriteCapture(path, profile).ok());
+  auto read = ReadCapture(path);
+  ASSERT_TRUE(read.ok()) << read.error().message;
+  EXPECT_EQ(read->meta.frequency_hz, 0u);
 }
 
 // Bit flips anywhere in the file: never a crash, and never different numbers
