@@ -78,16 +78,32 @@ Result<ElfPtr> ElfFile::OpenSelf() {
   return OpenElfMemory(std::span<char>(image_.data(), image_.size()));
 }
 
-std::optional<uint64_t> ElfFile::FunctionStart(uint64_t vaddr) {
-  if (!function_starts_loaded_) {
-    function_starts_loaded_ = true;
+const FunctionRanges& ElfFile::Ranges() {
+  if (!function_ranges_loaded_) {
+    function_ranges_loaded_ = true;
     if (is_elf()) {
-      if (auto elf = OpenSelf(); elf.ok()) function_starts_ = ReadFunctionStarts(elf->get());
+      if (auto elf = OpenSelf(); elf.ok()) function_ranges_ = FunctionRanges::Read(elf->get());
     }
   }
-  auto after = std::upper_bound(function_starts_.begin(), function_starts_.end(), vaddr);
-  if (after == function_starts_.begin()) return std::nullopt;
-  return *(after - 1);
+  return function_ranges_;
+}
+
+std::optional<uint64_t> ElfFile::FunctionStart(uint64_t vaddr) {
+  if (auto range = Ranges().Find(vaddr)) return range->start;
+  return std::nullopt;
+}
+
+const ElfSymbol* ElfFile::EntryPoint(uint64_t vaddr) {
+  const uint64_t entry = header_.entry;
+  if (!header_.executable || entry == 0 || vaddr < entry) return nullptr;
+  auto range = Ranges().Find(vaddr);
+  if (!range || range->start != entry) return nullptr;
+  if (full_.Find(entry) || dynsym_.Find(entry)) return nullptr;  // a symbol names it
+  entry_symbol_.start = range->start;
+  entry_symbol_.end = range->end;
+  entry_symbol_.name = "_start";
+  entry_symbol_.demangled = true;
+  return &entry_symbol_;
 }
 
 bool ElfFile::LoadSymbols(const DebugSearchOptions& debug) {
@@ -100,8 +116,10 @@ bool ElfFile::LoadSymbols(const DebugSearchOptions& debug) {
     full_ = SymbolTable::Load(elf->get(), SymbolTable::Section::kSymtab, elf->get());
   if (full_.empty()) {
     LoadDebugSymbols(debug);
-    if (full_.empty())
+    if (full_.empty()) {
       dynsym_ = SymbolTable::Load(elf->get(), SymbolTable::Section::kDynsym, elf->get());
+      Ranges();  // stripped: most unnamed code is keyed by its FDE; counted with the symbols
+    }
   }
   return true;
 }
@@ -158,10 +176,12 @@ ElfFile::Lookup ElfFile::Find(uint64_t vaddr, const DebugSearchOptions& debug) {
   LoadSymbols(debug);
   if (!is_elf()) return {nullptr, UnknownReason::kNoSymbols};
   if (!full_.empty()) {
-    const ElfSymbol* s = full_.Find(vaddr);
-    return s ? Lookup{s, UnknownReason::kNone} : Lookup{nullptr, UnknownReason::kNoSymbols};
+    if (const ElfSymbol* s = full_.Find(vaddr)) return {s, UnknownReason::kNone};
+    if (const ElfSymbol* s = EntryPoint(vaddr)) return {s, UnknownReason::kNone};
+    return {nullptr, UnknownReason::kNoSymbols};
   }
   if (const ElfSymbol* s = dynsym_.Find(vaddr)) return {s, UnknownReason::kNone};
+  if (const ElfSymbol* s = EntryPoint(vaddr)) return {s, UnknownReason::kNone};
   return {nullptr, header_.has_symtab ? UnknownReason::kNoSymbols : UnknownReason::kStripped};
 }
 

@@ -50,13 +50,14 @@ class ElfFile {
   // The function covering vaddr: .symtab of the file, else of a separate
   // debug file, else .dynsym; Unknown(kStripped) when only .dynsym was found
   // and it does not cover vaddr, Unknown(kNoSymbols) when a full table does not.
+  // A program's entry point that no symbol covers is "_start" over the FDE
+  // that starts at e_entry (stripped programs keep crt1's unwind entry).
   Lookup Find(uint64_t vaddr, const DebugSearchOptions& debug);
 
-  // The start of the function covering vaddr from .eh_frame_hdr (read on
-  // the first call), for code no symbol names: stripped files keep it.
-  // nullopt when the file has no such table or vaddr is below its first
-  // function. An address past the last function's end still gives that
-  // function (the table holds starts only).
+  // The start of the function covering vaddr as the unwind tables delimit
+  // it (FunctionRanges, read on the first call or with a stripped file's
+  // symbols), for code no symbol names. nullopt when no FDE's range covers
+  // vaddr: code without unwind information is never given a neighbour's start.
   std::optional<uint64_t> FunctionStart(uint64_t vaddr);
 
   // Reads the symbol tables if not done yet; true when this call read them.
@@ -64,15 +65,15 @@ class ElfFile {
   bool symbols_loaded() const { return symbols_loaded_; }
   // Heap bytes of the symbol tables read (0 before LoadSymbols).
   size_t symbol_bytes() const {
-    return full_.bytes() + dynsym_.bytes() + function_starts_.capacity() * sizeof(uint64_t);
+    return full_.bytes() + dynsym_.bytes() + function_ranges_.bytes();
   }
   // Gives the symbol tables back; the next Find reads them again. Names
   // handed out before must have been copied (the symbolizer interns them).
   void ReleaseSymbols() {
     full_ = SymbolTable();
     dynsym_ = SymbolTable();
-    function_starts_ = {};
-    function_starts_loaded_ = false;
+    function_ranges_ = FunctionRanges();
+    function_ranges_loaded_ = false;
     debug_fd_.reset();
     debug_path_.clear();
     symbols_loaded_ = false;
@@ -104,6 +105,9 @@ class ElfFile {
   bool TryDebugCandidate(const std::string& candidate, bool by_build_id,
                          const DebugSearchOptions& debug);
   void LoadDebugSymbols(const DebugSearchOptions& debug);
+  const FunctionRanges& Ranges();
+  // "_start" when vaddr is in the entry point's FDE and no symbol covers it.
+  const ElfSymbol* EntryPoint(uint64_t vaddr);
 
   ScopedFd fd_;
   std::vector<char> image_;  // in-memory ELF when fd_ is not valid
@@ -117,8 +121,9 @@ class ElfFile {
   bool debuginfod_requested_ = false;
   SymbolTable full_;    // .symtab of the file or of its debug file
   SymbolTable dynsym_;  // only consulted when full_ is empty
-  bool function_starts_loaded_ = false;
-  std::vector<uint64_t> function_starts_;  // .eh_frame_hdr, sorted
+  bool function_ranges_loaded_ = false;
+  FunctionRanges function_ranges_;  // .eh_frame_hdr and .eh_frame
+  ElfSymbol entry_symbol_;          // "_start", see EntryPoint
   ScopedFd debug_fd_;
   std::string debug_path_;
 };

@@ -25,7 +25,8 @@ SymbolizedFrame ElfResolver::Resolve(ElfFile* file, const TimelineMapping& m, ui
   if (!found.symbol) {
     frame.reason = found.reason;
     // Unnamed code is keyed by its function like named code: the start of
-    // the FDE covering it (stripped files keep .eh_frame_hdr); 0 when unknown.
+    // the FDE whose range covers it (stripped files keep .eh_frame_hdr and
+    // .eh_frame); 0 when none does, and the frame keeps its instruction.
     if (auto start = file->FunctionStart(*vaddr)) frame.address = *start;
     // Stripped: ask debuginfod in the background. This sample stays unnamed
     // (with its offset); the capture's frames are named once the file is in.

@@ -44,6 +44,18 @@ std::string BuildIdFromNotes(Elf_Data* data) {
   return "";
 }
 
+// DT_FLAGS_1 has DF_1_PIE: the linker made a position-independent program.
+bool IsPie(Elf_Data* dynamic) {
+  if (!dynamic || !dynamic->d_buf) return false;
+  // gelf_getdyn fails past the end of the data; d_size bounds the loop too.
+  for (size_t i = 0; i < dynamic->d_size; ++i) {
+    GElf_Dyn dyn;
+    if (!gelf_getdyn(dynamic, static_cast<int>(i), &dyn) || dyn.d_tag == DT_NULL) break;
+    if (dyn.d_tag == DT_FLAGS_1) return (dyn.d_un.d_val & DF_1_PIE) != 0;
+  }
+  return false;
+}
+
 Result<ElfPtr> CheckElf(Elf* raw) {
   ElfPtr elf(raw);
   if (!elf) return MakeError(std::string("libelf: ") + elf_errmsg(-1));
@@ -142,6 +154,158 @@ void AddPltCandidates(Elf* elf, std::vector<Candidate>* out, std::deque<std::str
   }
 }
 
+// Reads the length of FDEs in .eh_frame (the section's bytes, at its
+// address): enough of each FDE's CIE to know the size of its pointers.
+// Every read is bounded by the section; what cannot be read gives 0.
+class EhFrameReader {
+ public:
+  EhFrameReader(const uint8_t* bytes, size_t size, uint64_t address, size_t address_size)
+      : bytes_(bytes), size_(bytes ? size : 0), address_(address), address_size_(address_size) {}
+
+  // The pc_range of the FDE at address fde, when its pc_begin is start.
+  uint32_t FdeLength(uint64_t fde, uint64_t start) {
+    if (fde < address_ || fde - address_ >= size_) return 0;
+    size_t pos = fde - address_;
+    uint32_t length = 0, cie_pointer = 0;
+    if (!Fixed(&pos, 4, &length) || length == 0 || length == 0xffffffffu) return 0;
+    if (length > size_ - pos) return 0;
+    const size_t end = pos + length;
+    const size_t cie_field = pos;
+    if (!Fixed(&pos, 4, &cie_pointer) || cie_pointer == 0 || cie_pointer > cie_field) return 0;
+    const int encoding = CieEncoding(cie_field - cie_pointer);
+    if (encoding < 0) return 0;
+    const size_t begin_field = pos;
+    uint64_t begin = 0, range = 0;
+    if (!Encoded(&pos, end, static_cast<uint8_t>(encoding), &begin)) return 0;
+    switch (encoding & 0x70) {
+      case 0x00: break;                                          // absolute
+      case 0x10: begin += address_ + begin_field; break;         // pc-relative
+      default: begin = start;                                    // not checked
+    }
+    if (begin != start) return 0;
+    if (!Encoded(&pos, end, static_cast<uint8_t>(encoding & 0x0f), &range)) return 0;
+    return range > UINT32_MAX ? 0 : static_cast<uint32_t>(range);
+  }
+
+ private:
+  // The FDE pointer encoding of the CIE at offset cie ('R' augmentation;
+  // absolute pointers without one), -1 when it cannot be read. Cached: a
+  // file has a handful of CIEs for all its FDEs.
+  int CieEncoding(size_t cie) {
+    if (auto it = cies_.find(cie); it != cies_.end()) return it->second;
+    const int encoding = ReadCie(cie);
+    if (cies_.size() < kMaxCies) cies_.emplace(cie, encoding);
+    return encoding;
+  }
+
+  int ReadCie(size_t pos) {
+    uint32_t length = 0, id = 0;
+    if (pos >= size_ || !Fixed(&pos, 4, &length) || length == 0 || length == 0xffffffffu) return -1;
+    if (length > size_ - pos) return -1;
+    const size_t end = pos + length;
+    uint8_t version = 0;
+    if (!Fixed(&pos, 4, &id) || id != 0 || !Fixed(&pos, 1, &version) || (version != 1 && version != 3))
+      return -1;
+    const char* augmentation = reinterpret_cast<const char*>(bytes_ + pos);
+    const size_t aug_len = strnlen(augmentation, end - pos);
+    if (aug_len == end - pos) return -1;
+    pos += aug_len + 1;
+    uint64_t ignored = 0;
+    if (!Uleb(&pos, end, &ignored) || !Sleb(&pos, end) ||
+        !(version == 1 ? Fixed(&pos, 1, &ignored) : Uleb(&pos, end, &ignored))) {
+      return -1;
+    }
+    if (aug_len == 0) return 0;  // absolute pointers
+    if (augmentation[0] != 'z') return -1;
+    uint64_t data_len = 0;
+    if (!Uleb(&pos, end, &data_len) || data_len > end - pos) return -1;
+    const size_t data_end = pos + data_len;
+    for (size_t i = 1; i < aug_len; ++i) {
+      switch (augmentation[i]) {
+        case 'R': {
+          uint8_t encoding = 0;
+          if (!Fixed(&pos, 1, &encoding) || (encoding & 0x80) || (encoding & 0x70) == 0x50 || pos > data_end)
+            return -1;
+          return encoding;
+        }
+        case 'P': {  // personality routine: its encoding, then the pointer
+          uint8_t encoding = 0;
+          uint64_t personality = 0;
+          if (!Fixed(&pos, 1, &encoding) || (encoding & 0x70) == 0x50 ||
+              !Encoded(&pos, data_end, encoding & 0x0f, &personality)) {
+            return -1;
+          }
+          break;
+        }
+        case 'L': {
+          uint8_t lsda = 0;
+          if (!Fixed(&pos, 1, &lsda)) return -1;
+          break;
+        }
+        case 'S': case 'B': case 'G': break;
+        default: return -1;  // an augmentation whose data we cannot skip
+      }
+    }
+    return 0;  // no 'R': absolute pointers
+  }
+
+  // A little-endian value of n bytes (n <= 8) into *out.
+  template <typename T>
+  bool Fixed(size_t* pos, size_t n, T* out) {
+    if (*pos > size_ || n > size_ - *pos) return false;
+    uint64_t v = 0;
+    for (size_t i = 0; i < n; ++i) v |= uint64_t{bytes_[*pos + i]} << (8 * i);
+    *pos += n;
+    *out = static_cast<T>(v);
+    return true;
+  }
+  bool Uleb(size_t* pos, size_t end, uint64_t* out) {
+    uint64_t v = 0;
+    for (unsigned shift = 0; shift < 64 && *pos < end; shift += 7) {
+      const uint8_t b = bytes_[(*pos)++];
+      v |= uint64_t{b & 0x7fu} << shift;
+      if (!(b & 0x80)) {
+        *out = v;
+        return true;
+      }
+    }
+    return false;
+  }
+  bool Sleb(size_t* pos, size_t end) {
+    uint64_t ignored = 0;
+    return Uleb(pos, end, &ignored);  // the same bytes; the value is not needed
+  }
+  // A value in the format of encoding's low nibble, sign-extended.
+  bool Encoded(size_t* pos, size_t end, uint8_t encoding, uint64_t* out) {
+    size_t n = 0;
+    bool is_signed = false;
+    switch (encoding & 0x0f) {
+      case 0x00: n = address_size_; break;
+      case 0x01: return Uleb(pos, end, out);
+      case 0x02: n = 2; break;
+      case 0x03: n = 4; break;
+      case 0x04: n = 8; break;
+      case 0x0a: n = 2; is_signed = true; break;
+      case 0x0b: n = 4; is_signed = true; break;
+      case 0x0c: n = 8; is_signed = true; break;
+      default: return false;
+    }
+    if (*pos > end || n > end - *pos) return false;
+    uint64_t v = 0;
+    if (!Fixed(pos, n, &v)) return false;
+    if (is_signed && n < 8 && (v >> (8 * n - 1)) & 1) v |= ~uint64_t{0} << (8 * n);
+    *out = v;
+    return true;
+  }
+
+  static constexpr size_t kMaxCies = 4096;
+  const uint8_t* bytes_;
+  size_t size_;
+  uint64_t address_;
+  size_t address_size_;
+  std::unordered_map<size_t, int> cies_;
+};
+
 }  // namespace
 
 Result<ElfPtr> OpenElfFd(int fd) {
@@ -159,6 +323,8 @@ Result<ElfHeaderInfo> ReadElfHeaderInfo(Elf* elf) {
   GElf_Ehdr ehdr;
   if (!gelf_getehdr(elf, &ehdr)) return MakeError(std::string("bad ELF header: ") + elf_errmsg(-1));
   info.type = ehdr.e_type;
+  info.entry = ehdr.e_entry;
+  info.executable = ehdr.e_type == ET_EXEC;
 
   size_t phnum = 0;
   if (elf_getphdrnum(elf, &phnum) == 0) {
@@ -171,6 +337,9 @@ Result<ElfHeaderInfo> ReadElfHeaderInfo(Elf* elf) {
                  phdr.p_filesz < (1u << 20)) {
         info.build_id = BuildIdFromNotes(
             elf_getdata_rawchunk(elf, static_cast<int64_t>(phdr.p_offset), phdr.p_filesz, ELF_T_NHDR));
+      } else if (phdr.p_type == PT_DYNAMIC && ehdr.e_type == ET_DYN && phdr.p_filesz < (1u << 20)) {
+        info.executable = IsPie(
+            elf_getdata_rawchunk(elf, static_cast<int64_t>(phdr.p_offset), phdr.p_filesz, ELF_T_DYN));
       }
     }
   }
@@ -218,39 +387,73 @@ std::optional<uint64_t> FileOffsetToVaddr(const std::vector<LoadSegment>& loads,
   return std::nullopt;
 }
 
-std::vector<uint64_t> ReadFunctionStarts(Elf* elf) {
+FunctionRanges FunctionRanges::Read(Elf* elf) {
   // DWARF pointer encodings (the low nibble: format, the high: what it is relative to).
   constexpr uint8_t kUdata4 = 0x03, kSdata4 = 0x0b, kDatarel = 0x30;
+  FunctionRanges out;
   size_t shstrndx = 0;
-  if (!elf || elf_getshdrstrndx(elf, &shstrndx) != 0) return {};
+  if (!elf || elf_getshdrstrndx(elf, &shstrndx) != 0) return out;
+  Elf_Scn* hdr_scn = nullptr;
+  Elf_Scn* frame_scn = nullptr;
+  GElf_Shdr hdr_shdr{}, frame_shdr{};
   for (Elf_Scn* scn = nullptr; (scn = elf_nextscn(elf, scn)) != nullptr;) {
     GElf_Shdr shdr;
-    if (!gelf_getshdr(scn, &shdr) || shdr.sh_type != SHT_PROGBITS) continue;
+    if (!gelf_getshdr(scn, &shdr) || shdr.sh_type == SHT_NOBITS) continue;
     const char* name = elf_strptr(elf, shstrndx, shdr.sh_name);
-    if (!name || std::strcmp(name, ".eh_frame_hdr") != 0) continue;
-    Elf_Data* data = elf_getdata(scn, nullptr);
-    if (!data || !data->d_buf || data->d_size < 12) return {};
-    const auto* bytes = static_cast<const uint8_t*>(data->d_buf);
-    const size_t size = data->d_size;
-    // version, eh_frame_ptr encoding, fde_count encoding, table encoding;
-    // then eh_frame_ptr and fde_count (4 bytes each in the layouts read here).
-    const auto four_bytes = [](uint8_t enc) { return (enc & 0x0f) == kUdata4 || (enc & 0x0f) == kSdata4; };
-    if (bytes[0] != 1 || !four_bytes(bytes[1]) || !four_bytes(bytes[2]) || bytes[3] != (kDatarel | kSdata4)) {
-      return {};
+    if (!name) continue;
+    if (!hdr_scn && std::strcmp(name, ".eh_frame_hdr") == 0) {
+      hdr_scn = scn;
+      hdr_shdr = shdr;
+    } else if (!frame_scn && std::strcmp(name, ".eh_frame") == 0) {
+      frame_scn = scn;
+      frame_shdr = shdr;
     }
-    uint32_t count = 0;
-    std::memcpy(&count, bytes + 8, 4);
-    if (count > (size - 12) / 8) return {};
-    std::vector<uint64_t> starts(count);
-    for (size_t i = 0; i < count; ++i) {
-      int32_t rel = 0;
-      std::memcpy(&rel, bytes + 12 + 8 * i, 4);
-      starts[i] = shdr.sh_addr + static_cast<uint64_t>(static_cast<int64_t>(rel));
-      if (i > 0 && starts[i] < starts[i - 1]) return {};
-    }
-    return starts;
   }
-  return {};
+  if (!hdr_scn) return out;
+  Elf_Data* data = elf_getdata(hdr_scn, nullptr);
+  if (!data || !data->d_buf || data->d_size < 12) return out;
+  const auto* bytes = static_cast<const uint8_t*>(data->d_buf);
+  const size_t size = data->d_size;
+  // version, eh_frame_ptr encoding, fde_count encoding, table encoding;
+  // then eh_frame_ptr and fde_count (4 bytes each in the layouts read here).
+  const auto four_bytes = [](uint8_t enc) { return (enc & 0x0f) == kUdata4 || (enc & 0x0f) == kSdata4; };
+  if (bytes[0] != 1 || !four_bytes(bytes[1]) || !four_bytes(bytes[2]) || bytes[3] != (kDatarel | kSdata4)) {
+    return out;
+  }
+  uint32_t count = 0;
+  std::memcpy(&count, bytes + 8, 4);
+  if (count > (size - 12) / 8) return out;
+  GElf_Ehdr ehdr;
+  const size_t address_size = gelf_getehdr(elf, &ehdr) && ehdr.e_ident[EI_CLASS] == ELFCLASS32 ? 4 : 8;
+  Elf_Data* frame_data = frame_scn ? elf_getdata(frame_scn, nullptr) : nullptr;
+  EhFrameReader frames(frame_data && frame_data->d_buf ? static_cast<const uint8_t*>(frame_data->d_buf) : nullptr,
+                       frame_data && frame_data->d_buf ? frame_data->d_size : 0, frame_shdr.sh_addr, address_size);
+  out.starts_.reserve(count);
+  out.sizes_.reserve(count);
+  for (size_t i = 0; i < count; ++i) {
+    int32_t start_rel = 0, fde_rel = 0;
+    std::memcpy(&start_rel, bytes + 12 + 8 * i, 4);
+    std::memcpy(&fde_rel, bytes + 16 + 8 * i, 4);
+    const uint64_t start = hdr_shdr.sh_addr + static_cast<uint64_t>(static_cast<int64_t>(start_rel));
+    const uint64_t fde = hdr_shdr.sh_addr + static_cast<uint64_t>(static_cast<int64_t>(fde_rel));
+    const uint32_t length = frames.FdeLength(fde, start);
+    if (!out.starts_.empty() && start <= out.starts_.back()) {
+      if (start < out.starts_.back()) return FunctionRanges();  // not sorted
+      out.sizes_.back() = std::max(out.sizes_.back(), length);  // one start, the longer FDE
+      continue;
+    }
+    out.starts_.push_back(start);
+    out.sizes_.push_back(length);
+  }
+  return out;
+}
+
+std::optional<FunctionRanges::Range> FunctionRanges::Find(uint64_t vaddr) const {
+  auto after = std::upper_bound(starts_.begin(), starts_.end(), vaddr);
+  if (after == starts_.begin()) return std::nullopt;
+  const size_t i = static_cast<size_t>(after - starts_.begin()) - 1;
+  if (vaddr - starts_[i] >= sizes_[i]) return std::nullopt;
+  return Range{starts_[i], starts_[i] + sizes_[i]};
 }
 
 SymbolTable SymbolTable::Load(Elf* elf, Section section, Elf* plt_source) {

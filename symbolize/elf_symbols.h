@@ -44,6 +44,10 @@ struct ElfHeaderInfo {
   std::string debuglink;  // .gnu_debuglink file name, "" when absent
   uint32_t debuglink_crc = 0;
   bool has_symtab = false;  // a .symtab section exists (not stripped)
+  uint64_t entry = 0;       // e_entry
+  // A program rather than a library: ET_EXEC, or ET_DYN marked DF_1_PIE
+  // (libc.so.6 and ld.so have entry points too, but are not programs).
+  bool executable = false;
 };
 
 // Reads the ELF type, PT_LOAD segments, build-id note and .gnu_debuglink.
@@ -57,12 +61,38 @@ Result<ElfHeaderInfo> ReadElfHeaderInfo(Elf* elf);
 std::optional<uint64_t> FileOffsetToVaddr(const std::vector<LoadSegment>& loads,
                                           uint64_t offset);
 
-// Where functions start, from the binary search table of .eh_frame_hdr (one
-// entry per FDE, sorted): function boundaries that a stripped file keeps,
-// since the unwinder needs them. Only the table layout gcc and clang emit
-// (datarel sdata4 entries, a udata4/sdata4 count) is read; anything else, a
-// table that does not fit its section or is not sorted gives an empty vector.
-std::vector<uint64_t> ReadFunctionStarts(Elf* elf);
+// Functions as the unwind tables delimit them, which a stripped file keeps
+// since the unwinder needs them: one [start, end) per FDE. The starts come
+// from the binary search table of .eh_frame_hdr (sorted), each length from
+// the FDE the entry points to in .eh_frame (its pc_range, in the pointer
+// encoding of the CIE's 'R' augmentation). Both sections are found by name,
+// whatever their type (PROGBITS, or SHT_X86_64_UNWIND as gold writes them
+// for clang's objects). Only the table layout gcc, clang, GNU ld, gold and
+// lld emit is read (datarel sdata4 entries, a udata4/sdata4 count); a table
+// that does not fit its section or is not sorted gives no ranges, and an FDE
+// that cannot be read (outside .eh_frame, an unknown CIE, a pc_begin that
+// disagrees with the table) gives its function no range, so nothing is
+// attributed to it.
+class FunctionRanges {
+ public:
+  static FunctionRanges Read(Elf* elf);
+
+  struct Range {
+    uint64_t start = 0;
+    uint64_t end = 0;  // exclusive
+  };
+  // The FDE whose range covers vaddr; nullopt when none does (code without
+  // unwind information, padding between functions), never a neighbour.
+  std::optional<Range> Find(uint64_t vaddr) const;
+
+  bool empty() const { return starts_.empty(); }
+  size_t size() const { return starts_.size(); }
+  size_t bytes() const { return starts_.capacity() * sizeof(uint64_t) + sizes_.capacity() * sizeof(uint32_t); }
+
+ private:
+  std::vector<uint64_t> starts_;  // sorted, unique
+  std::vector<uint32_t> sizes_;   // 0: the FDE could not be read
+};
 
 struct ElfSymbol {
   uint64_t start = 0;  // ELF virtual address

@@ -12,7 +12,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto file = arcprof::ElfFile::FromImage(std::move(image), "fuzz-input");
   if (!file->is_elf()) return 0;
   arcprof::DebugSearchOptions no_debug;  // no directories: never touches the file system
-  std::vector<uint64_t> probes = {0, 0x1000, 0x401000};
+  std::vector<uint64_t> probes = {0, 0x1000, 0x401000, file->header().entry, file->header().entry + 4};
   for (const arcprof::LoadSegment& s : file->header().loads) {
     if (auto vaddr = file->OffsetToVaddr(s.offset)) probes.push_back(*vaddr);
     probes.push_back(s.vaddr + s.filesz / 2);
