@@ -106,7 +106,7 @@ ReportCommands::ReportCommands(CLI::App& app)
 
   export_ = app.add_subcommand("export", "Convert a capture to another format (docs/exports.md)");
   export_->add_option("--format", export_format_,
-                      "Output format: folded, svg, html, pprof, speedscope, xprof")
+                      "Output format: folded, svg, html, pprof, otlp, speedscope, xprof")
       ->required();
   export_->add_option("-i,--input", export_input_, "Capture file")->capture_default_str();
   export_->add_option("-o,--output", export_output_,

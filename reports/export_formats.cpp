@@ -7,6 +7,7 @@
 #include "reports/arcflow.h"
 #include "reports/export_scope.h"
 #include "reports/export_text.h"
+#include "reports/otlp.h"
 #include "reports/pprof.h"
 #include "reports/speedscope.h"
 #include "reports/tprof.h"
@@ -106,6 +107,15 @@ Result<void> ExportPprof(const Profile& profile, const ExportOptions& options, s
   auto bytes = PprofFile(*selection->profile, selection->filter, options.metric, &*cpu);
   if (!bytes) return bytes.error();
   out << *bytes;
+  return {};
+}
+
+Result<void> ExportOtlp(const Profile& profile, const ExportOptions& options, std::ostream& out) {
+  auto selection = Select(profile, options);
+  if (!selection) return selection.error();
+  auto cpu = Metric::Select(profile, "cpu");
+  if (!cpu) return cpu.error();
+  out << EncodeOtlp(*selection->profile, selection->filter, {}, &*cpu);
   return {};
 }
 

@@ -1,6 +1,6 @@
 // The export formats of docs/exports.md behind `arcprof export --format NAME`:
 // svg (interactive flame graph), html (flame graph + tprof table + xprof list),
-// pprof (gzipped profile.proto), speedscope (JSON) and xprof (arcflow text).
+// pprof (gzipped profile.proto), otlp (OpenTelemetry profiles), speedscope (JSON) and xprof (arcflow text).
 // reports/registry.h lists them for the command line.
 #pragma once
 
@@ -17,6 +17,8 @@ namespace arcprof::reports {
 Result<void> ExportSvg(const model::Profile& profile, const ExportOptions& options, std::ostream& out);
 Result<void> ExportHtml(const model::Profile& profile, const ExportOptions& options, std::ostream& out);
 Result<void> ExportPprof(const model::Profile& profile, const ExportOptions& options, std::ostream& out);
+// otlp: the serialized ExportProfilesServiceRequest (reports/otlp.h), uncompressed.
+Result<void> ExportOtlp(const model::Profile& profile, const ExportOptions& options, std::ostream& out);
 Result<void> ExportSpeedscope(const model::Profile& profile, const ExportOptions& options, std::ostream& out);
 Result<void> ExportXprof(const model::Profile& profile, const ExportOptions& options, std::ostream& out);
 

@@ -14,6 +14,7 @@
 
 #include "proto/profile.pb.h"
 #include "reports/export_text.h"
+#include "reports/profile_samples.h"
 
 namespace arcprof::reports {
 using namespace arcprof::model;
@@ -35,37 +36,16 @@ class StringTable {
   std::unordered_map<std::string, int64_t> index_;
 };
 
-// The name pprof shows: the frame's display name, as every view shows it.
-std::string FunctionName(const FrameTable& frames, uint32_t id) { return ValidUtf8(FrameDisplayName(frames, id)); }
-
-// Kernel frames share pprof's conventional kernel mapping name; JIT and
-// interpreted code and frames without a module have no mapping.
-std::string MappingName(const FrameTable& frames, const FrameRecord& frame) {
-  if (frame.kind == FrameKind::kJit || frame.kind == FrameKind::kInterpreted) return "";
-  const std::string& module = frames.module_of(frame);
-  if (frame.kind == FrameKind::kKernel) {
-    return module == "vmlinux" || module.empty() ? "[kernel.kallsyms]" : "[" + module + "]";
-  }
-  return module;
-}
-
 class PprofBuilder {
  public:
   PprofBuilder(const Profile& profile, pb::Profile& out)
       : profile_(profile), out_(out), strings_(out), function_of_frame_(profile.frames.size(), 0),
-        mapping_of_frame_(profile.frames.size(), kUnset), single_location_(profile.frames.size(), 0) {}
+        mapping_of_frame_(profile.frames.size(), kUnset), locations_(profile.frames.size()) {}
 
   // The location of the group of frames `frames` (leaf first; all but the
   // last inlined into the next). Ids start at 1.
   uint64_t Location(const std::vector<uint32_t>& frames) {
-    if (frames.size() == 1) {
-      uint64_t& id = single_location_[frames[0]];
-      if (id == 0) id = NewLocation(frames);
-      return id;
-    }
-    auto [it, inserted] = multi_location_.try_emplace(frames, 0);
-    if (inserted) it->second = NewLocation(frames);
-    return it->second;
+    return locations_.Get(frames, [this](const std::vector<uint32_t>& f) { return NewLocation(f); });
   }
 
   void FinishMappings() {
@@ -94,7 +74,7 @@ class PprofBuilder {
   uint64_t FunctionId(uint32_t frame_id) {
     uint64_t& id = function_of_frame_[frame_id];
     if (id != 0) return id;
-    const std::string name = FunctionName(profile_.frames, frame_id);
+    const std::string name = ExportFunctionName(profile_.frames, frame_id);
     auto [it, inserted] = function_by_name_.try_emplace(name, 0);
     if (inserted) {
       pb::Function* f = out_.add_function();
@@ -111,7 +91,7 @@ class PprofBuilder {
   uint64_t MappingId(uint32_t frame_id) {
     uint64_t& id = mapping_of_frame_[frame_id];
     if (id != kUnset) return id;
-    const std::string name = MappingName(profile_.frames, profile_.frames.at(frame_id));
+    const std::string name = ExportMappingName(profile_.frames, profile_.frames.at(frame_id));
     if (name.empty()) return id = 0;
     auto [it, inserted] = mapping_ranges_.try_emplace(name);
     if (inserted) {
@@ -140,7 +120,7 @@ class PprofBuilder {
     const uint64_t mapping = MappingId(physical);
     loc->set_mapping_id(mapping);
     if (mapping != 0) {
-      Range& range = mapping_ranges_[MappingName(profile_.frames, frame)];
+      Range& range = mapping_ranges_[ExportMappingName(profile_.frames, frame)];
       range.low = std::min(range.low, frame.address);
       range.high = std::max(range.high, frame.address);
       range.inlined = range.inlined || frames.size() > 1;
@@ -154,8 +134,7 @@ class PprofBuilder {
   StringTable strings_;
   std::vector<uint64_t> function_of_frame_;
   std::vector<uint64_t> mapping_of_frame_;
-  std::vector<uint64_t> single_location_;
-  std::map<std::vector<uint32_t>, uint64_t> multi_location_;
+  LocationIds locations_;
   std::unordered_map<std::string, uint64_t> function_by_name_;
   std::map<std::string, Range> mapping_ranges_;
 };
@@ -170,44 +149,18 @@ void AddLabel(pb::Sample* sample, int64_t key, int64_t str) {
 
 std::string EncodePprof(const Profile& profile, const ThreadFilter& filter,
                         const std::string& default_metric, const Metric* cpu_metric) {
-  // The cpu values are --metric cpu's, in nanoseconds: PTT's measured CPU
-  // time per thread where the capture has it, one period per sample otherwise.
-  Metric cpu;
-  if (cpu_metric != nullptr) {
-    cpu = cpu_metric->InNanoseconds();
-  } else if (auto selected = Metric::Select(profile, "cpu")) {
-    cpu = selected->InNanoseconds();
-  }
+  const SampleSchema schema = DescribeSamples(profile, cpu_metric);
+  const Metric& cpu = schema.cpu;
   pb::Profile out;
   PprofBuilder builder(profile, out);
   StringTable& strings = builder.strings();
 
-  const uint64_t frequency = profile.meta.frequency_hz;
-  const int64_t period = frequency > 0 ? static_cast<int64_t>((1'000'000'000 + frequency / 2) / frequency) : 0;
-  pb::ValueType* samples_type = out.add_sample_type();
-  samples_type->set_type(strings.Index("samples"));
-  samples_type->set_unit(strings.Index("count"));
-  pb::ValueType* cpu_type = out.add_sample_type();
-  cpu_type->set_type(strings.Index("cpu"));
-  cpu_type->set_unit(strings.Index("nanoseconds"));
-  // Then every other value type the profile declares and some node has
-  // (offcpu ns with record --off-cpu), and with off-CPU time the wall-clock
-  // sum of cpu and offcpu.
-  std::vector<size_t> declared;
-  for (size_t type = 1; type < profile.value_types.size(); ++type) {
-    const bool any = std::any_of(profile.threads.begin(), profile.threads.end(),
-                                 [&](const ThreadRecord& t) { return t.tree.total(type) > 0; });
-    if (!any) continue;
-    declared.push_back(type);
+  const uint64_t frequency = schema.frequency_hz;
+  const int64_t period = schema.period_ns;
+  for (const ValueType& type : schema.types) {
     pb::ValueType* t = out.add_sample_type();
-    t->set_type(strings.Index(ValidUtf8(profile.value_types[type].name)));
-    t->set_unit(strings.Index(ValidUtf8(profile.value_types[type].unit)));
-  }
-  const std::optional<size_t> offcpu = HasOffCpu(profile) ? profile.ValueIndex("offcpu") : std::nullopt;
-  if (offcpu) {
-    pb::ValueType* t = out.add_sample_type();
-    t->set_type(strings.Index("wall"));
-    t->set_unit(strings.Index("nanoseconds"));
+    t->set_type(strings.Index(type.name));
+    t->set_unit(strings.Index(type.unit));
   }
   if (default_metric != "samples") out.set_default_sample_type(strings.Index(default_metric));
   out.mutable_period_type()->set_type(strings.Index("cpu"));
@@ -273,70 +226,22 @@ std::string EncodePprof(const Profile& profile, const ThreadFilter& filter,
     if (best != nullptr) builder.CreateMappingFirst(best->second);
   }
 
-  std::vector<uint64_t> group_location;  // per node: location of the group whose leaf-most node it is
-  std::vector<uint32_t> group_next;      // per node: where the next group (toward the root) starts
-  std::vector<uint32_t> frames;
-  const size_t threads = profile.threads.size();
-  for (size_t t = 0; t < threads; ++t) {
-    const ThreadRecord& thread = profile.threads[t];
-    if (!filter.Matches(thread)) continue;
-    const CallTree& tree = profile.threads[t].tree;
-    const auto& nodes = tree.nodes();
-    group_location.assign(nodes.size(), 0);
-    group_next.assign(nodes.size(), 0);
-    const int64_t comm = strings.Index(ValidUtf8(ProcessName(thread)));
-    const int64_t thread_name = thread.comm.empty() ? 0 : strings.Index(ValidUtf8(thread.comm));
-    // Threads PTT did not measure: exactly samples x period, the period the
-    // profile declares (--metric cpu's 1e6 / frequency us, without rounding).
-    const bool measured = cpu.CpuMeasured(thread);
-    const std::vector<uint64_t> cpu_ns = measured ? cpu.Values(thread) : std::vector<uint64_t>();
-    for (size_t leaf = 0; leaf < nodes.size(); ++leaf) {
-      const auto value = [&](size_t type) {
-        return static_cast<int64_t>(tree.value(static_cast<uint32_t>(leaf), type));
-      };
-      bool any = value(kSamplesValue) != 0;
-      for (size_t type : declared) any = any || value(type) != 0;
-      if (!any) continue;
-      pb::Sample* sample = out.add_sample();
-      size_t n = leaf;
-      bool valid = true;
-      while (n != 0 && valid) {
-        if (group_location[n] == 0) {
-          frames.clear();
-          size_t m = n;
-          while (true) {
-            if (nodes[m].parent >= m || nodes[m].frame >= profile.frames.size()) {
-              valid = false;  // not a capture tree; ReadCapture never returns one
-              break;
-            }
-            frames.push_back(nodes[m].frame);
-            if (!profile.frames.at(nodes[m].frame).inlined || nodes[m].parent == 0) break;
-            m = nodes[m].parent;
-          }
-          if (!valid) break;
-          group_location[n] = builder.Location(frames);
-          group_next[n] = nodes[m].parent;
-        }
-        sample->add_location_id(group_location[n]);
-        n = group_next[n];
-      }
-      const int64_t count = value(kSamplesValue);
-      const int64_t on_cpu = measured ? static_cast<int64_t>(cpu_ns[leaf]) : count * period;
-      sample->add_value(count);
-      sample->add_value(on_cpu);
-      for (size_t type : declared) sample->add_value(value(type));
-      if (offcpu) sample->add_value(on_cpu + value(*offcpu));
-      pb::Label* pid = sample->add_label();
-      pid->set_key(key_pid);
-      pid->set_num(thread.pid);
-      pb::Label* tid = sample->add_label();
-      tid->set_key(key_tid);
-      tid->set_num(thread.tid);
-      AddLabel(sample, key_comm, comm);
-      if (thread_name != 0) AddLabel(sample, key_thread_name, thread_name);
-      if (key_host != 0 && !thread.host.empty()) AddLabel(sample, key_host, strings.Index(ValidUtf8(thread.host)));
-    }
-  }
+  ForEachSample(
+      profile, filter, schema, [&](const std::vector<uint32_t>& frames) { return builder.Location(frames); },
+      [&](const ThreadRecord& thread, std::span<const uint64_t> locations, std::span<const int64_t> values) {
+        pb::Sample* sample = out.add_sample();
+        for (uint64_t location : locations) sample->add_location_id(location);
+        for (int64_t value : values) sample->add_value(value);
+        pb::Label* pid = sample->add_label();
+        pid->set_key(key_pid);
+        pid->set_num(thread.pid);
+        pb::Label* tid = sample->add_label();
+        tid->set_key(key_tid);
+        tid->set_num(thread.tid);
+        AddLabel(sample, key_comm, strings.Index(ValidUtf8(ProcessName(thread))));
+        if (!thread.comm.empty()) AddLabel(sample, key_thread_name, strings.Index(ValidUtf8(thread.comm)));
+        if (key_host != 0 && !thread.host.empty()) AddLabel(sample, key_host, strings.Index(ValidUtf8(thread.host)));
+      });
   builder.FinishMappings();
   std::string bytes;
   out.SerializeToString(&bytes);

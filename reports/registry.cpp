@@ -52,6 +52,7 @@ Registry BuiltinRegistry() {
   r.AddExportWriter("svg", &ExportSvg);
   r.AddExportWriter("html", &ExportHtml);
   r.AddExportWriter("pprof", &ExportPprof);
+  r.AddExportWriter("otlp", &ExportOtlp);
   r.AddExportWriter("speedscope", &ExportSpeedscope);
   r.AddExportWriter("xprof", &ExportXprof);
   return r;

@@ -25,7 +25,7 @@ struct Registry {
   void AddExportWriter(const std::string& name, ExportWriter writer);
 };
 
-// tprof, xtree, xarc, xprof, ptt, irq; folded, svg, html, pprof, speedscope, xprof.
+// tprof, xtree, xarc, xprof, ptt, irq; folded, svg, html, pprof, otlp, speedscope, xprof.
 Registry BuiltinRegistry();
 
 }  // namespace arcprof::reports

@@ -51,6 +51,8 @@ report=$(for layer in $layers; do
           to=bpf     # generated BPF skeletons
         elif [ "$target" = "proto/profile.pb.h" ]; then
           to=reports # generated from reports/proto/profile.proto
+        elif [ "${target#opentelemetry/proto/}" != "$target" ] && [ "${target%.pb.h}" != "$target" ]; then
+          to=reports # generated from reports/proto/opentelemetry/ (OTLP profiles)
         else
           echo "$file:$line: cannot tell which layer \"$target\" belongs to (add it to scripts/check-layers.sh)"
           echo bad

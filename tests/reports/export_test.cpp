@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "proto/profile.pb.h"
+#include "store/capture_merge.h"
 #include "store/capture_store.h"
 #include "model/frame_name.h"
 #include "model/metric.h"
@@ -28,7 +29,9 @@
 #include "reports/flamegraph.h"
 #include "reports/folded.h"
 #include "reports/json_writer.h"
+#include "reports/otlp.h"
 #include "reports/pprof.h"
+#include "tests/reports/otlp_check.h"
 #include "cli/report_cli.h"
 #include "reports/speedscope.h"
 #include "reports/tprof.h"
@@ -404,6 +407,142 @@ TEST(Pprof, FilterSelectsThreads) {
   int64_t samples = 0;
   for (const auto& s : p.sample()) samples += s.value(0);
   EXPECT_EQ(samples, 240);
+}
+
+// ---------------------------------------------------------------- otlp
+
+Profile MetricProfile();  // below, with the --metric tests
+using testing::CaptureContent;
+using testing::DecodeOtlp;
+using testing::OtlpContent;
+
+// Decoded with the generated classes of the vendored opentelemetry-proto: one
+// resource (host.name), one profile per sample type, every stack and value
+// equal to the capture's, attributes with the semantic-convention names.
+TEST(Otlp, StacksValuesAndAttributesEqualTheCapture) {
+  const Profile profile = SampleProfile();
+  OtlpOptions options;
+  options.profile_id_seed = "cafe/1";
+  options.resource_attributes = {{"deployment.environment", "ci"}};
+  const std::string bytes = EncodeOtlp(profile, {}, options);
+  const OtlpContent got = DecodeOtlp(bytes);
+  ASSERT_EQ(got.error, "");
+  const OtlpContent want = CaptureContent(profile);
+  EXPECT_EQ(got.totals.at("samples"), 1995);
+  EXPECT_EQ(got.totals.at("samples"), want.totals.at("samples"));
+  EXPECT_EQ(got.totals.at("cpu"), 1995 * 1001001);
+  EXPECT_EQ(got.totals.at("cpu"), want.totals.at("cpu"));
+  EXPECT_EQ(got.stacks.at("samples"), want.stacks.at("samples"));
+  ASSERT_EQ(got.resources.size(), 1u);
+  EXPECT_EQ(got.resources[0].at("host.name"), "testhost");
+  EXPECT_EQ(got.resources[0].at("deployment.environment"), "ci");
+
+  // The same bytes are a ProfilesData (the signal's file form).
+  opentelemetry::proto::profiles::v1development::ProfilesData data;
+  ASSERT_TRUE(data.ParseFromString(bytes));
+  ASSERT_EQ(data.resource_profiles_size(), 1);
+  const auto& scope = data.resource_profiles(0).scope_profiles(0);
+  EXPECT_EQ(scope.scope().name(), "arcprof");
+  const auto& d = data.dictionary();
+  ASSERT_EQ(scope.profiles_size(), 2);
+  const auto& samples = scope.profiles(0);
+  EXPECT_EQ(d.string_table(samples.sample_type().type_strindex()), "samples");
+  EXPECT_EQ(d.string_table(samples.sample_type().unit_strindex()), "count");
+  EXPECT_EQ(d.string_table(scope.profiles(1).sample_type().unit_strindex()), "nanoseconds");
+  EXPECT_EQ(d.string_table(samples.period_type().type_strindex()), "cpu");
+  EXPECT_EQ(samples.period(), 1001001);
+  EXPECT_EQ(samples.time_unix_nano(), 1'700'000'000'000'000'000u);
+  EXPECT_EQ(samples.duration_nano(), 10'000'000'000u);
+  // Stable, distinct ids: a resend of one window carries the same ones.
+  EXPECT_EQ(samples.profile_id().size(), 16u);
+  EXPECT_NE(samples.profile_id(), scope.profiles(1).profile_id());
+  EXPECT_EQ(DecodeOtlp(EncodeOtlp(profile, {}, options)).profile_ids, got.profile_ids);
+
+  // Per-sample attributes; the inlined frame is a second line of its location.
+  std::map<std::string, int64_t> by_exe;
+  bool saw_inlined = false, saw_build_id = false;
+  for (const auto& s : samples.samples()) {
+    std::map<std::string, std::string> a;
+    for (int32_t i : s.attribute_indices()) {
+      const auto& kv = d.attribute_table(i);
+      a[d.string_table(kv.key_strindex())] =
+          kv.value().has_int_value() ? std::to_string(kv.value().int_value()) : kv.value().string_value();
+    }
+    EXPECT_EQ(a.count("process.pid"), 1u);
+    EXPECT_EQ(a.count("thread.id"), 1u);
+    EXPECT_EQ(a.count("thread.name"), 1u);
+    by_exe[a["process.executable.name"]] += s.values(0);
+    const auto& leaf = d.location_table(d.stack_table(s.stack_index()).location_indices(0));
+    if (leaf.lines_size() == 2) {
+      EXPECT_EQ(d.string_table(d.function_table(leaf.lines(0).function_index()).name_strindex()), "inline_helper");
+      EXPECT_EQ(d.string_table(d.function_table(leaf.lines(1).function_index()).name_strindex()), "f_heavy");
+      EXPECT_EQ(leaf.address(), 0x1180u);
+      EXPECT_EQ(a["process.pid"], "900");
+      EXPECT_EQ(a["thread.name"], "busy loop");
+      const auto& mapping = d.mapping_table(leaf.mapping_index());
+      EXPECT_EQ(d.string_table(mapping.filename_strindex()), "/usr/bin/busy");
+      for (int32_t i : mapping.attribute_indices()) {
+        saw_build_id |= d.string_table(d.attribute_table(i).key_strindex()) == "process.executable.build_id.gnu";
+      }
+      saw_inlined = true;
+    }
+  }
+  EXPECT_TRUE(saw_inlined);
+  EXPECT_EQ(saw_build_id, profile.build_ids.count("/usr/bin/busy") == 1);
+  EXPECT_EQ(by_exe["java"], 890);
+}
+
+// Off-CPU time: one profile per value type, as pprof's (samples, cpu, offcpu,
+// wall), each with the capture's totals; zero values are not written.
+TEST(Otlp, EveryValueTypeIsAProfile) {
+  const Profile p = MetricProfile();
+  const OtlpContent got = DecodeOtlp(EncodeOtlp(p, {}));
+  ASSERT_EQ(got.error, "");
+  const OtlpContent want = CaptureContent(p);
+  EXPECT_EQ(got.totals, want.totals);
+  EXPECT_EQ(got.totals.at("cpu"), 54'000'000);
+  EXPECT_EQ(got.totals.at("wall"), 57'000'000);
+  EXPECT_EQ(got.stacks.at("offcpu"), want.stacks.at("offcpu"));
+  EXPECT_EQ(got.stacks.at("samples"), want.stacks.at("samples"));
+  EXPECT_EQ(got.stacks.at("offcpu").size(), 1u);
+}
+
+// A merge of two machines: one resource each, host.name from the threads.
+TEST(Otlp, OneResourcePerMachine) {
+  TempDir tmp;
+  Profile a = SampleProfile();
+  a.meta.host = "web1";
+  Profile b = SampleProfile();
+  b.meta.host = "web2";
+  ASSERT_TRUE(WriteCapture(tmp.File("a.db"), a).ok());
+  ASSERT_TRUE(WriteCapture(tmp.File("b.db"), b).ok());
+  auto merged = MergeCaptures({tmp.File("a.db"), tmp.File("b.db")}, false);
+  ASSERT_TRUE(merged.ok()) << merged.error().message;
+  const std::string bytes = EncodeOtlp(merged->profile, {});
+  const OtlpContent got = DecodeOtlp(bytes);
+  ASSERT_EQ(got.error, "");
+  ASSERT_EQ(got.resources.size(), 2u);
+  EXPECT_EQ(got.resources[0].at("host.name"), "web1");
+  EXPECT_EQ(got.resources[1].at("host.name"), "web2");
+  EXPECT_EQ(got.totals.at("samples"), 2 * 1995);
+  opentelemetry::proto::profiles::v1development::ProfilesData data;
+  ASSERT_TRUE(data.ParseFromString(bytes));
+  for (const auto& rp : data.resource_profiles()) {
+    int64_t samples = 0;
+    for (const auto& s : rp.scope_profiles(0).profiles(0).samples()) samples += s.values(0);
+    EXPECT_EQ(samples, 1995);
+  }
+}
+
+// Through the registry (export --format otlp): the filter selects threads.
+TEST(Otlp, ExportFormatHonoursTheFilter) {
+  ExportOptions options;
+  options.filter.tids = {4170};
+  std::ostringstream out;
+  ASSERT_TRUE(BuiltinRegistry().formats.at("otlp")(SampleProfile(), options, out).ok());
+  const OtlpContent got = DecodeOtlp(out.str());
+  ASSERT_EQ(got.error, "");
+  EXPECT_EQ(got.totals.at("samples"), 240);
 }
 
 // ---------------------------------------------------------------- speedscope
@@ -797,7 +936,7 @@ TEST_F(ExportCli, ErrorsAreOneLineAndLeaveNoFile) {
   EXPECT_NE(r.err.find("no samples match the --pid/--tid/--comm filter"), std::string::npos);
   r = RunArcprof({"export", "--format", "gif", "-i", capture_});
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_EQ(r.err, "arcprof export: unknown format 'gif'; use one of folded, html, pprof, speedscope, svg, xprof, timeline-svg\n");
+  EXPECT_EQ(r.err, "arcprof export: unknown format 'gif'; use one of folded, html, otlp, pprof, speedscope, svg, xprof, timeline-svg\n");
   EXPECT_EQ(dir_.Entries(), std::vector<std::string>{"arcprof.db"});
 }
 

@@ -191,7 +191,7 @@ TEST_F(ReportCli, UsageErrorsExitWith1) {
   EXPECT_NE(r.err.find("tprof"), std::string::npos) << r.err;
   r = RunArcprof({"export", "--format", "gif", "-i", capture_});
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_EQ(r.err, "arcprof export: unknown format 'gif'; use one of folded, html, pprof, speedscope, svg, xprof, timeline-svg\n");
+  EXPECT_EQ(r.err, "arcprof export: unknown format 'gif'; use one of folded, html, otlp, pprof, speedscope, svg, xprof, timeline-svg\n");
   // CLI11 rejects these before a view runs.
   EXPECT_NE(RunArcprof({"report", "--format", "xml"}).exit_code, 0);
   EXPECT_NE(RunArcprof({"report", "--min", "150"}).exit_code, 0);
