@@ -15,11 +15,11 @@ using namespace arcprof::store;
 
 Result<PushOptions> PushFlags::Resolve() const {
   PushOptions options;
-  if (url.rfind("http://", 0) != 0 && url.rfind("https://", 0) != 0) {
-    return MakeError("--push: '" + Destination(url.substr(0, 200)) + "' is not an http:// or https:// URL");
+  if (url.rfind("http://", 0) != 0 && url.rfind("https://", 0) != 0 && !IsOtlpUrl(url)) {
+    return MakeError("--push: '" + Destination(url.substr(0, 200)) +
+                     "' is not an http://, https:// (Pyroscope) or otlp+http://, otlp+https:// (OTLP) URL");
   }
   options.url = url;
-  if (service_name.empty()) return MakeError("--service-name: empty");
   options.service_name = service_name;
   for (const std::string& arg : labels) {
     auto label = ParseLabel(arg);
@@ -33,19 +33,24 @@ Result<PushOptions> PushFlags::Resolve() const {
 void AddPushFlags(CLI::App& command, PushFlags& flags, bool with_url_flag) {
   if (with_url_flag) {
     command.add_option("--push", flags.url,
-                       "Send every closed window to this Pyroscope server (http://host:4040); "
-                       "unsent windows stay in the store (docs/continuous.md)");
+                       "Send every closed window to this Pyroscope server (http://host:4040) or OTLP "
+                       "receiver (otlp+http://host:4318); unsent windows stay in the store "
+                       "(docs/continuous.md)");
   }
-  command.add_option("--service-name", flags.service_name, "Pyroscope service_name of the pushed series")
-      ->capture_default_str();
-  command.add_option("--label", flags.labels, "Extra series label KEY=VALUE (repeatable)");
+  command.add_option("--service-name", flags.service_name,
+                     "Pyroscope: service_name of the pushed series (default arcprof); OTLP: service.name "
+                     "of every resource");
+  command.add_option("--label", flags.labels,
+                     "Extra series label (OTLP: resource attribute) KEY=VALUE (repeatable)");
   command.add_option("--tenant", flags.tenant, "Pyroscope tenant (X-Scope-OrgID header)");
 }
 
 PushCommands::PushCommands(CLI::App& app) {
-  push_ = app.add_subcommand("push", "Send a capture's or store's unsent windows to a Pyroscope server");
+  push_ = app.add_subcommand("push", "Send a capture's or store's unsent windows to a Pyroscope server or OTLP receiver");
   push_->add_option("-i,--store", store_, "Capture or store to send from")->capture_default_str();
-  push_->add_option("url", flags_.url, "Pyroscope server, e.g. http://localhost:4040")->required();
+  push_->add_option("url", flags_.url,
+                    "Pyroscope server (http://localhost:4040) or OTLP receiver (otlp+http://localhost:4318)")
+      ->required();
   push_->add_option("--max-time", max_time_s_, "Give up retrying after this many seconds")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 86400.0));

@@ -7,6 +7,7 @@
 
 #include "proto/profile.pb.h"
 #include "push/v1/push.pb.h"
+#include "reports/otlp.h"
 #include "reports/pprof.h"
 #include "model/thread_filter.h"
 
@@ -26,15 +27,6 @@ std::string UrlEscape(const std::string& text) {
   std::string out = escaped ? escaped : "";
   curl_free(escaped);
   return out;
-}
-
-// FNV-1a, 64 bits, from a chosen offset: stable across builds and machines.
-uint64_t Fnv1a(std::string_view text, uint64_t hash) {
-  for (unsigned char c : text) {
-    hash ^= c;
-    hash *= 0x100000001b3ull;
-  }
-  return hash;
 }
 
 }  // namespace
@@ -76,8 +68,12 @@ Result<std::pair<std::string, std::string>> ParseLabel(std::string_view arg) {
 }
 
 std::string ProfileUuid(std::string_view stable_window_id) {
-  const uint64_t high = Fnv1a(stable_window_id, 0xcbf29ce484222325ull);
-  const uint64_t low = Fnv1a(stable_window_id, 0x84222325cbf29ce4ull ^ high);
+  const std::string id = StableId16(std::string(stable_window_id));
+  uint64_t high = 0, low = 0;
+  for (int i = 0; i < 8; ++i) {
+    high = high << 8 | static_cast<unsigned char>(id[i]);
+    low = low << 8 | static_cast<unsigned char>(id[8 + i]);
+  }
   // RFC 9562 layout: version 8 (custom), variant 10.
   const uint64_t h = (high & ~0xf000ull) | 0x8000ull;
   const uint64_t l = (low & ~(3ull << 62)) | (2ull << 62);

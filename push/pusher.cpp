@@ -30,7 +30,10 @@ std::string Shown(const std::string& body) {
 }  // namespace
 
 Pusher::Pusher(PushOptions options, WindowSource& source)
-    : options_(std::move(options)), source_(source), destination_(Destination(options_.url)) {}
+    : options_(std::move(options)),
+      source_(source),
+      destination_(Destination(options_.url)),
+      backend_(MakeBackend(options_)) {}
 
 Pusher::~Pusher() { Stop(milliseconds(0)); }
 
@@ -77,14 +80,6 @@ Pusher::Outcome Pusher::SendOne(const WindowInfo& window, milliseconds& retry_af
     spdlog::error("push: window {} skipped: {}", window.stable_id, profile.error().message);
     return Outcome::kRejected;
   }
-  auto pprof = WindowPprof(*profile);
-  if (!pprof) {
-    spdlog::error("push: window {} skipped: {}", window.stable_id, pprof.error().message);
-    return Outcome::kRejected;
-  }
-  const Labels labels =
-      SeriesLabels(options_.service_name, options_.host.empty() ? profile->meta.host : options_.host, options_.labels);
-
   milliseconds timeout = options_.timeout;
   {
     // A request ends by the time left: SendAll's deadline, or Stop()'s grace.
@@ -95,49 +90,27 @@ Pusher::Outcome Pusher::SendOne(const WindowInfo& window, milliseconds& retry_af
       const auto left = std::chrono::duration_cast<milliseconds>(until - Clock::now());
       timeout = std::clamp(left, milliseconds(100), timeout);
     }
+    ++stats_.attempts;
   }
   // Stop() with its grace period spent ends a request in progress.
   const std::function<bool()> abort = [this] {
     std::lock_guard lock(mutex_);
     return stopping_ && Clock::now() >= stop_deadline_;
   };
-  std::vector<std::string> headers;
-  if (!options_.tenant.empty()) headers.push_back("X-Scope-OrgID: " + options_.tenant);
-
-  bool ingest;
-  {
-    std::lock_guard lock(mutex_);
-    ingest = stats_.using_ingest;
-    ++stats_.attempts;
+  const Backend::Post post = [&](const std::string& url, const std::string& body,
+                                 const std::vector<std::string>& headers) {
+    return http_.Post(url, body, headers, timeout, abort);
+  };
+  auto sent = backend_->Send(window, *profile, post);
+  if (!sent) {
+    spdlog::error("push: window {} skipped: {}", window.stable_id, sent.error().message);
+    return Outcome::kRejected;
   }
-  HttpResponse response;
-  size_t body_size = 0;
-  if (!ingest) {
-    const std::string body = EncodePushRequest(labels, *pprof, ProfileUuid(window.stable_id));
-    auto h = headers;
-    h.push_back("Content-Type: application/proto");
-    h.push_back("Connect-Protocol-Version: 1");
-    body_size = body.size();
-    response = http_.Post(PushUrl(options_.url), body, h, timeout, abort);
-    if (response.error.empty() &&
-        (response.status == 404 || response.status == 405 || response.status == 415)) {
-      spdlog::warn("push: {} has no push API (HTTP {}); using its /ingest endpoint", destination_,
-                   response.status);
-      std::lock_guard lock(mutex_);
-      stats_.using_ingest = ingest = true;
-    }
-  }
-  if (ingest) {
-    const uint64_t from = window.start_unix_ns / 1'000'000'000ull;
-    const uint64_t until = std::max<uint64_t>(from + 1, (window.end_unix_ns + 999'999'999ull) / 1'000'000'000ull);
-    auto h = headers;
-    h.push_back("Content-Type: application/octet-stream");
-    body_size = pprof->size();
-    response = http_.Post(IngestUrl(options_.url, labels, from, until, profile->meta.frequency_hz), *pprof, h,
-                          timeout, abort);
-  }
+  const HttpResponse& response = sent->response;
+  const size_t body_size = sent->body_bytes;
 
   std::lock_guard lock(mutex_);
+  stats_.using_ingest = backend_->using_fallback();
   if (response.error.empty() && response.status >= 200 && response.status < 300) {
     ++stats_.windows_sent;
     stats_.bytes_sent += body_size;

@@ -1,11 +1,10 @@
-// Ships closed windows to a Pyroscope server, on a thread of its own (network
-// I/O never runs on the sampling path).
+// Ships closed windows to a profiling backend, on a thread of its own (network
+// I/O never runs on the sampling path): a Pyroscope server or an OTLP
+// receiver, by the URL's scheme (push/backend.h says what each is sent).
 //
 // For each window the store lists as unsent (push/window_source.h), oldest
-// first: read it, encode it as gzipped pprof (push/push_request.h), POST a
-// push.v1.PushRequest to BASE/push.v1.PusherService/Push (Connect protocol,
-// Content-Type application/proto). A server without that route (404, 405 or
-// 415) is sent BASE/ingest?format=pprof instead, for the rest of the run.
+// first: read it and hand it to the backend, which POSTs it. For every
+// backend:
 //   - 2xx: the window is marked sent in the store, then the next one.
 //   - no response, 408, 429, 5xx, 401, 403: the window stays unsent; the
 //     thread waits (0.5 s, doubling to 5 min; a Retry-After in that range is
@@ -13,9 +12,9 @@
 //   - any other 4xx: the server will never take this window; it is logged,
 //     skipped for the rest of the run and stays unsent in the store.
 // Nothing is dropped: a window leaves the unsent list only after a 2xx.
-// Every send of one window carries the same profile id (ProfileUuid of its
-// stable id) and the same series labels, so a resend after a lost 2xx is one
-// profile to the server (docs/continuous.md).
+// Every send of one window carries the same profile id(s) (derived from its
+// stable id) and the same series labels or resource attributes, so a resend
+// after a lost 2xx is one profile to the server (docs/continuous.md).
 //
 // Use from the continuous session: Start() once, WindowClosed() after every
 // window is committed to the store, Stop() at exit.
@@ -25,12 +24,14 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <set>
 #include <string>
 #include <thread>
 
 #include "common/result.h"
+#include "push/backend.h"
 #include "push/http_client.h"
 #include "push/push_request.h"
 #include "push/window_source.h"
@@ -39,9 +40,12 @@ namespace arcprof::push {
 
 struct PushOptions {
   std::string url;                      // the server's base URL, e.g. http://pyroscope:4040
-  std::string service_name = "arcprof";
+                                        // or otlp+http://collector:4318
+  // Pyroscope: the series' service_name ("" = arcprof); OTLP: service.name
+  // of every resource when not "".
+  std::string service_name;
   std::string host;                     // default: the window's host (CaptureMeta::host)
-  Labels labels;                        // --label KEY=VALUE, in order
+  Labels labels;                        // --label KEY=VALUE, in order (OTLP: resource attributes)
   std::string tenant;                   // X-Scope-OrgID header when not empty
   std::chrono::milliseconds initial_backoff{500};
   std::chrono::milliseconds max_backoff{std::chrono::minutes(5)};
@@ -54,7 +58,7 @@ struct PushStats {
   uint64_t attempts = 0;
   uint64_t retries = 0;          // attempts that ended in a retryable failure
   uint64_t rejected = 0;         // windows the server refused for good (4xx)
-  bool using_ingest = false;     // fell back to /ingest
+  bool using_ingest = false;     // Pyroscope: fell back to /ingest
   std::string last_error;
 };
 
@@ -95,6 +99,7 @@ class Pusher {
   PushOptions options_;
   WindowSource& source_;
   std::string destination_;
+  std::unique_ptr<Backend> backend_;  // uses options_
   HttpClient http_;
   std::set<int64_t> rejected_;
   std::chrono::milliseconds backoff_{0};

@@ -24,9 +24,11 @@
 #include "push/push_request.h"
 #include "push/pusher.h"
 #include "push/v1/push.pb.h"
+#include "reports/otlp.h"
 #include "store/capture_store.h"
 #include "store/window_store.h"
 #include "tests/loader/subprocess.h"
+#include "tests/reports/otlp_check.h"
 #include "tests/reports/test_profiles.h"
 #include "tests/layer_names.h"
 
@@ -44,6 +46,7 @@ const std::string kGo = "/usr/bin/go";
 const std::string kServer = ARCPROF_PUSH_SERVER;
 const std::string kDescriptors = ARCPROF_PUSH_DESCRIPTORS;
 const std::string kArcprof = ARCPROF_BIN;
+const std::string kOtlpPython = ARCPROF_OTLP_PYTHON;
 
 bool InCi() {
   const char* ci = getenv("CI");
@@ -233,6 +236,34 @@ TEST(PushRequest, RoundTripsThroughTheProtos) {
   EXPECT_EQ(static_cast<unsigned char>((*pprof)[0]), 0x1f);  // gzip
 }
 
+// The pusher sends windows 0 and 1 of Window() while nothing listens on
+// `port` (both retried, none marked sent), then the server comes up and window
+// 2 closes; returns once all three are marked sent and the pusher stopped.
+std::unique_ptr<Server> PushThreeWindowsToALateServer(const TempDir& tmp, int port, const PushOptions& options,
+                                                      MemoryStore& store, const std::vector<std::string>& server_args,
+                                                      PushStats& stats) {
+  Pusher pusher(options, store);
+  pusher.Start();
+  store.Add(Window(0));
+  pusher.WindowClosed();
+  std::this_thread::sleep_for(600ms);
+  store.Add(Window(1));
+  pusher.WindowClosed();
+  EXPECT_TRUE(WaitFor([&] { return pusher.stats().retries >= 2; }, 10s));
+  EXPECT_TRUE(store.sent().empty());
+
+  auto server = std::make_unique<Server>(tmp.path(), port, server_args);
+  EXPECT_EQ(server->port(), port) << server->stderr_text();
+  store.Add(Window(2));
+  pusher.WindowClosed();
+  // Backoff doubles from 0.5 s: the next attempt is at most a few seconds away.
+  EXPECT_TRUE(WaitFor([&] { return store.sent().size() == 3; }, 30s)) << pusher.stats().last_error;
+  pusher.Stop(1s);
+  for (const auto& [id, times] : store.sent()) EXPECT_EQ(times, 1) << "window " << id;
+  stats = pusher.stats();
+  return server;
+}
+
 // The server is down while two windows close, then comes up: every window
 // arrives exactly once, each with its own stable profile id.
 TEST(Pusher, ServerDownForTwoWindowsThenUp) {
@@ -245,24 +276,10 @@ TEST(Pusher, ServerDownForTwoWindowsThenUp) {
   options.service_name = "arcprof-test";
   options.labels = {{"env", "ci"}};
   options.tenant = "team-a";
-  Pusher pusher(options, store);
-  pusher.Start();
-  store.Add(Window(0));
-  pusher.WindowClosed();
-  std::this_thread::sleep_for(600ms);
-  store.Add(Window(1));
-  pusher.WindowClosed();
-  ASSERT_TRUE(WaitFor([&] { return pusher.stats().retries >= 2; }, 10s));
-  EXPECT_TRUE(store.sent().empty());
-
-  Server server(tmp.path(), port);
-  ASSERT_EQ(server.port(), port) << server.stderr_text();
-  store.Add(Window(2));
-  pusher.WindowClosed();
-  // Backoff doubles from 0.5 s: the next attempt is at most a few seconds away.
-  ASSERT_TRUE(WaitFor([&] { return store.sent().size() == 3; }, 30s)) << pusher.stats().last_error;
-  pusher.Stop(1s);
-  for (const auto& [id, times] : store.sent()) EXPECT_EQ(times, 1) << "window " << id;
+  PushStats stats;
+  const auto late = PushThreeWindowsToALateServer(tmp, port, options, store, {}, stats);
+  if (HasFailure()) return;
+  const Server& server = *late;
 
   std::map<std::string, int> ids;
   std::vector<std::string> files;
@@ -287,7 +304,6 @@ TEST(Pusher, ServerDownForTwoWindowsThenUp) {
     std::string top;
     EXPECT_EQ(GoPprofTotal(tmp.path(), file, &top), SampleProfile().total_samples()) << top;
   }
-  const PushStats stats = pusher.stats();
   EXPECT_EQ(stats.windows_sent, 3u);
   EXPECT_GT(stats.bytes_sent, 0u);
 }
@@ -506,6 +522,51 @@ TEST(PushCli, StoreServerDownForTwoWindowsThenUp) {
   for (const std::string& id : ids) EXPECT_EQ(received[ProfileUuid(id)], 1) << id;
 }
 
+// A real `arcprof continuous --window 2s --push SCHEME127.0.0.1:PORT` of one
+// spinning process (root: BPF sampling) whose server comes up only after two
+// windows closed unsent (checked); returns after at least 4 windows exist and
+// 3 were sent, the daemon stopped by SIGTERM and exited 0. The server stays up
+// for the caller to read; `windows()` lists the store.
+struct LateServerRun {
+  std::string dir;
+  std::unique_ptr<Server> server;
+  std::vector<StoredWindow> windows() const {
+    auto store = WindowStore::OpenForReading(dir);
+    return store.ok() ? store->List() : std::vector<StoredWindow>{};
+  }
+};
+
+void RunContinuousWithLateServer(TempDir& tmp, const std::string& scheme, const std::vector<std::string>& daemon_args,
+                                 const std::vector<std::string>& server_args, LateServerRun& run) {
+  run.dir = tmp.File("store");
+  const int port = FreePort();
+  Subprocess spin({"/bin/sh", "-c", "while :; do :; done"}, false);
+  std::vector<std::string> argv = {kArcprof, "continuous", "--store", run.dir, "--window", "2s", "-p",
+                                   std::to_string(spin.pid()), "--no-java", "--push",
+                                   scheme + "127.0.0.1:" + std::to_string(port)};
+  argv.insert(argv.end(), daemon_args.begin(), daemon_args.end());
+  Subprocess daemon(argv);
+  ASSERT_TRUE(daemon.WaitForStderr("continuous capture", 30)) << daemon.stderr_text();
+  ASSERT_TRUE(WaitFor([&] { return run.windows().size() >= 2; }, 30s)) << daemon.stderr_text();
+  for (const StoredWindow& w : run.windows()) EXPECT_FALSE(w.sent) << w.id;  // nobody listening yet
+
+  std::filesystem::create_directory(tmp.File("srv-out"));
+  run.server = std::make_unique<Server>(tmp.File("srv-out"), port, server_args);
+  ASSERT_EQ(run.server->port(), port) << run.server->stderr_text();
+  // The backed-up windows and at least one more arrive while it runs.
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        const auto w = run.windows();
+        size_t sent = 0;
+        for (const StoredWindow& x : w) sent += x.sent;
+        return w.size() >= 4 && sent >= 3;
+      },
+      60s))
+      << daemon.stderr_text();
+  daemon.Signal(SIGTERM);
+  ASSERT_EQ(daemon.Wait(), 0) << daemon.stderr_text();
+}
+
 // End to end: a real `arcprof continuous --push URL` (root: BPF sampling) with
 // the server down for its first two windows, then up. Every window of the
 // store arrives exactly once (its profile id from the store's window id), is
@@ -518,36 +579,12 @@ TEST(PushContinuous, ServerDownForTwoWindowsThenUpEveryWindowOnce) {
     GTEST_SKIP() << "needs root to load BPF programs";
   }
   TempDir tmp;
-  const std::string dir = tmp.File("store");
-  const int port = FreePort();
-  const std::string url = "http://127.0.0.1:" + std::to_string(port);
-  Subprocess spin({"/bin/sh", "-c", "while :; do :; done"}, false);
-  Subprocess daemon({kArcprof, "continuous", "--store", dir, "--window", "2s", "-p",
-                     std::to_string(spin.pid()), "--no-java", "--push", url, "--service-name",
-                     "arcprof-e2e"});
-  ASSERT_TRUE(daemon.WaitForStderr("continuous capture", 30)) << daemon.stderr_text();
-  auto windows = [&] {
-    auto store = WindowStore::OpenForReading(dir);
-    return store.ok() ? store->List() : std::vector<StoredWindow>{};
-  };
-  ASSERT_TRUE(WaitFor([&] { return windows().size() >= 2; }, 30s)) << daemon.stderr_text();
-  for (const StoredWindow& w : windows()) EXPECT_FALSE(w.sent) << w.id;  // nobody listening yet
-
-  std::filesystem::create_directory(tmp.File("srv-out"));
-  Server server(tmp.File("srv-out"), port);
-  ASSERT_EQ(server.port(), port) << server.stderr_text();
-  // The backed-up windows and at least one more arrive while it runs.
-  ASSERT_TRUE(WaitFor(
-      [&] {
-        const auto w = windows();
-        size_t sent = 0;
-        for (const StoredWindow& x : w) sent += x.sent;
-        return w.size() >= 4 && sent >= 3;
-      },
-      60s))
-      << daemon.stderr_text();
-  daemon.Signal(SIGTERM);
-  ASSERT_EQ(daemon.Wait(), 0) << daemon.stderr_text();
+  LateServerRun run;
+  RunContinuousWithLateServer(tmp, "http://", {"--service-name", "arcprof-e2e"}, {}, run);
+  if (HasFatalFailure()) return;
+  const Server& server = *run.server;
+  const std::string dir = run.dir;
+  auto windows = [&] { return run.windows(); };
 
   std::map<std::string, int> received;
   std::map<std::string, std::string> file_of;
@@ -587,6 +624,171 @@ TEST(PushContinuous, ServerDownForTwoWindowsThenUpEveryWindowOnce) {
   EXPECT_GT(samples, 0u);
   std::cout << stored.size() << " windows, " << requests << " requests, " << request_bytes
             << " pprof bytes pushed (" << request_bytes / stored.size() << " per 2 s window)\n";
+}
+
+
+// ---------------------------------------------------------------- OTLP
+
+std::string Hex(const std::string& bytes) {
+  static const char* digits = "0123456789abcdef";
+  std::string out;
+  for (unsigned char c : bytes) {
+    out += digits[c >> 4];
+    out += digits[c & 15];
+  }
+  return out;
+}
+
+// The id of the first profile (resource 0, samples) of the window with this stable id.
+std::string OtlpWindowId(const std::string& stable_id) { return Hex(reports::StableId16(stable_id + "/0/0")); }
+
+// The OTLP requests the server took, by the id of their first profile.
+std::map<std::string, std::vector<nlohmann::json>> OtlpByWindow(const Server& server) {
+  std::map<std::string, std::vector<nlohmann::json>> out;
+  for (const auto& request : server.Requests()) {
+    if (!request.contains("otlp")) continue;
+    const auto& ids = request["otlp"]["profile_ids"];
+    out[ids.empty() ? "" : ids[0].get<std::string>()].push_back(request["otlp"]);
+  }
+  return out;
+}
+
+// What the server decoded equals the window's capture: totals of every
+// sample type and the samples of every stack.
+void ExpectOtlpEqualsWindow(const nlohmann::json& otlp, const Profile& window) {
+  EXPECT_EQ(otlp["error"], "");
+  const testing::OtlpContent want = testing::CaptureContent(window);
+  std::map<std::string, int64_t> totals;
+  for (const auto& [type, total] : otlp["totals"].items()) totals[type] = total.get<int64_t>();
+  EXPECT_EQ(totals, want.totals);
+  std::map<std::string, int64_t> stacks;
+  if (otlp["stacks"].contains("samples")) {
+    for (const auto& [key, value] : otlp["stacks"]["samples"].items()) stacks[key] = value.get<int64_t>();
+  }
+  const auto expected = want.stacks.count("samples") ? want.stacks.at("samples") : std::map<std::string, int64_t>{};
+  EXPECT_EQ(stacks, expected);
+}
+
+TEST(PushOtlp, Urls) {
+  EXPECT_TRUE(IsOtlpUrl("otlp+http://h:4318"));
+  EXPECT_TRUE(IsOtlpUrl("otlp+https://h"));
+  EXPECT_FALSE(IsOtlpUrl("http://h:4318"));
+  EXPECT_EQ(OtlpProfilesUrl("otlp+http://h:4318/"), "http://h:4318/v1development/profiles");
+  EXPECT_EQ(OtlpProfilesUrl("otlp+https://u:p@h/base"), "https://u:p@h/base/v1development/profiles");
+  // Sent marks: an OTLP destination is not the Pyroscope one on the same host.
+  EXPECT_EQ(Destination("otlp+http://u:secret@h:4318/"), "otlp+http://h:4318");
+}
+
+// The receiver is down while two windows close, then comes up: every window
+// arrives once at /v1development/profiles (gzipped binary protobuf), decodes
+// with the real protos, and its totals and stacks equal the window's; the
+// resource carries host.name, service.name and the --label attributes.
+TEST(PushOtlp, ServerDownForTwoWindowsThenUpEveryWindowOnce) {
+  REQUIRE_TOOLS();
+  TempDir tmp;
+  const int port = FreePort();
+  MemoryStore store;
+  PushOptions options;
+  options.url = "otlp+http://127.0.0.1:" + std::to_string(port);
+  options.service_name = "checkout";
+  options.labels = {{"env", "ci"}};
+  PushStats stats;
+  const auto late = PushThreeWindowsToALateServer(tmp, port, options, store, {"--otlp-python", kOtlpPython}, stats);
+  if (HasFailure()) return;
+  const Server& server = *late;
+
+  for (const auto& request : server.Requests()) {
+    EXPECT_EQ(request["path"], "/v1development/profiles");
+    EXPECT_EQ(request["content_type"], "application/x-protobuf");
+    EXPECT_EQ(request["content_encoding"], "gzip");
+  }
+  const auto received = OtlpByWindow(server);
+  ASSERT_EQ(received.size(), 3u);
+  for (int64_t w = 1; w <= 3; ++w) {
+    const auto it = received.find(OtlpWindowId(store.stable_id(w)));
+    ASSERT_NE(it, received.end()) << "window " << w;
+    ASSERT_EQ(it->second.size(), 1u) << "window " << w;
+    const auto& otlp = it->second[0];
+    ExpectOtlpEqualsWindow(otlp, Window(static_cast<int>(w - 1)));
+    ASSERT_EQ(otlp["resources"].size(), 1u);
+    EXPECT_EQ(otlp["resources"][0]["host.name"], "testhost");
+    EXPECT_EQ(otlp["resources"][0]["service.name"], "checkout");
+    EXPECT_EQ(otlp["resources"][0]["env"], "ci");
+  }
+  EXPECT_EQ(stats.windows_sent, 3u);
+}
+
+// `arcprof push` of one capture to an OTLP receiver and to Pyroscope on the
+// same server: separate destinations, each sent once.
+TEST(PushOtlp, CliPushesToBothBackendsOnce) {
+  REQUIRE_TOOLS();
+  TempDir tmp;
+  const std::string db = tmp.File("cap.db");
+  ASSERT_TRUE(WriteCapture(db, SampleProfile()).ok());
+  Server server(tmp.path(), 0, {"--otlp-python", kOtlpPython});
+  const std::string otlp = "otlp+http://127.0.0.1:" + std::to_string(server.port());
+  for (int run = 0; run < 2; ++run) {
+    auto [code, out] = RunCapture({kArcprof, "push", "-i", db, otlp});
+    EXPECT_EQ(code, 0) << out;
+    EXPECT_NE(out.find(run == 0 ? "pushed 1 window" : "pushed 0 windows"), std::string::npos) << out;
+  }
+  auto [code, out] = RunCapture({kArcprof, "push", "-i", db, server.url()});
+  EXPECT_EQ(code, 0) << out;
+  EXPECT_NE(out.find("pushed 1 window"), std::string::npos) << out;
+  const auto requests = server.Requests();
+  ASSERT_EQ(requests.size(), 2u);
+  EXPECT_EQ(requests[0]["path"], "/v1development/profiles");
+  ExpectOtlpEqualsWindow(requests[0]["otlp"], SampleProfile());
+  EXPECT_EQ(requests[0]["otlp"]["resources"][0].count("service.name"), 0u);  // none given
+  EXPECT_EQ(requests[1]["path"], "/push.v1.PusherService/Push");
+  auto [bad, text] = RunCapture({kArcprof, "push", "-i", db, "otlp+ftp://x"});
+  EXPECT_EQ(bad, 1) << text;
+}
+
+// End to end: a real `arcprof continuous --push otlp+http://...` (root: BPF
+// sampling) with the receiver down for its first two windows, then up. Every
+// window of the store arrives exactly once, decodes with the real protos, and
+// its totals and stacks equal the window's capture; host.name is the machine's.
+TEST(PushContinuous, OtlpServerDownForTwoWindowsThenUpEveryWindowOnce) {
+  REQUIRE_TOOLS();
+  if (geteuid() != 0) {
+    if (InCi()) FAIL() << "needs root to load BPF programs (CI=true: must not skip)";
+    GTEST_SKIP() << "needs root to load BPF programs";
+  }
+  TempDir tmp;
+  LateServerRun run;
+  RunContinuousWithLateServer(tmp, "otlp+http://", {}, {"--otlp-python", kOtlpPython}, run);
+  if (HasFatalFailure()) return;
+  const Server& server = *run.server;
+  auto windows = [&] { return run.windows(); };
+  auto store = WindowStore::OpenForReading(run.dir);
+  ASSERT_TRUE(store.ok());
+
+  const auto received = OtlpByWindow(server);
+  uint64_t body_bytes = 0, decoded_bytes = 0;
+  for (const auto& request : server.Requests()) {
+    EXPECT_EQ(request["path"], "/v1development/profiles");
+    body_bytes += request["body_bytes"].get<uint64_t>();
+    decoded_bytes += request.value("decoded_bytes", uint64_t{0});
+  }
+  const auto stored = windows();
+  ASSERT_GE(stored.size(), 4u);
+  EXPECT_EQ(received.size(), stored.size());
+  uint64_t samples = 0;
+  for (const StoredWindow& w : stored) {
+    EXPECT_TRUE(w.sent) << w.id;
+    auto profile = store->Read(w.id);
+    ASSERT_TRUE(profile.ok()) << profile.error().message;
+    samples += profile->total_samples();
+    const auto it = received.find(OtlpWindowId(w.id));
+    ASSERT_NE(it, received.end()) << "window " << w.id;
+    ASSERT_EQ(it->second.size(), 1u) << "window " << w.id;
+    ExpectOtlpEqualsWindow(it->second[0], *profile);
+    EXPECT_EQ(it->second[0]["resources"][0]["host.name"], profile->meta.host);
+  }
+  EXPECT_GT(samples, 0u);
+  std::cout << stored.size() << " windows, " << body_bytes << " gzipped OTLP bytes pushed (" << decoded_bytes
+            << " decoded; " << body_bytes / stored.size() << " per 2 s window)\n";
 }
 
 }  // namespace

@@ -1,10 +1,19 @@
 #!/usr/bin/python3
-"""A stand-in for a Pyroscope server, for arcprof's push tests.
+"""A stand-in for a Pyroscope server and an OTLP profiles receiver, for
+arcprof's push tests.
 
 Serves POST /push.v1.PusherService/Push (Connect protocol, body a serialized
 push.v1.PushRequest) and POST /ingest (body a pprof profile). Push requests
 are decoded with protobuf (Debian's python3-protobuf) from the descriptor set
 of push/proto/, which carries Pyroscope's message names and field numbers.
+
+With --otlp-python DIR (the Python modules protoc generated at build time
+from the vendored opentelemetry-proto) it also serves POST
+/v1development/profiles, OTLP/HTTP binary protobuf, gzip or identity
+content encoding: the body is decoded as ExportProfilesServiceRequest and
+logged as {"otlp": {"resources": [{attribute: value}], "profile_ids": [hex],
+"totals": {type: sum}, "stacks": {type: {"pid/tid;root;...;leaf": value}},
+"error": "..."}}; every dictionary reference is checked.
 
 Every request is logged as one JSON line to OUT/requests.jsonl:
   {"path": ..., "status": ..., "body_bytes": ..., "series": [{"labels": {...}, "samples":
@@ -15,8 +24,10 @@ Options:
   --port P           port to listen on (0: any; the port is written to OUT/port)
   --status LIST      statuses of the first requests, e.g. 429,503 (then 200)
   --no-push-api      answer 404 on the push route, like servers before it
+  --otlp-python DIR  serve the OTLP profiles route (above)
 """
 import argparse
+import gzip
 import json
 import os
 import sys
@@ -44,6 +55,54 @@ def load_push_request(descriptor_path):
     return GetMessageClass(pool.FindMessageTypeByName("push.v1.PushRequest"))
 
 
+def decode_otlp(request):
+    """What an ExportProfilesServiceRequest holds, in the shape above."""
+    d = request.dictionary
+    out = {"resources": [], "profile_ids": [], "totals": {}, "stacks": {}, "error": ""}
+
+    def at(table, i, what):
+        if i <= 0 or i >= len(table):
+            raise IndexError("%s index %d of %d" % (what, i, len(table)))
+        return table[i]
+
+    try:
+        for table in (d.mapping_table, d.location_table, d.function_table, d.link_table,
+                      d.attribute_table, d.stack_table):
+            if len(table) == 0:
+                raise IndexError("a dictionary table lacks its zero entry")
+        if len(d.string_table) == 0 or d.string_table[0] != "":
+            raise IndexError("string_table[0] is not empty")
+        for rp in request.resource_profiles:
+            out["resources"].append({kv.key: kv.value.string_value for kv in rp.resource.attributes})
+            for sp in rp.scope_profiles:
+                for p in sp.profiles:
+                    out["profile_ids"].append(p.profile_id.hex())
+                    kind = d.string_table[p.sample_type.type_strindex]
+                    stacks = out["stacks"].setdefault(kind, {})
+                    for s in p.samples:
+                        if len(s.values) != 1:
+                            raise ValueError("a sample with %d values" % len(s.values))
+                        pid = tid = -1
+                        for a in s.attribute_indices:
+                            kv = at(d.attribute_table, a, "attribute")
+                            key = d.string_table[kv.key_strindex]
+                            if key == "process.pid":
+                                pid = kv.value.int_value
+                            elif key == "thread.id":
+                                tid = kv.value.int_value
+                        names = []  # leaf first
+                        for l in at(d.stack_table, s.stack_index, "stack").location_indices:
+                            for line in at(d.location_table, l, "location").lines:
+                                f = at(d.function_table, line.function_index, "function")
+                                names.append(d.string_table[f.name_strindex])
+                        key = ";".join(["%d/%d" % (pid, tid)] + names[::-1])
+                        stacks[key] = stacks.get(key, 0) + s.values[0]
+                        out["totals"][kind] = out["totals"].get(kind, 0) + s.values[0]
+    except (IndexError, ValueError) as e:
+        out["error"] = str(e)
+    return out
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--port", type=int, default=0)
@@ -51,7 +110,15 @@ def main():
     parser.add_argument("--out", required=True)
     parser.add_argument("--status", default="")
     parser.add_argument("--no-push-api", action="store_true")
+    parser.add_argument("--otlp-python", default="")
     args = parser.parse_args()
+
+    ExportRequest = ExportResponse = None
+    if args.otlp_python:
+        sys.path.insert(0, args.otlp_python)
+        from opentelemetry.proto.collector.profiles.v1development import profiles_service_pb2
+        ExportRequest = profiles_service_pb2.ExportProfilesServiceRequest
+        ExportResponse = profiles_service_pb2.ExportProfilesServiceResponse
 
     PushRequest = load_push_request(args.descriptors)
     scripted = [int(s) for s in args.status.split(",") if s]
@@ -85,6 +152,7 @@ def main():
             url = urllib.parse.urlsplit(self.path)
             entry = {"path": url.path, "query": dict(urllib.parse.parse_qsl(url.query)), "body_bytes": length,
                      "content_type": self.headers.get("Content-Type", ""),
+                     "content_encoding": self.headers.get("Content-Encoding", ""),
                      "tenant": self.headers.get("X-Scope-OrgID", "")}
             with lock:
                 if scripted:
@@ -113,6 +181,25 @@ def main():
                     entry["status"] = 200
                     log.write(json.dumps(entry) + "\n")
                     self.reply(200, b"", "application/proto")
+                    return
+                if url.path == "/v1development/profiles" and ExportRequest is not None:
+                    request = ExportRequest()
+                    try:
+                        data = body
+                        if entry["content_encoding"] == "gzip":
+                            data = gzip.decompress(body)
+                        entry["decoded_bytes"] = len(data)
+                        request.ParseFromString(data)
+                    except Exception as e:  # a malformed body is the client's bug
+                        entry["status"] = 400
+                        entry["error"] = str(e)
+                        log.write(json.dumps(entry) + "\n")
+                        self.reply(400, b"", "application/x-protobuf")
+                        return
+                    entry["otlp"] = decode_otlp(request)
+                    entry["status"] = 200
+                    log.write(json.dumps(entry) + "\n")
+                    self.reply(200, ExportResponse().SerializeToString(), "application/x-protobuf")
                     return
                 if url.path == "/ingest":
                     entry["file"] = self.save(body)
