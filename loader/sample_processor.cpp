@@ -65,6 +65,7 @@ void SampleProcessor::UserStack(const StackSample& sample) {
   const size_t fp_len = sample.user_pcs.size();
   user_pcs_.assign(sample.user_pcs.begin(), sample.user_pcs.end());
   user_methods_.clear();
+  user_activation_.clear();
   if (!unwinder_ || !sample.has_regs()) return;
   UnwindInput input;
   input.pid = sample.pid;
@@ -79,9 +80,13 @@ void SampleProcessor::UserStack(const StackSample& sample) {
     // skip its caller; the unwind tables know where the return address is.
     if (user_pcs_.empty()) return;
     auto caller = unwinder_->LeafCaller(input);
-    if (caller && *caller != 0 && (user_pcs_.size() < 2 || user_pcs_[1] != *caller)) {
-      user_pcs_.insert(user_pcs_.begin() + 1, *caller);
-      ++leaf_repairs_;
+    if (caller && caller->pc != 0) {
+      if (user_pcs_.size() < 2 || user_pcs_[1] != caller->pc) {
+        user_pcs_.insert(user_pcs_.begin() + 1, caller->pc);
+        ++leaf_repairs_;
+      }
+      // A handler's caller is the signal trampoline: named at its first byte.
+      if (caller->activation) user_activation_ = {0, 1};
     }
     return;
   }
@@ -107,6 +112,7 @@ void SampleProcessor::UserStack(const StackSample& sample) {
   ++unwind_stops_[static_cast<size_t>(r.stop)];
   user_pcs_ = std::move(r.pcs);
   user_methods_ = std::move(r.java_methods);
+  user_activation_ = std::move(r.activation);
   ElideMiddle();
 }
 
@@ -120,6 +126,12 @@ void SampleProcessor::ElideMiddle() {
     user_methods_.resize(n, 0);
     user_methods_[kKeptInnerFrames] = 0;
     user_methods_.erase(user_methods_.begin() + kKeptInnerFrames + 1, user_methods_.begin() + last_elided);
+  }
+  if (!user_activation_.empty()) {
+    user_activation_.resize(n, 0);
+    user_activation_[kKeptInnerFrames] = 0;
+    user_activation_.erase(user_activation_.begin() + kKeptInnerFrames + 1,
+                           user_activation_.begin() + last_elided);
   }
   ++stacks_elided_;
   frames_elided_ += last_elided - kKeptInnerFrames;
@@ -201,6 +213,9 @@ void SampleProcessor::Process(const StackSample& e) {
     hash ^= v + 0x9e3779b97f4a7c15ull + (hash << 6) + (hash >> 2);
   };
   for (uint64_t pc : user_pcs_) mix(pc);
+  // Frames looked up at pc rather than pc - 1 (rare: signal frames).
+  for (size_t i = 0; i < user_activation_.size(); ++i)
+    if (user_activation_[i]) mix(0xac71ull + i);
   mix(0xfeedull);  // user/kernel boundary
   for (size_t i = 0; i < kstack_len; ++i) mix(ip_at(i));
   if (hash == 0) hash = 1;
@@ -219,13 +234,16 @@ void SampleProcessor::Process(const StackSample& e) {
 
   // Root first: the user stack from its outermost frame, then the kernel stack.
   // Frames after the leaf are return addresses: look up ip-1 so that a call at
-  // the very end of a function is attributed to that function.
+  // the very end of a function is attributed to that function; except frames
+  // that resume at their pc (a signal trampoline, the frame a signal
+  // interrupted): ip-1 is another instruction there, often of another
+  // function (glibc's __restore_rt is preceded by a nop outside it).
   root_pcs_.clear();
   root_user_index_.clear();
   for (size_t i = user_pcs_.size(); i-- > 0;) {
     const uint64_t pc = user_pcs_[i];
     if (pc == 0) continue;
-    root_pcs_.push_back(i > 0 && pc != kElidedPc ? pc - 1 : pc);
+    root_pcs_.push_back(i > 0 && pc != kElidedPc && !Resumes(i) ? pc - 1 : pc);
     root_user_index_.push_back(static_cast<int32_t>(i));
   }
   for (size_t i = kstack_len; i-- > 0;) {
@@ -351,7 +369,7 @@ void SampleProcessor::KeepOffCpuStack(const StackSample& e) {
       add(ElidedFrame());
       continue;
     }
-    if (i > 0) ip -= 1;
+    if (i > 0 && !Resumes(i)) ip -= 1;
     add(symbolizer_.ResolveUser(e.pid, ip, e.timestamp_ns));
   }
   // The stack is taken inside the sched_switch tracepoint: its leaf frames

@@ -102,6 +102,11 @@ class SampleProcessor {
   Unwinder* unwinder_;
   std::vector<uint64_t> user_pcs_;
   std::vector<uint64_t> user_methods_;  // parallel to user_pcs_: Method* of interpreted frames
+  // Parallel to user_pcs_ when not empty (UnwindResult::activation): 1 for
+  // a frame that resumes at its pc (a signal trampoline, the frame a signal
+  // interrupted), looked up there instead of at the call before it.
+  std::vector<uint8_t> user_activation_;
+  bool Resumes(size_t i) const { return i < user_activation_.size() && user_activation_[i] != 0; }
   uint64_t interpreted_named_ = 0, interpreted_unnamed_ = 0;
   // Stacks seen before, by a hash of (pid, tid, pcs): the leaf node they fold
   // into. Only stacks whose every frame is named native or kernel code are

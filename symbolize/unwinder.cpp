@@ -118,6 +118,7 @@ const Dwfl_Thread_Callbacks kThreadCallbacks = {
 
 struct WalkState {
   std::vector<uint64_t>* pcs;
+  std::vector<uint8_t>* activation;
   size_t max_frames;
   bool fp_fallback;
   Dwfl* dwfl;
@@ -132,16 +133,25 @@ int OnFrame(Dwfl_Frame* frame, void* arg) {
   if (!dwfl_frame_pc(frame, &pc, &activation)) return DWARF_CB_ABORT;
   if (pc == 0) return DWARF_CB_ABORT;
   const Dwarf_Addr lookup = activation ? pc : pc - 1;
+  // libdwfl says which frames resume at pc itself: the signal trampoline and
+  // the frame the signal interrupted (and the leaf).
+  auto push = [&] {
+    walk->pcs->push_back(pc);
+    if (activation && walk->pcs->size() > 1) {
+      walk->activation->resize(walk->pcs->size(), 0);
+      walk->activation->back() = 1;
+    }
+  };
   if (!walk->pcs->empty() && dwfl_addrmodule(walk->dwfl, lookup) == nullptr) {
     // A frame outside every reported file: JIT code or garbage. In dwarf mode
     // there are no unwind tables to continue with.
     if (!walk->fp_fallback) {
       walk->stopped_no_info = true;
-      walk->pcs->push_back(pc);
+      push();
       return DWARF_CB_ABORT;
     }
   }
-  walk->pcs->push_back(pc);
+  push();
   if (walk->pcs->size() >= walk->max_frames) return DWARF_CB_ABORT;
   return DWARF_CB_OK;
 }
@@ -349,6 +359,46 @@ bool SavedAtCfa(const Dwarf_Op* ops, size_t nops, int32_t* off) {
   return false;
 }
 
+// "Saved at rsp + off" as a DW_CFA_expression gives it: libdw puts the CFA
+// first, as DWARF evaluates such an expression, then [DW_OP_breg7 off].
+bool SavedAtSp(const Dwarf_Op* ops, size_t nops, int32_t* off) {
+  if (nops == 2 && ops[0].atom == DW_OP_call_frame_cfa) {
+    ++ops;
+    --nops;
+  }
+  if (nops != 1 || ops[0].atom != DW_OP_breg7) return false;
+  const auto o = static_cast<int64_t>(ops[0].number);
+  if (o < 0 || o > INT32_MAX) return false;
+  *off = static_cast<int32_t>(o);
+  return true;
+}
+
+// A signal trampoline's row (glibc's __restore_rt on x86-64): the CFA is
+// the interrupted rsp, read from the signal frame ([DW_OP_breg7 off;
+// DW_OP_deref]), and the interrupted rip and rbp are saved in the signal
+// frame at rsp + offset. Other registers do not matter to the walk.
+bool SignalRule(Dwarf_Frame* frame, Unwinder::Rule* rule) {
+  Dwarf_Op* ops = nullptr;
+  size_t nops = 0;
+  if (dwarf_frame_cfa(frame, &ops, &nops) != 0 || nops != 2 || ops[0].atom != DW_OP_breg7 ||
+      ops[1].atom != DW_OP_deref)
+    return false;
+  const auto cfa_off = static_cast<int64_t>(ops[0].number);
+  if (cfa_off < 0 || cfa_off > INT32_MAX) return false;
+  Dwarf_Op mem[3];
+  if (dwarf_frame_register(frame, 16, mem, &ops, &nops) != 0 || !SavedAtSp(ops, nops, &rule->ra_off))
+    return false;
+  if (dwarf_frame_register(frame, 6, mem, &ops, &nops) != 0) return false;
+  if (nops != 0) {
+    if (!SavedAtSp(ops, nops, &rule->bp_off)) return false;
+    rule->bp_saved = true;
+  }
+  rule->cfa_reg = 7;
+  rule->cfa_off = static_cast<int32_t>(cfa_off);
+  rule->kind = Unwinder::Rule::kSignal;
+  return true;
+}
+
 }  // namespace
 
 void Unwinder::EnforceCfiBudget(uint32_t keep) {
@@ -399,7 +449,9 @@ Unwinder::Rule Unwinder::RuleAt(uint32_t file_id, int fd, uint64_t vaddr) {
     Dwarf_Op* ops = nullptr;
     size_t nops = 0;
     Dwarf_Op mem[3];
-    if (!signal && ra_reg == 16 && dwarf_frame_cfa(frame, &ops, &nops) == 0 &&
+    if (signal) {
+      if (ra_reg != 16 || !SignalRule(frame, &rule)) rule = Rule{Rule::kComplex};
+    } else if (ra_reg == 16 && dwarf_frame_cfa(frame, &ops, &nops) == 0 &&
         SimpleCfa(ops, nops, &rule.cfa_reg, &rule.cfa_off) &&
         dwarf_frame_register(frame, 16, mem, &ops, &nops) == 0) {
       if (nops == 0 && ops == mem) {
@@ -447,16 +499,24 @@ std::optional<UnwindResult> Unwinder::FastUnwind(const UnwindInput& input, bool 
     Rule rule;
   };
   std::array<Memo, 16> memo{};
-  bool first = true;
+  // The leaf, and a frame a signal interrupted, resume at pc itself; every
+  // other frame at a return address.
+  bool resumes = true;
+  auto mark_activation = [&result] {
+    result.activation.resize(result.pcs.size(), 0);
+    result.activation.back() = 1;
+  };
   while (true) {
     result.pcs.push_back(pc);
     if (result.pcs.size() >= max_frames) {
       result.stop = UnwindStop::kMaxDepth;
       return result;
     }
+    const bool exact = resumes;
+    if (exact && result.pcs.size() > 1) mark_activation();
+    resumes = false;
     // Return addresses point after the call: look up the call itself.
-    const uint64_t lookup = first ? pc : pc - 1;
-    first = false;
+    const uint64_t lookup = exact ? pc : pc - 1;
     Memo& memo_slot = memo[(lookup ^ lookup >> 4) & (memo.size() - 1)];
     bool file = false;  // a known file maps the pc
     Rule rule;
@@ -473,10 +533,36 @@ std::optional<UnwindResult> Unwinder::FastUnwind(const UnwindInput& input, bool 
       result.stop = UnwindStop::kComplete;
       return result;
     }
+    if (rule.kind == Rule::kSignal) {
+      // The signal trampoline, which the handler returns to at its first
+      // byte: the registers the signal interrupted are in the kernel's
+      // signal frame right above sp, and that frame resumes at its rip.
+      if (result.pcs.size() > 1) mark_activation();
+      uint64_t next_sp, next_pc;
+      if (!read(sp + static_cast<uint64_t>(rule.cfa_off), &next_sp) ||
+          !read(sp + static_cast<uint64_t>(rule.ra_off), &next_pc) ||
+          (rule.bp_saved && !read(sp + static_cast<uint64_t>(rule.bp_off), &bp))) {
+        result.stop = UnwindStop::kStackCopyTooSmall;
+        return result;
+      }
+      if (next_pc == 0) {
+        result.stop = UnwindStop::kComplete;
+        return result;
+      }
+      if (next_sp <= sp) {
+        // On another stack (the handler ran on sigaltstack): not in the copy.
+        result.stop = UnwindStop::kStackCopyTooSmall;
+        return result;
+      }
+      sp = next_sp;
+      pc = next_pc;
+      resumes = true;
+      continue;
+    }
     uint64_t ra, cfa;
     if (!file && rule.kind == Rule::kNoInfo) {
       uint64_t method = 0;
-      const JitStep step = StepJit(input, result.pcs.size() == 1, pc, &sp, &bp, &ra, &method);
+      const JitStep step = StepJit(input, exact, pc, &sp, &bp, &ra, &method);
       if (step == JitStep::kStop) {
         result.stop = UnwindStop::kJitFrame;
         return result;
@@ -550,7 +636,7 @@ UnwindResult Unwinder::DwflUnwind(const UnwindInput& input, bool fp_fallback, si
   }
   space->sample.input = &input;
   space->sample.read_beyond_copy = false;
-  WalkState walk{&result.pcs, max_frames, fp_fallback, space->dwfl};
+  WalkState walk{&result.pcs, &result.activation, max_frames, fp_fallback, space->dwfl};
   const int rc = dwfl_getthread_frames(space->dwfl, static_cast<pid_t>(input.tid), OnFrame, &walk);
   space->sample.input = nullptr;
   if (result.pcs.empty()) result.pcs.push_back(input.regs[16]);
@@ -563,8 +649,7 @@ UnwindResult Unwinder::DwflUnwind(const UnwindInput& input, bool fp_fallback, si
   } else if (space->sample.read_beyond_copy) {
     result.stop = UnwindStop::kStackCopyTooSmall;
   } else {
-    const uint64_t last = result.pcs.back();
-    const uint64_t lookup = result.pcs.size() > 1 ? last - 1 : last;
+    const uint64_t lookup = result.LookupPc(result.pcs.size() - 1);
     result.stop = dwfl_addrmodule(space->dwfl, lookup) == nullptr ? UnwindStop::kUnmappedMemory
                                                                   : UnwindStop::kNoUnwindInfo;
   }
@@ -694,21 +779,22 @@ Unwinder::JitStep Unwinder::StepJit(const UnwindInput& input, bool leaf, uint64_
 
 void Unwinder::EndAtUnreliableJit(const UnwindInput& input, UnwindResult* result) {
   for (size_t i = 0; i + 1 < result->pcs.size(); ++i) {
-    const uint64_t lookup = i == 0 ? result->pcs[i] : result->pcs[i] - 1;
+    const uint64_t lookup = result->LookupPc(i);
     if (symbolizer_.FindMappedFile(input.pid, lookup, input.t_ns)) continue;
     std::optional<JitSymbol> code = symbolizer_.FindJitCode(input.pid, lookup, input.t_ns);
     if (code && (code->rbp_unreliable || IsHotSpotAdapter(code->name))) {
       result->pcs.resize(i + 1);
+      if (result->activation.size() > i + 1) result->activation.resize(i + 1);
       result->stop = UnwindStop::kJitFrame;
       return;
     }
   }
 }
 
-std::optional<uint64_t> Unwinder::LeafCaller(const UnwindInput& input) {
+std::optional<Unwinder::Caller> Unwinder::LeafCaller(const UnwindInput& input) {
   UnwindResult r = Unwind(input, /*fp_fallback=*/false, 3);
   if (r.pcs.size() < 2) return std::nullopt;
-  return r.pcs[1];
+  return Caller{r.pcs[1], r.IsActivation(1)};
 }
 
 }  // namespace arcprof

@@ -41,12 +41,22 @@ inline constexpr size_t kUnwindStopCount = 7;
 const char* UnwindStopName(UnwindStop stop);
 
 struct UnwindResult {
-  // Leaf first: pcs[0] is the sampled ip, the others are return addresses.
+  // Leaf first: pcs[0] is the sampled ip, the others are return addresses
+  // except where `activation` says otherwise.
   std::vector<uint64_t> pcs;
   UnwindStop stop = UnwindStop::kComplete;
   // Parallel to pcs when not empty: the HotSpot Method* an interpreted
   // frame holds (0 for every other frame), for naming it.
   std::vector<uint64_t> java_methods;
+  // Parallel to pcs when not empty: 1 for a frame whose pc is where it
+  // resumes, not a return address after a call: the signal trampoline (a
+  // handler returns to its first byte) and the frame the signal interrupted.
+  // Such a pc is looked up as it is; a return address at pc - 1, inside the
+  // call. The leaf (pcs[0]) is always such a frame.
+  std::vector<uint8_t> activation;
+  // Where to look pcs[i] up: the pc itself or the call before it.
+  uint64_t LookupPc(size_t i) const { return IsActivation(i) ? pcs[i] : pcs[i] - 1; }
+  bool IsActivation(size_t i) const { return i == 0 || (i < activation.size() && activation[i] != 0); }
 };
 
 struct UnwinderStats {
@@ -76,7 +86,11 @@ class Unwinder {
   // The caller of the sampled function as the unwind tables place it: one CFI
   // step from the leaf. Used to repair frame-pointer stacks whose leaf has not
   // set up its own frame (it would otherwise skip its caller).
-  std::optional<uint64_t> LeafCaller(const UnwindInput& input);
+  struct Caller {
+    uint64_t pc = 0;
+    bool activation = false;  // resumes at pc (a signal trampoline): UnwindResult::activation
+  };
+  std::optional<Caller> LeafCaller(const UnwindInput& input);
 
   const UnwinderStats& stats() const { return stats_; }
   // The fixed rule cache's heap bytes (CFI itself is stats().cfi_bytes).
@@ -89,10 +103,13 @@ class Unwinder {
 
   // How to step out of the frame at one pc: where the CFA is and where the
   // caller's return address and rbp are saved (x86-64 CFI as compilers emit
-  // it). kComplex rows (CFA expressions, PLT stubs, signal frames) are left to
-  // the full libdwfl unwinder.
+  // it). kSignal: a signal trampoline (glibc's __restore_rt), whose CFI reads
+  // the interrupted registers from the kernel's signal frame on the stack:
+  // rsp at sp + cfa_off, rip at sp + ra_off, rbp at sp + bp_off. kComplex
+  // rows (other CFA expressions, PLT stubs) are left to the full libdwfl
+  // unwinder.
   struct Rule {
-    enum Kind : uint8_t { kStep, kNoInfo, kOutermost, kComplex };
+    enum Kind : uint8_t { kStep, kNoInfo, kOutermost, kComplex, kSignal };
     Kind kind = kNoInfo;
     uint8_t cfa_reg = 7;  // DWARF register: 7 rsp, 6 rbp
     bool bp_saved = false;
@@ -111,7 +128,9 @@ class Unwinder {
   UnwindResult DwflUnwind(const UnwindInput& input, bool fp_fallback, size_t max_frames);
   Rule RuleAt(uint32_t file_id, int fd, uint64_t vaddr);
   // One step out of JIT code by what its runtime told us (HotSpot: frame
-  // sizes of compiled code, rbp frames of the interpreter).
+  // sizes of compiled code, rbp frames of the interpreter). `leaf`: the
+  // frame resumes at pc (the sampled leaf, or a frame a signal interrupted),
+  // so it may be stopped anywhere, in its prologue or epilogue too.
   enum class JitStep { kNotJit, kStepped, kStop };
   JitStep StepJit(const UnwindInput& input, bool leaf, uint64_t pc, uint64_t* sp, uint64_t* bp, uint64_t* ra,
                   uint64_t* java_method);

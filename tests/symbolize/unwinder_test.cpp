@@ -4,6 +4,7 @@
 
 #include <gelf.h>
 #include <libelf.h>
+#include <signal.h>
 #include <sys/auxv.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -188,7 +189,74 @@ TEST(Unwinder, StepsOutOfTheVdsoWithItsOwnUnwindTables) {
   input.regs = in_vdso.regs;
   input.stack = in_vdso.stack.data();
   input.stack_len = in_vdso.stack.size();
-  EXPECT_EQ(unwinder.LeafCaller(input), std::optional<uint64_t>(c.regs[16]));
+  const auto caller = unwinder.LeafCaller(input);
+  ASSERT_TRUE(caller);
+  EXPECT_EQ(caller->pc, c.regs[16]);
+  EXPECT_FALSE(caller->activation);
+}
+
+// A walk through a real signal frame: the handler of a signal this test
+// raises captures its registers and stack, and the walk goes from it through
+// glibc's trampoline (__restore_rt, whose CFI reads the interrupted registers
+// from the kernel's signal frame) into the code the signal interrupted and on
+// to this test's callers, with the cached rules alone (no libdwfl). The
+// trampoline and the interrupted frame resume at their pc: marked as such.
+Captured in_handler;
+uint64_t handler_top = 0;
+
+__attribute__((noinline)) void CapturingHandler(int) {
+  CaptureDeeper(&in_handler, handler_top, 1);
+  asm volatile("" ::: "memory");  // not a tail call: the handler keeps its frame
+}
+
+TEST(Unwinder, WalksThroughASignalFrame) {
+  if (getpid() != gettid()) GTEST_SKIP() << "needs the main thread's stack";
+  handler_top = StackTop();
+  ASSERT_NE(handler_top, 0u);
+  struct sigaction sa = {}, old = {};
+  sa.sa_handler = CapturingHandler;
+  sigemptyset(&sa.sa_mask);
+  ASSERT_EQ(sigaction(SIGUSR2, &sa, &old), 0);
+  struct sigaction installed = {};
+  ASSERT_EQ(sigaction(SIGUSR2, nullptr, &installed), 0);
+  const auto restorer = reinterpret_cast<uint64_t>(installed.sa_restorer);
+  ASSERT_NE(restorer, 0u) << "glibc installs its trampoline as the restorer";
+  raise(SIGUSR2);
+  sigaction(SIGUSR2, &old, nullptr);
+  Captured here;
+  Capture(&here, handler_top);
+
+  Symbolizer symbolizer;
+  const auto pid = static_cast<uint32_t>(getpid());
+  symbolizer.SnapshotProcess(pid, 1000);
+  Unwinder unwinder(symbolizer);
+  const UnwindResult r = UnwindOwn(unwinder, in_handler);
+  EXPECT_EQ(unwinder.stats().fast_unwinds, 1u) << "the signal frame went to libdwfl";
+  const auto at = std::find(r.pcs.begin(), r.pcs.end(), restorer);
+  ASSERT_NE(at, r.pcs.end()) << "no trampoline in the walk";
+  const size_t k = static_cast<size_t>(at - r.pcs.begin());
+  // Capture, CaptureDeeper x2, the handler, the trampoline.
+  EXPECT_GE(k, 4u);
+  ASSERT_GT(r.pcs.size(), k + 1);
+  EXPECT_TRUE(r.IsActivation(k)) << "the trampoline resumes at its first byte";
+  EXPECT_TRUE(r.IsActivation(k + 1)) << "the interrupted frame resumes at its pc";
+  EXPECT_EQ(r.LookupPc(k), restorer);
+  for (size_t i = 1; i < r.pcs.size(); ++i) {
+    if (i != k && i != k + 1) EXPECT_FALSE(r.IsActivation(i)) << i;
+  }
+  // Below the interrupted libc frames, the walk goes on through this test's
+  // callers to the end, as a walk from here does (from gtest's call of the
+  // test body on: the test calls raise and Capture from two places).
+  const UnwindResult own = UnwindOwn(unwinder, here);
+  ASSERT_GE(own.pcs.size(), 4u);
+  EXPECT_EQ(r.stop, own.stop);
+  const std::vector<uint64_t> outer(own.pcs.begin() + 2, own.pcs.end());
+  ASSERT_GE(r.pcs.size(), outer.size());
+  EXPECT_TRUE(std::equal(outer.rbegin(), outer.rend(), r.pcs.rbegin()))
+      << "the callers of this test differ after the signal frame";
+  // With libc's symbols at hand (libc6-dbg), the trampoline has its name.
+  const SymbolizedFrame named = symbolizer.ResolveUser(pid, r.LookupPc(k), 2000);
+  if (!named.symbol.empty()) EXPECT_EQ(named.symbol, "__restore_rt");
 }
 
 // HotSpot code stepped by frame size, in a fake JVM: three compiled methods
