@@ -164,19 +164,6 @@ class Dictionary {
   std::vector<uint64_t> key_;
 };
 
-void SetAttribute(opentelemetry::proto::resource::v1::Resource& resource, const std::string& key,
-                  const std::string& value) {
-  for (common::KeyValue& kv : *resource.mutable_attributes()) {
-    if (kv.key() == key) {
-      kv.mutable_value()->set_string_value(value);
-      return;
-    }
-  }
-  common::KeyValue* kv = resource.add_attributes();
-  kv->set_key(key);
-  kv->mutable_value()->set_string_value(value);
-}
-
 }  // namespace
 
 std::string StableId16(const std::string& text) {
@@ -196,16 +183,36 @@ std::string EncodeOtlp(const Profile& profile, const ThreadFilter& filter, const
   opentelemetry::proto::collector::profiles::v1development::ExportProfilesServiceRequest request;
   Dictionary dict(profile, *request.mutable_dictionary());
 
-  // One resource per machine, in the order of the threads.
-  std::map<std::string, size_t> resource_of_host;
+  // One resource per distinct set of resource attributes, in the order of
+  // the threads; the given attributes replace a thread's of the same key.
+  using Attributes = std::vector<std::pair<std::string, std::string>>;
+  const auto resource_of = [&](const std::string& host_name) {
+    Attributes a;
+    const auto set = [&](const std::string& key, const std::string& value) {
+      if (value.empty()) return;
+      auto it = std::find_if(a.begin(), a.end(), [&](const auto& kv) { return kv.first == key; });
+      if (it != a.end()) {
+        it->second = value;
+      } else {
+        a.emplace_back(key, value);
+      }
+    };
+    set("host.name", ValidUtf8(host_name));
+    for (const auto& [key, value] : options.resource_attributes) set(ValidUtf8(key), ValidUtf8(value));
+    return a;
+  };
+  const auto thread_resource = [&](const ThreadRecord& t) {
+    return resource_of(t.host.empty() ? profile.meta.host : t.host);
+  };
+  std::map<Attributes, size_t> resource_index;
   std::vector<pb::ScopeProfiles*> scopes;
-  const auto host_of = [&](const ThreadRecord& t) { return t.host.empty() ? profile.meta.host : t.host; };
-  const auto add_resource = [&](const std::string& host) {
-    if (!resource_of_host.emplace(host, scopes.size()).second) return;
+  const auto add_resource = [&](const Attributes& attributes) {
+    if (!resource_index.emplace(attributes, scopes.size()).second) return;
     pb::ResourceProfiles* rp = request.add_resource_profiles();
-    if (!host.empty()) SetAttribute(*rp->mutable_resource(), "host.name", host);
-    for (const auto& [key, value] : options.resource_attributes) {
-      SetAttribute(*rp->mutable_resource(), ValidUtf8(key), ValidUtf8(value));
+    for (const auto& [key, value] : attributes) {
+      common::KeyValue* kv = rp->mutable_resource()->add_attributes();
+      kv->set_key(key);
+      kv->mutable_value()->set_string_value(value);
     }
     pb::ScopeProfiles* scope = rp->add_scope_profiles();
     scope->mutable_scope()->set_name("arcprof");
@@ -230,10 +237,10 @@ std::string EncodeOtlp(const Profile& profile, const ThreadFilter& filter, const
     scopes.push_back(scope);
   };
   for (const ThreadRecord& thread : profile.threads) {
-    if (filter.Matches(thread)) add_resource(ValidUtf8(host_of(thread)));
+    if (filter.Matches(thread)) add_resource(thread_resource(thread));
   }
   // A window without samples is still one (empty) profile of the machine.
-  if (scopes.empty()) add_resource(ValidUtf8(profile.meta.host));
+  if (scopes.empty()) add_resource(resource_of(profile.meta.host));
 
   std::vector<int32_t> attributes;
   const ThreadRecord* last_thread = nullptr;
@@ -247,7 +254,7 @@ std::string EncodeOtlp(const Profile& profile, const ThreadFilter& filter, const
                         dict.Attribute("process.executable.name", ValidUtf8(ProcessName(thread))),
                         dict.Attribute("thread.id", static_cast<int64_t>(thread.tid))};
           if (!thread.comm.empty()) attributes.push_back(dict.Attribute("thread.name", ValidUtf8(thread.comm)));
-          scope = scopes[resource_of_host.at(ValidUtf8(host_of(thread)))];
+          scope = scopes[resource_index.at(thread_resource(thread))];
         }
         const int32_t stack = dict.Stack(locations);
         for (size_t type = 0; type < values.size(); ++type) {

@@ -8,10 +8,11 @@
 // are also a valid ProfilesData (same fields and numbers), the signal's file form.
 //
 // Content, for the threads the filter selects:
-//   - one ResourceProfiles per machine (host.name: the capture's host, or each
-//     thread's in a merge of several machines), with the extra resource
-//     attributes given (they replace one of the same key); a capture without
-//     samples still gives one resource (its host) with empty profiles;
+//   - one ResourceProfiles per distinct set of resource attributes: host.name
+//     (the capture's host, or each thread's in a merge of several machines)
+//     and the extra attributes given (they replace one of the same key); a
+//     capture without samples still gives one resource (its host) with empty
+//     profiles;
 //   - in it one ScopeProfiles (scope "arcprof", the capture's arcprof version)
 //     holding one Profile per sample type, as the pprof export's value types
 //     (reports/profile_samples.h): (samples, count), (cpu, nanoseconds), then
