@@ -21,10 +21,37 @@ const volatile __u32 unwind_mode = ARCPROF_UNWIND_FP;
 const volatile __u32 stack_copy_bytes = 64 * 1024; /* dwarf/hybrid; capped to ARCPROF_MAX_STACK_COPY */
 const volatile __u32 copy_deep_stacks = 0; /* 1: a deeper stack is copied to its base (copy_user_state) */
 
-struct {
+/* The sample ring in use, in slot 0 of sample_rings. It starts small and the
+ * loader replaces it by a larger one when a drain finds it filling (up to
+ * ring_max_bytes): its pages are mapped into the loader (twice) from the
+ * start, so a short command must not pay for the ring a busy machine needs.
+ * `samples` is the first ring (sized by the loader). */
+struct sample_ring {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 16 << 20); /* resized by the loader (--buffer-mb) */
-} samples SEC(".maps");
+	__uint(max_entries, 1 << 20);
+};
+
+struct sample_ring samples SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__array(values, struct sample_ring);
+} sample_rings SEC(".maps") = {
+	.values = { [0] = &samples },
+};
+
+/* Below this ring size a record that finds the ring more than a quarter full
+ * wakes the loader, which drains at once and grows the ring; at it, records
+ * never wake it (the drain timer alone: a wakeup per sample cost about 3
+ * points of slowdown on the profiled workload). Set by the loader through
+ * the mmapped .bss, and lowered when a larger ring cannot be had. */
+__u64 ring_max_bytes;
+/* Counts those wakeups: the loader looks at it between records, so a ring
+ * that fills while a long drain runs grows at once (no atomics: any change
+ * is the signal). */
+__u64 ring_wakeups;
 
 /* The followed processes (with filter_pids), for the loader to list and sweep;
  * the programs test target_bits instead. */
@@ -228,9 +255,19 @@ static __always_inline int emit_record(void *ctx, __u8 *data, __u32 tgid, __u32 
 	e->flags = flags;
 	if (size > SCRATCH_SIZE)
 		size = SCRATCH_SIZE;
-	/* No wakeup: the loader drains the ring on a timer; waking it per sample
-	 * cost about 3 points of slowdown on the profiled workload. */
-	return bpf_ringbuf_output(&samples, data, size, BPF_RB_NO_WAKEUP) ? -1 : 0;
+	__u32 zero = 0;
+	void *ring = bpf_map_lookup_elem(&sample_rings, &zero);
+	if (!ring)
+		return -1;
+	/* No wakeup but from a ring that may still grow and is filling up: the
+	 * loader drains the ring on a timer (see ring_max_bytes). */
+	__u64 wake = BPF_RB_NO_WAKEUP;
+	__u64 ring_size = bpf_ringbuf_query(ring, BPF_RB_RING_SIZE);
+	if (ring_size < ring_max_bytes && bpf_ringbuf_query(ring, BPF_RB_AVAIL_DATA) > ring_size / 4) {
+		wake = BPF_RB_FORCE_WAKEUP;
+		ring_wakeups++;
+	}
+	return bpf_ringbuf_output(ring, data, size, wake) ? -1 : 0;
 }
 
 static __always_inline int targeted(__u32 tgid)

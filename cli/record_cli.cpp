@@ -66,8 +66,14 @@ RecordCommand::RecordCommand(CLI::App& app) {
       ->capture_default_str();
   record->add_option("-o,--output", rec.output, "Capture file")->capture_default_str();
   record->add_option("--buffer-mb", rec.buffer_mb,
-                     "Sample ring buffer size in MiB (default: from -F, the CPUs and --stack-kb, 8 to 64)")
+                     "Sample ring buffer size in MiB (default: from -F, the CPUs and --stack-kb, 8 to 64; "
+                     "with -p or a command it starts at 2 and grows to that while it fills)")
       ->check(CLI::Range(1, 2048));
+  record->add_option("--max-thread-records", rec.max_thread_records,
+                     "Thread records kept before the oldest exited threads are folded into "
+                     "\"[exited threads]\" of their process or \"[exited processes]\" by name (0: never)")
+      ->capture_default_str()
+      ->check(CLI::Range(size_t{0}, size_t{1} << 30));
   record->add_option("--call-graph", rec.call_graph,
                      "Stack unwinding: fp (frame pointers), dwarf (unwind tables over a stack "
                      "copy) or hybrid (unwind tables, frame pointers where there are none); "

@@ -146,6 +146,8 @@ Result<int> RunContinuous(const ContinuousOptions& opt) {
   if (record.exited_retention_ns == 0) record.exited_retention_ns = 3'000'000'000ull;
   if (record.answer_cache_bits == 0) record.answer_cache_bits = 14;
   if (record.ptt_max_window_rows == 0) record.ptt_max_window_rows = 4096;
+  //  - a window keeps every thread: windows are bounded by their minute.
+  record.max_thread_records = 0;
   StopSignals signals(/*hangup_reopens_log=*/true);
   auto started = RecordingSession::Start(record);
   if (!started) return started.error();

@@ -67,6 +67,17 @@ struct RecordOptions {
   uint32_t answer_cache_bits = 0;
   size_t symbol_budget_bytes = 0;
   size_t cfi_budget_bytes = 0;
+  // Thread records the open window keeps before exited threads are folded
+  // (0: never). A one-shot record holds one window for its whole run, and a
+  // machine starting 100 threads a second grew it by 17 KB a thread (2.25 GB
+  // in 30 minutes). Past it, the oldest records of exited threads are summed
+  // into one "[exited threads]" record of their process, and the records of
+  // processes the symbolizer forgot (exited over 10 s ago) into one record per
+  // process name under the pid "[exited processes]" (RecordingSession;
+  // docs/design.md, "Memory and files over a long session"). Totals by
+  // function, stack and process name stay.
+  // `continuous` closes a window every minute and keeps every thread.
+  size_t max_thread_records = 4096;
 };
 
 // Whether these options record off-CPU time.

@@ -5,6 +5,7 @@
 
 #include <signal.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
@@ -59,6 +60,13 @@ void OnHangup(int) { g_hangup.store(true); }
 constexpr int kStopSignals[] = {SIGINT, SIGTERM, SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM};
 struct sigaction g_old[std::size(kStopSignals)] {}, g_old_hup {}, g_old_pipe {};
 
+// The first sample ring of a recording of some processes (-p, a command)
+// when --buffer-mb is not given: 4 MiB of RSS (mapped twice). A record that
+// finds it a quarter full wakes the drain, which grows it eightfold before
+// anything else (2 -> 16 -> 64 MiB at record's 999 Hz). 1 MiB lost 40-105
+// samples at the start of a thread-heavy command on a machine at load 30,
+// where the drain's wakeup comes late; 2 MiB lost 56-95 in 2 runs of 7.
+constexpr uint64_t kFirstRingBytes = 2u << 20;
 // How long the final drain may take once sampling has stopped.
 constexpr uint64_t kFinalDrainNs = 5'000'000'000;
 // The longest recording (-d) accepted.
@@ -153,7 +161,13 @@ struct RecordingSession::State {
       so.exited_retention_ns = o.exited_retention_ns;
       so.exited_jit_retention_ns = std::min(so.exited_jit_retention_ns, o.exited_retention_ns);
     }
-    if (o.answer_cache_bits != 0) so.answer_cache_bits = o.answer_cache_bits;
+    if (o.answer_cache_bits != 0) {
+      so.answer_cache_bits = o.answer_cache_bits;
+    } else if (!o.command.empty() || !o.pids.empty()) {
+      // Some processes, not the machine: the daemon's 2^14 answers (1.8 MiB,
+      // where 2^16 is 7 MiB of a `record -- /bin/true`'s 46 MB).
+      so.answer_cache_bits = 14;
+    }
     if (o.symbol_budget_bytes != 0) so.symbol_budget_bytes = o.symbol_budget_bytes;
     return so;
   }
@@ -259,10 +273,94 @@ struct RecordingSession::State {
     spdlog::debug("off-CPU: {} stacks kept, {} of exited processes dropped, {} keys read", keys.size(),
                   retired, offcpu_reported.size());
   }
+  // A one-shot record under thread churn (RecordOptions::max_thread_records):
+  // once a second, when the open window holds more thread records than the
+  // budget (and half a budget more than after the last fold), the oldest
+  // records of exited threads are folded until half the budget is left:
+  // threads of a live process into its "[exited threads]" record, records of
+  // an exited process into the record of its name under "[exited processes]"
+  // (at most kFoldNames names; later ones share "[other processes]").
+  static constexpr uint32_t kFoldedPid = 0xffffffffu;
+  static constexpr uint32_t kFoldedTid = 0xffffffffu;
+  static constexpr size_t kFoldNames = 1024;
+  uint64_t next_fold_check = 0;
+  size_t fold_above = 0;
+  std::unordered_map<std::string, uint32_t> fold_names;  // process name -> tid under kFoldedPid
+  uint64_t threads_folded = 0;
+  void FoldExitedThreads(uint64_t now) {
+    const size_t budget = options.max_thread_records;
+    if (budget == 0 || now < next_fold_check) return;
+    next_fold_check = now + 1'000'000'000;
+    const size_t records = processor->window().threads.size();
+    if (records <= std::max(budget, fold_above)) return;
+    // Off-CPU time so far goes to the threads' records before they fold (and
+    // the keys of threads gone since the last read leave): later time of a
+    // folded thread would make its record again.
+    TakeOffCpu();
+    // A process the symbolizer still remembers exited at most its retention
+    // ago (10 s): its threads fold into its own "[exited threads]" (the
+    // leader's record stays), so a command that just ended keeps its name
+    // and pid. One it forgot, or never knew, that is gone folds by name.
+    enum class Exit { kAlive, kRecent, kLongAgo };
+    std::unordered_map<uint32_t, Exit> exits;  // by pid, asked once a pass
+    auto exit_of = [&](uint32_t pid) {
+      auto [it, inserted] = exits.try_emplace(pid, Exit::kAlive);
+      if (inserted) {
+        if (symbolizer.KnowsProcess(pid)) {
+          it->second = symbolizer.ProcessExited(pid) ? Exit::kRecent : Exit::kAlive;
+        } else if (kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) {
+          it->second = Exit::kLongAgo;
+        }
+      }
+      return it->second;
+    };
+    auto process_name = [&](const ThreadRecord& t) -> std::string {
+      if (!t.process_comm.empty()) return t.process_comm;
+      if (const ProcessInfo* p = symbolizer.Process(t.pid); p != nullptr && !p->comm.empty()) return p->comm;
+      return t.comm;
+    };
+    size_t to_fold = records - budget / 2;
+    const size_t folded = processor->FoldThreads([&](const ThreadRecord& t) -> std::optional<ThreadRecord> {
+      if (to_fold == 0 || t.pid == 0 || t.pid == kFoldedPid) return std::nullopt;
+      const Exit exit = exit_of(t.pid);
+      if (exit != Exit::kLongAgo) {
+        if (t.tid == kFoldedTid || t.tid == t.pid) return std::nullopt;
+        if (exit == Exit::kAlive && (syscall(SYS_tgkill, t.pid, t.tid, 0) == 0 || errno != ESRCH)) {
+          return std::nullopt;
+        }
+      }
+      --to_fold;
+      ThreadRecord g;
+      const std::string name = process_name(t);
+      if (exit != Exit::kLongAgo) {
+        g.pid = t.pid;
+        g.tid = kFoldedTid;
+        g.comm = "[exited threads]";
+        g.process_comm = name;
+        g.cmdline = t.cmdline;
+        return g;
+      }
+      g.pid = kFoldedPid;
+      g.process_comm = "[exited processes]";
+      auto it = fold_names.find(name);
+      if (it == fold_names.end() && fold_names.size() < kFoldNames) {
+        it = fold_names.emplace(name, static_cast<uint32_t>(fold_names.size() + 1)).first;
+      }
+      g.tid = it != fold_names.end() ? it->second : 0;
+      g.comm = it != fold_names.end() ? name : "[other processes]";
+      return g;
+    });
+    threads_folded += folded;
+    fold_above = processor->window().threads.size() + budget / 2;
+    spdlog::debug("{} thread records: {} of exited threads folded, {} left", records, folded,
+                  processor->window().threads.size());
+  }
+
   // Samples of JVMs being attached at the start (RecordContext::held_pids).
   std::vector<std::vector<uint8_t>> held;
   size_t held_bytes = 0;
-  uint32_t ring_mb = 0;  // the sample ring, mapped twice
+  uint64_t ring_bytes = 0;  // the sample ring in use, mapped twice
+  uint32_t ring_grows = 0;
   SamplerCounters final_counters;
   uint64_t unprocessed = 0;  // left in the ring when the final drain ran out of time
   uint64_t reported_sideband_lost = 0;
@@ -339,16 +437,14 @@ uint64_t RecordingSession::lost_sideband_records() const {
   return s_->sampler ? s_->sampler->sideband_lost() : s_->final_sideband_lost;
 }
 
-// The symbolizer holds one descriptor per mapped file (device, inode) that a
-// remembered process maps: a busy machine needs more than the usual 1024.
-// Root may raise the hard limit too; a limit that stays low is said once.
-// The sample ring buffer, when --buffer-mb is not given: half a second of
+// The largest sample ring, when --buffer-mb is not given: half a second of
 // worst-case records (every sample with a full stack copy) on every CPU,
 // rounded up to a power of two, from 8 to 64 MiB. A loaded machine starves
 // the drain: record's 999 Hz keeps 64 MiB, continuous's 49 Hz on 2 CPUs gets
 // 8 MiB (4 MiB lost 2.1-2.3% of the samples under the churn soak at load 12-24;
 // 8 MiB none in a 150 s run of it). The pages count twice in RSS from the
-// start: they are mapped twice.
+// start (they are mapped twice), so the ring starts at kFirstRingBytes and
+// grows to this only while records fill it.
 static uint32_t AutoBufferMb(uint64_t frequency_hz, uint32_t unwind_mode, uint64_t stack_bytes) {
   if (frequency_hz == 0) return 64;  // -c: the rate is not known
   const long cpus = std::max(1L, sysconf(_SC_NPROCESSORS_ONLN));
@@ -373,6 +469,9 @@ static uint32_t AutoDrainMs(uint64_t frequency_hz, uint32_t unwind_mode, uint64_
   return static_cast<uint32_t>(std::clamp<uint64_t>(ms, 100, 1000));
 }
 
+// The symbolizer holds one descriptor per mapped file (device, inode) that a
+// remembered process maps: a busy machine needs more than the usual 1024.
+// Root may raise the hard limit too; a limit that stays low is said once.
 static void RaiseOpenFileLimit() {
   constexpr rlim_t kWanted = 65536;
   rlimit limit{};
@@ -465,6 +564,10 @@ Result<std::unique_ptr<RecordingSession>> RecordingSession::Start(const RecordOp
                       : AutoBufferMb(opt.sample_period == 0 ? frequency_hz : 0, unwind_mode,
                                      stack_kb * 1024);
   sopt.filter_pids = s.command.has_value() || !opt.pids.empty();
+  // Following some processes, unless --buffer-mb is given, the ring starts
+  // small and grows while it fills (Sampler::GrowRing) up to the size above.
+  // The whole machine is busy from the first moment: its ring starts whole.
+  sopt.ring_start_bytes = opt.buffer_mb == 0 && sopt.filter_pids ? kFirstRingBytes : 0;
   sopt.self_pid = static_cast<uint32_t>(getpid());
   sopt.unwind_mode = unwind_mode;
   sopt.stack_copy_bytes = stack_kb * 1024;
@@ -520,8 +623,8 @@ Result<std::unique_ptr<RecordingSession>> RecordingSession::Start(const RecordOp
           ? opt.drain_interval_ms
           : AutoDrainMs(opt.sample_period == 0 ? frequency_hz : 0, unwind_mode, stack_kb * 1024ull, sopt.buffer_mb);
   s.drain_ns = static_cast<uint64_t>(drain_ms) * 1000000ull;
-  spdlog::debug("sample ring {} MiB, drained every {} ms", sopt.buffer_mb, drain_ms);
-  s.ring_mb = sopt.buffer_mb;
+  spdlog::debug("sample ring {} KiB, up to {} MiB, drained every {} ms", s.sampler->ring_bytes() >> 10,
+                sopt.buffer_mb, drain_ms);
   s.context->drain = [&s] {
     const uint64_t now = MonotonicNs();
     s.Drain(now, now + s.drain_ns);
@@ -586,7 +689,7 @@ std::optional<std::string> RecordingSession::Tick(uint64_t wake_ns) {
   uint64_t now = MonotonicNs();
   const uint64_t wake = std::min(s.next_drain, wake_ns);
   const int timeout_ms = wake > now ? static_cast<int>((wake - now + 999999) / 1000000) : 0;
-  s.sampler->PollSideband(timeout_ms);
+  const bool ring_filling = s.sampler->Poll(timeout_ms);
   const uint64_t cpu0 = PhaseCpuNs();
   ++s.cpu.wakeups;
   s.FollowAllAfterLoss();
@@ -594,12 +697,13 @@ std::optional<std::string> RecordingSession::Tick(uint64_t wake_ns) {
   s.ForgetExitedTargets();
   s.cpu.sideband_ns += PhaseCpuNs() - cpu0;
   now = MonotonicNs();
-  if (now >= s.next_drain) {
+  if (now >= s.next_drain || ring_filling) {
     ++s.cpu.drains;
     // Samples up to `now` only: their processes' events are all read by then.
     // Never past the end of the open window: later samples wait for the next.
     s.Drain(std::min(now, s.window_end_ns), now + 2 * s.drain_ns);
     s.RetireOffCpuOfExitedProcesses(now);
+    s.FoldExitedThreads(now);
     s.cpu.extension_ns.resize(s.extensions.size());
     for (size_t i = 0; i < s.extensions.size(); ++i) {
       const uint64_t t = PhaseCpuNs();
@@ -647,6 +751,8 @@ Result<Profile> RecordingSession::Close(bool last, uint64_t end) {
     counters = s.sampler->ReadCounters();
     sideband_lost = s.sampler->sideband_lost();
     s.TakeOffCpu();  // every off-CPU stack record is processed by now
+    s.ring_bytes = s.sampler->ring_bytes();
+    s.ring_grows = s.sampler->ring_grows();
     s.sampler.reset();  // detach everything before the (slower) window close
     s.stopped = true;
     s.final_counters = counters;
@@ -662,6 +768,8 @@ Result<Profile> RecordingSession::Close(bool last, uint64_t end) {
     counters = s.sampler->ReadCounters();
     sideband_lost = s.sampler->sideband_lost();
     s.TakeOffCpu();
+    s.ring_bytes = s.sampler->ring_bytes();
+    s.ring_grows = s.sampler->ring_grows();
   }
 
   if (spdlog::should_log(spdlog::level::debug)) {
@@ -692,10 +800,10 @@ Result<Profile> RecordingSession::Close(bool last, uint64_t end) {
         "window close: held (KiB): symbols {}, CFI {}, kernel symbols {}, answer cache {}, names {}, "
         "processes {} ({} remembered, {} exited), JIT {} ({} sources), window {}{}, rule and stack caches {}; "
         "total {} KiB "
-        "(the {} MiB sample ring is mapped besides, twice)",
+        "(the {} KiB sample ring, grown {} times, is mapped besides, twice)",
         h.symbol_bytes >> 10, us.cfi_bytes >> 10, h.kernel_bytes >> 10, h.answer_cache_bytes >> 10,
         h.name_bytes >> 10, h.process_bytes >> 10, h.processes, h.exited_processes, h.jit_bytes >> 10,
-        h.jit_sources, window >> 10, per_extension, fixed >> 10, total >> 10, s.ring_mb);
+        h.jit_sources, window >> 10, per_extension, fixed >> 10, total >> 10, s.ring_bytes >> 10, s.ring_grows);
     // What malloc itself says: bytes in use (all arenas), free bytes kept in
     // the arenas (fragmentation), and large blocks mapped on their own. The
     // gap between "in use" and the estimate above is what no holder counts.
@@ -782,6 +890,10 @@ Result<Profile> RecordingSession::Close(bool last, uint64_t end) {
   }
   if (last && s.unprocessed > 0) {
     window.counters["unprocessed_samples"] = static_cast<int64_t>(s.unprocessed);
+  }
+  if (s.threads_folded > 0) {
+    window.counters["threads_folded"] = static_cast<int64_t>(s.threads_folded);
+    s.threads_folded = 0;
   }
   if (last) s.extensions.clear();
   return window;

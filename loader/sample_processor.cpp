@@ -513,6 +513,13 @@ size_t SampleProcessor::WindowBytes() const {
   return bytes;
 }
 
+size_t SampleProcessor::FoldThreads(
+    const std::function<std::optional<ThreadRecord>(const ThreadRecord&)>& group_of) {
+  const size_t folded = window_.FoldThreads(group_of);
+  if (folded > 0) ++epoch_;  // the stack cache and thread paths index threads and their nodes
+  return folded;
+}
+
 Profile SampleProcessor::TakeWindow() {
   for (ThreadRecord& t : window_.threads) {
     if (t.pid == 0) {

@@ -13,6 +13,8 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -61,6 +63,10 @@ class SampleProcessor {
   model::Profile TakeWindow();
   // The open window (thread table and trees so far).
   const model::Profile& window() const { return window_; }
+  // Folds threads of the open window into group records
+  // (model::Profile::FoldThreads); the caches that index its threads start
+  // over. Returns how many threads were folded.
+  size_t FoldThreads(const std::function<std::optional<model::ThreadRecord>(const model::ThreadRecord&)>& group_of);
   // About how many heap bytes the open window holds (threads, tree nodes
   // with their values and child index, frames and their names): what a
   // daemon compares with its window limit. Walks the window: call it

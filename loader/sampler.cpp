@@ -4,6 +4,7 @@
 #include <bpf/bpf.h>
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
+#include <sys/epoll.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -73,11 +74,17 @@ Result<std::unique_ptr<Sampler>> Sampler::Load(const SamplerOptions& options) {
   bpf_map__set_max_entries(s->skel_->maps.scratch,
                            static_cast<uint32_t>(std::max(1, libbpf_num_possible_cpus())));
 
-  // The ring buffer size must be a power-of-two number of pages.
-  uint64_t bytes = static_cast<uint64_t>(options.buffer_mb) << 20;
-  uint64_t pow2 = static_cast<uint64_t>(getpagesize());
-  while (pow2 < bytes) pow2 <<= 1;
-  bpf_map__set_max_entries(s->skel_->maps.samples, static_cast<uint32_t>(pow2));
+  // A ring buffer's size must be a power-of-two number of pages.
+  auto ring_size = [](uint64_t bytes) {
+    uint64_t pow2 = static_cast<uint64_t>(getpagesize());
+    while (pow2 < bytes) pow2 <<= 1;
+    return pow2;
+  };
+  s->ring_max_bytes_ = ring_size(static_cast<uint64_t>(options.buffer_mb) << 20);
+  s->ring_.bytes = options.ring_start_bytes == 0
+                       ? s->ring_max_bytes_
+                       : std::min(s->ring_max_bytes_, ring_size(options.ring_start_bytes));
+  bpf_map__set_max_entries(s->skel_->maps.samples, static_cast<uint32_t>(s->ring_.bytes));
   if (!options.filter_pids) {
     bpf_program__set_autoload(s->skel_->progs.on_fork, false);
   }
@@ -96,7 +103,30 @@ Result<std::unique_ptr<Sampler>> Sampler::Load(const SamplerOptions& options) {
                           ? " (needs root or CAP_BPF+CAP_PERFMON, and a kernel with BTF)"
                           : ""));
   }
+  s->ring_.fd = bpf_map__fd(s->skel_->maps.samples);
+  s->skel_->bss->ring_max_bytes = s->ring_max_bytes_;
+  s->poll_fd_.reset(epoll_create1(EPOLL_CLOEXEC));
+  if (!s->poll_fd_.valid()) return MakeError(std::string("cannot create an epoll instance: ") + strerror(errno));
   return s;
+}
+
+namespace {
+// What woke Poll: side-band records or a sample ring filling up.
+constexpr uint32_t kSidebandReady = 1;
+constexpr uint32_t kRingFilling = 2;
+// A replaced ring is consumed until this long after the swap: a program that
+// looked it up just before writes its record within microseconds.
+constexpr uint64_t kRingRetireNs = 50'000'000;
+}  // namespace
+
+Result<void> Sampler::Watch(int fd, uint32_t events, uint32_t tag) {
+  epoll_event ev{};
+  ev.events = events;
+  ev.data.u32 = tag;
+  if (epoll_ctl(poll_fd_.get(), EPOLL_CTL_ADD, fd, &ev) != 0) {
+    return MakeError(std::string("cannot watch a BPF buffer: ") + strerror(errno));
+  }
+  return {};
 }
 
 Result<void> Sampler::AddTargetPid(uint32_t pid) {
@@ -157,15 +187,17 @@ Result<void> Sampler::OpenSideband(SidebandFn on_record) {
     return MakeError(std::string("cannot open the side-band perf events: ") + strerror(errno));
   }
   sideband_.reset(pb);
-  return {};
+  return Watch(perf_buffer__epoll_fd(pb), EPOLLIN, kSidebandReady);
 }
 
 Result<void> Sampler::Attach(SampleFn on_sample) {
   on_sample_ = std::move(on_sample);
-  ring_buffer* rb = ring_buffer__new(bpf_map__fd(skel_->maps.samples),
-                                     &Sampler::OnRingbufRecord, this, nullptr);
+  ring_buffer* rb = ring_buffer__new(ring_.fd, &Sampler::OnRingbufRecord, this, nullptr);
   if (!rb) return MakeError(std::string("cannot open the ring buffer: ") + strerror(errno));
-  ring_.reset(rb);
+  ring_.consumer.reset(rb);
+  // Edge-triggered: the ring is readable whenever it holds a record, and only
+  // a record's wakeup (a ring filling up, bpf/sample.bpf.c) is news.
+  if (auto ok = Watch(ring_.fd, EPOLLIN | EPOLLET, kRingFilling); !ok) return ok;
 
   if (options_.filter_pids) {
     bpf_link* link = bpf_program__attach(skel_->progs.on_fork);
@@ -200,12 +232,16 @@ Result<void> Sampler::Attach(SampleFn on_sample) {
   return {};
 }
 
-void Sampler::PollSideband(int timeout_ms) {
-  if (sideband_) {
-    perf_buffer__poll(sideband_.get(), timeout_ms);
-  } else if (timeout_ms > 0) {
-    usleep(static_cast<useconds_t>(timeout_ms) * 1000);
+bool Sampler::Poll(int timeout_ms) {
+  epoll_event events[4];
+  const int n = epoll_wait(poll_fd_.get(), events, 4, timeout_ms);
+  bool sideband = false;
+  for (int i = 0; i < n; ++i) {
+    if (events[i].data.u32 == kSidebandReady) sideband = true;
+    if (events[i].data.u32 == kRingFilling) ring_woke_ = true;
   }
+  if (sideband && sideband_) perf_buffer__consume(sideband_.get());
+  return ring_woke_;
 }
 
 void Sampler::DrainSideband() {
@@ -229,15 +265,73 @@ bool Sampler::DrainSamples(uint64_t horizon_ns, uint64_t budget_end_ns) {
     on_sample_(rec.data(), rec.size());
     deferred_.pop_front();
   }
-  if (ring_) ring_buffer__consume(ring_.get());
+  // A ring that is filling grows before the work: records land in the
+  // larger one while this drain runs.
+  ring_woke_ = false;
+  MaybeGrowRing();
+  // Replaced rings first: their records are older than the current ring's.
+  // One consumed to its end 50 ms after the swap is done.
+  const uint64_t now = MonotonicNs();
+  size_t done = 0;
+  for (size_t i = 0; i < retiring_.size(); ++i) {
+    const bool old_enough = now - retiring_[i].retired_ns >= kRingRetireNs;
+    if (!ConsumeRing(retiring_[i])) return !out_of_budget_;
+    if (old_enough && done == i) ++done;
+  }
+  for (; done > 0; --done) {
+    epoll_ctl(poll_fd_.get(), EPOLL_CTL_DEL, retiring_.front().fd, nullptr);
+    retiring_.pop_front();
+  }
+  ConsumeRing(ring_);
   return !out_of_budget_;
+}
+
+bool Sampler::ConsumeRing(Ring& ring) {
+  ring_buffer* consumer = ring.consumer.get();
+  return consumer == nullptr || ring_buffer__consume(consumer) >= 0;
+}
+
+void Sampler::MaybeGrowRing() {
+  const uint64_t wakeups = __atomic_load_n(&skel_->bss->ring_wakeups, __ATOMIC_RELAXED);
+  if (wakeups == ring_wakeups_seen_) return;
+  ring_wakeups_seen_ = wakeups;
+  GrowRing();
+}
+
+void Sampler::GrowRing() {
+  if (ring_.bytes >= ring_max_bytes_ || !ring_.consumer) return;
+  const uint64_t bytes = std::min(ring_.bytes * 8, ring_max_bytes_);
+  Ring next;
+  next.bytes = bytes;
+  next.owned.reset(bpf_map_create(BPF_MAP_TYPE_RINGBUF, "samples", 0, 0, static_cast<uint32_t>(bytes), nullptr));
+  next.fd = next.owned.get();
+  if (next.owned.valid()) {
+    next.consumer.reset(ring_buffer__new(next.fd, &Sampler::OnRingbufRecord, this, nullptr));
+  }
+  const uint32_t zero = 0;
+  if (!next.consumer || !Watch(next.fd, EPOLLIN | EPOLLET, kRingFilling) ||
+      bpf_map_update_elem(bpf_map__fd(skel_->maps.sample_rings), &zero, &next.fd, BPF_ANY) != 0) {
+    // No larger ring (memory, RLIMIT_MEMLOCK on old kernels): keep this one,
+    // and records stop waking us for it.
+    spdlog::debug("cannot grow the sample ring to {} MiB: {}", bytes >> 20, strerror(errno));
+    if (next.fd >= 0) epoll_ctl(poll_fd_.get(), EPOLL_CTL_DEL, next.fd, nullptr);
+    ring_max_bytes_ = ring_.bytes;
+    skel_->bss->ring_max_bytes = ring_max_bytes_;
+    return;
+  }
+  spdlog::debug("sample ring grown from {} KiB to {} KiB", ring_.bytes >> 10, bytes >> 10);
+  ring_.retired_ns = MonotonicNs();
+  retiring_.push_back(std::move(ring_));
+  ring_ = std::move(next);
+  ++ring_grows_;
 }
 
 uint64_t Sampler::DiscardSamples() {
   discarding_ = true;
   discarded_ = deferred_.size();
   deferred_.clear();
-  if (ring_) ring_buffer__consume(ring_.get());
+  for (size_t i = 0; i < retiring_.size(); ++i) ConsumeRing(retiring_[i]);
+  ConsumeRing(ring_);
   discarding_ = false;
   return discarded_;
 }
@@ -248,6 +342,9 @@ int Sampler::OnRingbufRecord(void* ctx, void* data, size_t size) {
     ++self->discarded_;
     return 0;
   }
+  // A ring filling up while this drain works grows now (one load from the
+  // mmapped .bss per record).
+  self->MaybeGrowRing();
   uint64_t ts = 0;
   if (size >= sizeof(ts)) memcpy(&ts, data, sizeof(ts));
   if (ts > self->horizon_ns_) {

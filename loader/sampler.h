@@ -27,7 +27,13 @@ struct SamplerOptions {
   EventSpec event;
   uint64_t frequency_hz = 999;
   uint64_t period = 0;  // sample every `period` events instead (perf's -c)
-  uint32_t buffer_mb = 16;
+  uint32_t buffer_mb = 16;           // the largest sample ring
+  // The first sample ring (0: buffer_mb at once). Once a record finds the
+  // ring more than a quarter full (it wakes the loader and counts it), the
+  // ring is replaced by one eight times larger, up to buffer_mb, before the
+  // next record is handled: the ring's pages count twice in RSS from the
+  // start, and a short command must not pay for what a busy machine needs.
+  uint64_t ring_start_bytes = 0;
   bool filter_pids = false;  // only processes in the target set (and their children)
   uint32_t self_pid = 0;
   uint32_t unwind_mode = 0;          // ARCPROF_UNWIND_*
@@ -80,8 +86,10 @@ class Sampler {
   // Opens the sampling events on every online CPU and attaches the program.
   Result<void> Attach(SampleFn on_sample);
 
-  // Waits up to timeout_ms for side-band records and handles those ready.
-  void PollSideband(int timeout_ms);
+  // Waits up to timeout_ms for side-band records or a sample ring that is
+  // filling up, and handles the side-band records ready. Returns true when
+  // the sample ring asked to be drained now (DrainSamples then grows it).
+  bool Poll(int timeout_ms);
   // Handles every pending side-band record / sample.
   void DrainSideband();
   // Handles samples taken up to horizon_ns (CLOCK_MONOTONIC). Later ones wait
@@ -105,6 +113,9 @@ class Sampler {
   // Removes an off-CPU key (its thread exited and its time was read).
   void DeleteOffCpu(uint64_t key);
   uint64_t sideband_lost() const { return sideband_lost_; }
+  // The sample ring in use, and how many times it was replaced by a larger one.
+  uint64_t ring_bytes() const { return ring_.bytes; }
+  uint32_t ring_grows() const { return ring_grows_; }
   const SamplerOptions& options() const { return options_; }
 
  private:
@@ -125,11 +136,38 @@ class Sampler {
     void operator()(perf_buffer* p) const;
   };
 
+  // One sample ring: the skeleton's first one (not owned) or a larger one
+  // made by GrowRing (owned). The consumer goes first: it maps the ring.
+  struct Ring {
+    ScopedFd owned;
+    int fd = -1;
+    uint64_t bytes = 0;
+    uint64_t retired_ns = 0;  // when a larger ring replaced it
+    std::unique_ptr<ring_buffer, RingDeleter> consumer;
+  };
+  // Consumes one ring; false when a record stopped it (horizon or budget).
+  // May run GrowRing (from a record's callback): `ring` is not used after.
+  bool ConsumeRing(Ring& ring);
+  // Grows the ring when a record asked for it since the last look.
+  void MaybeGrowRing();
+  // Puts a ring eight times larger in place of the current one (up to the
+  // largest); the old one is drained first until it is retired.
+  void GrowRing();
+  Result<void> Watch(int fd, uint32_t events, uint32_t tag);
+
   SamplerOptions options_;
   std::unique_ptr<::sample, SkeletonDeleter> skel_;
   std::vector<ScopedFd> event_fds_;
   std::vector<std::unique_ptr<bpf_link, LinkDeleter>> links_;
-  std::unique_ptr<ring_buffer, RingDeleter> ring_;
+  ScopedFd poll_fd_;  // epoll: the side band's buffers and the sample rings
+  Ring ring_;
+  // Replaced rings, oldest first, with older records than ring_'s. A deque:
+  // GrowRing may add one while another is being consumed.
+  std::deque<Ring> retiring_;
+  uint64_t ring_max_bytes_ = 0;
+  uint64_t ring_wakeups_seen_ = 0;
+  uint32_t ring_grows_ = 0;
+  bool ring_woke_ = false;
   std::unique_ptr<perf_buffer, PerfBufferDeleter> sideband_;
   SampleFn on_sample_;
   std::deque<std::vector<uint8_t>> deferred_;  // consumed from the ring, past the horizon

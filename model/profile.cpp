@@ -279,6 +279,38 @@ uint32_t Profile::ThreadIndex(uint32_t pid, uint32_t tid) {
   return it->second;
 }
 
+size_t Profile::FoldThreads(const std::function<std::optional<ThreadRecord>(const ThreadRecord&)>& group_of) {
+  if (multi_host()) return 0;  // captures of one machine only: records by (pid, tid)
+  std::vector<std::optional<ThreadRecord>> groups(threads.size());
+  size_t folded = 0;
+  for (size_t i = 0; i < threads.size(); ++i) {
+    groups[i] = group_of(threads[i]);
+    if (groups[i]) ++folded;
+  }
+  if (folded == 0) return 0;
+  std::vector<ThreadRecord> kept;
+  kept.reserve(threads.size() - folded);
+  thread_index_.clear();
+  for (size_t i = 0; i < threads.size(); ++i) {
+    if (groups[i]) continue;
+    thread_index_.emplace(static_cast<uint64_t>(threads[i].pid) << 32 | threads[i].tid, kept.size());
+    kept.push_back(std::move(threads[i]));
+  }
+  for (size_t i = 0; i < threads.size(); ++i) {
+    if (!groups[i]) continue;
+    ThreadRecord& g = *groups[i];
+    auto [it, inserted] = thread_index_.try_emplace(static_cast<uint64_t>(g.pid) << 32 | g.tid,
+                                                    static_cast<uint32_t>(kept.size()));
+    if (inserted) {
+      g.tree = CallTree();
+      kept.push_back(std::move(g));
+    }
+    kept[it->second].tree.Merge(threads[i].tree);
+  }
+  threads = std::move(kept);
+  return folded;
+}
+
 uint64_t Profile::total_samples() const {
   uint64_t total = 0;
   for (const ThreadRecord& t : threads) total += t.tree.total(kSamplesValue);

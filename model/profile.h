@@ -255,6 +255,14 @@ struct Profile {
   uint32_t ThreadIndex(uint32_t pid, uint32_t tid);
   // The same, for thread (pid, tid) of machine `host` ("" = ThreadIndex(pid, tid)).
   uint32_t ThreadIndex(const std::string& host, uint32_t pid, uint32_t tid);
+  // Sums threads into group records and removes them: for each thread,
+  // group_of returns the record it goes into (pid, tid and names; found by
+  // pid and tid, made from these when new), or nothing to keep the thread.
+  // Trees are summed node by node, so every total by frame, stack, process
+  // name and value type stays what it was; only the split among the folded
+  // threads is gone. Thread indices change. Returns how many were folded.
+  // (One-shot `record` under thread churn: loader/recording_session.cpp.)
+  size_t FoldThreads(const std::function<std::optional<ThreadRecord>(const ThreadRecord&)>& group_of);
   // True when threads carry their host (a merge of captures from several machines).
   bool multi_host() const { return !host_thread_index_.empty(); }
   uint64_t total_samples() const;

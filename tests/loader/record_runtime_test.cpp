@@ -1,12 +1,16 @@
 // Runtime tests: the real arcprof binary, real BPF programs in this kernel,
 // real processes with known frames.
 #include <gtest/gtest.h>
+#include <fcntl.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <set>
 #include <thread>
 
@@ -19,6 +23,9 @@ namespace {
 const std::string kArcprof = ARCPROF_BIN;
 const std::string kGroundTruth = std::string(ARCPROF_TEST_PROGRAMS) + "/ground_truth";
 const std::string kStormChild = std::string(ARCPROF_TEST_PROGRAMS) + "/storm_child";
+const std::string kThreadChurn = std::string(ARCPROF_TEST_PROGRAMS) + "/thread_churn";
+// ShortCommandPeakRssIsSmall's threshold (KiB): see there.
+constexpr long kShortCommandPeakRssKib = 60 * 1024;
 
 // Seconds the process has run on a CPU (/proc/PID/schedstat, nanoseconds).
 double OnCpuSeconds(pid_t pid) {
@@ -231,6 +238,78 @@ TEST(RecordRuntime, ProcessStormIsSymbolized) {
       << symbolized << " of " << samples;
   // The rest is exec, the dynamic loader and exit: about 10% for 20 ms processes.
   EXPECT_GE(static_cast<double>(in_work), 0.8 * static_cast<double>(samples));
+}
+
+// Peak RSS (KiB, ru_maxrss) of a run of argv to completion, and its exit code.
+std::pair<int, long> PeakRssKib(const std::vector<std::string>& argv) {
+  pid_t pid = fork();
+  if (pid == 0) {
+    int null = open("/dev/null", O_WRONLY);
+    dup2(null, 1);
+    dup2(null, 2);
+    std::vector<char*> a;
+    for (const auto& s : argv) a.push_back(const_cast<char*>(s.c_str()));
+    a.push_back(nullptr);
+    execv(a[0], a.data());
+    _exit(127);
+  }
+  int status = 0;
+  rusage usage{};
+  wait4(pid, &status, 0, &usage);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), usage.ru_maxrss};
+}
+
+// A short command must not pay for a long one: the sample ring starts small
+// (grown only while records fill it) and `record -- /bin/true` stays far
+// below the 171 MB it took with a fixed 64 MiB ring mapped twice
+// (docs/performance.md, "record -- /bin/true"). The threshold is set from
+// the spread of ten runs with margin, not at the 50 MB goal.
+TEST(RecordRuntime, ShortCommandPeakRssIsSmall) {
+  ARCPROF_REQUIRE_RECORD_CAPABLE();
+  TempDir tmp;
+  long worst = 0;
+  for (int i = 0; i < 3; ++i) {
+    auto [code, kib] = PeakRssKib({kArcprof, "record", "-q", "-o", tmp.path("true.db"), "--", "/bin/true"});
+    ASSERT_EQ(code, 0);
+    worst = std::max(worst, kib);
+  }
+  std::cout << "peak RSS of record -- /bin/true, worst of 3: " << worst << " KiB\n";
+  EXPECT_LT(worst, kShortCommandPeakRssKib) << "peak RSS of record -- /bin/true: " << worst << " KiB";
+}
+
+// A one-shot record past its thread-record budget folds exited threads into
+// "[exited threads]" of their process: the capture holds far fewer records
+// than threads, and every sample is still there, in the same functions.
+TEST(RecordRuntime, ExitedThreadsFoldPastTheRecordBudget) {
+  ARCPROF_REQUIRE_RECORD_CAPABLE();
+  TempDir tmp;
+  const std::string db = tmp.path("threads.db");
+  Subprocess rec({kArcprof, "record", "-q", "--max-thread-records", "64", "-o", db, "--", kThreadChurn, "1200",
+                  "2"});
+  ASSERT_EQ(rec.Wait(), 0) << rec.stderr_text();
+  Profile p = LoadCapture(db);
+  ASSERT_TRUE(p.counters.count("threads_folded")) << "nothing was folded";
+  EXPECT_GE(p.counters.at("threads_folded"), 400);
+  EXPECT_LT(p.threads.size(), 600u);
+  EXPECT_EQ(static_cast<int64_t>(p.total_samples()), p.counters.at("samples_total"));
+  uint64_t group = 0, group_work = 0, work = 0;
+  for (const ThreadRecord& t : p.threads) {
+    const auto leaves = LeafCounts(p, [&](const ThreadRecord& r) { return &r == &t; });
+    const uint64_t in_work = leaves.count("thread_work") ? leaves.at("thread_work") : 0;
+    work += in_work;
+    if (t.tid == 0xffffffffu) {
+      EXPECT_EQ(t.comm, "[exited threads]");
+      EXPECT_EQ(t.process_comm, "thread_churn");
+      group += t.tree.total();
+      group_work += in_work;
+    }
+  }
+  std::cout << p.threads.size() << " thread records, " << p.counters.at("threads_folded") << " folded, "
+            << work << " samples in thread_work, " << group_work << " of " << group << " in the group\n";
+  // 1,200 threads x 2 ms at 999 Hz: about 2,400 samples in thread_work.
+  EXPECT_GT(work, 1500u);
+  EXPECT_GT(group, 0u);
+  EXPECT_GE(static_cast<double>(group_work), 0.8 * static_cast<double>(group)) << group_work << " of " << group;
 }
 
 TEST(RecordRuntime, CtrlCWritesCompleteCaptureAndDetaches) {

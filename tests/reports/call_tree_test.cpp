@@ -4,6 +4,7 @@
 // open-addressing child index.
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <vector>
 
 #include "model/frame_name.h"
@@ -143,6 +144,51 @@ TEST(CallTree, NamesInternedOnceAndDisplayNamesMerge) {
   EXPECT_EQ(InternName(names, "work"), display(fa));
   EXPECT_NE(InternName(names, "work", names.InternModule("[thread]")), display(fa));
   EXPECT_EQ(names.at(display(12345)).symbol, "[bad frame id]");
+}
+
+// A one-shot record folds exited threads (Profile::FoldThreads): the folded
+// threads' trees are summed node by node into their group, groups found again
+// by pid and tid (an existing group record takes more), the kept threads keep
+// their trees and are found by ThreadIndex; every total stays.
+TEST(CallTree, FoldThreadsSumsTreesAndKeepsTotals) {
+  Profile p;
+  const uint32_t ab[] = {1, 2};
+  const uint32_t ac[] = {1, 3};
+  for (uint32_t tid = 10; tid < 16; ++tid) {
+    ThreadRecord& t = p.threads[p.ThreadIndex(7, tid)];
+    t.comm = "worker";
+    t.process_comm = "prog";
+    t.tree.AddStack(tid % 2 ? ab : ac, tid);
+  }
+  const uint64_t total = p.total_samples();
+  auto fold_odd = [](const ThreadRecord& t) -> std::optional<ThreadRecord> {
+    if (t.tid % 2 == 0 || t.tid == 0xffffffffu) return std::nullopt;
+    ThreadRecord g;
+    g.pid = t.pid;
+    g.tid = 0xffffffffu;
+    g.comm = "[exited threads]";
+    g.process_comm = t.process_comm;
+    return g;
+  };
+  EXPECT_EQ(p.FoldThreads(fold_odd), 3u);
+  ASSERT_EQ(p.threads.size(), 4u);
+  EXPECT_EQ(p.total_samples(), total);
+  const ThreadRecord& g = p.threads[p.ThreadIndex(7, 0xffffffffu)];
+  EXPECT_EQ(g.comm, "[exited threads]");
+  EXPECT_EQ(g.process_comm, "prog");
+  EXPECT_EQ(g.tree.total(), 11u + 13u + 15u);
+  EXPECT_EQ(g.tree.size(), 3u);  // root, 1, 1 -> 2: the three stacks were one
+  EXPECT_EQ(p.threads[p.ThreadIndex(7, 12)].tree.total(), 12u);
+  EXPECT_EQ(p.threads.size(), 4u);  // ThreadIndex found them all
+
+  // A later fold adds to the existing group record.
+  p.threads[p.ThreadIndex(7, 17)].tree.AddStack(ab, 100);
+  EXPECT_EQ(p.FoldThreads(fold_odd), 1u);
+  EXPECT_EQ(p.threads.size(), 4u);
+  EXPECT_EQ(p.threads[p.ThreadIndex(7, 0xffffffffu)].tree.total(), 139u);
+  EXPECT_EQ(p.threads[p.ThreadIndex(7, 0xffffffffu)].tree.size(), 3u);
+  EXPECT_EQ(p.total_samples(), total + 100);
+  EXPECT_EQ(p.FoldThreads([](const ThreadRecord&) { return std::optional<ThreadRecord>(); }), 0u);
 }
 
 }  // namespace
