@@ -124,14 +124,17 @@ inline OtlpContent CaptureContent(const model::Profile& profile) {
   // cpu: PTT's time where measured, else samples x the declared period.
   const uint64_t f = profile.meta.frequency_hz;
   const int64_t period = f > 0 ? static_cast<int64_t>((1'000'000'000 + f / 2) / f) : 0;
+  // A type without any value has no total (the export writes no zero values).
+  int64_t cpu_total = 0;
   if (auto cpu = model::Metric::Select(profile, "cpu")) {
     const model::Metric ns = cpu->InNanoseconds();
     for (const model::ThreadRecord& thread : profile.threads) {
-      c.totals["cpu"] += ns.CpuMeasured(thread) ? static_cast<int64_t>(ns.Total(thread))
-                                                : static_cast<int64_t>(thread.tree.total()) * period;
+      cpu_total += ns.CpuMeasured(thread) ? static_cast<int64_t>(ns.Total(thread))
+                                          : static_cast<int64_t>(thread.tree.total()) * period;
     }
   }
-  if (c.totals.count("offcpu")) c.totals["wall"] = c.totals["cpu"] + c.totals["offcpu"];
+  if (cpu_total != 0) c.totals["cpu"] = cpu_total;
+  if (c.totals.count("offcpu")) c.totals["wall"] = cpu_total + c.totals["offcpu"];
   return c;
 }
 
