@@ -484,11 +484,24 @@ void SampleProcessor::ReleaseFrames(const std::vector<uint32_t>& ids) {
 // A thread's first sample, or a new name (exec): the process's command line
 // and name are taken now, while the symbolizer still knows the process (it
 // forgets processes some time after they exit).
+model::ProcessIdentity ProcessIdentityOf(const ProcessInfo& p) {
+  model::ProcessIdentity id;
+  id.container_id = p.cgroup.container_id;
+  id.container_runtime = p.cgroup.container_runtime;
+  id.pod_uid = p.cgroup.pod_uid;
+  id.qos_class = p.cgroup.qos_class;
+  id.cgroup = p.cgroup.cgroup;
+  id.service_name = model::ServiceName(p.cgroup.unit, p.otel_service_name, p.cgroup.container_id, p.comm);
+  id.ns_pid = p.ns_pid;
+  return id;
+}
+
 void SampleProcessor::Rename(ThreadRecord& t, std::string_view comm) {
   t.comm = comm;
   if (const ProcessInfo* p = symbolizer_.Process(t.pid)) {
     t.cmdline = p->cmdline;
     t.process_comm = p->comm;
+    t.identity = ProcessIdentityOf(*p);
   }
   // The leader's name in the sample is the process's name at that time, even
   // when the exec event that renamed it is not applied yet.
@@ -501,7 +514,8 @@ size_t SampleProcessor::WindowBytes() const {
   constexpr size_t kIndexEntry = 40;
   size_t bytes = 0;
   for (const ThreadRecord& t : window_.threads) {
-    bytes += sizeof(ThreadRecord) + t.comm.capacity() + t.process_comm.capacity() + t.cmdline.capacity();
+    bytes += sizeof(ThreadRecord) + t.comm.capacity() + t.process_comm.capacity() + t.cmdline.capacity() +
+             t.identity.cgroup.capacity() + t.identity.container_id.capacity() + t.identity.service_name.capacity();
     const size_t columns = t.tree.value_columns();
     bytes += t.tree.size() * (sizeof(CallTree::Node) + columns * sizeof(uint64_t) + kIndexEntry) * 5 / 4;
   }
@@ -530,6 +544,7 @@ Profile SampleProcessor::TakeWindow() {
     if (const ProcessInfo* p = symbolizer_.Process(t.pid)) {
       t.cmdline = p->cmdline;
       t.process_comm = p->comm;
+      t.identity = ProcessIdentityOf(*p);
     }
     if (t.process_comm.empty() && t.tid == t.pid) t.process_comm = t.comm;
     if (t.comm.empty()) t.comm = std::string(symbolizer_.ThreadName(t.pid, t.tid));

@@ -29,6 +29,11 @@ namespace arcprof {
 
 enum class CallGraphMode { kFramePointer, kDwarf, kHybrid };
 
+// The identity a capture keeps for a process the symbolizer knows
+// (model/process_identity.h): its cgroup's container, pod and unit, the
+// service name those and its environment give, its namespaced pid.
+model::ProcessIdentity ProcessIdentityOf(const ProcessInfo& process);
+
 class SampleProcessor {
  public:
   // With an unwinder, user stacks are unwound from the copied stack (dwarf,

@@ -19,6 +19,7 @@
 
 #include "common/frame.h"
 #include "model/flat_index.h"
+#include "model/process_identity.h"
 #include "model/ptt_data.h"
 
 namespace arcprof::model {
@@ -210,6 +211,9 @@ struct ThreadRecord {
   // The machine, in a merge of several hosts (`arcprof merge`): every view puts
   // it above the process. "" in a capture of one machine.
   std::string host;
+  // Its process's container, pod, service, cgroup and namespaced pid
+  // (model/process_identity.h); empty in captures older than schema 6.
+  ProcessIdentity identity;
   // What the thread did: its call tree.
   CallTree tree;
 };

@@ -79,6 +79,7 @@ void MergeProfile(Profile& into, const Profile& from) {
     if (!thread.comm.empty()) dest.comm = thread.comm;
     if (!thread.process_comm.empty()) dest.process_comm = thread.process_comm;
     if (!thread.cmdline.empty()) dest.cmdline = thread.cmdline;
+    if (!thread.identity.empty()) dest.identity = thread.identity;
     dest.tree.Merge(thread.tree, frames, types);
   }
   for (const auto& [name, value] : from.counters) into.counters[name] += value;

@@ -43,7 +43,7 @@ Result<Profile> ScopeProfile(const Profile& profile, const ExportOptions& option
     ThreadRecord& dest = out.threads[index];
     CallTree tree = std::move(dest.tree);
     dest = ThreadRecord{thread.pid, thread.tid, thread.comm, thread.process_comm, thread.cmdline,
-                        thread.host, {}};
+                        thread.host, thread.identity, {}};
     // With --root, a node is kept only at or below a matching frame; samples
     // without any frame stay with their thread only without --root.
     if (root_frame.empty()) {

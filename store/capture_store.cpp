@@ -142,6 +142,12 @@ struct SmallTable {
 };
 constexpr SmallTable kModulesRows = {"modules", "tt"};       // path, build_id
 constexpr SmallTable kThreadsRows = {"threads", "iiittt"};   // capture_id, pid, tid, comm, process_comm, cmdline
+// Schema 6: the same and the process's identity (model/process_identity.h):
+// ns_pid, container_id, container_runtime, pod_uid, qos_class, service_name, cgroup.
+constexpr SmallTable kThreadsRows6 = {"threads", "iiitttitttttt"};
+const SmallTable& ThreadsRows(int schema_version) {
+  return schema_version >= 6 ? kThreadsRows6 : kThreadsRows;
+}
 constexpr SmallTable kCountersRows = {"counters", "iti"};    // window_id, name, value
 constexpr SmallTable kSmallTables[] = {kModulesRows, kThreadsRows, kCountersRows};
 
@@ -493,7 +499,7 @@ Result<void> FillCapture(Writer& w, const Profile& profile, int schema_version) 
   // Schema 5: the small tables' rows, written as row blocks at the end.
   const bool row_blocks = schema_version >= 5;
   RowBlock modules_rows{kModulesRows.kinds, 0, {}, {}};
-  RowBlock threads_rows{kThreadsRows.kinds, 0, {}, {}};
+  RowBlock threads_rows{ThreadsRows(schema_version).kinds, 0, {}, {}};
   RowBlock counters_rows{kCountersRows.kinds, 0, {}, {}};
 
   auto meta = w.Prepare("INSERT INTO meta (capture_id, key, value) VALUES (?, ?, ?)");
@@ -547,6 +553,12 @@ Result<void> FillCapture(Writer& w, const Profile& profile, int schema_version) 
       threads_rows.ints.insert(threads_rows.ints.end(),
                                {static_cast<uint64_t>(capture_of(t)), uint64_t{t.pid}, uint64_t{t.tid}});
       threads_rows.texts.insert(threads_rows.texts.end(), {t.comm, t.process_comm, t.cmdline});
+      if (schema_version >= 6) {
+        const model::ProcessIdentity& id = t.identity;
+        threads_rows.ints.push_back(id.ns_pid);
+        threads_rows.texts.insert(threads_rows.texts.end(), {id.container_id, id.container_runtime, id.pod_uid,
+                                                             id.qos_class, id.service_name, id.cgroup});
+      }
     }
   } else {
     auto thread = w.Prepare(
@@ -989,7 +1001,10 @@ class Reader {
 // a table's blocks in id order).
 Result<void> Reader::ReadRowBlocks() {
   int64_t next_block = 0;
-  for (const SmallTable& table : kSmallTables) row_blocks_[table.name] = RowBlock{table.kinds, 0, {}, {}};
+  for (const SmallTable& table : kSmallTables) {
+    const char* kinds = table.name == kThreadsRows.name ? ThreadsRows(schema_version_).kinds : table.kinds;
+    row_blocks_[table.name] = RowBlock{kinds, 0, {}, {}};
+  }
   return ForEachRow(
       "SELECT id, name, raw_bytes, data FROM row_blocks ORDER BY id", 0b10, 0,
       [&](sqlite3_stmt* s) -> Result<void> {
@@ -1405,11 +1420,14 @@ Result<Profile> Reader::ReadAll() {
     auto rows = SmallTableRows(
         kThreadsRows, "SELECT id, capture_id, pid, tid, comm, process_comm, cmdline FROM threads ORDER BY id");
     if (!rows) return rows.error();
+    // Schema 6 rows carry the process identity: one integer and six texts more.
+    const bool identity = schema_version_ >= 6;
+    const size_t ints = identity ? 4 : 3, texts = identity ? 9 : 3;
     for (size_t t = 0; t < rows->rows; ++t) {
-      const uint64_t capture = rows->ints[3 * t], pid = rows->ints[3 * t + 1], tid = rows->ints[3 * t + 2];
-      const std::string& comm = rows->texts[3 * t];
-      const std::string& process_comm = rows->texts[3 * t + 1];
-      const std::string& cmdline = rows->texts[3 * t + 2];
+      const uint64_t capture = rows->ints[ints * t], pid = rows->ints[ints * t + 1], tid = rows->ints[ints * t + 2];
+      const std::string& comm = rows->texts[texts * t];
+      const std::string& process_comm = rows->texts[texts * t + 1];
+      const std::string& cmdline = rows->texts[texts * t + 2];
       if (pid > UINT32_MAX || tid > UINT32_MAX) {  // negative ones too (bit cast)
         return Corrupt("thread " + std::to_string(t) + " has an invalid pid or tid");
       }
@@ -1417,7 +1435,28 @@ Result<Profile> Reader::ReadAll() {
         return Corrupt("thread " + std::to_string(t) + " has a name longer than " + std::to_string(kMaxNameBytes) +
                        " bytes");
       }
-      if (auto r = Spend(sizeof(ThreadRecord) + sizeof(CallTree) + comm.size() + process_comm.size() + cmdline.size());
+      model::ProcessIdentity process;
+      uint64_t identity_bytes = 0;
+      if (identity) {
+        const uint64_t ns_pid = rows->ints[ints * t + 3];
+        if (ns_pid > UINT32_MAX) return Corrupt("thread " + std::to_string(t) + " has an invalid namespaced pid");
+        process.ns_pid = static_cast<uint32_t>(ns_pid);
+        std::string* fields[] = {&process.container_id, &process.container_runtime, &process.pod_uid,
+                                 &process.qos_class,    &process.service_name,      &process.cgroup};
+        for (size_t f = 0; f < std::size(fields); ++f) {
+          const std::string& raw = rows->texts[texts * t + 3 + f];
+          // A cgroup path of 4,096 bytes, each escaped as \xNN at worst.
+          if (raw.size() > 4 * kMaxNameBytes) {
+            return Corrupt("thread " + std::to_string(t) + " has a container, pod, service or cgroup field of " +
+                           std::to_string(raw.size()) + " bytes (at most " + std::to_string(4 * kMaxNameBytes) +
+                           ")");
+          }
+          identity_bytes += raw.size();
+          *fields[f] = EscapeControl(raw);
+        }
+      }
+      if (auto r = Spend(sizeof(ThreadRecord) + sizeof(CallTree) + comm.size() + process_comm.size() + cmdline.size() +
+                         identity_bytes);
           !r) {
         return r.error();
       }
@@ -1434,6 +1473,7 @@ Result<Profile> Reader::ReadAll() {
       thread.comm = EscapeControl(comm);
       thread.process_comm = EscapeControl(process_comm);
       thread.cmdline = EscapeControl(cmdline);
+      if (identity) thread.identity = std::move(process);
       thread_ids.push_back(index);
     }
   }

@@ -19,7 +19,7 @@ inline constexpr const char* kDefaultCapturePath = "arcprof.db";
 inline constexpr int32_t kCaptureApplicationId = 0x61726370;
 // The schema this build writes and the newest one it reads. Bumped only when an
 // older reader would misread a newer file (see docs/capture-format.md).
-inline constexpr int kCaptureSchemaVersion = 5;
+inline constexpr int kCaptureSchemaVersion = 6;
 
 // The table `arcprof push` adds to a capture to mark the windows it sent. Kept
 // here with the rest of the schema: readers accept exactly these tables.
@@ -44,7 +44,8 @@ struct CaptureWriteOptions {
   // kCaptureSchemaVersion (compact blocks), or an older one: 1 (a row per
   // frame and node) for tools that read only schema 1; 2, 3 or 4 for
   // comparisons and for tests that break rows of the threads, modules or
-  // counters tables (schema 5 keeps those as row blocks).
+  // counters tables (schema 5 keeps those as row blocks); 5 has no process
+  // identity (container, pod, service).
   int schema_version = kCaptureSchemaVersion;
 };
 Result<void> WriteCapture(const std::string& path, const model::Profile& profile,

@@ -46,6 +46,36 @@ std::string ProcessRegistry::ProcPath(uint32_t pid, std::string_view leaf) const
   return fmt::format("{}/{}/{}", proc_root_, pid, leaf);
 }
 
+Result<std::string> ReadFileStart(const std::string& path, size_t max) {
+  ScopedFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+  if (!fd.valid()) return MakeError(path + ": " + std::strerror(errno));
+  std::string text(max, '\0');
+  size_t size = 0;
+  while (size < max) {
+    ssize_t n = read(fd.get(), text.data() + size, max - size);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return MakeError(path + ": " + std::strerror(errno));
+    }
+    if (n == 0) break;
+    size += static_cast<size_t>(n);
+  }
+  text.resize(size);
+  return text;
+}
+
+void ProcessRegistry::ReadIdentity(uint32_t pid, Record& record) {
+  auto cgroup = ReadFileStart(ProcPath(pid, "cgroup"), procfs::kCgroupFileMax);
+  if (!cgroup.ok()) return;
+  record.info.cgroup = procfs::ParseProcCgroup(*cgroup);
+  record.info.otel_service_name.clear();
+  if (procfs::HasServiceUnit(record.info.cgroup)) return;
+  // Readable where arcprof may read it (root: always); the first 64 KiB only.
+  if (auto env = ReadFileStart(ProcPath(pid, "environ"), procfs::kEnvironReadMax); env.ok()) {
+    record.info.otel_service_name = procfs::EnvironValue(*env, "OTEL_SERVICE_NAME");
+  }
+}
+
 void ProcessRegistry::ReadDetails(uint32_t pid, Record& record, bool with_status) {
   auto raw = ReadWholeFile(ProcPath(pid, "cmdline"));
   // Gone already (a short process whose exec event is applied after its
@@ -55,6 +85,9 @@ void ProcessRegistry::ReadDetails(uint32_t pid, Record& record, bool with_status
     std::string cmdline = procfs::ParseCmdline(*raw);
     if (!cmdline.empty()) record.info.cmdline = std::move(cmdline);
   }
+  // Who it is (container, pod, unit): once per exec, where a runtime has
+  // placed the process before it runs the payload.
+  ReadIdentity(pid, record);
   if (!with_status) return;
   if (auto text = ReadWholeFile(ProcPath(pid, "status")); text.ok()) {
     if (auto status = procfs::ParseStatus(*text); status.ok()) {
@@ -145,7 +178,10 @@ size_t ProcessRegistry::bytes() const {
   constexpr size_t kNode = 2 * sizeof(void*);
   size_t n = snapshot_attempted_.size() * (kNode + sizeof(uint32_t));
   for (const auto& [pid, record] : records_) {
-    n += kNode + sizeof(pid) + sizeof(Record) + str(record.info.comm) + str(record.info.cmdline);
+    const procfs::CgroupIdentity& c = record.info.cgroup;
+    n += kNode + sizeof(pid) + sizeof(Record) + str(record.info.comm) + str(record.info.cmdline) +
+         str(record.info.otel_service_name) + str(c.container_id) + str(c.container_runtime) + str(c.pod_uid) +
+         str(c.qos_class) + str(c.unit) + str(c.cgroup);
     for (const auto& [tid, name] : record.thread_names) n += kNode + sizeof(tid) + sizeof(name) + str(name);
   }
   return n;

@@ -58,8 +58,12 @@ class ProcessRegistry {
   size_t bytes() const;
 
  private:
-  // Command line and, with_status, uid and namespaced pid of a live process.
+  // Command line, identity (ReadIdentity) and, with_status, uid and
+  // namespaced pid of a live process.
   void ReadDetails(uint32_t pid, Record& record, bool with_status);
+  // Container, pod and unit from /proc/PID/cgroup; OTEL_SERVICE_NAME from the
+  // environment when no unit names the service. Both reads are bounded.
+  void ReadIdentity(uint32_t pid, Record& record);
 
   std::string proc_root_;
   std::unordered_map<uint32_t, Record> records_;
@@ -68,5 +72,7 @@ class ProcessRegistry {
 
 // Reads a whole (small, /proc or kallsyms) file.
 Result<std::string> ReadWholeFile(const std::string& path);
+// Reads at most the first `max` bytes of a file.
+Result<std::string> ReadFileStart(const std::string& path, size_t max);
 
 }  // namespace arcprof

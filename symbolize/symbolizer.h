@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "common/frame.h"
+#include "symbolize/cgroup_parse.h"
 #include "symbolize/jit_source.h"
 
 namespace arcprof {
@@ -56,6 +57,11 @@ struct ProcessInfo {
   std::string cmdline;
   uint32_t uid = 0;
   uint32_t ns_pid = 0;  // pid in its innermost pid namespace (perf maps in containers); 0 unknown
+  // Its container, pod and systemd unit from /proc/PID/cgroup, and
+  // OTEL_SERVICE_NAME from its environment when no unit names it (read at
+  // exec and snapshot, a fork's copied; kept after exit like the rest).
+  procfs::CgroupIdentity cgroup;
+  std::string otel_service_name;
 };
 
 struct SymbolizerOptions {

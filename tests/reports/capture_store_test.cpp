@@ -215,6 +215,42 @@ TEST(CaptureStore, OlderSchemasReadTheSame) {
   EXPECT_LT(sizes[4], sizes[3]);  // schema 5: sparse off-CPU values, NUL-ended symbols, small tables as blocks
 }
 
+// Schema 6: each thread keeps its process's identity (container, pod,
+// service, cgroup, namespaced pid); older schemas read with none.
+TEST(CaptureStore, ProcessIdentityRoundTrips) {
+  TempDir dir;
+  Profile original = SampleProfile();
+  ASSERT_GE(original.threads.size(), 2u);
+  model::ProcessIdentity& id = original.threads[0].identity;
+  id.container_id = std::string(64, 'a');
+  id.container_runtime = "containerd";
+  id.pod_uid = "12345678-90ab-cdef-1234-567890abcdef";
+  id.qos_class = "burstable";
+  id.service_name = "checkout";
+  id.cgroup = "/kubepods.slice/x/cri-containerd-" + std::string(64, 'a') + ".scope";
+  id.ns_pid = 1;
+  original.threads[1].identity.service_name = "nginx";
+  original.threads[1].identity.cgroup = "/system.slice/nginx.service";
+  const std::string path = dir.File("identity.db");
+  ASSERT_TRUE(WriteCapture(path, original).ok());
+  auto read = ReadCapture(path);
+  ASSERT_TRUE(read.ok()) << read.error().message;
+  for (const ThreadRecord& t : original.threads) {
+    bool found = false;
+    for (const ThreadRecord& r : read->threads) {
+      if (r.pid != t.pid || r.tid != t.tid) continue;
+      found = true;
+      EXPECT_EQ(r.identity, t.identity) << t.pid << "/" << t.tid;
+    }
+    EXPECT_TRUE(found);
+  }
+  const std::string old = dir.File("v5.db");
+  ASSERT_TRUE(WriteCapture(old, original, {.schema_version = 5}).ok());
+  auto v5 = ReadCapture(old);
+  ASSERT_TRUE(v5.ok()) << v5.error().message;
+  for (const ThreadRecord& t : v5->threads) EXPECT_TRUE(t.identity.empty());
+}
+
 // Schema 2 is a fraction of schema 1 for deep, bushy trees (the point of it).
 TEST(CaptureStore, Schema2IsSmallerThanSchema1) {
   TempDir dir;
@@ -432,8 +468,8 @@ TEST(CaptureErrors, NewerSchemaVersionInTheHeader) {
   TempDir dir;
   const std::string path = dir.File("arcprof.db");
   ASSERT_TRUE(WriteCapture(path, SampleProfile()).ok());
-  ExecSql(path, "PRAGMA user_version = 6;");
-  ExpectCaptureError(path, "capture schema version 6 is newer than this arcprof reads (5); upgrade arcprof");
+  ExecSql(path, "PRAGMA user_version = 7;");
+  ExpectCaptureError(path, "capture schema version 7 is newer than this arcprof reads (6); upgrade arcprof");
 }
 
 TEST(CaptureErrors, NewerSchemaVersionInMeta) {
