@@ -2,6 +2,7 @@
 #include "cli/error_stream.h"
 
 #include "cli/exit_codes.h"
+#include "cli/report_cli.h"
 
 #include <sstream>
 #include <vector>
@@ -36,13 +37,7 @@ DiffCommand::DiffCommand(CLI::App& app) {
   command_->add_option("--format", format_, "Table format")
       ->check(CLI::IsMember({"text", "json"}))
       ->capture_default_str();
-  command_->add_option("--pid", options_.filter.pids, "Only these processes (comma-separated pids)")
-      ->delimiter(',');
-  command_->add_option("--tid", options_.filter.tids, "Only these threads (comma-separated tids)")
-      ->delimiter(',');
-  command_->add_option("--comm", options_.filter.comms,
-                       "Only processes or threads with these names (comma-separated)")
-      ->delimiter(',');
+  AddFilterOptions(command_, options_.filter);
   command_->add_option("--root", options_.root,
                        "Only the subtrees under frames with this name (or whole-name regex)");
   command_->add_option("--min", options_.min_percent,

@@ -37,6 +37,8 @@ std::string Names(const Table& table) {
   return names;
 }
 
+}  // namespace
+
 void AddFilterOptions(CLI::App* command, ThreadFilter& filter) {
   command->add_option("--pid", filter.pids, "Only these processes (comma-separated pids)")
       ->delimiter(',');
@@ -45,9 +47,15 @@ void AddFilterOptions(CLI::App* command, ThreadFilter& filter) {
   command->add_option("--comm", filter.comms,
                       "Only processes or threads with these names (comma-separated)")
       ->delimiter(',');
+  command->add_option("--container", filter.containers,
+                      "Only processes in these containers (ids or id prefixes, comma-separated)")
+      ->delimiter(',');
+  command->add_option("--service", filter.services, "Only processes of these services (comma-separated)")
+      ->delimiter(',');
+  command->add_option("--cgroup", filter.cgroups,
+                      "Only processes in this cgroup or below it (a path like /system.slice/nginx.service; "
+                      "repeatable)");
 }
-
-}  // namespace
 
 void AddStoreRangeOptions(CLI::App* command, StoreRange& range) {
   command->add_option("--store", range.store_dir,
@@ -118,6 +126,9 @@ ReportCommands::ReportCommands(CLI::App& app)
                       "Fold frames below this percentage of the samples into [pruned]")
       ->check(CLI::Range(0.0, 100.0));
   export_->add_flag("--icicle", export_options_.icicle, "Flame graphs: draw top-down");
+  export_->add_option("--group-by", export_options_.group_by,
+                      "folded, svg, html: put the service, container or pod above the process")
+      ->check(CLI::IsMember({"service", "container", "pod"}));
   export_->add_flag("--by-tid", export_timeline_by_tid_, "timeline-svg: one line per thread");
   AddStoreRangeOptions(export_, export_range_);
   export_->add_option("--metric", export_options_.metric,

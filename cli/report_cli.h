@@ -28,6 +28,10 @@
 
 namespace arcprof::cli {
 
+// The thread selection of every view, export and diff: --pid, --tid, --comm,
+// --container, --service, --cgroup (model/thread_filter.h).
+void AddFilterOptions(CLI::App* command, model::ThreadFilter& filter);
+
 // --store/--since/--until: read a range of a continuous store (store/profile_source.h).
 void AddStoreRangeOptions(CLI::App* command, store::StoreRange& range);
 

@@ -13,6 +13,18 @@ bool ThreadFilter::Matches(const ThreadRecord& thread) const {
   if (!comms.empty() && !contains(comms, thread.process_comm) && !contains(comms, thread.comm)) {
     return false;
   }
+  const ProcessIdentity& id = thread.identity;
+  if (!containers.empty() && std::none_of(containers.begin(), containers.end(), [&](const std::string& c) {
+        return ContainerIdMatches(id, c);
+      })) {
+    return false;
+  }
+  if (!services.empty() && !contains(services, id.service_name)) return false;
+  if (!cgroups.empty() && std::none_of(cgroups.begin(), cgroups.end(), [&](const std::string& path) {
+        return CgroupContains(path, id.cgroup);
+      })) {
+    return false;
+  }
   return true;
 }
 

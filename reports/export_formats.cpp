@@ -7,6 +7,7 @@
 #include "reports/arcflow.h"
 #include "reports/export_scope.h"
 #include "reports/export_text.h"
+#include "reports/folded.h"
 #include "reports/otlp.h"
 #include "reports/pprof.h"
 #include "reports/speedscope.h"
@@ -51,7 +52,8 @@ Result<Selection> Select(const Profile& profile, const ExportOptions& options) {
     if (whole == 0) return MakeError("the capture holds no samples; record a busier workload or a longer time");
     return MakeError(options.filter.empty()
                          ? "no samples under --root '" + options.root + "'"
-                         : "no samples match the --pid/--tid/--comm filter; list the threads with `arcprof report --by pid,tid`");
+                         : "no samples match the --pid/--tid/--comm/--container/--service/--cgroup filter; list "
+                           "the threads with `arcprof report --by pid,tid` (containers: --by container)");
   }
   return s;
 }
@@ -84,7 +86,7 @@ std::string CaptureSubtitle(const Profile& profile, uint64_t selected_samples) {
 Result<FlameTree> ExportFlameTree(const Profile& profile, const ExportOptions& options) {
   auto selection = Select(profile, options);
   if (!selection) return selection.error();
-  return FlameTreeFromProfile(*selection->profile, selection->filter, selection->metric);
+  return FlameTreeFromProfile(*selection->profile, selection->filter, selection->metric, options.group_by);
 }
 
 Result<void> ExportSvg(const Profile& profile, const ExportOptions& options, std::ostream& out) {
@@ -116,6 +118,13 @@ Result<void> ExportOtlp(const Profile& profile, const ExportOptions& options, st
   auto cpu = Metric::Select(profile, "cpu");
   if (!cpu) return cpu.error();
   out << EncodeOtlp(*selection->profile, selection->filter, {}, &*cpu);
+  return {};
+}
+
+Result<void> ExportFolded(const Profile& profile, const ExportOptions& options, std::ostream& out) {
+  auto selection = Select(profile, options);
+  if (!selection) return selection.error();
+  WriteFolded(*selection->profile, selection->filter, out, selection->metric, options.group_by);
   return {};
 }
 

@@ -14,6 +14,7 @@
 
 namespace arcprof::reports {
 
+Result<void> ExportFolded(const model::Profile& profile, const ExportOptions& options, std::ostream& out);
 Result<void> ExportSvg(const model::Profile& profile, const ExportOptions& options, std::ostream& out);
 Result<void> ExportHtml(const model::Profile& profile, const ExportOptions& options, std::ostream& out);
 Result<void> ExportPprof(const model::Profile& profile, const ExportOptions& options, std::ostream& out);

@@ -26,6 +26,9 @@ struct ExportOptions {
   // --metric (model/metric.h): the value the export shows. pprof carries
   // every value and makes this one its default sample type.
   std::string metric = "samples";
+  // --group-by: folded stacks and flame graphs put "service", "container" or
+  // "pod" above the process (reports/folded.h, FoldedGroupName); "" = none.
+  std::string group_by;
 };
 
 // Renders `profile` (the whole capture: the writer applies `options`) to

@@ -197,7 +197,8 @@ void FlameTree::Finalize() {
   });
 }
 
-FlameTree FlameTreeFromProfile(const Profile& profile, const ThreadFilter& filter, const Metric& metric) {
+FlameTree FlameTreeFromProfile(const Profile& profile, const ThreadFilter& filter, const Metric& metric,
+                               std::string_view group_by) {
   FlameTree tree;
   // The label (display name and kind) of each frame, interned once per frame id.
   std::vector<uint32_t> label_of_frame(profile.frames.size(), FlameTree::kNone);
@@ -213,9 +214,12 @@ FlameTree FlameTreeFromProfile(const Profile& profile, const ThreadFilter& filte
     for (uint64_t w : width) samples += w;
     if (samples == 0) continue;
     mapped.assign(nodes.size(), FlameTree::kNone);
-    const uint32_t top = thread.host.empty()
-                             ? FlameTree::kRoot
-                             : tree.Child(FlameTree::kRoot, FoldedHostName(thread), FlameKind::kProcess);
+    uint32_t top = thread.host.empty()
+                       ? FlameTree::kRoot
+                       : tree.Child(FlameTree::kRoot, FoldedHostName(thread), FlameKind::kProcess);
+    if (const std::string group = FoldedGroupName(thread, group_by); !group.empty()) {
+      top = tree.Child(top, group, FlameKind::kProcess);
+    }
     mapped[0] = tree.Child(top, FoldedProcessName(thread), FlameKind::kProcess);
     tree.AddSelf(mapped[0], width[0]);
     for (size_t i = 1; i < nodes.size(); ++i) {

@@ -98,9 +98,10 @@ class FlameTree {
 // The selected threads of a capture: "all", then the process name (threads of
 // one process merge, as in folded stacks), then the frames root first, named
 // by model::FrameDisplayName (the SVG/HTML writers escape them); widths are
-// `metric` (samples unless told).
+// `metric` (samples unless told). With `group_by` (export --group-by) the
+// service, container or pod is a box above the process (FoldedGroupName).
 FlameTree FlameTreeFromProfile(const model::Profile& profile, const model::ThreadFilter& filter,
-                               const model::Metric& metric = {});
+                               const model::Metric& metric = {}, std::string_view group_by = {});
 
 // Folded stacks ("frame;frame;...;leaf COUNT" per line, the output of
 // `arcprof export --format folded`, stackcollapse-*.pl or inferno). The colour

@@ -66,6 +66,25 @@ std::string FoldedHostName(const ThreadRecord& thread) {
   return name;
 }
 
+std::string FoldedGroupName(const ThreadRecord& thread, std::string_view group_by) {
+  const ProcessIdentity& id = thread.identity;
+  std::string name;
+  if (group_by == "service") {
+    name = id.service_name.empty() ? ProcessName(thread) : id.service_name;
+  } else if (group_by == "container") {
+    name = id.container_id.empty() ? "[no container]" : ShortContainerId(id.container_id);
+  } else if (group_by == "pod") {
+    name = id.pod_uid.empty() ? "[no pod]" : id.pod_uid;
+  } else {
+    return {};
+  }
+  name = Sanitize(name);
+  for (char& c : name) {
+    if (c == ' ') c = '_';
+  }
+  return name;
+}
+
 namespace {
 
 // Every selected thread's tree merged into one call tree (model::CallTree)
@@ -76,13 +95,15 @@ namespace {
 // at once.
 class FoldedTree {
  public:
-  FoldedTree(const Profile& profile, const ThreadFilter& filter, const Metric& metric) {
+  FoldedTree(const Profile& profile, const ThreadFilter& filter, const Metric& metric, std::string_view group_by) {
     std::vector<int32_t> name_of_frame(profile.frames.size(), -1);
     for (size_t t = 0; t < profile.threads.size(); ++t) {
       const ThreadRecord& thread = profile.threads[t];
       if (!filter.Matches(thread)) continue;
-      const uint32_t process_name = Intern(thread.host.empty() ? FoldedProcessName(thread)
-                                                               : FoldedHostName(thread) + ";" + FoldedProcessName(thread));
+      std::string top = FoldedProcessName(thread);
+      if (const std::string group = FoldedGroupName(thread, group_by); !group.empty()) top = group + ";" + top;
+      if (!thread.host.empty()) top = FoldedHostName(thread) + ";" + top;
+      const uint32_t process_name = Intern(top);
       const uint32_t root = tree_.Child(0, process_name);
       const auto& nodes = profile.threads[t].tree.nodes();
       const std::vector<uint64_t> values = metric.Values(thread);
@@ -151,17 +172,17 @@ class FoldedTree {
 }  // namespace
 
 std::map<std::string, uint64_t> FoldStacks(const Profile& profile, const ThreadFilter& filter,
-                                           const Metric& metric) {
+                                           const Metric& metric, std::string_view group_by) {
   std::map<std::string, uint64_t> stacks;
-  FoldedTree(profile, filter, metric).Walk([&](std::string_view line, uint64_t count) {
+  FoldedTree(profile, filter, metric, group_by).Walk([&](std::string_view line, uint64_t count) {
     stacks[std::string(line)] += count;
   });
   return stacks;
 }
 
 void WriteFolded(const Profile& profile, const ThreadFilter& filter, std::ostream& out,
-                 const Metric& metric) {
-  FoldedTree(profile, filter, metric).Walk([&](std::string_view line, uint64_t count) {
+                 const Metric& metric, std::string_view group_by) {
+  FoldedTree(profile, filter, metric, group_by).Walk([&](std::string_view line, uint64_t count) {
     out << line << ' ' << count << '\n';
   });
 }

@@ -7,6 +7,7 @@
 #include <iosfwd>
 #include <map>
 #include <string>
+#include <string_view>
 
 #include "model/metric.h"
 #include "model/profile.h"
@@ -22,6 +23,11 @@ std::string FoldedProcessName(const model::ThreadRecord& thread);
 // In a merge of several hosts (ThreadRecord::host) the host comes first, as
 // the same kind of element: "web1;java;main;...".
 std::string FoldedHostName(const model::ThreadRecord& thread);
+// export --group-by: the element put above the process (after the host) so
+// that a flame graph is rooted at services, containers or pods: the service
+// name, the container id's short form ("[no container]") or the pod uid
+// ("[no pod]"), sanitized as a process name; "" for group_by "" (none).
+std::string FoldedGroupName(const model::ThreadRecord& thread, std::string_view group_by);
 // Stacks deeper than this many frames below the process are cut: the frames
 // past it fold into one "[deeper frames cut]" element. Keeps the output (whose
 // size grows with depth times stacks) bounded for hostile captures.
@@ -31,8 +37,8 @@ inline constexpr uint32_t kMaxFoldedDepth = 1024;
 // stack merge) and their counts in `metric` (samples unless told); processes
 // in name order, stacks of a process depth first with callees in name order.
 std::map<std::string, uint64_t> FoldStacks(const model::Profile& profile, const model::ThreadFilter& filter,
-                                           const model::Metric& metric = {});
+                                           const model::Metric& metric = {}, std::string_view group_by = {});
 void WriteFolded(const model::Profile& profile, const model::ThreadFilter& filter, std::ostream& out,
-                 const model::Metric& metric = {});
+                 const model::Metric& metric = {}, std::string_view group_by = {});
 
 }  // namespace arcprof::reports

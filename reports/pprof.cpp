@@ -200,6 +200,17 @@ std::string EncodePprof(const Profile& profile, const ThreadFilter& filter,
   const int64_t key_comm = strings.Index("comm");
   const int64_t key_thread_name = strings.Index("thread_name");
   const int64_t key_host = profile.multi_host() ? strings.Index("host") : 0;
+  // The process's identity, with OpenTelemetry's semantic-convention names;
+  // keys only when some selected thread has the value.
+  int64_t key_container = 0, key_pod = 0, key_service = 0, key_ns_pid = 0;
+  for (const ThreadRecord& thread : profile.threads) {
+    if (!filter.Matches(thread)) continue;
+    const ProcessIdentity& id = thread.identity;
+    if (!id.container_id.empty() && key_container == 0) key_container = strings.Index("container.id");
+    if (!id.pod_uid.empty() && key_pod == 0) key_pod = strings.Index("k8s.pod.uid");
+    if (!id.service_name.empty() && key_service == 0) key_service = strings.Index("service.name");
+    if (id.ns_pid != 0 && id.ns_pid != thread.pid && key_ns_pid == 0) key_ns_pid = strings.Index("ns_pid");
+  }
 
   {
     // The main binary: the user-space module with the most samples at the leaf.
@@ -241,6 +252,19 @@ std::string EncodePprof(const Profile& profile, const ThreadFilter& filter,
         AddLabel(sample, key_comm, strings.Index(ValidUtf8(ProcessName(thread))));
         if (!thread.comm.empty()) AddLabel(sample, key_thread_name, strings.Index(ValidUtf8(thread.comm)));
         if (key_host != 0 && !thread.host.empty()) AddLabel(sample, key_host, strings.Index(ValidUtf8(thread.host)));
+        const ProcessIdentity& identity = thread.identity;
+        if (!identity.container_id.empty()) {
+          AddLabel(sample, key_container, strings.Index(ValidUtf8(identity.container_id)));
+        }
+        if (!identity.pod_uid.empty()) AddLabel(sample, key_pod, strings.Index(ValidUtf8(identity.pod_uid)));
+        if (!identity.service_name.empty()) {
+          AddLabel(sample, key_service, strings.Index(ValidUtf8(identity.service_name)));
+        }
+        if (key_ns_pid != 0 && identity.ns_pid != 0 && identity.ns_pid != thread.pid) {
+          pb::Label* ns_pid = sample->add_label();
+          ns_pid->set_key(key_ns_pid);
+          ns_pid->set_num(identity.ns_pid);
+        }
       });
   builder.FinishMappings();
   std::string bytes;

@@ -8,8 +8,10 @@
 // in nanoseconds: the CPU time PTT measured for a thread shared out over its
 // samples, or samples x period for threads PTT did not measure; a comment of
 // the profile says which. One sample per (thread, sampled stack) with labels pid,
-// tid (numbers), comm (process name), thread_name and, in a merge of several
-// machines, host; one location per
+// tid (numbers), comm (process name), thread_name, the process's identity
+// where it has one (container.id, k8s.pod.uid, service.name; ns_pid, a
+// number, when it differs from pid) and, in a merge of several machines,
+// host; one location per
 // physical frame, frames inlined into it as further lines of that location
 // (innermost first); one mapping per module (kernel frames in
 // "[kernel.kallsyms]", JIT and interpreted frames without a mapping); one

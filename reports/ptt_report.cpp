@@ -109,6 +109,11 @@ Result<PttReport> BuildPttReport(const Profile& profile, const PttReportOptions&
   if (!key) return key.error();
 
   const auto process_names = ProcessNames(profile);
+  // The identity of each sampled process, for --container/--service/--cgroup.
+  std::map<uint32_t, const model::ProcessIdentity*> identities;
+  for (const ThreadRecord& t : profile.threads) {
+    if (!t.identity.empty()) identities.emplace(t.pid, &t.identity);
+  }
   report.total.comm = "TOTAL";
   report.total.events.assign(ptt.events.size(), std::nullopt);
   uint64_t total_cpu = 0, total_hard = 0, total_soft = 0;
@@ -121,6 +126,7 @@ Result<PttReport> BuildPttReport(const Profile& profile, const PttReportOptions&
     if (auto it = process_names.find(t.pid); it != process_names.end()) {
       record.process_comm = it->second;
     }
+    if (auto it = identities.find(t.pid); it != identities.end()) record.identity = *it->second;
     if (!options.filter.Matches(record)) continue;
     PttReportRow row;
     row.pid = t.pid;

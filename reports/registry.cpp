@@ -47,8 +47,7 @@ Registry BuiltinRegistry() {
   r.AddView("xarc", arcflow("xarc"));
   r.AddView("xprof", arcflow("xprof"));
 
-  r.AddExporter("folded", [](const Profile& p, const ThreadFilter& filter, std::ostream& out,
-                             const Metric& metric) { WriteFolded(p, filter, out, metric); });
+  r.AddExportWriter("folded", &ExportFolded);
   r.AddExportWriter("svg", &ExportSvg);
   r.AddExportWriter("html", &ExportHtml);
   r.AddExportWriter("pprof", &ExportPprof);

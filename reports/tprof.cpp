@@ -14,8 +14,9 @@ namespace arcprof::reports {
 using namespace arcprof::model;
 namespace {
 
-constexpr TprofLevel kAllLevels[] = {TprofLevel::kPid, TprofLevel::kTid, TprofLevel::kModule,
-                                     TprofLevel::kSymbol, TprofLevel::kHost};
+constexpr TprofLevel kAllLevels[] = {TprofLevel::kPid,  TprofLevel::kTid,       TprofLevel::kModule,
+                                     TprofLevel::kSymbol, TprofLevel::kHost, TprofLevel::kContainer,
+                                     TprofLevel::kService, TprofLevel::kPod};
 
 std::string Printf(const char* format, double value) {
   char buffer[64];
@@ -70,12 +71,34 @@ void FillRow(TprofRow& row, TprofLevel level, const Leaf& leaf, bool module_abov
     case TprofLevel::kPid:
       row.pid = leaf.thread->pid;
       row.name = ProcessName(*leaf.thread) + "_" + std::to_string(leaf.thread->pid);
+      // A process in its own pid namespace (a container) shows both pids.
+      if (const uint32_t ns = leaf.thread->identity.ns_pid; ns != 0 && ns != leaf.thread->pid) {
+        row.ns_pid = ns;
+        row.name += " (pid " + std::to_string(ns) + " in its namespace)";
+      }
       break;
     case TprofLevel::kTid:
       row.pid = leaf.thread->pid;
       row.tid = leaf.thread->tid;
       row.name = "tid " + (leaf.thread->comm.empty() ? std::string("[unknown]") : leaf.thread->comm) +
                  "_" + std::to_string(leaf.thread->tid);
+      break;
+    case TprofLevel::kContainer: {
+      const ProcessIdentity& id = leaf.thread->identity;
+      row.container_id = id.container_id;
+      row.container_runtime = id.container_runtime;
+      row.name = id.container_id.empty() ? "[no container]" : ShortContainerId(id.container_id);
+      if (!id.container_runtime.empty()) row.name += " (" + id.container_runtime + ")";
+      break;
+    }
+    case TprofLevel::kService:
+      row.service = leaf.thread->identity.service_name;
+      row.name = row.service.empty() ? ProcessName(*leaf.thread) : row.service;
+      break;
+    case TprofLevel::kPod:
+      row.pod_uid = leaf.thread->identity.pod_uid;
+      row.qos_class = leaf.thread->identity.qos_class;
+      row.name = row.pod_uid.empty() ? "[no pod]" : row.pod_uid + " (" + row.qos_class + ")";
       break;
     case TprofLevel::kModule:
       row.module = ModuleDisplay(leaf);
@@ -104,6 +127,15 @@ std::string RowKey(TprofLevel level, const Leaf& leaf) {
       return ModuleKey(leaf);
     case TprofLevel::kSymbol:
       return ModuleKey(leaf) + '\0' + SymbolDisplay(leaf);
+    case TprofLevel::kContainer:
+      return leaf.thread->host + '\0' + leaf.thread->identity.container_id;
+    case TprofLevel::kService:
+      // A capture without identities (schema < 6) groups by process name.
+      return leaf.thread->host + '\0' +
+             (leaf.thread->identity.service_name.empty() ? ProcessName(*leaf.thread)
+                                                         : leaf.thread->identity.service_name);
+    case TprofLevel::kPod:
+      return leaf.thread->host + '\0' + leaf.thread->identity.pod_uid;
   }
   return {};
 }
@@ -207,6 +239,7 @@ Json RowsJson(const std::vector<TprofRow>& rows) {
         break;
       case TprofLevel::kPid:
         item["pid"] = row.pid;
+        if (row.ns_pid != 0) item["ns_pid"] = row.ns_pid;
         break;
       case TprofLevel::kTid:
         item["pid"] = row.pid;
@@ -218,6 +251,17 @@ Json RowsJson(const std::vector<TprofRow>& rows) {
       case TprofLevel::kSymbol:
         item["module"] = row.module;
         item["symbol"] = row.symbol;
+        break;
+      case TprofLevel::kContainer:
+        item["container_id"] = row.container_id;
+        item["container_runtime"] = row.container_runtime;
+        break;
+      case TprofLevel::kService:
+        item["service"] = row.service;
+        break;
+      case TprofLevel::kPod:
+        item["pod_uid"] = row.pod_uid;
+        item["qos_class"] = row.qos_class;
         break;
     }
     item["children"] = RowsJson(row.children);
@@ -235,6 +279,9 @@ std::string_view TprofLevelName(TprofLevel level) {
     case TprofLevel::kModule: return "mod";
     case TprofLevel::kSymbol: return "sym";
     case TprofLevel::kHost: return "host";
+    case TprofLevel::kContainer: return "container";
+    case TprofLevel::kService: return "service";
+    case TprofLevel::kPod: return "pod";
   }
   return "?";
 }
@@ -246,6 +293,9 @@ std::string_view TprofLevelLabel(TprofLevel level) {
     case TprofLevel::kModule: return "MOD";
     case TprofLevel::kSymbol: return "SYM";
     case TprofLevel::kHost: return "HST";
+    case TprofLevel::kContainer: return "CTR";
+    case TprofLevel::kService: return "SVC";
+    case TprofLevel::kPod: return "POD";
   }
   return "???";
 }
@@ -262,7 +312,8 @@ Result<std::vector<TprofLevel>> ParseTprofLevels(std::string_view spec) {
     }
     if (match == nullptr) {
       return MakeError("--by: unknown level '" + std::string(word) +
-                       "'; use a comma-separated list of host, pid, tid, mod, sym (e.g. pid,tid,mod,sym)");
+                       "'; use a comma-separated list of host, container, pod, service, pid, tid, mod, sym "
+                       "(e.g. pid,tid,mod,sym)");
     }
     if (std::find(levels.begin(), levels.end(), *match) != levels.end()) {
       return MakeError("--by: level '" + std::string(word) + "' is given twice; name each level once");

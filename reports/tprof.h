@@ -18,11 +18,12 @@
 namespace arcprof::reports {
 
 // kHost: the machine, in a merge of several hosts (always the first level there).
-enum class TprofLevel : uint8_t { kPid, kTid, kModule, kSymbol, kHost };
+// kContainer, kService, kPod: the process's identity (model/process_identity.h).
+enum class TprofLevel : uint8_t { kPid, kTid, kModule, kSymbol, kHost, kContainer, kService, kPod };
 
-// "pid", "tid", "mod", "sym", "host": the words of --by.
+// "pid", "tid", "mod", "sym", "host", "container", "service", "pod": the words of --by.
 std::string_view TprofLevelName(TprofLevel level);
-// "PID", "TID", "MOD", "SYM", "HST": the LAB column.
+// "PID", "TID", "MOD", "SYM", "HST", "CTR", "SVC", "POD": the LAB column.
 std::string_view TprofLevelLabel(TprofLevel level);
 // Parses "pid,tid,mod,sym" (any order, each level at most once). Errors are ErrorKind::kFailed.
 Result<std::vector<TprofLevel>> ParseTprofLevels(std::string_view spec);
@@ -46,10 +47,16 @@ struct TprofRow {
   uint64_t ticks = 0;
   double percent = 0;    // of all ticks in the capture
   uint32_t pid = 0;      // set on pid and tid rows
+  uint32_t ns_pid = 0;   // on pid rows of a process in its own pid namespace: its pid there
   uint32_t tid = 0;      // set on tid rows
   std::string module;    // set on mod and sym rows
   std::string symbol;    // set on sym rows ("" for an unknown frame)
   std::string host;      // set on host rows
+  std::string container_id;  // set on container rows (full id; "" for no container)
+  std::string container_runtime;  // set on container rows
+  std::string service;   // set on service rows
+  std::string pod_uid;   // set on pod rows ("" for no pod)
+  std::string qos_class;  // set on pod rows
   std::vector<TprofRow> children;
 };
 

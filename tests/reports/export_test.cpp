@@ -43,6 +43,7 @@ namespace arcprof {
 namespace {
 
 using testing::ExpectGolden;
+using testing::Gunzip;
 using testing::SampleProfile;
 using testing::TempDir;
 
@@ -80,24 +81,6 @@ std::map<std::string, uint64_t> AllPaths(const FlameTree& tree, bool folded_name
   return paths;
 }
 
-std::string Gunzip(const std::string& bytes) {
-  z_stream s{};
-  EXPECT_EQ(inflateInit2(&s, 15 + 16), Z_OK);
-  std::string out;
-  char buf[65536];
-  s.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(bytes.data()));
-  s.avail_in = static_cast<uInt>(bytes.size());
-  int rc;
-  do {
-    s.next_out = reinterpret_cast<Bytef*>(buf);
-    s.avail_out = sizeof(buf);
-    rc = inflate(&s, Z_NO_FLUSH);
-    out.append(buf, sizeof(buf) - s.avail_out);
-  } while (rc == Z_OK);
-  inflateEnd(&s);
-  EXPECT_EQ(rc, Z_STREAM_END);
-  return out;
-}
 
 // ---------------------------------------------------------------- text helpers
 
@@ -933,7 +916,7 @@ TEST_F(ExportCli, ErrorsAreOneLineAndLeaveNoFile) {
                    "or a regex matching a whole name (list the names with arcprof report --by sym)\n");
   r = RunArcprof({"export", "--format", "pprof", "-i", capture_, "--pid", "12345", "-o", path});
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.err.find("no samples match the --pid/--tid/--comm filter"), std::string::npos);
+  EXPECT_NE(r.err.find("no samples match the --pid/--tid/--comm/--container/--service/--cgroup filter"), std::string::npos);
   r = RunArcprof({"export", "--format", "gif", "-i", capture_});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_EQ(r.err, "arcprof export: unknown format 'gif'; use one of folded, html, otlp, pprof, speedscope, svg, xprof, timeline-svg\n");

@@ -88,6 +88,53 @@ TEST(Merge, TwoHostsSumAndTheHostIsTheTopLevel) {
   EXPECT_EQ(folded_web2, in.total_b);
 }
 
+// A merged fleet keeps every process's identity (container, pod, service):
+// --by container and the folded --group-by see it per host.
+TEST(Merge, KeepsContainersPodsAndServices) {
+  TempDir tmp;
+  Profile p1 = SampleProfile();
+  p1.meta.host = "web1";
+  Profile p2 = SampleProfile();
+  p2.meta.host = "web2";
+  for (ThreadRecord& t : p1.threads) {
+    t.identity.container_id = std::string(64, '1');
+    t.identity.service_name = "checkout";
+  }
+  for (ThreadRecord& t : p2.threads) {
+    t.identity.pod_uid = "12345678-90ab-cdef-1234-567890abcdef";
+    t.identity.service_name = "cart";
+  }
+  const std::string a = tmp.File("a.db"), b = tmp.File("b.db"), out = tmp.File("fleet.db");
+  ASSERT_TRUE(WriteCapture(a, p1).ok());
+  ASSERT_TRUE(WriteCapture(b, p2).ok());
+  auto merged = MergeCaptures({a, b}, false);
+  ASSERT_TRUE(merged.ok()) << merged.error().message;
+  ASSERT_TRUE(WriteCapture(out, merged->profile).ok());
+  auto fleet = ReadCapture(out);
+  ASSERT_TRUE(fleet.ok()) << fleet.error().message;
+  for (const ThreadRecord& t : fleet->threads) {
+    if (t.host == "web1") {
+      EXPECT_EQ(t.identity.container_id, std::string(64, '1'));
+      EXPECT_EQ(t.identity.service_name, "checkout");
+    } else {
+      EXPECT_EQ(t.identity.pod_uid, "12345678-90ab-cdef-1234-567890abcdef");
+      EXPECT_EQ(t.identity.service_name, "cart");
+    }
+  }
+  TprofOptions options;
+  options.levels = {TprofLevel::kService};
+  const TprofReport report = BuildTprof(*fleet, options);
+  std::map<std::string, uint64_t> by_service;
+  for (const TprofRow& host : report.rows) {
+    for (const TprofRow& row : host.children) by_service[host.name + "/" + row.service] = row.ticks;
+  }
+  EXPECT_EQ(by_service["web1/checkout"], p1.total_samples());
+  EXPECT_EQ(by_service["web2/cart"], p2.total_samples());
+  for (const auto& [stack, count] : FoldStacks(*fleet, ThreadFilter{}, {}, "container")) {
+    EXPECT_TRUE(stack.starts_with("web1;111111111111;") || stack.starts_with("web2;[no_container];")) << stack;
+  }
+}
+
 TEST(Merge, MergeHostsFoldsThem) {
   TwoHosts in;
   auto merged = MergeCaptures({in.a, in.b}, true);

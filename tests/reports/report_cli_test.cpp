@@ -184,7 +184,7 @@ TEST_F(ReportCli, UsageErrorsExitWith1) {
   RunResult r = RunArcprof({"report", "-i", capture_, "--by", "pid,function"});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_EQ(r.err, "arcprof report: --by: unknown level 'function'; use a comma-separated list of "
-                   "host, pid, tid, mod, sym (e.g. pid,tid,mod,sym)\n");
+                   "host, container, pod, service, pid, tid, mod, sym (e.g. pid,tid,mod,sym)\n");
   r = RunArcprof({"report", "-i", capture_, "--view", "nosuchview"});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_EQ(r.err.rfind("arcprof report: unknown view 'nosuchview'; use one of ", 0), 0u) << r.err;

@@ -2,6 +2,8 @@
 
 #include <stdlib.h>
 
+#include <zlib.h>
+
 #include <algorithm>
 #include <filesystem>
 #include <stdexcept>
@@ -149,6 +151,24 @@ std::vector<std::string> TempDir::Entries() const {
   }
   std::sort(names.begin(), names.end());
   return names;
+}
+
+std::string Gunzip(const std::string& bytes) {
+  z_stream s{};
+  if (inflateInit2(&s, 15 + 16) != Z_OK) return {};
+  std::string out;
+  char buf[65536];
+  s.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(bytes.data()));
+  s.avail_in = static_cast<uInt>(bytes.size());
+  int rc;
+  do {
+    s.next_out = reinterpret_cast<Bytef*>(buf);
+    s.avail_out = sizeof(buf);
+    rc = inflate(&s, Z_NO_FLUSH);
+    out.append(buf, sizeof(buf) - s.avail_out);
+  } while (rc == Z_OK);
+  inflateEnd(&s);
+  return rc == Z_STREAM_END ? out : std::string();
 }
 
 }  // namespace arcprof::testing

@@ -36,4 +36,7 @@ class TempDir {
   std::string path_;
 };
 
+// The bytes a gzip stream (a .pb.gz) holds; "" when it does not inflate.
+std::string Gunzip(const std::string& bytes);
+
 }  // namespace arcprof::testing
