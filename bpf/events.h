@@ -80,13 +80,18 @@ struct offcpu_value {
 	__u64 count; /* completed off-CPU intervals */
 };
 
+/* The cgroup filter (record --container/--cgroup/--service): at most this
+ * many chosen cgroups, at this many distinct depths. */
+#define ARCPROF_MAX_CGROUPS 4096
+#define ARCPROF_CGROUP_LEVELS 8
+
 /* Indexes of the per-CPU counters map. */
 enum arcprof_counter {
 	ARCPROF_CTR_SAMPLES = 0,       /* samples seen by the program (after filtering) */
 	ARCPROF_CTR_LOST_RINGBUF = 1,  /* ring buffer full: record dropped */
 	ARCPROF_CTR_KSTACK_ERR = 2,
 	ARCPROF_CTR_USTACK_ERR = 3,
-	ARCPROF_CTR_FILTERED = 4,      /* samples of processes outside the pid filter */
+	ARCPROF_CTR_FILTERED = 4,      /* samples of processes outside the pid or cgroup filter */
 	ARCPROF_CTR_FOLLOWED_FORKS = 5, /* children added to the pid filter */
 	ARCPROF_CTR_STACK_FAULT = 6,   /* stack copies cut short by an unreadable page */
 	ARCPROF_CTR_OFFCPU_SWITCHES = 7, /* switches out of targeted threads, added when their time is (per batch) */

@@ -20,6 +20,7 @@ const volatile __u32 self_pid = 0;    /* arcprof itself, never sampled */
 const volatile __u32 unwind_mode = ARCPROF_UNWIND_FP;
 const volatile __u32 stack_copy_bytes = 64 * 1024; /* dwarf/hybrid; capped to ARCPROF_MAX_STACK_COPY */
 const volatile __u32 copy_deep_stacks = 0; /* 1: a deeper stack is copied to its base (copy_user_state) */
+const volatile __u32 filter_cgroups = 0; /* 1: only tasks in (or below) a cgroup of target_cgroups */
 
 /* The sample ring in use, in slot 0 of sample_rings. It starts small and the
  * loader replaces it by a larger one when a drain finds it filling (up to
@@ -69,6 +70,21 @@ struct {
  * atomic operations, here and by the loader through the mmapped .bss, next to
  * its target_pids updates. 512 KiB. */
 __u64 target_bits[ARCPROF_PID_LIMIT / 64];
+
+/* The chosen cgroups (record/continuous --container, --cgroup, --service;
+ * cgroup v2 ids). A task is targeted when the ancestor of its cgroup at one
+ * of the levels in cgroup_levels (the depths of the chosen cgroups, 0-ended,
+ * written by the loader through the mmapped .bss) is in the map: one helper
+ * call and one lookup per distinct depth, and a process that joins a chosen
+ * cgroup, or a child it starts, is sampled from then on. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, ARCPROF_MAX_CGROUPS);
+	__type(key, __u64);  /* cgroup id */
+	__type(value, __u8);
+} target_cgroups SEC(".maps");
+
+__u32 cgroup_levels[ARCPROF_CGROUP_LEVELS];
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -270,13 +286,68 @@ static __always_inline int emit_record(void *ctx, __u8 *data, __u32 tgid, __u32 
 	return bpf_ringbuf_output(ring, data, size, wake) ? -1 : 0;
 }
 
-static __always_inline int targeted(__u32 tgid)
+static __always_inline int pid_targeted(__u32 tgid)
+{
+	return (target_bits[(tgid / 64) & (ARCPROF_PID_LIMIT / 64 - 1)] >> (tgid % 64)) & 1;
+}
+
+/* The current task is in (or below) one of the chosen cgroups. */
+static __always_inline int cgroup_targeted(void)
+{
+	for (int i = 0; i < ARCPROF_CGROUP_LEVELS; i++) {
+		__u32 level = cgroup_levels[i];
+		if (level == 0)
+			break;
+		__u64 id = bpf_get_current_ancestor_cgroup_id(level);
+		if (id && bpf_map_lookup_elem(&target_cgroups, &id))
+			return 1;
+	}
+	return 0;
+}
+
+/* The same for another task (the one a context switch brings back): its
+ * default-hierarchy cgroup's ancestors, read from the task. */
+static __always_inline int task_cgroup_targeted(struct task_struct *task)
+{
+	struct cgroup *cgrp = BPF_CORE_READ(task, cgroups, dfl_cgrp);
+	if (!cgrp)
+		return 0;
+	int depth = BPF_CORE_READ(cgrp, level);
+	for (int i = 0; i < ARCPROF_CGROUP_LEVELS; i++) {
+		__u32 level = cgroup_levels[i];
+		if (level == 0)
+			break;
+		if ((int)level > depth)
+			continue;
+		struct cgroup *ancestor = NULL;
+		bpf_core_read(&ancestor, sizeof(ancestor), &cgrp->ancestors[level & 255]);
+		if (!ancestor)
+			continue;
+		__u64 id = BPF_CORE_READ(ancestor, kn, id);
+		if (id && bpf_map_lookup_elem(&target_cgroups, &id))
+			return 1;
+	}
+	return 0;
+}
+
+/* Is a task of process tgid profiled: the current one (task NULL) or
+ * `task`? With a pid filter and a cgroup filter, either admits it. */
+static __always_inline int targeted_task(__u32 tgid, struct task_struct *task)
 {
 	if (tgid == self_pid && tgid != 0)
 		return 0;
-	if (!filter_pids)
+	if (!filter_pids && !filter_cgroups)
 		return 1;
-	return (target_bits[(tgid / 64) & (ARCPROF_PID_LIMIT / 64 - 1)] >> (tgid % 64)) & 1;
+	if (filter_pids && pid_targeted(tgid))
+		return 1;
+	if (!filter_cgroups)
+		return 0;
+	return task ? task_cgroup_targeted(task) : cgroup_targeted();
+}
+
+static __always_inline int targeted(__u32 tgid)
+{
+	return targeted_task(tgid, NULL);
 }
 
 SEC("perf_event")
@@ -510,7 +581,7 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 	/* next comes back: close its interval. Only targeted threads have task
 	 * storage, and the bitmap test is cheaper than a missed lookup. */
 	struct offcpu_slot *slot;
-	if (next->pid && targeted(next->tgid)) {
+	if (next->pid && targeted_task(next->tgid, next)) {
 		st = thread_state(next, next->pid, 0, &slot);
 		if (st && st->ts) {
 			now = switch_clock(prev);
@@ -610,7 +681,9 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 	if (!filter_pids)
 		return 0;
 	__u32 ptgid = BPF_CORE_READ(parent, tgid);
-	if (!targeted(ptgid))
+	/* Children of followed processes; a cgroup filter follows children by
+	 * itself (they start in their parent's cgroup). */
+	if (ptgid == self_pid || !pid_targeted(ptgid))
 		return 0;
 	__u32 ctgid = BPF_CORE_READ(child, tgid);
 	if (ctgid == ptgid)

@@ -5,6 +5,7 @@
 
 #include "cli/error_stream.h"
 #include "cli/exit_codes.h"
+#include "cli/record_cli.h"
 #include "push/store_windows.h"
 #include "store/window_store.h"
 
@@ -26,6 +27,7 @@ ContinuousCommand::ContinuousCommand(CLI::App& app) {
   continuous->add_option("--log", cont.log_path, "Append messages to FILE; SIGHUP reopens it");
   continuous->add_option("-p,--pid", cont.record.pids, "Only these processes and their children (PID,...)")
       ->delimiter(',');
+  AddCgroupSelectionOptions(continuous, cont.record.cgroups);
   continuous->add_option("-F,--freq", cont.record.frequency_hz, "Samples per second per CPU")
       ->capture_default_str()
       ->check(CLI::Range(1, 100000));

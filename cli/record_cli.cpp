@@ -49,6 +49,17 @@ CLI::Validator CallGraphValidator() {
 
 }  // namespace
 
+void AddCgroupSelectionOptions(CLI::App* command, CgroupSelection& selection) {
+  command->add_option("--container", selection.containers,
+                      "Only these containers (ids or id prefixes, comma-separated), filtered in the kernel")
+      ->delimiter(',');
+  command->add_option("--cgroup", selection.cgroups,
+                      "Only tasks in this cgroup v2 path or below it (repeatable), filtered in the kernel");
+  command->add_option("--service", selection.services,
+                      "Only these systemd services (NAME for NAME.service, comma-separated), filtered in the kernel")
+      ->delimiter(',');
+}
+
 RecordCommand::RecordCommand(CLI::App& app) {
   RecordOptions& rec = options_;
   CLI::App* record = record_ = app.add_subcommand("record", "Sample CPUs and write a capture");
@@ -57,6 +68,7 @@ RecordCommand::RecordCommand(CLI::App& app) {
       ->check(DurationValidator());
   record->add_option("-p,--pid", rec.pids, "Only these processes and their children (PID,...)")
       ->delimiter(',');
+  AddCgroupSelectionOptions(record, rec.cgroups);
   record->add_option("-F,--freq", rec.frequency_hz, "Samples per second per CPU")
       ->capture_default_str()
       ->check(CLI::Range(1, 100000));

@@ -14,6 +14,10 @@
 
 namespace arcprof::cli {
 
+// --container, --cgroup, --service of record and continuous: profile only
+// those, filtered in BPF (loader/cgroup_targets.h).
+void AddCgroupSelectionOptions(CLI::App* command, CgroupSelection& selection);
+
 class RecordCommand {
  public:
   // Adds `record` to `app`; the object must outlive app.parse() (the options

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "common/result.h"
+#include "loader/cgroup_targets.h"
 
 namespace arcprof {
 
@@ -16,6 +17,10 @@ struct RecordOptions {
   double duration_s = 0;                  // 0: until Ctrl-C, or until the command exits
   std::vector<uint32_t> pids;             // -p: only these processes (and their children)
   std::vector<std::string> command;       // -- CMD ARGS
+  // --container, --cgroup, --service: only tasks in these cgroups (v2) and
+  // below them, filtered in BPF (loader/cgroup_targets.h); with -p or a
+  // command, a task either selects is sampled.
+  CgroupSelection cgroups;
   uint64_t frequency_hz = 999;
   uint64_t sample_period = 0;             // -c: one sample every N events instead of -F
   std::string event = "cpu-clock";

@@ -25,6 +25,7 @@
 #include <spdlog/spdlog.h>
 
 #include "events.h"
+#include "loader/cgroup_targets.h"
 #include "loader/debuginfod_naming.h"
 #include "loader/launcher.h"
 #include "loader/perf_events.h"
@@ -33,6 +34,7 @@
 #include "loader/sampler.h"
 #include "loader/sideband.h"
 #include "symbolize/debuginfod.h"
+#include "symbolize/process_registry.h"
 #include "symbolize/symbolizer.h"
 #include "symbolize/unwinder.h"
 
@@ -133,8 +135,10 @@ std::string DescribeTarget(const RecordOptions& o) {
   if (!o.pids.empty()) {
     std::string s = "pids";
     for (size_t i = 0; i < o.pids.size(); ++i) s += (i ? "," : " ") + std::to_string(o.pids[i]);
+    if (!o.cgroups.empty()) s += " " + o.cgroups.Describe();
     return s;
   }
+  if (!o.cgroups.empty()) return "cgroups " + o.cgroups.Describe();
   return "system";
 }
 
@@ -361,6 +365,7 @@ struct RecordingSession::State {
   size_t held_bytes = 0;
   uint64_t ring_bytes = 0;  // the sample ring in use, mapped twice
   uint32_t ring_grows = 0;
+  bool sampler_filters = false;  // a pid or cgroup filter in BPF
   SamplerCounters final_counters;
   uint64_t unprocessed = 0;  // left in the ring when the final drain ran out of time
   uint64_t reported_sideband_lost = 0;
@@ -404,6 +409,34 @@ struct RecordingSession::State {
   // Followed processes that exited leave the BPF filter.
   void ForgetExitedTargets() {
     for (uint32_t pid : sideband.TakeExited()) sampler->RemoveTargetPid(pid);
+  }
+
+  // The cgroup filter (--container, --cgroup, --service): the hierarchy is
+  // walked again every second, so cgroups that appear later (a container
+  // started after the recording) join the filter, and removed ones leave it.
+  std::string cgroup_root;                            // the v2 mount point
+  std::unordered_map<uint64_t, std::string> cgroups;  // id -> path, in the filter
+  uint64_t next_cgroup_scan = 0;
+  Result<void> ScanCgroups(uint64_t now) {
+    if (cgroup_root.empty() || now < next_cgroup_scan) return {};
+    next_cgroup_scan = now + 1'000'000'000;
+    size_t scanned = 0;
+    std::unordered_map<uint64_t, std::string> found;
+    for (SelectedCgroup& c : FindSelectedCgroups(cgroup_root, options.cgroups, &scanned)) {
+      if (!cgroups.count(c.id)) {
+        if (auto ok = sampler->AddTargetCgroup(c.id, c.level); !ok) return ok.error();
+        spdlog::debug("cgroup filter: + {} (id {}, level {})", c.path, c.id, c.level);
+      }
+      found.emplace(c.id, std::move(c.path));
+    }
+    for (const auto& [id, path] : cgroups) {
+      if (!found.count(id)) {
+        sampler->RemoveTargetCgroup(id);
+        spdlog::debug("cgroup filter: - {} (gone)", path);
+      }
+    }
+    cgroups = std::move(found);
+    return {};
   }
 
   // After Detach(): what was sampled, within kFinalDrainNs and until another
@@ -568,6 +601,17 @@ Result<std::unique_ptr<RecordingSession>> RecordingSession::Start(const RecordOp
   // small and grows while it fills (Sampler::GrowRing) up to the size above.
   // The whole machine is busy from the first moment: its ring starts whole.
   sopt.ring_start_bytes = opt.buffer_mb == 0 && sopt.filter_pids ? kFirstRingBytes : 0;
+  sopt.filter_cgroups = !opt.cgroups.empty();
+  if (sopt.filter_cgroups) {
+    if (auto ok = CheckCgroupSelection(opt.cgroups); !ok) return ok.error();
+    auto mountinfo = ReadWholeFile("/proc/self/mountinfo");
+    if (mountinfo.ok()) s.cgroup_root = Cgroup2MountPoint(*mountinfo);
+    if (s.cgroup_root.empty()) {
+      return MakeError(opt.cgroups.Describe() +
+                       ": needs the cgroup v2 hierarchy (mounted at /sys/fs/cgroup, or /sys/fs/cgroup/unified "
+                       "on a hybrid machine); none is mounted");
+    }
+  }
   sopt.self_pid = static_cast<uint32_t>(getpid());
   sopt.unwind_mode = unwind_mode;
   sopt.stack_copy_bytes = stack_kb * 1024;
@@ -575,6 +619,7 @@ Result<std::unique_ptr<RecordingSession>> RecordingSession::Start(const RecordOp
   sopt.off_cpu = OffCpuEnabled(opt);
   sopt.off_cpu_max_keys = opt.off_cpu_max_keys;
   s.off_cpu = sopt.off_cpu;
+  s.sampler_filters = sopt.filter_pids || sopt.filter_cgroups;
   auto loaded = Sampler::Load(sopt);
   if (!loaded) return loaded.error();
   s.sampler = std::move(*loaded);
@@ -587,8 +632,15 @@ Result<std::unique_ptr<RecordingSession>> RecordingSession::Start(const RecordOp
     }
   }
 
+  if (sopt.filter_cgroups) {
+    if (auto ok = s.ScanCgroups(0); !ok) return ok.error();
+    if (s.cgroups.empty()) {
+      spdlog::warn("no cgroup under {} matches {} yet; recording what appears", s.cgroup_root,
+                   opt.cgroups.Describe());
+    }
+  }
   // A session of some processes symbolizes only them and their children.
-  if (sopt.filter_pids) {
+  if (sopt.filter_pids && !sopt.filter_cgroups) {
     std::vector<uint32_t> followed = opt.pids;
     if (s.command) followed.push_back(static_cast<uint32_t>(s.command->pid()));
     s.sideband.Follow(followed);
@@ -704,6 +756,7 @@ std::optional<std::string> RecordingSession::Tick(uint64_t wake_ns) {
     s.Drain(std::min(now, s.window_end_ns), now + 2 * s.drain_ns);
     s.RetireOffCpuOfExitedProcesses(now);
     s.FoldExitedThreads(now);
+    if (auto ok = s.ScanCgroups(now); !ok) spdlog::warn("{}", ok.error().message);
     s.cpu.extension_ns.resize(s.extensions.size());
     for (size_t i = 0; i < s.extensions.size(); ++i) {
       const uint64_t t = PhaseCpuNs();
@@ -877,6 +930,10 @@ Result<Profile> RecordingSession::Close(bool last, uint64_t end) {
   window.counters["lost_samples"] = delta(counters.lost_ringbuf, s.reported.lost_ringbuf);
   window.counters["sideband_lost_records"] = delta(sideband_lost, s.reported_sideband_lost);
   window.counters["bpf_samples"] = delta(counters.samples, s.reported.samples);
+  if (s.sampler_filters) {
+    // Samples the pid or cgroup filter left out in BPF (never taken).
+    window.counters["filtered_samples"] = delta(counters.filtered, s.reported.filtered);
+  }
   window.counters["followed_forks"] = delta(counters.followed_forks, s.reported.followed_forks);
   window.counters["stack_copy_faults"] = delta(counters.stack_faults, s.reported.stack_faults);
   if (s.off_cpu) {

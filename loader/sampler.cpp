@@ -58,6 +58,7 @@ Result<std::unique_ptr<Sampler>> Sampler::Load(const SamplerOptions& options) {
     return MakeError(std::string("cannot open the BPF object: ") + strerror(errno));
   }
   s->skel_->rodata->filter_pids = options.filter_pids ? 1 : 0;
+  s->skel_->rodata->filter_cgroups = options.filter_cgroups ? 1 : 0;
   s->skel_->rodata->self_pid = options.self_pid;
   s->skel_->rodata->unwind_mode = options.unwind_mode;
   s->skel_->rodata->stack_copy_bytes = options.stack_copy_bytes;
@@ -166,6 +167,29 @@ void Sampler::RemoveTargetPid(uint32_t pid) {
   bpf_map_delete_elem(bpf_map__fd(skel_->maps.target_pids), &pid);
   __atomic_fetch_and(&skel_->bss->target_bits[pid / 64], ~(uint64_t{1} << (pid % 64)),
                      __ATOMIC_RELAXED);
+}
+
+Result<void> Sampler::AddTargetCgroup(uint64_t id, uint32_t level) {
+  if (level == 0) return MakeError("the root cgroup is the whole machine: no cgroup filter needed");
+  // The depth first, then the id: the program tests depths it knows.
+  uint32_t* levels = skel_->bss->cgroup_levels;
+  size_t slot = 0;
+  while (slot < ARCPROF_CGROUP_LEVELS && levels[slot] != 0 && levels[slot] != level) ++slot;
+  if (slot == ARCPROF_CGROUP_LEVELS) {
+    return MakeError("cannot filter cgroups at more than " + std::to_string(ARCPROF_CGROUP_LEVELS) +
+                     " different depths of the hierarchy");
+  }
+  if (levels[slot] == 0) __atomic_store_n(&levels[slot], level, __ATOMIC_RELEASE);
+  uint8_t one = 1;
+  if (bpf_map__update_elem(skel_->maps.target_cgroups, &id, sizeof(id), &one, sizeof(one), BPF_ANY) != 0) {
+    return MakeError("cannot add cgroup " + std::to_string(id) + " to the filter: " + strerror(errno) +
+                     (errno == E2BIG ? " (at most " + std::to_string(ARCPROF_MAX_CGROUPS) + " cgroups)" : ""));
+  }
+  return {};
+}
+
+void Sampler::RemoveTargetCgroup(uint64_t id) {
+  bpf_map_delete_elem(bpf_map__fd(skel_->maps.target_cgroups), &id);
 }
 
 Result<void> Sampler::OpenSideband(SidebandFn on_record) {
@@ -390,6 +414,7 @@ SamplerCounters Sampler::ReadCounters() const {
   out.offcpu_lost_stacks = read(ARCPROF_CTR_OFFCPU_LOST_STACKS);
   out.offcpu_dropped = read(ARCPROF_CTR_OFFCPU_DROPPED);
   out.offcpu_dropped_ns = read(ARCPROF_CTR_OFFCPU_DROPPED_NS);
+  out.filtered = read(ARCPROF_CTR_FILTERED);
   return out;
 }
 

@@ -35,6 +35,7 @@ struct SamplerOptions {
   // start, and a short command must not pay for what a busy machine needs.
   uint64_t ring_start_bytes = 0;
   bool filter_pids = false;  // only processes in the target set (and their children)
+  bool filter_cgroups = false;  // only tasks in (or below) the target cgroups (AddTargetCgroup)
   uint32_t self_pid = 0;
   uint32_t unwind_mode = 0;          // ARCPROF_UNWIND_*
   uint32_t stack_copy_bytes = 65536; // dwarf/hybrid user stack copy
@@ -55,6 +56,7 @@ struct SamplerCounters {
   uint64_t offcpu_lost_stacks = 0;
   uint64_t offcpu_dropped = 0;
   uint64_t offcpu_dropped_ns = 0;
+  uint64_t filtered = 0;  // samples of tasks outside the pid or cgroup filter, not taken
 };
 
 // Off-CPU time summed in BPF under one key (bpf/events.h, struct offcpu_info).
@@ -81,6 +83,11 @@ class Sampler {
   // days under process churn would fill it (new children then unsampled).
   std::vector<uint32_t> TargetPids() const;
   void RemoveTargetPid(uint32_t pid);
+  // Adds cgroup v2 `id` at depth `level` (>= 1) to the cgroup filter: its
+  // tasks and those of every cgroup below it are sampled. Errors: too many
+  // cgroups or distinct depths (bpf/events.h).
+  Result<void> AddTargetCgroup(uint64_t id, uint32_t level);
+  void RemoveTargetCgroup(uint64_t id);
   // Opens side-band events on every online CPU; records go to `on_record`.
   Result<void> OpenSideband(SidebandFn on_record);
   // Opens the sampling events on every online CPU and attaches the program.
