@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -49,18 +50,19 @@ std::string ProcessRegistry::ProcPath(uint32_t pid, std::string_view leaf) const
 Result<std::string> ReadFileStart(const std::string& path, size_t max) {
   ScopedFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
   if (!fd.valid()) return MakeError(path + ": " + std::strerror(errno));
-  std::string text(max, '\0');
-  size_t size = 0;
-  while (size < max) {
-    ssize_t n = read(fd.get(), text.data() + size, max - size);
+  // Read in small steps: a /proc file is a few hundred bytes to a few KiB,
+  // and `max` (64 KiB) would be zeroed and mostly unused at every exec.
+  std::string text;
+  char buffer[4096];
+  while (text.size() < max) {
+    ssize_t n = read(fd.get(), buffer, std::min(sizeof(buffer), max - text.size()));
     if (n < 0) {
       if (errno == EINTR) continue;
       return MakeError(path + ": " + std::strerror(errno));
     }
     if (n == 0) break;
-    size += static_cast<size_t>(n);
+    text.append(buffer, static_cast<size_t>(n));
   }
-  text.resize(size);
   return text;
 }
 
