@@ -38,8 +38,8 @@ void AddPushFlags(CLI::App& command, PushFlags& flags, bool with_url_flag) {
                        "(docs/continuous.md)");
   }
   command.add_option("--service-name", flags.service_name,
-                     "Pyroscope: service_name of the pushed series (default arcprof); OTLP: service.name "
-                     "of every resource");
+                     "Pyroscope: service_name of every pushed series (default: each process's service: "
+                     "one series per service, container and pod); OTLP: service.name of every resource");
   command.add_option("--label", flags.labels,
                      "Extra series label (OTLP: resource attribute) KEY=VALUE (repeatable)");
   command.add_option("--tenant", flags.tenant, "Pyroscope tenant (X-Scope-OrgID header)");

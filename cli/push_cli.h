@@ -19,7 +19,7 @@ namespace arcprof::push {
 // What --push and its companions parse into; Resolve() checks the labels.
 struct PushFlags {
   std::string url;
-  std::string service_name;  // "" = Pyroscope's default (arcprof), no OTLP service.name
+  std::string service_name;  // "": Pyroscope: each process's service; OTLP: no service.name
   std::vector<std::string> labels;  // raw KEY=VALUE
   std::string tenant;
   // Checks the flags and fills `out`; a one-line error for a bad label or URL.

@@ -27,13 +27,13 @@ class PyroscopeBackend : public Backend {
   explicit PyroscopeBackend(const PushOptions& options) : options_(options) {}
 
   Result<Sent> Send(const WindowInfo& window, const Profile& profile, const Post& post) override {
-    auto pprof = WindowPprof(profile);
-    if (!pprof) return pprof.error();
-    const Labels labels = SeriesLabels(options_.service_name.empty() ? "arcprof" : options_.service_name,
-                                       options_.host.empty() ? profile.meta.host : options_.host, options_.labels);
+    // One series per service, container and pod of the window's processes.
+    auto series = SplitWindow(profile, window.stable_id, options_.service_name,
+                              options_.host.empty() ? profile.meta.host : options_.host, options_.labels);
+    if (!series) return series.error();
     Sent sent;
     if (!ingest_) {
-      const std::string body = EncodePushRequest(labels, *pprof, ProfileUuid(window.stable_id));
+      const std::string body = EncodePushRequest(*series);
       auto headers = TenantHeaders(options_);
       headers.push_back("Content-Type: application/proto");
       headers.push_back("Connect-Protocol-Version: 1");
@@ -52,8 +52,14 @@ class PyroscopeBackend : public Backend {
           std::max<uint64_t>(from + 1, (window.end_unix_ns + 999'999'999ull) / 1'000'000'000ull);
       auto headers = TenantHeaders(options_);
       headers.push_back("Content-Type: application/octet-stream");
-      sent.body_bytes = pprof->size();
-      sent.response = post(IngestUrl(options_.url, labels, from, until, profile.meta.frequency_hz), *pprof, headers);
+      // One series a request: all must arrive (a retry sends them all again).
+      for (const WindowSeries& s : *series) {
+        sent.body_bytes = s.gzipped_pprof.size();
+        sent.response = post(IngestUrl(options_.url, s.labels, from, until, profile.meta.frequency_hz),
+                             s.gzipped_pprof, headers);
+        const long status = sent.response.status;
+        if (!sent.response.error.empty() || status < 200 || status >= 300) break;
+      }
     }
     return sent;
   }

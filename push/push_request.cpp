@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <map>
+#include <tuple>
 
 #include "proto/profile.pb.h"
 #include "push/v1/push.pb.h"
@@ -85,9 +87,9 @@ std::string ProfileUuid(std::string_view stable_window_id) {
   return text;
 }
 
-Result<std::string> WindowPprof(const Profile& window) {
+Result<std::string> WindowPprof(const Profile& window, const ThreadFilter& filter) {
   perftools::profiles::Profile profile;
-  if (!profile.ParseFromString(EncodePprof(window, ThreadFilter{}))) {
+  if (!profile.ParseFromString(EncodePprof(window, filter))) {
     return MakeError("push: cannot re-read the window's pprof");
   }
   int64_t comm = -1;
@@ -105,6 +107,66 @@ Result<std::string> WindowPprof(const Profile& window) {
   std::string bytes;
   profile.SerializeToString(&bytes);
   return Gzip(bytes);
+}
+
+Result<std::vector<WindowSeries>> SplitWindow(const Profile& window, std::string_view stable_window_id,
+                                              const std::string& service_name, const std::string& host,
+                                              const Labels& extra) {
+  // (service, container, pod) -> the pids of its processes.
+  std::map<std::tuple<std::string, std::string, std::string>, ThreadFilter> groups;
+  for (const ThreadRecord& t : window.threads) {
+    if (t.tree.total(kSamplesValue) == 0 && t.tree.size() <= 1) continue;
+    const ProcessIdentity& id = t.identity;
+    std::string service = !service_name.empty()      ? service_name
+                          : !id.service_name.empty() ? id.service_name
+                                                     : ProcessName(t);
+    ThreadFilter& filter = groups[{std::move(service), id.container_id, id.pod_uid}];
+    if (std::find(filter.pids.begin(), filter.pids.end(), t.pid) == filter.pids.end()) filter.pids.push_back(t.pid);
+  }
+  std::vector<WindowSeries> out;
+  const bool one = groups.size() <= 1;
+  for (const auto& [key, filter] : groups) {
+    const auto& [service, container, pod] = key;
+    Labels identity;
+    if (!container.empty()) identity.emplace_back("container_id", container);
+    if (!pod.empty()) identity.emplace_back("pod_uid", pod);
+    Labels all = identity;
+    all.insert(all.end(), extra.begin(), extra.end());
+    Labels labels = SeriesLabels(service, host, all);
+    auto pprof = WindowPprof(window, filter);
+    if (!pprof) return pprof.error();
+    const std::string apart = one && container.empty() && pod.empty()
+                                  ? std::string()
+                                  : service + '\n' + container + '\n' + pod;
+    out.push_back({std::move(labels), std::move(*pprof),
+                   ProfileUuid(apart.empty() ? std::string(stable_window_id)
+                                             : std::string(stable_window_id) + '\n' + apart)});
+  }
+  if (out.empty()) {  // a window without threads: one empty series, as before
+    auto pprof = WindowPprof(window);
+    if (!pprof) return pprof.error();
+    out.push_back({SeriesLabels(service_name.empty() ? "arcprof" : service_name, host, extra), std::move(*pprof),
+                   ProfileUuid(stable_window_id)});
+  }
+  return out;
+}
+
+std::string EncodePushRequest(const std::vector<WindowSeries>& all) {
+  ::push::v1::PushRequest request;
+  for (const WindowSeries& s : all) {
+    ::push::v1::RawProfileSeries* series = request.add_series();
+    for (const auto& [name, value] : s.labels) {
+      ::types::v1::LabelPair* pair = series->add_labels();
+      pair->set_name(name);
+      pair->set_value(value);
+    }
+    ::push::v1::RawSample* sample = series->add_samples();
+    sample->set_raw_profile(s.gzipped_pprof);
+    sample->set_id(s.profile_uuid);
+  }
+  std::string bytes;
+  request.SerializeToString(&bytes);
+  return bytes;
 }
 
 std::string EncodePushRequest(const Labels& labels, const std::string& gzipped_pprof,

@@ -11,12 +11,13 @@
 
 #include "common/result.h"
 #include "model/profile.h"
+#include "model/thread_filter.h"
 
 namespace arcprof::push {
 
 using Labels = std::vector<std::pair<std::string, std::string>>;
 
-// The series labels of every window: __name__=process_cpu, service_name,
+// The series labels of a window: __name__=process_cpu, service_name,
 // host, then the user's --label pairs in order. A user label may replace
 // service_name or host but not __name__. Labels that vary per window (its id,
 // its time) are never series labels: they would make one series per window.
@@ -34,13 +35,37 @@ std::string ProfileUuid(std::string_view stable_window_id);
 // The gzipped pprof of one window as pushed: the pprof export of every thread
 // (reports/pprof.h) with only the process name ("comm") kept as a sample
 // label. Pyroscope turns sample labels into series, so pid, tid and thread
-// names would create a series per thread.
-Result<std::string> WindowPprof(const model::Profile& window);
+// names would create a series per thread (and container.id, k8s.pod.uid and
+// service.name are series labels, SplitWindow). `filter`: only those threads.
+Result<std::string> WindowPprof(const model::Profile& window, const model::ThreadFilter& filter = {});
 
 // The serialized push.v1.PushRequest: one series (`labels`) holding one sample
 // (`gzipped_pprof`, id `profile_uuid`).
 std::string EncodePushRequest(const Labels& labels, const std::string& gzipped_pprof,
                               const std::string& profile_uuid);
+
+// One series of a window: the threads of one (service, container, pod).
+struct WindowSeries {
+  Labels labels;
+  std::string gzipped_pprof;  // WindowPprof of those threads
+  std::string profile_uuid;
+};
+
+// A window as Pyroscope series, one per service_name, container_id and
+// pod_uid of its processes (model/process_identity.h): labels
+// SeriesLabels(service, host, ...) with container_id and pod_uid where the
+// process has them, then the --label pairs (which may replace any of them).
+// `service_name` non-empty: every process's service is that one (push
+// --service-name). A process without an identity (captures before schema 6)
+// is its process name's service. Each series' profile id comes from the
+// window's stable id and, unless the window is one series without container
+// or pod, from what sets the series apart, so a resend carries the same ids.
+Result<std::vector<WindowSeries>> SplitWindow(const model::Profile& window, std::string_view stable_window_id,
+                                              const std::string& service_name, const std::string& host,
+                                              const Labels& extra);
+
+// The serialized push.v1.PushRequest of every series of a window.
+std::string EncodePushRequest(const std::vector<WindowSeries>& series);
 
 // The URL of the fallback for servers without the push API:
 // BASE/ingest?name=SERVICE{k=v,...}&from=S&until=S&format=pprof&spyName=arcprof

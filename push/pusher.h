@@ -41,8 +41,9 @@ namespace arcprof::push {
 struct PushOptions {
   std::string url;                      // the server's base URL, e.g. http://pyroscope:4040
                                         // or otlp+http://collector:4318
-  // Pyroscope: the series' service_name ("" = arcprof); OTLP: service.name
-  // of every resource when not "".
+  // Pyroscope: service_name of every series; "" (the default): each
+  // process's own (model/process_identity.h), one series per service,
+  // container and pod. OTLP: service.name of every resource when not "".
   std::string service_name;
   std::string host;                     // default: the window's host (CaptureMeta::host)
   Labels labels;                        // --label KEY=VALUE, in order (OTLP: resource attributes)

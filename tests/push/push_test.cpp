@@ -23,6 +23,7 @@
 #include "push/capture_windows.h"
 #include "push/push_request.h"
 #include "push/pusher.h"
+#include "proto/profile.pb.h"
 #include "push/v1/push.pb.h"
 #include "reports/otlp.h"
 #include "store/capture_store.h"
@@ -379,6 +380,66 @@ TEST(Pusher, BadRequestIsNotRetried) {
 }
 
 // A server without the push API gets the profile on /ingest?format=pprof.
+// One series per service, container and pod (model/process_identity.h):
+// labels container_id and pod_uid where a process has them, a --label
+// replaces any of them, each series holds only its processes' samples, and
+// its profile id is the same at every resend.
+TEST(PushRequest, OneSeriesPerServiceContainerAndPod) {
+  Profile window = SampleProfile();
+  std::map<uint32_t, uint64_t> by_pid;
+  for (ThreadRecord& t : window.threads) by_pid[t.pid] += t.tree.total(kSamplesValue);
+  ASSERT_GE(by_pid.size(), 2u);
+  const uint32_t first = by_pid.begin()->first;
+  const std::string container(64, 'c');
+  for (ThreadRecord& t : window.threads) {
+    if (t.pid == first) {
+      t.identity.service_name = "checkout";
+      t.identity.container_id = container;
+      t.identity.pod_uid = "12345678-90ab-cdef-1234-567890abcdef";
+    } else {
+      t.identity.service_name = "nginx";
+    }
+  }
+  auto series = SplitWindow(window, "w/1", "", "h1", {{"env", "ci"}});
+  ASSERT_TRUE(series.ok()) << series.error().message;
+  ASSERT_EQ(series->size(), 2u);
+  uint64_t total = 0;
+  std::set<std::string> ids;
+  for (const WindowSeries& s : *series) {
+    std::map<std::string, std::string> labels(s.labels.begin(), s.labels.end());
+    EXPECT_EQ(labels["host"], "h1");
+    EXPECT_EQ(labels["env"], "ci");
+    perftools::profiles::Profile p;
+    ASSERT_TRUE(p.ParseFromString(arcprof::testing::Gunzip(s.gzipped_pprof)));
+    uint64_t samples = 0;
+    for (const auto& sample : p.sample()) samples += static_cast<uint64_t>(sample.value(0));
+    total += samples;
+    if (labels["service_name"] == "checkout") {
+      EXPECT_EQ(labels["container_id"], container);
+      EXPECT_EQ(labels["pod_uid"], "12345678-90ab-cdef-1234-567890abcdef");
+      EXPECT_EQ(samples, by_pid[first]);
+    } else {
+      EXPECT_EQ(labels["service_name"], "nginx");
+      EXPECT_EQ(labels.count("container_id"), 0u);
+    }
+    ids.insert(s.profile_uuid);
+  }
+  EXPECT_EQ(total, window.total_samples());
+  EXPECT_EQ(ids.size(), 2u);
+  auto again = SplitWindow(window, "w/1", "", "h1", {{"env", "ci"}});
+  ASSERT_TRUE(again.ok());
+  for (size_t i = 0; i < again->size(); ++i) EXPECT_EQ((*again)[i].profile_uuid, (*series)[i].profile_uuid);
+  // --service-name gives every process that service; --label overrides.
+  auto named = SplitWindow(window, "w/1", "fleet", "h1", {{"container_id", "x"}});
+  ASSERT_TRUE(named.ok());
+  ASSERT_EQ(named->size(), 2u);  // still apart by container
+  for (const WindowSeries& s : *named) {
+    std::map<std::string, std::string> labels(s.labels.begin(), s.labels.end());
+    EXPECT_EQ(labels["service_name"], "fleet");
+    EXPECT_EQ(labels["container_id"], "x");
+  }
+}
+
 TEST(Pusher, FallsBackToIngest) {
   REQUIRE_TOOLS();
   TempDir tmp;
@@ -415,7 +476,7 @@ TEST(PushCli, SendsACaptureOnce) {
   const std::string db = tmp.File("cap.db");
   ASSERT_TRUE(WriteCapture(db, SampleProfile()).ok());
   Server server(tmp.path(), 0, {"--status", "503"});
-  auto [code, out] = RunCapture({kArcprof, "push", "-i", db, server.url(), "--label", "env=ci"});
+  auto [code, out] = RunCapture({kArcprof, "push", "-i", db, server.url(), "--label", "env=ci", "--service-name", "svc"});
   EXPECT_EQ(code, 0) << out;
   EXPECT_NE(out.find("pushed 1 window"), std::string::npos) << out;
   auto [code2, out2] = RunCapture({kArcprof, "push", "-i", db, server.url()});
@@ -493,7 +554,7 @@ TEST(PushCli, StoreServerDownForTwoWindowsThenUp) {
   }
   const int port = FreePort();
   const std::string url = "http://127.0.0.1:" + std::to_string(port);
-  auto [down, out] = RunCapture({kArcprof, "push", "-i", dir, url, "--max-time", "1"});
+  auto [down, out] = RunCapture({kArcprof, "push", "-i", dir, url, "--max-time", "1", "--service-name", "svc"});
   EXPECT_EQ(down, 1) << out;
   {
     auto store = WindowStore::OpenForWriting(dir);
@@ -505,10 +566,10 @@ TEST(PushCli, StoreServerDownForTwoWindowsThenUp) {
   }
   std::filesystem::create_directory(tmp.File("srv-out"));
   Server server(tmp.File("srv-out"), port);
-  auto [up, text] = RunCapture({kArcprof, "push", "-i", dir, url});
+  auto [up, text] = RunCapture({kArcprof, "push", "-i", dir, url, "--service-name", "svc"});
   EXPECT_EQ(up, 0) << text;
   EXPECT_NE(text.find("pushed 3 windows"), std::string::npos) << text;
-  auto [again, text2] = RunCapture({kArcprof, "push", "-i", dir, url});
+  auto [again, text2] = RunCapture({kArcprof, "push", "-i", dir, url, "--service-name", "svc"});
   EXPECT_EQ(again, 0);
   EXPECT_NE(text2.find("pushed 0 windows"), std::string::npos) << text2;
 
