@@ -54,6 +54,11 @@ int PrintStoreInfo(const WindowStore& store, const std::string& format, std::ost
   for (StoredWindow& w : store.List()) {
     WindowSummary s;
     s.window = std::move(w);
+    if (!s.window.unreadable.empty()) {  // not a window: not read, not counted as unsent
+      s.error = s.window.unreadable;
+      rows.push_back(std::move(s));
+      continue;
+    }
     auto profile = ReadCapture(s.window.path);
     if (profile) {
       s.readable = true;

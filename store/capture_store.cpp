@@ -965,6 +965,7 @@ class Reader {
   }
 
   Result<Profile> ReadAll();
+  Result<CaptureIdentity> ReadIdentity();
   Result<void> ReadRowBlocks();
   Result<RowBlock> SmallTableRows(const SmallTable& table, const char* sql);
   Result<void> ReadFrameBlocks(const std::vector<uint32_t>& modules, Profile& profile,
@@ -1233,6 +1234,40 @@ Result<void> Reader::ReadTreeBlocks(const std::unordered_map<int64_t, bool>& win
         return {};
       },
       0b1000);
+}
+
+Result<CaptureIdentity> Reader::ReadIdentity() {
+  CaptureIdentity id;
+  int64_t first = -1;
+  if (auto r = ForEachRow("SELECT id, uuid FROM captures ORDER BY id LIMIT 1", 0b10, 0,
+                          [&](sqlite3_stmt* s) -> Result<void> {
+                            first = sqlite3_column_int64(s, 0);
+                            id.uuid = ColumnText(s, 1).substr(0, 64);
+                            return {};
+                          });
+      !r) {
+    return r.error();
+  }
+  if (first < 1 || id.uuid.empty()) return Corrupt("it holds no capture");
+  auto stmt = Prepare("SELECT key, value FROM meta WHERE capture_id = ?");
+  if (!stmt) return stmt.error();
+  stmt->Bind(1, first);
+  uint64_t start_mono = 0, end_mono = 0;
+  if (auto r = db_.ForEachRow(*stmt, [&](sqlite3_stmt* s) -> Result<void> {
+        const std::string key = ColumnTextRaw(s, 0);
+        uint64_t* out = key == "start_unix_ns"        ? &id.start_unix_ns
+                        : key == "start_monotonic_ns" ? &start_mono
+                        : key == "end_monotonic_ns"   ? &end_mono
+                                                      : nullptr;
+        if (out && !ParseUnsigned(ColumnTextRaw(s, 1), *out)) return Corrupt("meta " + key + " is not a number");
+        return {};
+      });
+      !r) {
+    return r.error();
+  }
+  if (end_mono < start_mono) return Corrupt("the capture ends before it starts");
+  id.end_unix_ns = id.start_unix_ns + (end_mono - start_mono);
+  return id;
 }
 
 Result<Profile> Reader::ReadAll() {
@@ -1636,6 +1671,16 @@ Result<Profile> ReadCapture(const std::string& path) {
   Result<Profile> profile = checked ? reader.ReadAll() : Result<Profile>(checked.error());
   if (profile) return profile;
   return MakeError(SqlOneLine(profile.error().message), profile.error().kind);
+}
+
+Result<CaptureIdentity> ReadCaptureIdentity(const std::string& path) {
+  Reader reader(path);
+  Result<void> checked = reader.Open();
+  if (checked) checked = reader.CheckIdentity();
+  if (checked) checked = reader.CheckSchema();  // before anything reads a row
+  Result<CaptureIdentity> id = checked ? reader.ReadIdentity() : Result<CaptureIdentity>(checked.error());
+  if (id) return id;
+  return MakeError(SqlOneLine(id.error().message), id.error().kind);
 }
 
 }  // namespace arcprof::store

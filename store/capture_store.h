@@ -58,4 +58,16 @@ Result<void> WriteCapture(const std::string& path, const model::Profile& profile
 // one-line message starting with `path` and kind ErrorKind::kCapture.
 Result<model::Profile> ReadCapture(const std::string& path);
 
+// What identifies a capture without reading it whole: the uuid of its first
+// capture (random, written once by the writer and kept by copies of the file)
+// and its time range in Unix ns (start_unix_ns, and the end from the
+// monotonic length). The file is opened and its schema checked as ReadCapture
+// does; the rows are not checked (ReadCapture does that).
+struct CaptureIdentity {
+  std::string uuid;
+  uint64_t start_unix_ns = 0;
+  uint64_t end_unix_ns = 0;
+};
+Result<CaptureIdentity> ReadCaptureIdentity(const std::string& path);
+
 }  // namespace arcprof::store

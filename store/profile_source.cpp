@@ -65,6 +65,10 @@ Result<void> ForEachWindow(const std::string& capture_path, const StoreRange& ra
   if (!store) return store.error();
   size_t read = 0;
   for (const StoredWindow& w : store->ListRange(times->first, times->second)) {
+    if (!w.unreadable.empty()) {
+      err << "arcprof: warning: skipped window " << w.id << ": " << w.unreadable << '\n';
+      continue;
+    }
     auto profile = ReadCapture(w.path);
     if (!profile) {
       err << "arcprof: warning: skipped window " << w.id << ": " << profile.error().message << '\n';

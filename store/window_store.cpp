@@ -12,7 +12,9 @@
 #include <cerrno>
 #include <charconv>
 #include <cstring>
+#include <map>
 #include <random>
+#include <tuple>
 
 #include "store/atomic_file.h"
 #include "store/capture_store.h"
@@ -45,12 +47,23 @@ std::string SessionTag() {
   return out;
 }
 
-// lstat: a symlink named like a window is not one.
-bool RegularFile(const std::string& path, uint64_t* size) {
-  struct stat st {};
-  if (lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return false;
-  if (size) *size = static_cast<uint64_t>(st.st_size);
-  return true;
+uint64_t Ns(const timespec& t) { return static_cast<uint64_t>(t.tv_sec) * 1000000000ull + static_cast<uint64_t>(t.tv_nsec); }
+
+std::string UtcTime(uint64_t unix_ns) {
+  const time_t secs = static_cast<time_t>(unix_ns / 1000000000ull);
+  tm t{};
+  gmtime_r(&secs, &t);
+  char buf[32];
+  strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &t);
+  return buf;
+}
+
+// Why the window named `w` is not the window its content is ("" when it is).
+std::string NameContradicts(const StoredWindow& w, uint64_t start_unix_ns, uint64_t end_unix_ns) {
+  const auto [start_ms, end_ms] = WindowNameMs(start_unix_ns, end_unix_ns);
+  if (start_ms * 1000000ull == w.start_unix_ns && end_ms * 1000000ull == w.end_unix_ns) return "";
+  return "holds the window " + UtcTime(start_unix_ns) + " to " + UtcTime(end_unix_ns) +
+         ", not the one its name says (a copied or renamed file)";
 }
 
 // The destinations in a sent marker; bounded, a symlink is not followed.
@@ -177,10 +190,14 @@ Result<WindowStore> WindowStore::OpenForReading(const std::string& dir_arg) {
   return WindowStore(dir);
 }
 
-Result<std::string> WindowStore::Append(const Profile& window) {
+std::pair<uint64_t, uint64_t> WindowNameMs(uint64_t start_unix_ns, uint64_t end_unix_ns) {
   // Rounded to the nearest millisecond: a window closed on a boundary is named by it.
-  const uint64_t start_ms = (window.meta.start_unix_ns + 500000ull) / 1000000ull;
-  const uint64_t end_ms = std::max<uint64_t>(start_ms, (EndUnixNs(window.meta) + 500000ull) / 1000000ull);
+  const uint64_t start_ms = (start_unix_ns + 500000ull) / 1000000ull;
+  return {start_ms, std::max<uint64_t>(start_ms, (end_unix_ns + 500000ull) / 1000000ull)};
+}
+
+Result<std::string> WindowStore::Append(const Profile& window) {
+  const auto [start_ms, end_ms] = WindowNameMs(window.meta.start_unix_ns, EndUnixNs(window.meta));
   char id[64];
   snprintf(id, sizeof(id), "%013llu-%013llu-%s", static_cast<unsigned long long>(start_ms),
            static_cast<unsigned long long>(end_ms), session_.empty() ? "00000000" : session_.c_str());
@@ -192,6 +209,8 @@ Result<std::string> WindowStore::Append(const Profile& window) {
 std::vector<StoredWindow> WindowStore::List() const {
   std::vector<StoredWindow> out;
   std::vector<std::string> sent;  // ids with a marker
+  std::map<std::string, Identity> identities;  // of the files present now
+  std::map<std::string, uint64_t> changed;     // id -> ctime, to tell an original from its copy
   DIR* d = opendir(dir_.c_str());
   if (!d) return out;
   while (dirent* e = readdir(d)) {
@@ -205,18 +224,68 @@ std::vector<StoredWindow> WindowStore::List() const {
     auto w = ParseWindowId(name.substr(0, name.size() - 3));
     if (!w) continue;
     w->path = dir_ + "/" + name;
-    if (!RegularFile(w->path, &w->bytes)) continue;
+    struct stat st {};
+    if (fstatat(dirfd(d), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;  // removed meanwhile
+    if (!S_ISREG(st.st_mode)) {
+      w->unreadable = std::string("not a window file: ") + FileKind(st.st_mode);
+      out.push_back(std::move(*w));
+      continue;
+    }
+    w->bytes = static_cast<uint64_t>(st.st_size);
+    Identity id;
+    auto known = identities_.find(name);
+    if (known != identities_.end() && known->second.inode == st.st_ino &&
+        known->second.size == static_cast<uint64_t>(st.st_size) && known->second.mtime_ns == Ns(st.st_mtim) &&
+        known->second.ctime_ns == Ns(st.st_ctim)) {
+      id = known->second;
+    } else {
+      id.inode = st.st_ino;
+      id.size = static_cast<uint64_t>(st.st_size);
+      id.mtime_ns = Ns(st.st_mtim);
+      id.ctime_ns = Ns(st.st_ctim);
+      if (auto read = ReadCaptureIdentity(w->path)) {
+        id.read = true;
+        id.uuid = read->uuid;
+        id.start_unix_ns = read->start_unix_ns;
+        id.end_unix_ns = read->end_unix_ns;
+      }
+    }
+    // A window whose identity cannot be read stays listed by its name: reading
+    // it says what is wrong with it.
+    if (id.read) {
+      w->capture_uuid = id.uuid;
+      w->unreadable = NameContradicts(*w, id.start_unix_ns, id.end_unix_ns);
+    }
+    changed[w->id] = id.ctime_ns;
+    identities.emplace(name, std::move(id));
     out.push_back(std::move(*w));
   }
   closedir(d);
+  identities_ = std::move(identities);
   std::sort(sent.begin(), sent.end());
   std::sort(out.begin(), out.end(), [](const StoredWindow& a, const StoredWindow& b) {
     return std::tie(a.start_unix_ns, a.id) < std::tie(b.start_unix_ns, b.id);
   });
   for (StoredWindow& w : out) {
+    if (!w.unreadable.empty() && w.capture_uuid.empty()) continue;
     if (!std::binary_search(sent.begin(), sent.end(), w.id)) continue;
     w.sent_to = ReadSentMarker(dir_ + "/" + w.id + ".sent").destinations;
     w.sent = !w.sent_to.empty();
+  }
+  // One capture under several names is one window: the one sent, else the
+  // oldest file (a copy is newer), else the first by name.
+  std::map<std::string, StoredWindow*> original;
+  for (StoredWindow& w : out) {
+    if (!w.unreadable.empty() || w.capture_uuid.empty()) continue;
+    auto [it, added] = original.try_emplace(w.capture_uuid, &w);
+    if (added) continue;
+    const auto rank = [&](const StoredWindow* x) { return std::tuple(!x->sent, changed[x->id], x->id); };
+    StoredWindow* copy = &w;
+    if (rank(&w) < rank(it->second)) {
+      copy = it->second;
+      it->second = &w;
+    }
+    copy->unreadable = "a copy of window " + it->second->id + " (the same capture inside)";
   }
   return out;
 }
@@ -232,10 +301,21 @@ std::vector<StoredWindow> WindowStore::ListRange(uint64_t since, uint64_t until)
 }
 
 Result<Profile> WindowStore::Read(const std::string& id) const {
-  if (!ParseWindowId(id)) return MakeError(dir_ + ": no window '" + id + "'", ErrorKind::kCapture);
+  auto w = ParseWindowId(id);
+  if (!w) return MakeError(dir_ + ": no window '" + id + "'", ErrorKind::kCapture);
   const std::string path = dir_ + "/" + id + ".db";
-  if (!RegularFile(path, nullptr)) return MakeError(path + ": no such window", ErrorKind::kCapture);
-  return ReadCapture(path);
+  struct stat st {};
+  if (lstat(path.c_str(), &st) != 0) return MakeError(path + ": no such window", ErrorKind::kCapture);
+  if (!S_ISREG(st.st_mode)) {
+    return MakeError(path + ": not a window file: " + FileKind(st.st_mode), ErrorKind::kCapture);
+  }
+  auto profile = ReadCapture(path);
+  if (!profile) return profile;
+  if (const std::string why = NameContradicts(*w, profile->meta.start_unix_ns, EndUnixNs(profile->meta));
+      !why.empty()) {
+    return MakeError(path + ": " + why, ErrorKind::kCapture);
+  }
+  return profile;
 }
 
 Result<void> WindowStore::MarkSent(const std::string& id, const std::string& destination) {
@@ -263,6 +343,7 @@ Result<void> WindowStore::MarkSent(const std::string& id, const std::string& des
 std::vector<StoredWindow> WindowStore::Unsent(const std::string& destination) const {
   std::vector<StoredWindow> out;
   for (StoredWindow& w : List()) {
+    if (!w.unreadable.empty()) continue;  // not a window: nothing to send
     if (std::find(w.sent_to.begin(), w.sent_to.end(), destination) == w.sent_to.end()) {
       out.push_back(std::move(w));
     }
@@ -276,6 +357,10 @@ Result<Profile> WindowStore::ReadRange(uint64_t since, uint64_t until,
   size_t read = 0;
   const std::vector<StoredWindow> windows = ListRange(since, until);
   for (const StoredWindow& w : windows) {
+    if (!w.unreadable.empty()) {
+      if (warnings) warnings->push_back("skipped window " + w.id + ": " + w.unreadable);
+      continue;
+    }
     auto profile = ReadCapture(w.path);
     if (!profile) {
       if (warnings) warnings->push_back("skipped window " + w.id + ": " + profile.error().message);
@@ -294,7 +379,10 @@ Result<Profile> WindowStore::ReadRange(uint64_t since, uint64_t until,
 
 RetentionResult WindowStore::ApplyRetention(uint64_t retain_s, uint64_t max_bytes, uint64_t now) {
   RetentionResult result;
-  std::vector<StoredWindow> windows = List();
+  std::vector<StoredWindow> windows;
+  for (StoredWindow& w : List()) {
+    if (w.unreadable.empty()) windows.push_back(std::move(w));  // only windows age out
+  }
   uint64_t total = 0;
   for (const StoredWindow& w : windows) total += w.bytes;
   const uint64_t oldest_kept = retain_s > 0 && now > retain_s * 1000000000ull ? now - retain_s * 1000000000ull : 0;

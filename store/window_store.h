@@ -13,6 +13,13 @@
 // milliseconds (13 digits, so ids sort by time), session = 8 hex digits drawn
 // at the start of the writing process. Senders use it as an idempotency key.
 //
+// A window is identified by its content, not only by its name: the capture
+// inside names its time range and carries a random capture uuid. An entry
+// named like a window that is not a regular file, whose content is another
+// window (a file copied or renamed), or that is a copy of a window already
+// listed is listed with `unreadable` set: it is never summed, sent or counted
+// (docs/continuous.md, "Reading a store").
+//
 // API for senders (push/store_windows.h adapts it to push::WindowSource):
 // Unsent(destination) gives the windows not yet delivered there, oldest first;
 // Read(id) one window's profile alone; MarkSent(id, destination) appends the
@@ -21,6 +28,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -39,6 +47,10 @@ struct StoredWindow {
   uint64_t bytes = 0;        // size of the file on disk
   bool sent = false;         // delivered to at least one destination
   std::vector<std::string> sent_to;  // the destinations in DIR/<id>.sent
+  std::string capture_uuid;  // of the capture inside ("" when it cannot be read)
+  // Why this entry is not a window ("" for a window): "a FIFO", "a copy of
+  // window ID", "holds the window ..., not the one its name says".
+  std::string unreadable;
 };
 
 struct StoreConfig {
@@ -69,7 +81,9 @@ class WindowStore {
   // Writes one closed window as DIR/<id>.db and returns its id. On failure
   // (disk full, ...) nothing is left behind and the store is unchanged.
   Result<std::string> Append(const model::Profile& window);
-  // Every window, oldest first. Files that are not windows are ignored.
+  // Every entry named like a window, oldest first (by name); those that are
+  // not windows have `unreadable` set. Other files are ignored. A window's
+  // identity is read once per file (cached by inode, size and times).
   std::vector<StoredWindow> List() const;
   // Windows overlapping [since, until) in Unix ns, oldest first.
   std::vector<StoredWindow> ListRange(uint64_t since_unix_ns, uint64_t until_unix_ns) const;
@@ -78,8 +92,8 @@ class WindowStore {
   // Windows not yet sent to `destination`, oldest first.
   std::vector<StoredWindow> Unsent(const std::string& destination) const;
   // Sums the windows overlapping [since, until). A window that cannot be read
-  // (corrupt, truncated) is skipped with one line in `warnings`. Errors when
-  // no window lies in the range.
+  // (corrupt, truncated) and an entry that is not a window are skipped with
+  // one line each in `warnings`. Errors when no window lies in the range.
   Result<model::Profile> ReadRange(uint64_t since_unix_ns, uint64_t until_unix_ns,
                             std::vector<std::string>* warnings) const;
 
@@ -93,11 +107,21 @@ class WindowStore {
 
  private:
   explicit WindowStore(std::string dir) : dir_(std::move(dir)) {}
+  struct Identity {
+    uint64_t inode = 0, size = 0, mtime_ns = 0, ctime_ns = 0;
+    bool read = false;  // the capture's identity could be read
+    std::string uuid;
+    uint64_t start_unix_ns = 0, end_unix_ns = 0;
+  };
   std::string dir_;
+  mutable std::map<std::string, Identity> identities_;  // file name -> what is inside
   std::string session_;
   ScopedFd lock_;
 };
 
+// The start and end in Unix milliseconds that name a window of [start, end)
+// in Unix ns (rounded to the nearest millisecond; end never before start).
+std::pair<uint64_t, uint64_t> WindowNameMs(uint64_t start_unix_ns, uint64_t end_unix_ns);
 // Parses "<start_ms>-<end_ms>-<8 hex>" (the part before ".db").
 std::optional<StoredWindow> ParseWindowId(const std::string& id);
 

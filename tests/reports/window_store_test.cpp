@@ -6,10 +6,12 @@
 
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include "store/capture_store.h"
 #include "model/profile_merge.h"
 #include "store/window_store.h"
+#include "reports/store_info.h"
 #include "test_profiles.h"
 #include "tests/layer_names.h"
 
@@ -152,6 +154,57 @@ TEST(WindowStore, SentMarksArePerDestinationAndIdempotent) {
   EXPECT_FALSE(store->MarkSent(a, "two\nlines"));
 }
 
+// The store reader trusted file names (issue 23): a window file copied under
+// another window's name was summed again (window 0 counted three times, one
+// copy dated 2100), and a FIFO, symlink or directory named like a window was
+// left out silently. Windows are identified by their content (its start, end
+// and capture id), a copy counts once, and every entry that is not a window
+// file is listed as unreadable.
+TEST(WindowStore, CopiesCountOnceAndEntriesThatAreNotWindowsAreUnreadable) {
+  TempDir dir;
+  auto store = WindowStore::OpenForWriting(dir.path());
+  ASSERT_TRUE(store);
+  std::vector<std::string> ids;
+  for (uint64_t i = 0; i < 3; ++i) ids.push_back(store->Append(Window(kBase + i * 60 * kSec)).value());
+  const std::string w0 = dir.File(ids[0] + ".db");
+  const std::string start0 = ids[0].substr(0, 27);  // "<start_ms>-<end_ms>"
+  // The same window under another session tag, and dated 2100.
+  std::filesystem::copy_file(w0, dir.File(start0 + "-0badc0de.db"));
+  std::filesystem::copy_file(w0, dir.File("4102444800000-4102444860000-0badc0de.db"));
+  // Entries named like windows that are not window files.
+  ASSERT_EQ(mkfifo(dir.File("1764000300000-1764000360000-0000f1f0.db").c_str(), 0600), 0);
+  ASSERT_EQ(symlink(w0.c_str(), dir.File("1764000360000-1764000420000-00001111.db").c_str()), 0);
+  ASSERT_EQ(mkdir(dir.File("1764000420000-1764000480000-000d1d1d.db").c_str(), 0700), 0);
+
+  std::vector<std::string> warnings;
+  auto all = store->ReadRange(0, UINT64_MAX, &warnings);
+  ASSERT_TRUE(all) << all.error().message;
+  EXPECT_EQ(all->total_samples(), SampleProfile().total_samples() * 3);
+  EXPECT_EQ(EndUnixNs(all->meta), kBase + 3 * 60 * kSec);  // not 2100
+  std::string joined;
+  for (const std::string& w : warnings) joined += w + "\n";
+  EXPECT_EQ(warnings.size(), 5u) << joined;
+  for (const char* what : {"0badc0de", "4102444800000", "0000f1f0", "00001111", "000d1d1d"}) {
+    EXPECT_NE(joined.find(what), std::string::npos) << what << "\n" << joined;
+  }
+  for (const std::string& w : warnings) EXPECT_EQ(w.find(ids[1]), std::string::npos) << w;
+
+  // `store info`: the three windows, and one `unreadable:` line per other entry.
+  std::ostringstream out, err;
+  EXPECT_EQ(reports::PrintStoreInfo(*store, "text", out, err), 0);
+  size_t unreadable = 0;
+  for (size_t pos = out.str().find("unreadable:"); pos != std::string::npos;
+       pos = out.str().find("unreadable:", pos + 1)) {
+    ++unreadable;
+  }
+  EXPECT_EQ(unreadable, 5u) << out.str();
+  EXPECT_NE(out.str().find("a FIFO"), std::string::npos) << out.str();
+  EXPECT_NE(out.str().find("a symbolic link"), std::string::npos) << out.str();
+  EXPECT_NE(out.str().find("a directory"), std::string::npos) << out.str();
+  // Pushing: the copies and the other entries are never sent as windows.
+  EXPECT_EQ(store->Unsent("http://one:4040").size(), 3u);
+}
+
 std::string FileText(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
@@ -236,11 +289,15 @@ TEST(WindowStore, RefusesSymlinksAndForeignDirectories) {
     ASSERT_FALSE(other);
     EXPECT_NE(other.error().message.find("owned by uid 65534"), std::string::npos);
   }
-  // A symlink named like a window is not a window.
+  // A symlink named like a window is not a window: listed as unreadable, never
+  // followed, read or sent.
   auto store = WindowStore::OpenForWriting(dir.File("real"));
   ASSERT_TRUE(store);
   ASSERT_EQ(symlink("/etc/passwd", dir.File("real/1764000000000-1764000060000-00000000.db").c_str()), 0);
-  EXPECT_TRUE(store->List().empty());
+  ASSERT_EQ(store->List().size(), 1u);
+  EXPECT_EQ(store->List()[0].unreadable, "not a window file: a symbolic link");
+  EXPECT_TRUE(store->Unsent("http://one:4040").empty());
+  EXPECT_FALSE(store->Read("1764000000000-1764000060000-00000000"));
 }
 
 TEST(TimeParsing, DurationsSizesAndTimePoints) {
