@@ -22,6 +22,7 @@
 #define ARCPROF_SAMPLE_HAS_REGS 0x8   /* a user_regs block and a stack copy follow the frames */
 #define ARCPROF_SAMPLE_STACK_FAULT 0x10 /* the stack copy stopped at a page it could not read */
 #define ARCPROF_SAMPLE_OFFCPU 0x20 /* an off-CPU stack: a struct offcpu_info follows the header */
+#define ARCPROF_SAMPLE_HAS_RUNTIME 0x40 /* interpreter frames follow the frames (bpf/runtimes.h) */
 
 /* Unwinding modes (rodata unwind_mode). */
 #define ARCPROF_UNWIND_FP 0

@@ -11,6 +11,7 @@
 #include <bpf/bpf_core_read.h>
 
 #include "events.h"
+#include "python.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -261,6 +262,10 @@ static __always_inline int emit_record(void *ctx, __u8 *data, __u32 tgid, __u32 
 	e->ustack_len = un;
 
 	__u32 size = frames_off + (kn + un) * sizeof(__u64);
+	/* Interpreter frames (runtimes/): before the registers, so that every
+	 * offset up to the stack copy stays below 4 KiB. */
+	if (has_user && !(flags & ARCPROF_SAMPLE_OFFCPU))
+		size += read_runtime_frames(data, size, task, tgid, tid, &flags);
 	if (has_user) {
 		/* fp mode copies a little stack anyway: the unwind tables then
 		 * recover the caller of a leaf that has not set up its frame. */
@@ -269,8 +274,14 @@ static __always_inline int emit_record(void *ctx, __u8 *data, __u32 tgid, __u32 
 		size += copy_user_state(data, size, task, want, &flags);
 	}
 	e->flags = flags;
-	if (size > SCRATCH_SIZE)
-		size = SCRATCH_SIZE;
+	/* 64-bit, and kept in its register: the verifier must see the very value
+	 * passed to the helper bounded (the runtime block widened the offsets). */
+	__u64 out = size;
+	if (out > SCRATCH_SIZE)
+		out = SCRATCH_SIZE;
+	asm volatile("" : "+r"(out));
+	if (out > SCRATCH_SIZE)
+		return -1;
 	__u32 zero = 0;
 	void *ring = bpf_map_lookup_elem(&sample_rings, &zero);
 	if (!ring)
@@ -283,7 +294,7 @@ static __always_inline int emit_record(void *ctx, __u8 *data, __u32 tgid, __u32 
 		wake = BPF_RB_FORCE_WAKEUP;
 		ring_wakeups++;
 	}
-	return bpf_ringbuf_output(ring, data, size, wake) ? -1 : 0;
+	return bpf_ringbuf_output(ring, data, out, wake) ? -1 : 0;
 }
 
 static __always_inline int pid_targeted(__u32 tgid)

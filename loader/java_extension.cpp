@@ -96,7 +96,7 @@ class JavaExtension : public RecordExtension {
  public:
   JavaExtension(bool attach, bool quiet) : attach_(attach), quiet_(quiet) {}
   ~JavaExtension() override {
-    if (symbolizer_) symbolizer_->SetMappingObserver(nullptr);
+    if (symbolizer_) symbolizer_->SetMappingObserver(this, nullptr);
   }
 
   std::string_view name() const override { return "java"; }
@@ -111,7 +111,7 @@ class JavaExtension : public RecordExtension {
     });
     if (!attach_) return {};
     symbolizer_ = &context.symbolizer;
-    context.symbolizer.SetMappingObserver([this](uint32_t pid, const MappingEvent& mapping) {
+    context.symbolizer.SetMappingObserver(this, [this](uint32_t pid, const MappingEvent& mapping) {
       if (MapsJvmLibrary(mapping)) mapped_jvm_.insert(pid);
     });
     // JVMs already running are attached before sampling starts, so that the

@@ -21,6 +21,8 @@ namespace arcprof {
 
 struct RecordOptions;
 class Symbolizer;
+class Sampler;
+class SampleProcessor;
 
 // What a recording tells its extensions (each got its own options when made,
 // MakeRecordExtensions).
@@ -36,6 +38,10 @@ struct RecordContext {
   // started: their JIT code is named by what the attach brings.
   std::function<void()> drain;
   std::unordered_set<uint32_t> held_pids;
+  // The session's sampler and sample processor, for extensions that feed
+  // the BPF side or the frames of a sample (runtimes).
+  Sampler* sampler = nullptr;
+  SampleProcessor* processor = nullptr;
 };
 
 class RecordExtension {

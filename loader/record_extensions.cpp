@@ -2,6 +2,7 @@
 #include "loader/record_extension.h"
 #include "loader/java_extension.h"
 #include "loader/ptt_extension.h"
+#include "loader/runtime_extension.h"
 
 namespace arcprof {
 
@@ -10,6 +11,7 @@ std::vector<std::unique_ptr<RecordExtension>> MakeRecordExtensions(const RecordO
   // One line per extension; each gets only the options it reads.
   if (PttEnabled(options)) extensions.push_back(MakePttExtension(PttExtensionOptionsOf(options)));
   extensions.push_back(MakeJavaExtension(JavaAttachEnabled(options), options.quiet));
+  extensions.push_back(MakeRuntimeExtension());
   return extensions;
 }
 

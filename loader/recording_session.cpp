@@ -670,6 +670,8 @@ Result<std::unique_ptr<RecordingSession>> RecordingSession::Start(const RecordOp
   s.context.reset(new RecordContext{s.symbolizer, s.start_monotonic_ns, !s.command && opt.pids.empty(),
                                     opt.pids, {}, {}});
   if (s.command) s.context->target_pids.push_back(static_cast<uint32_t>(s.command->pid()));
+  s.context->sampler = s.sampler.get();
+  s.context->processor = s.processor.get();
   const uint32_t drain_ms =
       opt.drain_interval_ms != 0
           ? opt.drain_interval_ms

@@ -6,6 +6,7 @@
 #include <ctime>
 
 #include "events.h"
+#include "runtimes.h"
 #include "loader/offcpu_reason.h"
 
 namespace arcprof {
@@ -179,6 +180,33 @@ uint32_t SampleProcessor::InternInlined(const SymbolizedFrame& f, std::string_vi
   return id;
 }
 
+runtimes::Runtime* SampleProcessor::SampleRuntime(const StackSample& e) {
+  if (!(e.flags & ARCPROF_SAMPLE_HAS_RUNTIME) || e.offcpu) return nullptr;
+  runtimes::Runtime* rt = nullptr;
+  for (const auto& r : runtimes_) {
+    if (r->id() == e.runtime) rt = r.get();
+  }
+  if (rt == nullptr) return nullptr;
+  ++runtime_samples_;
+  if (e.runtime_status < runtime_status_.size()) ++runtime_status_[e.runtime_status];
+  runtime_groups_.clear();
+  uint32_t begin = 0;
+  const auto frames = e.runtime_frames;
+  for (uint32_t i = 0; i < frames.size(); ++i) {
+    if (frames[i].code == 0) {
+      runtime_groups_.emplace_back(begin, i);  // a marker ends its activation's frames
+      begin = i + 1;
+    } else if (frames[i].instr & ARCPROF_RUNTIME_ENTRY_BIT) {
+      runtime_groups_.emplace_back(begin, i + 1);  // so does an entry frame, after itself
+      begin = i + 1;
+    }
+  }
+  // Frames after the last marker: an activation whose entry frame the walk
+  // did not reach (too deep, a read fault).
+  if (begin < frames.size()) runtime_groups_.emplace_back(begin, static_cast<uint32_t>(frames.size()));
+  return rt;
+}
+
 bool SampleProcessor::Process(const void* data, size_t size) {
   auto sample = DecodeStackSample(data, size);
   if (!sample) {
@@ -221,8 +249,11 @@ void SampleProcessor::Process(const StackSample& e) {
   if (hash == 0) hash = 1;
   const std::string_view comm = e.comm;
   const uint64_t version = symbolizer_.ProcessVersion(e.pid);
+  // A sample with interpreter frames: the native stack alone does not say
+  // which Python code ran (no stack cache, no reused path).
+  runtimes::Runtime* const rt = SampleRuntime(e);
   StackSlot& slot = stack_cache_[hash & (stack_cache_.size() - 1)];
-  if (slot.hash == hash && slot.version == version && version != 0 && slot.epoch == epoch_) {
+  if (rt == nullptr && slot.hash == hash && slot.version == version && version != 0 && slot.epoch == epoch_) {
     window_.threads[slot.thread].tree.Add(slot.leaf, 1, kSamplesValue, 1);
     frames_ += slot.frames;
     ThreadRecord& t = window_.threads[slot.thread];
@@ -254,7 +285,8 @@ void SampleProcessor::Process(const StackSample& e) {
   ThreadPath& path = paths_[((static_cast<uint64_t>(e.pid) << 32 | e.tid) * 0x9e3779b97f4a7c15ull >> 56) &
                             (paths_.size() - 1)];
   size_t reused = 0;
-  if (path.pid == e.pid && path.tid == e.tid && path.version == version && version != 0 && path.epoch == epoch_) {
+  if (rt == nullptr && path.pid == e.pid && path.tid == e.tid && path.version == version && version != 0 &&
+      path.epoch == epoch_) {
     const size_t n = std::min(path.pcs.size(), root_pcs_.size());
     while (reused < n && path.pcs[reused] == root_pcs_[reused]) ++reused;
   } else {
@@ -294,6 +326,18 @@ void SampleProcessor::Process(const StackSample& e) {
       for (std::string_view method : *f.inlined) stack_.push_back(InternInlined(f, method));
     }
   };
+  // The runtime's activations, matched from the leaf: the innermost native
+  // frame that runs interpreter frames runs the first group. Counting them
+  // first (the answers are cached) keeps a walk that lost its outermost
+  // frames matched.
+  size_t hosts = 0, host_seen = 0;
+  if (rt != nullptr) {
+    for (size_t k = 0; k < root_pcs_.size(); ++k) {
+      if (root_user_index_[k] < 0 || root_pcs_[k] == kElidedPc) continue;
+      if (rt->IsHostFrame(symbolizer_.ResolveUser(e.pid, root_pcs_[k], e.timestamp_ns).symbol)) ++hosts;
+    }
+    if (hosts != runtime_groups_.size()) ++runtime_unmatched_;
+  }
   for (size_t k = reused; k < root_pcs_.size(); ++k) {
     const uint64_t ip = root_pcs_[k];
     const int32_t i = root_user_index_[k];
@@ -306,6 +350,15 @@ void SampleProcessor::Process(const StackSample& e) {
       continue;
     }
     SymbolizedFrame f = symbolizer_.ResolveUser(e.pid, ip, e.timestamp_ns);
+    if (rt != nullptr && rt->IsHostFrame(f.symbol)) {
+      const size_t from_leaf = hosts - 1 - host_seen++;
+      if (from_leaf < runtime_groups_.size()) {
+        // This activation's frames in its place, outermost first.
+        const auto [begin, end] = runtime_groups_[from_leaf];
+        for (uint32_t j = end; j-- > begin;) add(rt->Name(e.pid, e.runtime_frames[j]), ip);
+        if (begin != end) continue;
+      }
+    }
     // An interpreted Java frame: named by the Method* its frame holds.
     if (f.kind == FrameKind::kInterpreted && static_cast<size_t>(i) < user_methods_.size() &&
         user_methods_[static_cast<size_t>(i)] != 0) {
@@ -583,6 +636,18 @@ Profile SampleProcessor::TakeWindow() {
   if (stacks_elided_ > 0) {
     window_.counters["deep_stacks.middle_elided"] += static_cast<int64_t>(stacks_elided_);
     window_.counters["deep_stacks.frames_elided"] += static_cast<int64_t>(frames_elided_);
+  }
+  if (runtime_samples_ > 0) {
+    window_.counters["runtimes.samples"] += static_cast<int64_t>(runtime_samples_);
+    window_.counters["runtimes.activations_unmatched"] += static_cast<int64_t>(runtime_unmatched_);
+    static constexpr const char* kStatus[] = {"complete", "max depth", "no thread state", "read fault"};
+    for (size_t s = 0; s < runtime_status_.size(); ++s) {
+      if (runtime_status_[s] == 0) continue;
+      window_.counters[std::string(s == 0 ? "runtimes.walks." : "runtimes.truncated_walks.") + kStatus[s]] +=
+          static_cast<int64_t>(runtime_status_[s]);
+    }
+    runtime_samples_ = runtime_unmatched_ = 0;
+    runtime_status_.fill(0);
   }
   if (interpreted_named_) window_.counters["java.interpreted_frames_named"] += static_cast<int64_t>(interpreted_named_);
   if (interpreted_unnamed_) {

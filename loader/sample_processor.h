@@ -12,6 +12,8 @@
 #pragma once
 
 #include <array>
+#include <memory>
+#include <span>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -22,6 +24,7 @@
 #include "common/frame.h"
 #include "loader/stack_sample.h"
 #include "model/profile.h"
+#include "runtimes/runtime.h"
 #include "symbolize/symbolizer.h"
 #include "symbolize/unwinder.h"
 
@@ -46,6 +49,11 @@ class SampleProcessor {
   bool Process(const void* data, size_t size);
   // One decoded sample, folded into the open window.
   void Process(const StackSample& sample);
+
+  // The interpreted runtimes whose frames samples may carry (runtimes/):
+  // each replaces the native frames that run its frames (not owned; they
+  // must outlive the processor's use).
+  void SetRuntimes(std::span<const std::unique_ptr<runtimes::Runtime>> runtimes) { runtimes_ = runtimes; }
 
   // Adds off-CPU time summed in BPF under `key` (record --off-cpu) to the
   // open window, at the stack the key's off-CPU record carried (kept across
@@ -107,6 +115,13 @@ class SampleProcessor {
   };
 
   Symbolizer& symbolizer_;
+  std::span<const std::unique_ptr<runtimes::Runtime>> runtimes_;
+  // The runtime frames of the sample being processed, cut into the groups
+  // one native activation runs (leaf first: [begin, end) in its frames).
+  runtimes::Runtime* SampleRuntime(const StackSample& e);
+  std::vector<std::pair<uint32_t, uint32_t>> runtime_groups_;
+  uint64_t runtime_samples_ = 0, runtime_unmatched_ = 0;
+  std::array<uint64_t, 4> runtime_status_{};  // by ARCPROF_RUNTIME_* status
   model::Profile window_;
   uint64_t epoch_ = 1;  // window number: cache entries of other windows are stale
   CallGraphMode mode_;

@@ -17,6 +17,7 @@
 #include <spdlog/spdlog.h>
 
 #include "events.h"
+#include "runtimes.h"
 #include "loader/percpu_counters.h"
 #include "sample.skel.h"
 
@@ -146,6 +147,17 @@ Result<void> Sampler::AddTargetPid(uint32_t pid) {
   __atomic_fetch_or(&skel_->bss->target_bits[pid / 64], uint64_t{1} << (pid % 64),
                     __ATOMIC_RELAXED);
   return {};
+}
+
+Result<void> Sampler::SetRuntimeProcess(uint32_t pid, const runtime_proc& proc) {
+  if (bpf_map__update_elem(skel_->maps.runtime_procs, &pid, sizeof(pid), &proc, sizeof(proc), BPF_ANY) != 0) {
+    return MakeError("cannot describe runtime process " + std::to_string(pid) + ": " + strerror(errno));
+  }
+  return {};
+}
+
+void Sampler::RemoveRuntimeProcess(uint32_t pid) {
+  bpf_map_delete_elem(bpf_map__fd(skel_->maps.runtime_procs), &pid);
 }
 
 std::vector<uint32_t> Sampler::TargetPids() const {

@@ -20,6 +20,7 @@
 #include <bpf/libbpf.h>
 
 struct sample;
+struct runtime_proc;
 
 namespace arcprof {
 
@@ -88,6 +89,10 @@ class Sampler {
   // cgroups or distinct depths (bpf/events.h).
   Result<void> AddTargetCgroup(uint64_t id, uint32_t level);
   void RemoveTargetCgroup(uint64_t id);
+  // What the sampler reads for an interpreted runtime in pid (bpf/runtimes.h,
+  // runtimes/), and forgetting it (the process exited).
+  Result<void> SetRuntimeProcess(uint32_t pid, const runtime_proc& proc);
+  void RemoveRuntimeProcess(uint32_t pid);
   // Opens side-band events on every online CPU; records go to `on_record`.
   Result<void> OpenSideband(SidebandFn on_record);
   // Opens the sampling events on every online CPU and attaches the program.

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "events.h"
+#include "runtimes.h"
 
 namespace arcprof {
 
@@ -39,14 +40,28 @@ std::optional<StackSample> DecodeStackSample(const void* data, size_t size) {
                             strnlen(e.comm, ARCPROF_COMM_LEN));
   s.kernel_pcs = {pcs, e.kstack_len};
   s.user_pcs = {pcs + e.kstack_len, e.ustack_len};
+  // Interpreter frames (bpf/runtimes.h) sit between the frames and the registers.
+  size_t regs_at = frames_end;
+  if ((e.flags & ARCPROF_SAMPLE_HAS_RUNTIME) && e.pid != 0) {
+    runtime_frames_header h;
+    if (size - frames_end < sizeof(h)) return std::nullopt;
+    memcpy(&h, bytes + frames_end, sizeof(h));
+    if (h.count > ARCPROF_RUNTIME_MAX_FRAMES) return std::nullopt;
+    const size_t block = sizeof(h) + size_t{h.count} * sizeof(runtime_frame);
+    if (size - frames_end < block) return std::nullopt;
+    s.runtime = h.runtime;
+    s.runtime_status = h.status;
+    s.runtime_frames = {reinterpret_cast<const runtime_frame*>(bytes + frames_end + sizeof(h)), h.count};
+    regs_at = frames_end + block;
+  }
   // The idle task has no user stack; a register block there is ignored.
   if ((e.flags & ARCPROF_SAMPLE_HAS_REGS) && e.pid != 0) {
-    if (size - frames_end < sizeof(user_regs_block)) return std::nullopt;
+    if (size - regs_at < sizeof(user_regs_block)) return std::nullopt;
     user_regs_block regs;
-    memcpy(&regs, bytes + frames_end, sizeof(regs));
-    if (regs.stack_len > size - frames_end - sizeof(regs)) return std::nullopt;
-    s.user_regs = {reinterpret_cast<const uint64_t*>(bytes + frames_end), ARCPROF_USER_REGS};
-    s.user_stack = {bytes + frames_end + sizeof(regs), regs.stack_len};
+    memcpy(&regs, bytes + regs_at, sizeof(regs));
+    if (regs.stack_len > size - regs_at - sizeof(regs)) return std::nullopt;
+    s.user_regs = {reinterpret_cast<const uint64_t*>(bytes + regs_at), ARCPROF_USER_REGS};
+    s.user_stack = {bytes + regs_at + sizeof(regs), regs.stack_len};
   }
   return s;
 }

@@ -9,6 +9,8 @@
 #include <span>
 #include <string_view>
 
+struct runtime_frame;
+
 namespace arcprof {
 
 struct StackSample {
@@ -25,6 +27,13 @@ struct StackSample {
   // order of user_regs_block.regs and the copied stack from rsp upwards.
   std::span<const uint64_t> user_regs;
   std::span<const uint8_t> user_stack;
+
+  // With ARCPROF_SAMPLE_HAS_RUNTIME: the interpreter frames read at sample
+  // time (bpf/runtimes.h), leaf first, for the runtime `runtime`
+  // (ARCPROF_RUNTIME_*), and how their walk ended (ARCPROF_RUNTIME_COMPLETE, ...).
+  uint16_t runtime = 0;
+  uint16_t runtime_status = 0;
+  std::span<const runtime_frame> runtime_frames;
 
   // With ARCPROF_SAMPLE_OFFCPU (record --off-cpu): not a sample but the
   // stack of a thread going off CPU, with its key and why (bpf/events.h).

@@ -387,6 +387,34 @@ std::optional<uint64_t> FileOffsetToVaddr(const std::vector<LoadSegment>& loads,
   return std::nullopt;
 }
 
+std::optional<uint64_t> VaddrToFileOffset(const std::vector<LoadSegment>& loads, uint64_t vaddr) {
+  for (const LoadSegment& s : loads) {
+    if (vaddr >= s.vaddr && vaddr - s.vaddr < s.filesz) return vaddr - s.vaddr + s.offset;
+  }
+  return std::nullopt;
+}
+
+std::optional<uint64_t> FindSymbolValue(Elf* elf, std::string_view name) {
+  for (const Elf64_Word type : {SHT_DYNSYM, SHT_SYMTAB}) {
+    Elf_Scn* scn = nullptr;
+    while ((scn = elf_nextscn(elf, scn)) != nullptr) {
+      GElf_Shdr shdr;
+      if (gelf_getshdr(scn, &shdr) == nullptr || shdr.sh_type != type || shdr.sh_entsize == 0) continue;
+      Elf_Data* data = elf_getdata(scn, nullptr);
+      if (data == nullptr) continue;
+      const size_t count = std::min<size_t>(shdr.sh_size / shdr.sh_entsize, data->d_size / sizeof(Elf64_Sym));
+      for (size_t i = 0; i < count; ++i) {
+        GElf_Sym sym;
+        if (gelf_getsym(data, static_cast<int>(i), &sym) == nullptr) continue;
+        if (sym.st_shndx == SHN_UNDEF || sym.st_value == 0) continue;
+        const char* n = elf_strptr(elf, shdr.sh_link, sym.st_name);
+        if (n != nullptr && name == n) return sym.st_value;
+      }
+    }
+  }
+  return std::nullopt;
+}
+
 FunctionRanges FunctionRanges::Read(Elf* elf) {
   // DWARF pointer encodings (the low nibble: format, the high: what it is relative to).
   constexpr uint8_t kUdata4 = 0x03, kSdata4 = 0x0b, kDatarel = 0x30;

@@ -61,6 +61,15 @@ Result<ElfHeaderInfo> ReadElfHeaderInfo(Elf* elf);
 std::optional<uint64_t> FileOffsetToVaddr(const std::vector<LoadSegment>& loads,
                                           uint64_t offset);
 
+// The inverse: the file offset of an ELF virtual address, through the
+// PT_LOAD segment whose file bytes hold it (nullopt in .bss or outside).
+std::optional<uint64_t> VaddrToFileOffset(const std::vector<LoadSegment>& loads, uint64_t vaddr);
+
+// The value (ELF virtual address) of the defined symbol `name` of any type,
+// from .dynsym, else .symtab: the data a runtime exports (CPython's
+// _PyRuntime, Py_Version). nullopt when neither section defines it.
+std::optional<uint64_t> FindSymbolValue(Elf* elf, std::string_view name);
+
 // Functions as the unwind tables delimit them, which a stripped file keeps
 // since the unwinder needs them: one [start, end) per FDE. The starts come
 // from the binary search table of .eh_frame_hdr (sorted), each length from

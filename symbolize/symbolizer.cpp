@@ -111,7 +111,7 @@ struct Symbolizer::Impl {
   };
   uint32_t file_cache_bits;  // an eighth of the answer cache's slots
   std::vector<FileCacheEntry> file_cache;
-  Symbolizer::MappingObserver mapping_observer;
+  std::vector<std::pair<const void*, Symbolizer::MappingObserver>> mapping_observers;  // by owner
   std::map<std::string, std::string, std::less<>> build_ids;  // module -> build-id, kept after files close
   uint64_t next_forget_ns = 0;
   uint64_t next_liveness_ns = 0;
@@ -334,7 +334,7 @@ void Symbolizer::OnMmap(uint32_t pid, uint64_t t_ns, const MappingEvent& mapping
   impl_->MaybeForget(t_ns);
   impl_->EnsureKnown(pid, t_ns);
   impl_->AddMapping(pid, t_ns, mapping, /*dedupe=*/false);
-  if (impl_->mapping_observer) impl_->mapping_observer(pid, mapping);
+  for (auto& [owner, observer] : impl_->mapping_observers) observer(pid, mapping);
 }
 
 void Symbolizer::OnExec(uint32_t pid, uint64_t t_ns, std::string_view comm, bool exited) {
@@ -490,8 +490,10 @@ void Symbolizer::SetJitSymbolSourceFactory(JitSymbolSourceFactory factory) {
   ++impl_->cache_epoch;
 }
 
-void Symbolizer::SetMappingObserver(MappingObserver observer) {
-  impl_->mapping_observer = std::move(observer);
+void Symbolizer::SetMappingObserver(const void* owner, MappingObserver observer) {
+  auto& all = impl_->mapping_observers;
+  std::erase_if(all, [owner](const auto& o) { return o.first == owner; });
+  if (observer) all.emplace_back(owner, std::move(observer));
 }
 
 size_t Symbolizer::ReleaseNames(size_t budget_bytes) {

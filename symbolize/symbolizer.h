@@ -209,9 +209,10 @@ class Symbolizer {
 
   // Called from OnMmap for every mapping event (after the mapping is added),
   // so that an extension learns which processes map its runtime (libjvm.so)
-  // from the side band instead of reading every process's /proc maps.
+  // from the side band instead of reading every process's /proc maps. One
+  // observer per owner; an empty one removes the owner's.
   using MappingObserver = std::function<void(uint32_t pid, const MappingEvent& mapping)>;
-  void SetMappingObserver(MappingObserver observer);
+  void SetMappingObserver(const void* owner, MappingObserver observer);
 
   const SymbolizerStats& stats() const;
   // Walks every remembered process and JIT source: for a window close, not

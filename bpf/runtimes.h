@@ -1,0 +1,94 @@
+/* What the sampler reads for interpreted runtimes (runtimes/, docs/python.md):
+ * the per-process description user space writes into the runtime_procs map
+ * when it recognizes a process, and the block a sample carries when the
+ * sampled thread runs such a runtime (ARCPROF_SAMPLE_HAS_RUNTIME). Fixed-width
+ * types only; sizes are checked on both sides. */
+#ifndef ARCPROF_BPF_RUNTIMES_H
+#define ARCPROF_BPF_RUNTIMES_H
+
+#ifdef __BPF__
+/* vmlinux.h provides __u8.. __u64 */
+#else
+#include <linux/types.h>
+#endif
+
+/* runtime_proc.runtime and runtime_frames_header.runtime */
+#define ARCPROF_RUNTIME_NONE 0
+#define ARCPROF_RUNTIME_PYTHON 1
+
+/* Interpreter frames one sample carries at most (markers included). */
+#define ARCPROF_RUNTIME_MAX_FRAMES 64
+
+/* runtime_frames_header.status: how the walk ended. */
+#define ARCPROF_RUNTIME_COMPLETE 0   /* reached the thread's first frame */
+#define ARCPROF_RUNTIME_MAX_DEPTH 1  /* more frames than ARCPROF_RUNTIME_MAX_FRAMES */
+#define ARCPROF_RUNTIME_NO_THREAD 2  /* no thread state for this thread (not found) */
+#define ARCPROF_RUNTIME_READ_FAULT 3 /* a frame could not be read */
+
+/* CPython offsets (runtime_proc.off[]), per version (runtimes/python). */
+enum arcprof_py_off {
+	ARCPROF_PY_RUNTIME_INTERPRETERS_HEAD = 0, /* _PyRuntimeState.interpreters.head */
+	ARCPROF_PY_INTERP_THREADS_HEAD,           /* PyInterpreterState.threads.head */
+	ARCPROF_PY_TSTATE_NEXT,                   /* PyThreadState.next */
+	ARCPROF_PY_TSTATE_NATIVE_TID,             /* PyThreadState.native_thread_id */
+	ARCPROF_PY_TSTATE_FRAME,                  /* .cframe (3.11, 3.12) or .current_frame (3.13) */
+	ARCPROF_PY_CFRAME_FRAME,                  /* _PyCFrame.current_frame; 0xffff: no cframe */
+	ARCPROF_PY_FRAME_CODE,                    /* _PyInterpreterFrame.f_code / f_executable */
+	ARCPROF_PY_FRAME_PREVIOUS,
+	ARCPROF_PY_FRAME_INSTR,                   /* .prev_instr / .instr_ptr */
+	ARCPROF_PY_FRAME_OWNER,                   /* .owner (3.12+: 3 is a C stack shim) */
+	ARCPROF_PY_FRAME_ENTRY,                   /* .is_entry (3.11); 0xffff: none */
+	ARCPROF_PY_CODE_FILENAME,                 /* co_filename; co_name, co_qualname follow */
+	ARCPROF_PY_OFF_COUNT = 16,
+};
+#define ARCPROF_PY_NO_OFFSET 0xffff
+#define ARCPROF_PY_FRAME_READ 80      /* bytes of a frame read at once: every field above lies below */
+#define ARCPROF_PY_OWNED_BY_CSTACK 3  /* 3.12+: an entry shim, not a Python frame */
+#define ARCPROF_PY_MAX_THREADS 128    /* thread states searched for a thread not seen yet */
+
+/* runtime_procs value, by tgid. */
+struct runtime_proc {
+	__u32 runtime;  /* ARCPROF_RUNTIME_* */
+	__u32 version;  /* e.g. 0x030b for 3.11 */
+	__u64 root;     /* the runtime's root object (CPython: &_PyRuntime) */
+	__u16 off[ARCPROF_PY_OFF_COUNT];
+};
+#define ARCPROF_RUNTIME_PROC_SIZE 48
+
+/* Follows the frames when ARCPROF_SAMPLE_HAS_RUNTIME is set (before the user
+ * registers), then `count` runtime_frame entries, leaf first. */
+struct runtime_frames_header {
+	__u16 runtime;
+	__u16 count;
+	__u16 status;
+	__u16 reserved;
+	__u64 thread;  /* the thread state read */
+};
+#define ARCPROF_RUNTIME_HEADER_SIZE 16
+
+/* One interpreter frame: CPython's code object, the instruction pointer of
+ * the frame and a stamp of the code object (co_filename ^ co_qualname, read at
+ * sample time: user space names the code object only when it still holds
+ * them). The frames one native activation of the interpreter
+ * (_PyEval_EvalFrameDefault) runs end after a frame whose instr has
+ * ARCPROF_RUNTIME_ENTRY_BIT (3.11's is_entry), or at a marker, code == 0
+ * (3.12+: the activation's shim frame). */
+#define ARCPROF_RUNTIME_ENTRY_BIT 1ull
+struct runtime_frame {
+	__u64 code;
+	__u64 instr;
+	__u64 stamp;
+};
+#define ARCPROF_RUNTIME_FRAME_SIZE 24
+
+#ifdef __BPF__
+_Static_assert(sizeof(struct runtime_proc) == ARCPROF_RUNTIME_PROC_SIZE, "runtime_proc");
+_Static_assert(sizeof(struct runtime_frames_header) == ARCPROF_RUNTIME_HEADER_SIZE, "runtime header");
+_Static_assert(sizeof(struct runtime_frame) == ARCPROF_RUNTIME_FRAME_SIZE, "runtime_frame");
+#elif defined(__cplusplus)
+static_assert(sizeof(struct runtime_proc) == ARCPROF_RUNTIME_PROC_SIZE, "runtime_proc");
+static_assert(sizeof(struct runtime_frames_header) == ARCPROF_RUNTIME_HEADER_SIZE, "runtime header");
+static_assert(sizeof(struct runtime_frame) == ARCPROF_RUNTIME_FRAME_SIZE, "runtime_frame");
+#endif
+
+#endif /* ARCPROF_BPF_RUNTIMES_H */

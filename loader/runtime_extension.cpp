@@ -1,0 +1,130 @@
+#include "loader/runtime_extension.h"
+
+#include <sys/mman.h>
+
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include <spdlog/spdlog.h>
+
+#include "common/clock.h"
+#include "loader/sample_processor.h"
+#include "loader/sampler.h"
+#include "model/profile.h"
+#include "runtimes/runtime.h"
+#include "symbolize/symbolizer.h"
+
+namespace arcprof {
+namespace {
+
+// What a process's names need after its exit: samples taken before it are
+// drained within a second.
+constexpr uint64_t kForgetAfterExitNs = 3'000'000'000;
+
+class RuntimeExtension : public RecordExtension {
+ public:
+  ~RuntimeExtension() override {
+    if (symbolizer_) symbolizer_->SetMappingObserver(this, nullptr);
+    if (processor_) processor_->SetRuntimes({});
+  }
+
+  std::string_view name() const override { return "runtimes"; }
+
+  Result<void> Start(RecordContext& context) override {
+    if (context.sampler == nullptr || context.processor == nullptr) return {};
+    runtimes_ = runtimes::MakeRuntimes();
+    symbolizer_ = &context.symbolizer;
+    sampler_ = context.sampler;
+    processor_ = context.processor;
+    processor_->SetRuntimes(runtimes_);
+    symbolizer_->SetMappingObserver(this, [this](uint32_t pid, const MappingEvent& m) {
+      if (!(m.prot & PROT_EXEC) || recognized_.count(pid)) return;
+      for (const auto& rt : runtimes_) {
+        if (rt->MayHost(m.path)) {
+          pending_.push_back({pid, m.start});
+          return;
+        }
+      }
+    });
+    return {};
+  }
+
+  void Poll(RecordContext& context) override {
+    const uint64_t now = MonotonicNs();
+    for (const Pending& p : pending_) Recognize(p, now);
+    pending_.clear();
+    // Exited processes leave the BPF map at once and their names a little later.
+    for (auto it = recognized_.begin(); it != recognized_.end();) {
+      const uint32_t pid = it->first;
+      if (it->second == 0 && symbolizer_->ProcessExited(pid)) {
+        sampler_->RemoveRuntimeProcess(pid);
+        it->second = now;
+      }
+      if (it->second != 0 && now - it->second > kForgetAfterExitNs) {
+        for (const auto& rt : runtimes_) rt->Forget(pid);
+        it = recognized_.erase(it);
+        continue;
+      }
+      ++it;
+    }
+  }
+
+  Result<void> CloseWindow(RecordContext& context, model::Profile& window, bool last) override {
+    // At the last window the sampler may be gone already: nothing of it is
+    // touched here.
+    for (const auto& rt : runtimes_) {
+      rt->TakeCounters([&window](std::string_view name, int64_t v) { window.counters[std::string(name)] += v; });
+    }
+    if (last) {
+      if (symbolizer_) symbolizer_->SetMappingObserver(this, nullptr);
+      symbolizer_ = nullptr;
+    }
+    return {};
+  }
+
+  size_t HeldBytes() const override {
+    size_t bytes = recognized_.size() * 32;
+    for (const auto& rt : runtimes_) bytes += rt->HeldBytes();
+    return bytes;
+  }
+
+ private:
+  struct Pending {
+    uint32_t pid;
+    uint64_t start;  // the mapping's start
+  };
+
+  void Recognize(const Pending& p, uint64_t now) {
+    if (recognized_.count(p.pid)) return;
+    auto file = symbolizer_->FindMappedFile(p.pid, p.start, now);
+    if (!file) return;
+    for (const auto& rt : runtimes_) {
+      if (!rt->MayHost(file->path)) continue;
+      auto proc = rt->Recognize(p.pid, *file);
+      if (!proc) continue;
+      if (auto ok = sampler_->SetRuntimeProcess(p.pid, *proc); !ok) {
+        spdlog::debug("{}", ok.error().message);
+        return;
+      }
+      spdlog::debug("process {}: {} 3.{} ({})", p.pid, rt->name(), proc->version & 0xff, file->path);
+      recognized_.emplace(p.pid, 0);
+      return;
+    }
+  }
+
+  std::vector<std::unique_ptr<runtimes::Runtime>> runtimes_;
+  Symbolizer* symbolizer_ = nullptr;
+  Sampler* sampler_ = nullptr;
+  SampleProcessor* processor_ = nullptr;
+  std::vector<Pending> pending_;
+  std::unordered_map<uint32_t, uint64_t> recognized_;  // pid -> when its exit was seen (0: live)
+};
+
+}  // namespace
+
+std::unique_ptr<RecordExtension> MakeRuntimeExtension() {
+  return std::make_unique<RuntimeExtension>();
+}
+
+}  // namespace arcprof

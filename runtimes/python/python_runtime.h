@@ -1,0 +1,45 @@
+// CPython 3.11+ named with no flag (docs/python.md): recognized by the
+// _PyRuntime and Py_Version symbols of python3.X or libpython3.X.so; its
+// frames read in BPF (bpf/python.bpf.h) are named here from their code
+// objects, read through /proc/PID/mem.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+
+#include "runtimes/runtime.h"
+
+namespace arcprof::runtimes {
+
+// The struct offsets of one CPython version: what BPF reads (off, by
+// arcprof_py_off) and what naming reads in user space.
+struct PythonOffsets {
+  uint32_t minor = 0;  // 3.minor
+  uint16_t off[ARCPROF_PY_OFF_COUNT] = {};
+  uint16_t code_firstlineno = 0;
+  uint16_t code_linetable = 0;
+  uint16_t code_adaptive = 0;   // co_code_adaptive: the first instruction
+  uint16_t unicode_state = 0;
+  uint16_t unicode_length = 0;
+  uint16_t unicode_ascii_size = 0;    // sizeof(PyASCIIObject): compact ASCII data
+  uint16_t unicode_compact_size = 0;  // sizeof(PyCompactUnicodeObject)
+  uint16_t bytes_size = 0;            // PyVarObject.ob_size
+  uint16_t bytes_sval = 0;            // PyBytesObject.ob_sval
+};
+
+// From each version's internal headers (tests/runtimes/python_offsets_probe.c
+// prints them; PythonOffsets.MatchTheHeaders compares).
+std::optional<PythonOffsets> PythonOffsetsFor(uint32_t minor);
+// 3.13+: from the _Py_DebugOffsets at the start of _PyRuntime (the bytes of
+// its initializer in the file). nullopt without the cookie, for a version
+// other than `minor`, or a free-threaded build.
+std::optional<PythonOffsets> PythonOffsetsFromDebug(std::span<const uint8_t> bytes, uint32_t minor);
+// The offsets as the probe prints them ("name value" lines).
+std::string PythonOffsetsText(const PythonOffsets& o);
+
+std::unique_ptr<Runtime> MakePythonRuntime();
+
+}  // namespace arcprof::runtimes

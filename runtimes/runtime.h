@@ -1,0 +1,57 @@
+// One interpreted runtime seen from outside its processes, with no flag: how
+// arcprof recognizes a process of it, what the sampler must read at sample
+// time, how what was read becomes frames, and where those frames go in the
+// native stack (docs/design.md, "Runtimes"). A runtime is one folder here
+// (its BPF side in bpf/, e.g. bpf/python.bpf.h) plus one line in
+// MakeRuntimes() (registry.cpp). The generic unwinder knows no runtime.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string_view>
+#include <vector>
+
+#include "runtimes.h"  // bpf/: runtime_proc, runtime_frame
+#include "symbolize/symbolizer.h"
+
+namespace arcprof::runtimes {
+
+class Runtime {
+ public:
+  virtual ~Runtime() = default;
+  virtual std::string_view name() const = 0;
+  // ARCPROF_RUNTIME_*: the runtime a sample's frames were read for.
+  virtual uint32_t id() const = 0;
+
+  // Recognition, in two steps. A cheap test of a newly mapped file's path
+  // (the side band reports every mapping of every process): whether it may be
+  // this runtime's binary or library.
+  virtual bool MayHost(std::string_view path) const = 0;
+  // Then the file itself (symbols, version, constants; never the process's
+  // memory, which may still be starting): what the sampler must read in pid,
+  // or nothing when the file is not this runtime (a binary named python that
+  // is not CPython) or a version it does not know.
+  virtual std::optional<runtime_proc> Recognize(uint32_t pid, const MappedFile& file) = 0;
+
+  // Where its frames go: a native frame of this symbol runs interpreter
+  // frames. The frames a sample carries, cut at their markers (runtime_frame
+  // code 0), replace such native frames one activation each, innermost with
+  // innermost.
+  virtual bool IsHostFrame(std::string_view symbol) const = 0;
+  // Names one frame the sampler read (not a marker). Reads the process's
+  // memory, bounded; the answer's views stay valid for the runtime's life.
+  virtual SymbolizedFrame Name(uint32_t pid, const runtime_frame& frame) = 0;
+
+  // The process exited: its state and cached names go.
+  virtual void Forget(uint32_t pid) = 0;
+  // Counters since the last call ("python.frames_named", ...), then reset.
+  virtual void TakeCounters(const std::function<void(std::string_view, int64_t)>& add) = 0;
+  virtual size_t HeldBytes() const = 0;
+};
+
+// Every runtime arcprof knows, one line each.
+std::vector<std::unique_ptr<Runtime>> MakeRuntimes();
+
+}  // namespace arcprof::runtimes

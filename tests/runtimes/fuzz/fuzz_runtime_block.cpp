@@ -1,0 +1,27 @@
+// Fuzzes what the Python runtime reads from outside: a sample record with a
+// runtime block (bpf/runtimes.h) through the one decoder, and the bytes of a
+// file's _PyRuntime read as 3.13's _Py_DebugOffsets.
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "loader/stack_sample.h"
+#include "runtimes.h"
+#include "runtimes/python/python_runtime.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  std::vector<uint64_t> aligned((size + 7) / 8);
+  if (size) memcpy(aligned.data(), data, size);
+  if (auto s = arcprof::DecodeStackSample(aligned.data(), size)) {
+    uint64_t sum = 0;
+    for (const runtime_frame& f : s->runtime_frames) sum += f.code ^ f.instr ^ f.stamp;
+    for (uint8_t b : s->user_stack) sum += b;
+    (void)sum;
+  }
+  for (uint32_t minor : {12u, 13u, 14u}) {
+    if (auto o = arcprof::runtimes::PythonOffsetsFromDebug({data, size}, minor)) {
+      (void)arcprof::runtimes::PythonOffsetsText(*o);
+    }
+  }
+  return 0;
+}
