@@ -183,10 +183,11 @@ std::string EncodeOtlp(const Profile& profile, const ThreadFilter& filter, const
   opentelemetry::proto::collector::profiles::v1development::ExportProfilesServiceRequest request;
   Dictionary dict(profile, *request.mutable_dictionary());
 
-  // One resource per distinct set of resource attributes, in the order of
-  // the threads; the given attributes replace a thread's of the same key.
+  // One resource per distinct set of resource attributes (the machine and the
+  // process's identity), in the order of the threads; the given attributes
+  // replace a thread's of the same key.
   using Attributes = std::vector<std::pair<std::string, std::string>>;
-  const auto resource_of = [&](const std::string& host_name) {
+  const auto resource_of = [&](const std::string& host_name, const model::ProcessIdentity& identity) {
     Attributes a;
     const auto set = [&](const std::string& key, const std::string& value) {
       if (value.empty()) return;
@@ -198,11 +199,14 @@ std::string EncodeOtlp(const Profile& profile, const ThreadFilter& filter, const
       }
     };
     set("host.name", ValidUtf8(host_name));
+    set("container.id", ValidUtf8(identity.container_id));
+    set("k8s.pod.uid", ValidUtf8(identity.pod_uid));
+    set("service.name", ValidUtf8(identity.service_name));
     for (const auto& [key, value] : options.resource_attributes) set(ValidUtf8(key), ValidUtf8(value));
     return a;
   };
   const auto thread_resource = [&](const ThreadRecord& t) {
-    return resource_of(t.host.empty() ? profile.meta.host : t.host);
+    return resource_of(t.host.empty() ? profile.meta.host : t.host, t.identity);
   };
   std::map<Attributes, size_t> resource_index;
   std::vector<pb::ScopeProfiles*> scopes;
@@ -240,7 +244,7 @@ std::string EncodeOtlp(const Profile& profile, const ThreadFilter& filter, const
     if (filter.Matches(thread)) add_resource(thread_resource(thread));
   }
   // A window without samples is still one (empty) profile of the machine.
-  if (scopes.empty()) add_resource(resource_of(profile.meta.host));
+  if (scopes.empty()) add_resource(resource_of(profile.meta.host, {}));
 
   std::vector<int32_t> attributes;
   const ThreadRecord* last_thread = nullptr;

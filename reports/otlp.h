@@ -9,8 +9,11 @@
 //
 // Content, for the threads the filter selects:
 //   - one ResourceProfiles per distinct set of resource attributes: host.name
-//     (the capture's host, or each thread's in a merge of several machines)
-//     and the extra attributes given (they replace one of the same key); a
+//     (the capture's host, or each thread's in a merge of several machines),
+//     the process's container.id, k8s.pod.uid and service.name where known
+//     (model/process_identity.h), and the extra attributes given (they
+//     replace one of the same key: --service-name, --label); so one resource
+//     per container, pod and service, and one for the rest of the machine. A
 //     capture without samples still gives one resource (its host) with empty
 //     profiles;
 //   - in it one ScopeProfiles (scope "arcprof", the capture's arcprof version)

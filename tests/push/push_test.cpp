@@ -116,11 +116,28 @@ class Server {
   std::unique_ptr<Subprocess> process_;
 };
 
+const std::string kContainer = "c0ffee0123456789c0ffee0123456789c0ffee0123456789c0ffee0123456789";
+const std::string kPod = "8f2d1c3a-1b2c-4d5e-8f90-123456789abc";
+
+// `window` with pid 900 (the busy loop) in container `container` of pod kPod,
+// service "busy".
+Profile WithIdentity(Profile window, const std::string& container) {
+  for (ThreadRecord& t : window.threads) {
+    if (t.pid != 900) continue;
+    t.identity.container_id = container;
+    t.identity.pod_uid = kPod;
+    t.identity.service_name = "busy";
+  }
+  return window;
+}
+
 // An in-memory store: windows are added by the test while the push thread
 // reads them.
 class MemoryStore : public WindowSource {
  public:
+  std::string identity;  // a container id given to pid 900 of every window added (WithIdentity)
   void Add(Profile window) {
+    if (!identity.empty()) window = WithIdentity(std::move(window), identity);
     std::lock_guard lock(mutex_);
     const int64_t id = static_cast<int64_t>(windows_.size()) + 1;
     WindowInfo info;
@@ -753,6 +770,7 @@ TEST(PushOtlp, ServerDownForTwoWindowsThenUpEveryWindowOnce) {
   options.url = "otlp+http://127.0.0.1:" + std::to_string(port);
   options.service_name = "checkout";
   options.labels = {{"env", "ci"}};
+  store.identity = kContainer;
   PushStats stats;
   const auto late = PushThreeWindowsToALateServer(tmp, port, options, store, {"--otlp-python", kOtlpPython}, stats);
   if (HasFailure()) return;
@@ -770,11 +788,18 @@ TEST(PushOtlp, ServerDownForTwoWindowsThenUpEveryWindowOnce) {
     ASSERT_NE(it, received.end()) << "window " << w;
     ASSERT_EQ(it->second.size(), 1u) << "window " << w;
     const auto& otlp = it->second[0];
-    ExpectOtlpEqualsWindow(otlp, Window(static_cast<int>(w - 1)));
-    ASSERT_EQ(otlp["resources"].size(), 1u);
-    EXPECT_EQ(otlp["resources"][0]["host.name"], "testhost");
-    EXPECT_EQ(otlp["resources"][0]["service.name"], "checkout");
-    EXPECT_EQ(otlp["resources"][0]["env"], "ci");
+    ExpectOtlpEqualsWindow(otlp, WithIdentity(Window(static_cast<int>(w - 1)), kContainer));
+    // The busy process's container and pod, and the rest of the machine.
+    ASSERT_EQ(otlp["resources"].size(), 2u);
+    std::set<std::string> containers;
+    for (const auto& resource : otlp["resources"]) {
+      EXPECT_EQ(resource["host.name"], "testhost");
+      EXPECT_EQ(resource["service.name"], "checkout");  // --service-name replaces the process's
+      EXPECT_EQ(resource["env"], "ci");
+      containers.insert(resource.value("container.id", ""));
+      if (resource.contains("container.id")) EXPECT_EQ(resource["k8s.pod.uid"], kPod);
+    }
+    EXPECT_EQ(containers, (std::set<std::string>{"", kContainer}));
   }
   EXPECT_EQ(stats.windows_sent, 3u);
 }
@@ -785,7 +810,7 @@ TEST(PushOtlp, CliPushesToBothBackendsOnce) {
   REQUIRE_TOOLS();
   TempDir tmp;
   const std::string db = tmp.File("cap.db");
-  ASSERT_TRUE(WriteCapture(db, SampleProfile()).ok());
+  ASSERT_TRUE(WriteCapture(db, WithIdentity(SampleProfile(), kContainer)).ok());
   Server server(tmp.path(), 0, {"--otlp-python", kOtlpPython});
   const std::string otlp = "otlp+http://127.0.0.1:" + std::to_string(server.port());
   for (int run = 0; run < 2; ++run) {
@@ -800,7 +825,12 @@ TEST(PushOtlp, CliPushesToBothBackendsOnce) {
   ASSERT_EQ(requests.size(), 2u);
   EXPECT_EQ(requests[0]["path"], "/v1development/profiles");
   ExpectOtlpEqualsWindow(requests[0]["otlp"], SampleProfile());
-  EXPECT_EQ(requests[0]["otlp"]["resources"][0].count("service.name"), 0u);  // none given
+  // No --service-name: each process's own service.name, from the capture.
+  std::map<std::string, std::string> service_of;
+  for (const auto& resource : requests[0]["otlp"]["resources"]) {
+    service_of[resource.value("container.id", "")] = resource.value("service.name", "");
+  }
+  EXPECT_EQ(service_of, (std::map<std::string, std::string>{{"", ""}, {kContainer, "busy"}}));
   EXPECT_EQ(requests[1]["path"], "/push.v1.PusherService/Push");
   auto [bad, text] = RunCapture({kArcprof, "push", "-i", db, "otlp+ftp://x"});
   EXPECT_EQ(bad, 1) << text;
@@ -845,7 +875,15 @@ TEST(PushContinuous, OtlpServerDownForTwoWindowsThenUpEveryWindowOnce) {
     ASSERT_NE(it, received.end()) << "window " << w.id;
     ASSERT_EQ(it->second.size(), 1u) << "window " << w.id;
     ExpectOtlpEqualsWindow(it->second[0], *profile);
-    EXPECT_EQ(it->second[0]["resources"][0]["host.name"], profile->meta.host);
+    // The resources are the window's processes' identities (container.id,
+    // service.name as the capture has them), on this machine.
+    std::set<std::pair<std::string, std::string>> want, got;
+    for (const ThreadRecord& t : profile->threads) want.emplace(t.identity.container_id, t.identity.service_name);
+    for (const auto& resource : it->second[0]["resources"]) {
+      EXPECT_EQ(resource["host.name"], profile->meta.host);
+      got.emplace(resource.value("container.id", ""), resource.value("service.name", ""));
+    }
+    EXPECT_EQ(got, want) << "window " << w.id;
   }
   EXPECT_GT(samples, 0u);
   std::cout << stored.size() << " windows, " << body_bytes << " gzipped OTLP bytes pushed (" << decoded_bytes

@@ -517,6 +517,49 @@ TEST(Otlp, OneResourcePerMachine) {
   }
 }
 
+// The process identity: one resource per container/pod/service, each with
+// the attributes of its processes and their samples; the rest of the machine
+// in a resource of its own; --service-name (an extra attribute) replaces a
+// process's service.name.
+TEST(Otlp, OneResourcePerContainerPodAndService) {
+  const std::string container = "c0ffee0123456789c0ffee0123456789c0ffee0123456789c0ffee0123456789";
+  Profile profile = SampleProfile();
+  int64_t busy = 0;
+  for (ThreadRecord& t : profile.threads) {
+    if (t.pid != 900) continue;
+    t.identity.container_id = container;
+    t.identity.pod_uid = "8f2d1c3a-1b2c-4d5e-8f90-123456789abc";
+    t.identity.service_name = "busy";
+    busy += static_cast<int64_t>(t.tree.total());
+  }
+  const OtlpContent got = DecodeOtlp(EncodeOtlp(profile, {}));
+  ASSERT_EQ(got.error, "");
+  ASSERT_EQ(got.resources.size(), 2u);
+  opentelemetry::proto::profiles::v1development::ProfilesData data;
+  ASSERT_TRUE(data.ParseFromString(EncodeOtlp(profile, {})));
+  std::map<std::string, int64_t> samples_by_container;
+  for (const auto& rp : data.resource_profiles()) {
+    std::map<std::string, std::string> a;
+    for (const auto& kv : rp.resource().attributes()) a[kv.key()] = kv.value().string_value();
+    EXPECT_EQ(a.at("host.name"), "testhost");
+    if (a.count("container.id")) {
+      EXPECT_EQ(a.at("k8s.pod.uid"), "8f2d1c3a-1b2c-4d5e-8f90-123456789abc");
+      EXPECT_EQ(a.at("service.name"), "busy");
+    } else {
+      EXPECT_EQ(a.count("service.name"), 0u);
+    }
+    for (const auto& s : rp.scope_profiles(0).profiles(0).samples()) samples_by_container[a["container.id"]] += s.values(0);
+  }
+  EXPECT_EQ(samples_by_container.at(container), busy);
+  EXPECT_EQ(samples_by_container.at(""), 1995 - busy);
+
+  OtlpOptions named;
+  named.resource_attributes = {{"service.name", "web"}};
+  const OtlpContent overridden = DecodeOtlp(EncodeOtlp(profile, {}, named));
+  ASSERT_EQ(overridden.resources.size(), 2u);
+  for (const auto& r : overridden.resources) EXPECT_EQ(r.at("service.name"), "web");
+}
+
 // Through the registry (export --format otlp): the filter selects threads.
 TEST(Otlp, ExportFormatHonoursTheFilter) {
   ExportOptions options;
