@@ -14,15 +14,6 @@ using namespace arcprof::model;
 using namespace arcprof::store;
 namespace {
 
-std::string UtcTime(uint64_t unix_ns) {
-  const time_t secs = static_cast<time_t>(unix_ns / 1000000000ull);
-  tm t{};
-  gmtime_r(&secs, &t);
-  char buf[32];
-  strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &t);
-  return buf;
-}
-
 std::string Bytes(uint64_t b) {
   char buf[32];
   if (b >= (1ull << 30)) snprintf(buf, sizeof(buf), "%.2f GiB", b / double(1ull << 30));

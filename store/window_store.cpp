@@ -49,15 +49,6 @@ std::string SessionTag() {
 
 uint64_t Ns(const timespec& t) { return static_cast<uint64_t>(t.tv_sec) * 1000000000ull + static_cast<uint64_t>(t.tv_nsec); }
 
-std::string UtcTime(uint64_t unix_ns) {
-  const time_t secs = static_cast<time_t>(unix_ns / 1000000000ull);
-  tm t{};
-  gmtime_r(&secs, &t);
-  char buf[32];
-  strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &t);
-  return buf;
-}
-
 // Why the window named `w` is not the window its content is ("" when it is).
 std::string NameContradicts(const StoredWindow& w, uint64_t start_unix_ns, uint64_t end_unix_ns) {
   const auto [start_ms, end_ms] = WindowNameMs(start_unix_ns, end_unix_ns);
@@ -109,6 +100,15 @@ SentMarker ReadSentMarker(const std::string& path) {
 }
 
 }  // namespace
+
+std::string UtcTime(uint64_t unix_ns) {
+  const time_t secs = static_cast<time_t>(unix_ns / 1000000000ull);
+  tm t{};
+  gmtime_r(&secs, &t);
+  char buf[32];
+  strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &t);
+  return buf;
+}
 
 std::optional<StoredWindow> ParseWindowId(const std::string& id) {
   // <13 digits>-<13 digits>-<8 hex>

@@ -136,4 +136,7 @@ std::optional<uint64_t> ParseSize(const std::string& text);
 // without a zone it is local time.
 Result<uint64_t> ParseTimePoint(const std::string& text, uint64_t now_unix_ns);
 
+// A wall-clock time as ISO 8601 UTC to the second ("2026-11-27T17:08:00Z").
+std::string UtcTime(uint64_t unix_ns);
+
 }  // namespace arcprof::store
