@@ -133,7 +133,7 @@ INSTANTIATE_TEST_SUITE_P(
                     "NOT NULL, tid INTEGER NOT NULL, comm TEXT NOT NULL, cpu_ns INTEGER NOT NULL, hardirq_ns "
                     "INTEGER NOT NULL, softirq_ns INTEGER NOT NULL, dispatches INTEGER NOT NULL, interrupts "
                     "INTEGER NOT NULL, event0 INTEGER, event1 INTEGER, event2 INTEGER, event3 INTEGER)",
-                    "table 'ptt_threads' does not belong in a schema 5 capture"},
+                    "table 'ptt_threads' does not belong in a schema"},
         CorruptCase{"BlockTableInSchema1",
                     "CREATE TABLE ptt_thread_blocks (id INTEGER PRIMARY KEY, window_id INTEGER NOT NULL "
                     "REFERENCES windows(id), raw_bytes INTEGER NOT NULL, data BLOB NOT NULL)",
