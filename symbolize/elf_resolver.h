@@ -8,7 +8,7 @@
 
 #include "symbolize/elf_file.h"
 #include "symbolize/name_pool.h"
-#include "symbolize/symbolizer.h"
+#include "symbolize/symbol_types.h"
 #include "symbolize/timeline.h"
 
 namespace arcprof {

@@ -19,7 +19,7 @@
 #include "symbolize/jitdump_format.h"
 #include "symbolize/perf_map.h"
 #include "symbolize/proc_parse.h"
-#include "symbolize/symbolizer.h"
+#include "symbolize/symbol_types.h"
 
 namespace arcprof {
 namespace {

@@ -10,7 +10,7 @@
 
 #include "symbolize/jit_source.h"
 #include "symbolize/name_pool.h"
-#include "symbolize/symbolizer.h"
+#include "symbolize/symbol_types.h"
 
 namespace arcprof {
 

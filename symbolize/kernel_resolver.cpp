@@ -38,12 +38,11 @@ const KernelSymbols* KernelResolver::Symbols() {
   return &*symbols_;
 }
 
-SymbolizedFrame KernelResolver::Resolve(uint64_t addr, SymbolizerStats& stats) {
-  ++stats.lookups;
+SymbolizedFrame KernelResolver::Resolve(uint64_t addr, bool* cache_hit) {
   const uint64_t h = addr * 0xff51afd7ed558ccdULL;
   CacheEntry& slot = cache_[h >> (64 - kCacheBits)];
   if (slot.used && slot.addr == addr) {
-    ++stats.cache_hits;
+    *cache_hit = true;
     return slot.frame;
   }
   SymbolizedFrame frame;

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "symbolize/kallsyms.h"
-#include "symbolize/symbolizer.h"
+#include "symbolize/symbol_types.h"
 
 namespace arcprof {
 
@@ -17,8 +17,8 @@ class KernelResolver {
  public:
   explicit KernelResolver(std::string kallsyms_path);
 
-  // Counts lookups and cache hits into stats.
-  SymbolizedFrame Resolve(uint64_t addr, SymbolizerStats& stats);
+  // Sets *cache_hit when the answer came from the cache.
+  SymbolizedFrame Resolve(uint64_t addr, bool* cache_hit);
   // Heap bytes held: the symbol table and the answer cache.
   size_t bytes() const;
 

@@ -21,7 +21,7 @@
 
 #include "symbolize/elf_file.h"
 #include "symbolize/name_pool.h"
-#include "symbolize/symbolizer.h"
+#include "symbolize/symbol_types.h"
 
 namespace arcprof {
 

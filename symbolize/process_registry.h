@@ -13,7 +13,7 @@
 #include <unordered_set>
 
 #include "common/result.h"
-#include "symbolize/symbolizer.h"
+#include "symbolize/symbol_types.h"
 
 namespace arcprof {
 

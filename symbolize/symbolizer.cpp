@@ -428,7 +428,11 @@ SymbolizedFrame Symbolizer::ResolveUser(uint32_t pid, uint64_t addr, uint64_t t_
 }
 
 SymbolizedFrame Symbolizer::ResolveKernel(uint64_t addr) {
-  return impl_->kernel.Resolve(addr, impl_->stats);
+  ++impl_->stats.lookups;
+  bool cache_hit = false;
+  SymbolizedFrame frame = impl_->kernel.Resolve(addr, &cache_hit);
+  if (cache_hit) ++impl_->stats.cache_hits;
+  return frame;
 }
 
 std::optional<MappedFile> Symbolizer::FindMappedFile(uint32_t pid, uint64_t addr, uint64_t t_ns) {
@@ -440,7 +444,7 @@ std::optional<MappedFile> Symbolizer::FindMappedFile(uint32_t pid, uint64_t addr
   return impl_->Describe(*m);
 }
 
-std::optional<Symbolizer::AddressSpaceFiles> Symbolizer::MappedFiles(uint32_t pid,
+std::optional<AddressSpaceFiles> Symbolizer::MappedFiles(uint32_t pid,
                                                                      uint64_t t_ns) {
   impl_->EnsureKnown(pid, t_ns);
   const TimelineProcess* process = impl_->timeline.Find(pid);
