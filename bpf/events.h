@@ -21,7 +21,7 @@
 #define ARCPROF_SAMPLE_USTACK_ERR 0x4 /* bpf_get_stack failed for the user stack */
 #define ARCPROF_SAMPLE_HAS_REGS 0x8   /* a user_regs block and a stack copy follow the frames */
 #define ARCPROF_SAMPLE_STACK_FAULT 0x10 /* the stack copy stopped at a page it could not read */
-#define ARCPROF_SAMPLE_OFFCPU 0x20 /* an off-CPU stack: a struct offcpu_info follows the header */
+#define ARCPROF_SAMPLE_SOURCE 0x20 /* a value source's stack: a struct source_info follows the header */
 #define ARCPROF_SAMPLE_HAS_RUNTIME 0x40 /* interpreter frames follow the frames (bpf/runtimes.h) */
 
 /* Unwinding modes (rodata unwind_mode). */
@@ -63,23 +63,24 @@ struct user_regs_block {
 
 #define ARCPROF_USER_REGS_SIZE 144
 
-/* Off-CPU records (--off-cpu). At a context switch the stack of the thread
- * going off CPU is recorded once per distinct key (thread, reason, user
- * registers at the kernel entry); the time until the thread runs again is
- * summed in BPF under that key, in the offcpu_time hash map (key -> struct
- * offcpu_value). A record with ARCPROF_SAMPLE_OFFCPU carries its key: the
- * loader folds the stack once and attributes the key's time to it. */
-struct offcpu_info {
+/* A value source's record (docs/design.md "Value sources"): a stack record
+ * like a sample, with ARCPROF_SAMPLE_SOURCE and this block between the header
+ * and the frames. The loader hands it to the source named here, which keeps
+ * the stack under `key` or folds `values` at once; what the words mean is
+ * the source's (off-CPU: key of the thread's blocking place, arg the syscall,
+ * values[0] the task state; bpf/offcpu.h). */
+struct source_info {
 	__u64 key;
-	__s32 syscall; /* pt_regs orig_ax at the switch: syscall number, or -1 */
-	__u32 state;   /* the task's state at the switch; 0 = still runnable (preempted) */
+	__u32 source; /* ARCPROF_SOURCE_* */
+	__s32 arg;
+	__u64 values[2];
 };
-#define ARCPROF_OFFCPU_INFO_SIZE 16
+#define ARCPROF_SOURCE_INFO_SIZE 32
 
-struct offcpu_value {
-	__u64 ns;    /* off CPU: from the switch out to the next switch in */
-	__u64 count; /* completed off-CPU intervals */
-};
+/* Value sources with records (source_info.source). Ids from 0x8000 up are
+ * left to sources outside the tree (tests). */
+#define ARCPROF_SOURCE_OFFCPU 1
+#define ARCPROF_SOURCE_ALLOC 2
 
 /* The cgroup filter (record --container/--cgroup/--service): at most this
  * many chosen cgroups, at this many distinct depths. */
@@ -109,12 +110,12 @@ _Static_assert(sizeof(struct sample_event) == ARCPROF_SAMPLE_HEADER_SIZE, "sampl
 #ifdef __cplusplus
 static_assert(sizeof(struct sample_event) == ARCPROF_SAMPLE_HEADER_SIZE, "sample_event header");
 static_assert(sizeof(struct user_regs_block) == ARCPROF_USER_REGS_SIZE, "user_regs_block");
-static_assert(sizeof(struct offcpu_info) == ARCPROF_OFFCPU_INFO_SIZE, "offcpu_info");
+static_assert(sizeof(struct source_info) == ARCPROF_SOURCE_INFO_SIZE, "source_info");
 #endif
 #endif
 #ifdef __BPF__
 _Static_assert(sizeof(struct user_regs_block) == ARCPROF_USER_REGS_SIZE, "user_regs_block");
-_Static_assert(sizeof(struct offcpu_info) == ARCPROF_OFFCPU_INFO_SIZE, "offcpu_info");
+_Static_assert(sizeof(struct source_info) == ARCPROF_SOURCE_INFO_SIZE, "source_info");
 #endif
 
 #endif /* ARCPROF_BPF_EVENTS_H */

@@ -23,6 +23,7 @@ struct RecordOptions;
 class Symbolizer;
 class Sampler;
 class SampleProcessor;
+class StackSink;
 
 // What a recording tells its extensions (each got its own options when made,
 // MakeRecordExtensions).
@@ -42,6 +43,8 @@ struct RecordContext {
   // the BPF side or the frames of a sample (runtimes).
   Sampler* sampler = nullptr;
   SampleProcessor* processor = nullptr;
+  // Where value sources (loader/value_source.h) give their stacks and values.
+  StackSink* sink = nullptr;
 };
 
 class RecordExtension {
@@ -65,5 +68,12 @@ class RecordExtension {
 
 // The extensions enabled by these options, in start order.
 std::vector<std::unique_ptr<RecordExtension>> MakeRecordExtensions(const RecordOptions& options);
+
+// An extension from outside the tree (a test's value source): every later
+// recording of this process asks `make` after the listed ones; it returns
+// nullptr when the options leave it off. The shipped ones are listed in
+// MakeRecordExtensions instead.
+using RecordExtensionMaker = std::function<std::unique_ptr<RecordExtension>(const RecordOptions&)>;
+void AddRecordExtension(RecordExtensionMaker make);
 
 }  // namespace arcprof

@@ -30,6 +30,7 @@
 #include "loader/launcher.h"
 #include "loader/perf_events.h"
 #include "loader/record_extension.h"
+#include "loader/value_source.h"
 #include "loader/sample_processor.h"
 #include "loader/sampler.h"
 #include "loader/sideband.h"
@@ -207,75 +208,17 @@ struct RecordingSession::State {
     uint64_t samples_ns = 0;    // draining and processing samples
     std::vector<uint64_t> extension_ns;  // Poll of each extension
   } cpu;
-  // Off-CPU totals (ns, intervals) by key at the previous window.
-  bool off_cpu = false;
-  std::unordered_map<uint64_t, std::pair<uint64_t, uint64_t>> offcpu_reported;
-
-  // Keys whose thread had exited at the previous window close.
-  std::vector<uint64_t> offcpu_gone;
-  // Keys read without a kept stack at the previous window close.
-  std::unordered_set<uint64_t> offcpu_orphans;
-
-  // Adds the off-CPU time since the previous window to the open window.
-  // Keys of threads that had already exited at the previous close have all
-  // their time counted by now: they leave the BPF map, the processor and
-  // offcpu_reported, so a session under thread churn stays flat (and the
-  // fixed-size map does not fill up).
-  void TakeOffCpu() {
-    if (!off_cpu) return;
-    std::unordered_set<uint64_t> orphans;
-    for (const OffCpuTotal& t : sampler->ReadOffCpu()) {
-      auto& [ns, count] = offcpu_reported[t.key];
-      processor->AddOffCpu(t.key, t.ns - std::min(ns, t.ns), t.count - std::min(count, t.count));
-      ns = t.ns;
-      count = t.count;
-      // A key without a stack at two reads in a row (its record was lost,
-      // or its thread's last switch re-added a dropped key) is dropped too.
-      if (!processor->KeepsOffCpu(t.key)) {
-        if (offcpu_orphans.count(t.key)) offcpu_gone.push_back(t.key);
-        else orphans.insert(t.key);
-      }
-    }
-    offcpu_orphans = std::move(orphans);
-    for (uint64_t key : offcpu_gone) {
-      sampler->DeleteOffCpu(key);
-      processor->ForgetOffCpu(key);
-      offcpu_reported.erase(key);
-    }
-    offcpu_gone.clear();
-    for (const SampleProcessor::OffCpuKey& k : processor->OffCpuKeys()) {
-      if (k.tid != 0 && kill(static_cast<pid_t>(k.tid), 0) != 0 && errno == ESRCH) offcpu_gone.push_back(k.key);
+  // Value sources (loader/value_source.h) add what they summed in BPF to
+  // the open window: before a window is taken, before threads fold.
+  void FlushSources() {
+    for (auto& ext : extensions) {
+      if (auto* source = dynamic_cast<ValueSource*>(ext.get())) source->Flush(*context);
     }
   }
-
-  // Once a second: the keys of processes whose exit the side band reported
-  // have their last time added to the open window and are dropped at once,
-  // so that under process churn (hundreds of processes a second) the kept
-  // stacks follow the live processes rather than a window's worth of dead
-  // ones. Threads exiting inside live processes wait for TakeOffCpu.
-  uint64_t next_offcpu_retire = 0;
-  void RetireOffCpuOfExitedProcesses(uint64_t now) {
-    if (!off_cpu || now < next_offcpu_retire) return;
-    next_offcpu_retire = now + 1'000'000'000;
-    const auto keys = processor->OffCpuKeys();
-    size_t retired = 0;
-    for (const SampleProcessor::OffCpuKey& k : keys) {
-      // A process the side band never told us about: ask the kernel.
-      const bool exited = symbolizer.KnowsProcess(k.pid)
-                              ? symbolizer.ProcessExited(k.pid)
-                              : kill(static_cast<pid_t>(k.pid), 0) != 0 && errno == ESRCH;
-      if (!exited) continue;
-      ++retired;
-      if (auto t = sampler->ReadOffCpu(k.key)) {
-        auto& [ns, count] = offcpu_reported[k.key];
-        processor->AddOffCpu(k.key, t->ns - std::min(ns, t->ns), t->count - std::min(count, t->count));
-      }
-      sampler->DeleteOffCpu(k.key);
-      processor->ForgetOffCpu(k.key);
-      offcpu_reported.erase(k.key);
+  void DetachSources() {
+    for (auto& ext : extensions) {
+      if (auto* source = dynamic_cast<ValueSource*>(ext.get())) source->Detach();
     }
-    spdlog::debug("off-CPU: {} stacks kept, {} of exited processes dropped, {} keys read", keys.size(),
-                  retired, offcpu_reported.size());
   }
   // A one-shot record under thread churn (RecordOptions::max_thread_records):
   // once a second, when the open window holds more thread records than the
@@ -297,10 +240,10 @@ struct RecordingSession::State {
     next_fold_check = now + 1'000'000'000;
     const size_t records = processor->window().threads.size();
     if (records <= std::max(budget, fold_above)) return;
-    // Off-CPU time so far goes to the threads' records before they fold (and
-    // the keys of threads gone since the last read leave): later time of a
-    // folded thread would make its record again.
-    TakeOffCpu();
+    // Value sources' values so far (off-CPU time) go to the threads' records
+    // before they fold (and the keys of threads gone since the last read
+    // leave): later time of a folded thread would make its record again.
+    FlushSources();
     // A process the symbolizer still remembers exited at most its retention
     // ago (10 s): its threads fold into its own "[exited threads]" (the
     // leader's record stays), so a command that just ended keeps its name
@@ -616,9 +559,6 @@ Result<std::unique_ptr<RecordingSession>> RecordingSession::Start(const RecordOp
   sopt.unwind_mode = unwind_mode;
   sopt.stack_copy_bytes = stack_kb * 1024;
   sopt.copy_deep_stacks = !opt.stack_kb.has_value() && unwind_mode != ARCPROF_UNWIND_FP;
-  sopt.off_cpu = OffCpuEnabled(opt);
-  sopt.off_cpu_max_keys = opt.off_cpu_max_keys;
-  s.off_cpu = sopt.off_cpu;
   s.sampler_filters = sopt.filter_pids || sopt.filter_cgroups;
   auto loaded = Sampler::Load(sopt);
   if (!loaded) return loaded.error();
@@ -672,6 +612,7 @@ Result<std::unique_ptr<RecordingSession>> RecordingSession::Start(const RecordOp
   if (s.command) s.context->target_pids.push_back(static_cast<uint32_t>(s.command->pid()));
   s.context->sampler = s.sampler.get();
   s.context->processor = s.processor.get();
+  s.context->sink = s.processor.get();
   const uint32_t drain_ms =
       opt.drain_interval_ms != 0
           ? opt.drain_interval_ms
@@ -756,7 +697,6 @@ std::optional<std::string> RecordingSession::Tick(uint64_t wake_ns) {
     // Samples up to `now` only: their processes' events are all read by then.
     // Never past the end of the open window: later samples wait for the next.
     s.Drain(std::min(now, s.window_end_ns), now + 2 * s.drain_ns);
-    s.RetireOffCpuOfExitedProcesses(now);
     s.FoldExitedThreads(now);
     if (auto ok = s.ScanCgroups(now); !ok) spdlog::warn("{}", ok.error().message);
     s.cpu.extension_ns.resize(s.extensions.size());
@@ -802,10 +742,11 @@ Result<Profile> RecordingSession::Close(bool last, uint64_t end) {
   if (last) {
     // Stop sampling first, so that the last drain has an end.
     s.sampler->Detach();
+    s.DetachSources();
     s.FinalDrain();
     counters = s.sampler->ReadCounters();
     sideband_lost = s.sampler->sideband_lost();
-    s.TakeOffCpu();  // every off-CPU stack record is processed by now
+    s.FlushSources();  // every source's stack record is processed by now
     s.ring_bytes = s.sampler->ring_bytes();
     s.ring_grows = s.sampler->ring_grows();
     s.sampler.reset();  // detach everything before the (slower) window close
@@ -822,7 +763,7 @@ Result<Profile> RecordingSession::Close(bool last, uint64_t end) {
     }
     counters = s.sampler->ReadCounters();
     sideband_lost = s.sampler->sideband_lost();
-    s.TakeOffCpu();
+    s.FlushSources();
     s.ring_bytes = s.sampler->ring_bytes();
     s.ring_grows = s.sampler->ring_grows();
   }
@@ -938,15 +879,6 @@ Result<Profile> RecordingSession::Close(bool last, uint64_t end) {
   }
   window.counters["followed_forks"] = delta(counters.followed_forks, s.reported.followed_forks);
   window.counters["stack_copy_faults"] = delta(counters.stack_faults, s.reported.stack_faults);
-  if (s.off_cpu) {
-    window.counters["offcpu_switches"] = delta(counters.offcpu_switches, s.reported.offcpu_switches);
-    window.counters["offcpu_lost_stacks"] =
-        delta(counters.offcpu_lost_stacks, s.reported.offcpu_lost_stacks);
-    window.counters["offcpu_dropped_intervals"] =
-        delta(counters.offcpu_dropped, s.reported.offcpu_dropped);
-    window.counters["offcpu_dropped_ns"] =
-        delta(counters.offcpu_dropped_ns, s.reported.offcpu_dropped_ns);
-  }
   if (last && s.unprocessed > 0) {
     window.counters["unprocessed_samples"] = static_cast<int64_t>(s.unprocessed);
   }

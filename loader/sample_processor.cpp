@@ -7,7 +7,6 @@
 
 #include "events.h"
 #include "runtimes.h"
-#include "loader/offcpu_reason.h"
 
 namespace arcprof {
 using namespace arcprof::model;
@@ -181,7 +180,7 @@ uint32_t SampleProcessor::InternInlined(const SymbolizedFrame& f, std::string_vi
 }
 
 runtimes::Runtime* SampleProcessor::SampleRuntime(const StackSample& e) {
-  if (!(e.flags & ARCPROF_SAMPLE_HAS_RUNTIME) || e.offcpu) return nullptr;
+  if (!(e.flags & ARCPROF_SAMPLE_HAS_RUNTIME) || e.source != 0) return nullptr;
   runtimes::Runtime* rt = nullptr;
   for (const auto& r : runtimes_) {
     if (r->id() == e.runtime) rt = r.get();
@@ -224,11 +223,17 @@ void SampleProcessor::Process(const StackSample& e) {
     uint64_t* total;
     ~Timer() { *total += MonotonicNs() - start; }
   } timer{start_ns, &processing_ns_};
-  UserStack(e);
-  if (e.offcpu) {
-    KeepOffCpuStack(e);
+  if (e.source != 0) {
+    // A value source's stack: its source unwinds it (Stack) and says what to fold.
+    auto route = routes_.find(e.source);
+    if (route == routes_.end()) {
+      ++unrouted_records_;
+      return;
+    }
+    route->second->OnRecord(e, *this);
     return;
   }
+  UserStack(e);
   const size_t kstack_len = e.kernel_pcs.size();
   auto ip_at = [&](size_t i) { return e.kernel_pcs[i]; };
 
@@ -389,11 +394,50 @@ void SampleProcessor::Process(const StackSample& e) {
   ++samples_;
 }
 
-void SampleProcessor::KeepOffCpuStack(const StackSample& e) {
-  OffCpuStack& kept = offcpu_stacks_[e.offcpu_key];
-  kept.pid = e.pid;
-  kept.tid = e.tid;
-  kept.comm = std::string(e.comm);
+SourceStack SampleProcessor::Stack(const StackSample& e) {
+  UserStack(e);
+  SourceStack out;
+  out.pid = e.pid;
+  out.tid = e.tid;
+  out.comm = e.comm;
+  out.user.reserve(user_pcs_.size());
+  for (size_t i = user_pcs_.size(); i-- > 0;) {
+    uint64_t ip = user_pcs_[i];
+    if (ip == 0) continue;
+    if (ip == kElidedPc) {
+      out.user.push_back(ElidedFrame());
+      continue;
+    }
+    if (i > 0 && !Resumes(i)) ip -= 1;
+    out.user.push_back(symbolizer_.ResolveUser(e.pid, ip, e.timestamp_ns));
+  }
+  // The stack is taken inside a tracepoint or probe: its leaf frames are
+  // the BPF program and the tracing glue, not the workload.
+  const auto& k = e.kernel_pcs;
+  size_t leaf = 0;
+  for (; leaf < k.size(); ++leaf) {
+    const uint64_t ip = k[leaf];
+    const std::string_view name = ip ? symbolizer_.ResolveKernel(leaf > 0 ? ip - 1 : ip).symbol : "";
+    if (!name.starts_with("bpf_") && !name.starts_with("__bpf_") &&
+        !name.starts_with("__traceiter_")) {
+      break;
+    }
+  }
+  for (size_t i = k.size(); i-- > leaf;) {
+    uint64_t ip = k[i];
+    if (ip == 0) continue;
+    if (i > 0) ip -= 1;
+    out.kernel.push_back(symbolizer_.ResolveKernel(ip));
+  }
+  return out;
+}
+
+void SampleProcessor::Keep(uint32_t source, uint64_t key, const SourceStack& stack,
+                           std::span<const LeafFrame> leaf) {
+  KeptStack& kept = kept_stacks_[SourceKey{source, key}];
+  kept.pid = stack.pid;
+  kept.tid = stack.tid;
+  kept.comm = std::string(stack.comm);
   ReleaseFrames(kept.frames);
   kept.frames.clear();
   auto add = [&](const SymbolizedFrame& f) {
@@ -415,67 +459,21 @@ void SampleProcessor::KeepOffCpuStack(const StackSample& e) {
       }
     }
   };
-  for (size_t i = user_pcs_.size(); i-- > 0;) {
-    uint64_t ip = user_pcs_[i];
-    if (ip == 0) continue;
-    if (ip == kElidedPc) {
-      add(ElidedFrame());
-      continue;
-    }
-    if (i > 0 && !Resumes(i)) ip -= 1;
-    add(symbolizer_.ResolveUser(e.pid, ip, e.timestamp_ns));
+  for (const SymbolizedFrame& f : stack.user) add(f);
+  for (const SymbolizedFrame& f : stack.kernel) add(f);
+  for (const LeafFrame& f : leaf) {
+    FrameRecord pseudo;
+    pseudo.module = kept_modules_.InternModule(f.module);
+    pseudo.symbol = std::string(f.symbol);
+    pseudo.kind = f.kind;
+    kept.frames.push_back(KeepFrame(std::move(pseudo)));
   }
-  // The stack is taken inside the sched_switch tracepoint: its leaf frames
-  // are our BPF program and the tracing glue, not the workload.
-  const auto& k = e.kernel_pcs;
-  size_t leaf = 0;
-  for (; leaf < k.size(); ++leaf) {
-    const uint64_t ip = k[leaf];
-    const std::string_view name = ip ? symbolizer_.ResolveKernel(leaf > 0 ? ip - 1 : ip).symbol : "";
-    if (!name.starts_with("bpf_") && !name.starts_with("__bpf_") &&
-        !name.starts_with("__traceiter_")) {
-      break;
-    }
-  }
-  const OffCpuReason why = ClassifyOffCpu(e.offcpu_syscall, e.offcpu_state);
-  // A thread preempted on its way back to user mode (an interrupt or a
-  // system call returning, the kernel's return path calling schedule) was
-  // running its user code: the kernel frames of that path are the same for
-  // every such preemption and say nothing about the workload, yet each
-  // distinct user leaf would get its own chain of them (on a loaded machine
-  // a fifth of a compiler's call-tree nodes). Its stack is the user stack
-  // and the reason. Preemptions inside the kernel keep their kernel frames.
-  bool back_to_user = false;
-  if (why == OffCpuReason::kPreempted && !user_pcs_.empty()) {
-    for (size_t i = leaf; i < k.size() && !back_to_user; ++i) {
-      if (k[i] == 0) continue;
-      const std::string_view name = symbolizer_.ResolveKernel(i > 0 ? k[i] - 1 : k[i]).symbol;
-      back_to_user = name == "irqentry_exit_to_user_mode" || name == "exit_to_user_mode_loop";
-    }
-  }
-  for (size_t i = k.size(); !back_to_user && i-- > leaf;) {
-    uint64_t ip = k[i];
-    if (ip == 0) continue;
-    if (i > 0) ip -= 1;
-    add(symbolizer_.ResolveKernel(ip));
-  }
-  // Why it went off CPU, as a pseudo-frame at the leaf.
-  FrameRecord reason;
-  reason.module = kept_modules_.InternModule("[off-cpu]");
-  reason.symbol = std::string(OffCpuReasonFrame(why));
-  reason.kind = FrameKind::kKernel;
-  kept.frames.push_back(KeepFrame(std::move(reason)));
-  ++offcpu_records_;
 }
 
-void SampleProcessor::AddOffCpu(uint64_t key, uint64_t ns, uint64_t intervals) {
-  if (ns == 0 && intervals == 0) return;
-  auto it = offcpu_stacks_.find(key);
-  if (it == offcpu_stacks_.end()) {
-    offcpu_unattributed_ns_ += ns;  // its record was lost or malformed
-    return;
-  }
-  const OffCpuStack& kept = it->second;
+bool SampleProcessor::Add(uint32_t source, uint64_t key, std::span<const SourceValue> values) {
+  auto it = kept_stacks_.find(SourceKey{source, key});
+  if (it == kept_stacks_.end()) return false;
+  const KeptStack& kept = it->second;
   const uint32_t thread = window_.ThreadIndex(kept.pid, kept.tid);
   CallTree& tree = window_.threads[thread].tree;
   uint32_t node = 0;
@@ -483,25 +481,36 @@ void SampleProcessor::AddOffCpu(uint64_t key, uint64_t ns, uint64_t intervals) {
     const FrameRecord& frame = kept_frames_[f];
     node = tree.Child(node, window_.frames.Intern(kept_modules_.module(frame.module), frame));
   }
-  tree.Add(node, 0, window_.DeclareValue(ValueType{"offcpu", "nanoseconds"}), ns);
+  for (const SourceValue& v : values) {
+    if (v.value != 0) tree.Add(node, 0, window_.DeclareValue(v.type.type()), v.value);
+  }
   ThreadRecord& t = window_.threads[thread];
   if (t.comm.empty()) Rename(t, kept.comm);
-  offcpu_ns_ += ns;
-  offcpu_intervals_ += intervals;
+  return true;
 }
 
-std::vector<SampleProcessor::OffCpuKey> SampleProcessor::OffCpuKeys() const {
-  std::vector<OffCpuKey> out;
-  out.reserve(offcpu_stacks_.size());
-  for (const auto& [key, stack] : offcpu_stacks_) out.push_back({key, stack.pid, stack.tid});
+std::vector<StackSink::Kept> SampleProcessor::KeptKeys(uint32_t source) const {
+  std::vector<Kept> out;
+  for (const auto& [k, stack] : kept_stacks_) {
+    if (k.source == source) out.push_back({k.key, stack.pid, stack.tid});
+  }
   return out;
 }
 
-void SampleProcessor::ForgetOffCpu(uint64_t key) {
-  auto it = offcpu_stacks_.find(key);
-  if (it == offcpu_stacks_.end()) return;
+bool SampleProcessor::Keeps(uint32_t source, uint64_t key) const {
+  return kept_stacks_.count(SourceKey{source, key}) != 0;
+}
+
+void SampleProcessor::Forget(uint32_t source, uint64_t key) {
+  auto it = kept_stacks_.find(SourceKey{source, key});
+  if (it == kept_stacks_.end()) return;
   ReleaseFrames(it->second.frames);
-  offcpu_stacks_.erase(it);
+  kept_stacks_.erase(it);
+}
+
+void SampleProcessor::Route(uint32_t source, ValueSource* to) {
+  if (to == nullptr) routes_.erase(source);
+  else routes_[source] = to;
 }
 
 uint32_t SampleProcessor::KeepFrame(FrameRecord&& frame) {
@@ -614,12 +623,9 @@ Profile SampleProcessor::TakeWindow() {
     }
   }
   window_.counters["samples_total"] += static_cast<int64_t>(samples_);
-  if (offcpu_records_ > 0 || offcpu_ns_ > 0 || offcpu_unattributed_ns_ > 0) {
-    window_.counters["offcpu_stacks"] += static_cast<int64_t>(offcpu_records_);
-    window_.counters["offcpu_ns"] += static_cast<int64_t>(offcpu_ns_);
-    window_.counters["offcpu_intervals"] += static_cast<int64_t>(offcpu_intervals_);
-    window_.counters["offcpu_unattributed_ns"] += static_cast<int64_t>(offcpu_unattributed_ns_);
-    offcpu_records_ = offcpu_ns_ = offcpu_intervals_ = offcpu_unattributed_ns_ = 0;
+  if (unrouted_records_ > 0) {
+    window_.counters["source_records_unrouted"] += static_cast<int64_t>(unrouted_records_);
+    unrouted_records_ = 0;
   }
   window_.counters["frames_total"] += static_cast<int64_t>(frames_);
   window_.counters["samples_malformed"] += static_cast<int64_t>(malformed_);

@@ -23,6 +23,7 @@
 
 #include "common/frame.h"
 #include "loader/stack_sample.h"
+#include "loader/value_source.h"
 #include "model/profile.h"
 #include "runtimes/runtime.h"
 #include "symbolize/symbolizer.h"
@@ -37,7 +38,7 @@ enum class CallGraphMode { kFramePointer, kDwarf, kHybrid };
 // service name those and its environment give, its namespaced pid.
 model::ProcessIdentity ProcessIdentityOf(const ProcessInfo& process);
 
-class SampleProcessor {
+class SampleProcessor : public StackSink {
  public:
   // With an unwinder, user stacks are unwound from the copied stack (dwarf,
   // hybrid) or repaired at the leaf (fp); without one, frame pointers only.
@@ -55,19 +56,14 @@ class SampleProcessor {
   // must outlive the processor's use).
   void SetRuntimes(std::span<const std::unique_ptr<runtimes::Runtime>> runtimes) { runtimes_ = runtimes; }
 
-  // Adds off-CPU time summed in BPF under `key` (record --off-cpu) to the
-  // open window, at the stack the key's off-CPU record carried (kept across
-  // windows). Time of a key whose record never arrived is counted apart.
-  void AddOffCpu(uint64_t key, uint64_t ns, uint64_t intervals);
-  // Every off-CPU key kept with its thread, and forgetting a key whose thread exited (a long session sees
-  // millions of threads: their stacks must not be kept forever).
-  struct OffCpuKey {
-    uint64_t key = 0;
-    uint32_t pid = 0, tid = 0;
-  };
-  std::vector<OffCpuKey> OffCpuKeys() const;
-  void ForgetOffCpu(uint64_t key);
-  bool KeepsOffCpu(uint64_t key) const { return offcpu_stacks_.count(key) != 0; }
+  // StackSink: the records of value sources (loader/value_source.h).
+  SourceStack Stack(const StackSample& sample) override;
+  void Keep(uint32_t source, uint64_t key, const SourceStack& stack, std::span<const LeafFrame> leaf) override;
+  bool Add(uint32_t source, uint64_t key, std::span<const SourceValue> values) override;
+  void Forget(uint32_t source, uint64_t key) override;
+  bool Keeps(uint32_t source, uint64_t key) const override;
+  std::vector<Kept> KeptKeys(uint32_t source) const override;
+  void Route(uint32_t source, ValueSource* to) override;
 
   // Closes the open window: fills thread names and command lines from what
   // the symbolizer knows, stores the counters since the previous window
@@ -186,15 +182,23 @@ class SampleProcessor {
   uint64_t truncated_user_ = 0;
   uint64_t total_samples_ = 0;
   uint64_t total_malformed_ = 0;
-  // Off-CPU stacks by key, root first with the reason pseudo-frame at the
-  // leaf. Frames by value: they outlive the window the record arrived in.
-  struct OffCpuStack {
+  // Stacks value sources keep, by (source, key), root first with their
+  // leaf pseudo-frames. Frames by value: they outlive the window the record
+  // arrived in.
+  struct KeptStack {
     uint32_t pid = 0;
     uint32_t tid = 0;
     std::string comm;
     std::vector<uint32_t> frames;  // ids in kept_frames_
   };
-  void KeepOffCpuStack(const StackSample& sample);
+  struct SourceKey {
+    uint32_t source = 0;
+    uint64_t key = 0;
+    bool operator==(const SourceKey&) const = default;
+  };
+  struct SourceKeyHash {
+    size_t operator()(const SourceKey& k) const { return std::hash<uint64_t>()(k.key * 31 + k.source); }
+  };
   // The kept stacks' frames, each distinct frame once with a count of the
   // stacks holding it (thousands of stacks share libc and kernel frames);
   // a frame no kept stack holds is freed.
@@ -207,11 +211,9 @@ class SampleProcessor {
   std::vector<uint32_t> kept_refs_;
   std::vector<uint32_t> kept_free_;
   std::unordered_map<model::FrameRecord, uint32_t, model::FrameRecordHash> kept_ids_;
-  std::unordered_map<uint64_t, OffCpuStack> offcpu_stacks_;
-  uint64_t offcpu_records_ = 0;
-  uint64_t offcpu_ns_ = 0;
-  uint64_t offcpu_intervals_ = 0;
-  uint64_t offcpu_unattributed_ns_ = 0;
+  std::unordered_map<SourceKey, KeptStack, SourceKeyHash> kept_stacks_;
+  std::unordered_map<uint32_t, ValueSource*> routes_;
+  uint64_t unrouted_records_ = 0;  // of a source no extension took
 };
 
 }  // namespace arcprof

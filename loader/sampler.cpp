@@ -58,20 +58,12 @@ Result<std::unique_ptr<Sampler>> Sampler::Load(const SamplerOptions& options) {
   if (!s->skel_) {
     return MakeError(std::string("cannot open the BPF object: ") + strerror(errno));
   }
-  s->skel_->rodata->filter_pids = options.filter_pids ? 1 : 0;
-  s->skel_->rodata->filter_cgroups = options.filter_cgroups ? 1 : 0;
-  s->skel_->rodata->self_pid = options.self_pid;
-  s->skel_->rodata->unwind_mode = options.unwind_mode;
-  s->skel_->rodata->stack_copy_bytes = options.stack_copy_bytes;
-  s->skel_->rodata->copy_deep_stacks = options.copy_deep_stacks ? 1 : 0;
-  if (options.off_cpu) {
-    // The off-CPU switch path reads user registers through bpf_rdonly_cast
-    // where the kernel has it (bpf/sample.bpf.c, user_regs_of).
-    btf* vmlinux = btf__load_vmlinux_btf();
-    s->skel_->rodata->has_rdonly_cast =
-        vmlinux != nullptr && btf__find_by_name_kind(vmlinux, "bpf_rdonly_cast", BTF_KIND_FUNC) > 0;
-    btf__free(vmlinux);
-  }
+  s->skel_->rodata_record->filter_pids = options.filter_pids ? 1 : 0;
+  s->skel_->rodata_record->filter_cgroups = options.filter_cgroups ? 1 : 0;
+  s->skel_->rodata_record->self_pid = options.self_pid;
+  s->skel_->rodata_record->unwind_mode = options.unwind_mode;
+  s->skel_->rodata_record->stack_copy_bytes = options.stack_copy_bytes;
+  s->skel_->rodata_record->copy_deep_stacks = options.copy_deep_stacks ? 1 : 0;
   // One record-building buffer per CPU (too large for a per-CPU map).
   bpf_map__set_max_entries(s->skel_->maps.scratch,
                            static_cast<uint32_t>(std::max(1, libbpf_num_possible_cpus())));
@@ -90,8 +82,6 @@ Result<std::unique_ptr<Sampler>> Sampler::Load(const SamplerOptions& options) {
   if (!options.filter_pids) {
     bpf_program__set_autoload(s->skel_->progs.on_fork, false);
   }
-  bpf_program__set_autoload(s->skel_->progs.on_switch, options.off_cpu);
-  bpf_map__set_max_entries(s->skel_->maps.offcpu_time, std::max(1024u, options.off_cpu_max_keys));
 
   if (int err = sample__load(s->skel_.get()); err != 0) {
     if (err == -ENOMEM || err == -E2BIG) {
@@ -106,7 +96,7 @@ Result<std::unique_ptr<Sampler>> Sampler::Load(const SamplerOptions& options) {
                           : ""));
   }
   s->ring_.fd = bpf_map__fd(s->skel_->maps.samples);
-  s->skel_->bss->ring_max_bytes = s->ring_max_bytes_;
+  s->skel_->data_record->ring_max_bytes = s->ring_max_bytes_;
   s->poll_fd_.reset(epoll_create1(EPOLL_CLOEXEC));
   if (!s->poll_fd_.valid()) return MakeError(std::string("cannot create an epoll instance: ") + strerror(errno));
   return s;
@@ -144,7 +134,7 @@ Result<void> Sampler::AddTargetPid(uint32_t pid) {
   }
   // The programs test the bitmap (the mmapped .bss); the on_fork program
   // sets bits in the same words, hence the atomic operations.
-  __atomic_fetch_or(&skel_->bss->target_bits[pid / 64], uint64_t{1} << (pid % 64),
+  __atomic_fetch_or(&skel_->data_record->target_bits[pid / 64], uint64_t{1} << (pid % 64),
                     __ATOMIC_RELAXED);
   return {};
 }
@@ -177,14 +167,14 @@ std::vector<uint32_t> Sampler::TargetPids() const {
 void Sampler::RemoveTargetPid(uint32_t pid) {
   if (!options_.filter_pids || pid >= ARCPROF_PID_LIMIT) return;
   bpf_map_delete_elem(bpf_map__fd(skel_->maps.target_pids), &pid);
-  __atomic_fetch_and(&skel_->bss->target_bits[pid / 64], ~(uint64_t{1} << (pid % 64)),
+  __atomic_fetch_and(&skel_->data_record->target_bits[pid / 64], ~(uint64_t{1} << (pid % 64)),
                      __ATOMIC_RELAXED);
 }
 
 Result<void> Sampler::AddTargetCgroup(uint64_t id, uint32_t level) {
   if (level == 0) return MakeError("the root cgroup is the whole machine: no cgroup filter needed");
   // The depth first, then the id: the program tests depths it knows.
-  uint32_t* levels = skel_->bss->cgroup_levels;
+  uint32_t* levels = skel_->data_record->cgroup_levels;
   size_t slot = 0;
   while (slot < ARCPROF_CGROUP_LEVELS && levels[slot] != 0 && levels[slot] != level) ++slot;
   if (slot == ARCPROF_CGROUP_LEVELS) {
@@ -239,15 +229,6 @@ Result<void> Sampler::Attach(SampleFn on_sample) {
     bpf_link* link = bpf_program__attach(skel_->progs.on_fork);
     if (!link) {
       return MakeError(std::string("cannot attach to sched_process_fork: ") + strerror(errno));
-    }
-    links_.emplace_back(link);
-  }
-
-  if (options_.off_cpu) {
-    bpf_link* link = bpf_program__attach(skel_->progs.on_switch);
-    if (!link) {
-      return MakeError(std::string("cannot attach to sched_switch (--off-cpu): ") +
-                       strerror(errno));
     }
     links_.emplace_back(link);
   }
@@ -328,7 +309,7 @@ bool Sampler::ConsumeRing(Ring& ring) {
 }
 
 void Sampler::MaybeGrowRing() {
-  const uint64_t wakeups = __atomic_load_n(&skel_->bss->ring_wakeups, __ATOMIC_RELAXED);
+  const uint64_t wakeups = __atomic_load_n(&skel_->data_record->ring_wakeups, __ATOMIC_RELAXED);
   if (wakeups == ring_wakeups_seen_) return;
   ring_wakeups_seen_ = wakeups;
   GrowRing();
@@ -352,7 +333,7 @@ void Sampler::GrowRing() {
     spdlog::debug("cannot grow the sample ring to {} MiB: {}", bytes >> 20, strerror(errno));
     if (next.fd >= 0) epoll_ctl(poll_fd_.get(), EPOLL_CTL_DEL, next.fd, nullptr);
     ring_max_bytes_ = ring_.bytes;
-    skel_->bss->ring_max_bytes = ring_max_bytes_;
+    skel_->data_record->ring_max_bytes = ring_max_bytes_;
     return;
   }
   spdlog::debug("sample ring grown from {} KiB to {} KiB", ring_.bytes >> 10, bytes >> 10);
@@ -421,39 +402,47 @@ SamplerCounters Sampler::ReadCounters() const {
   out.ustack_errors = read(ARCPROF_CTR_USTACK_ERR);
   out.followed_forks = read(ARCPROF_CTR_FOLLOWED_FORKS);
   out.stack_faults = read(ARCPROF_CTR_STACK_FAULT);
-  out.offcpu_switches = read(ARCPROF_CTR_OFFCPU_SWITCHES);
-  out.offcpu_stacks = read(ARCPROF_CTR_OFFCPU_STACKS);
-  out.offcpu_lost_stacks = read(ARCPROF_CTR_OFFCPU_LOST_STACKS);
-  out.offcpu_dropped = read(ARCPROF_CTR_OFFCPU_DROPPED);
-  out.offcpu_dropped_ns = read(ARCPROF_CTR_OFFCPU_DROPPED_NS);
   out.filtered = read(ARCPROF_CTR_FILTERED);
   return out;
 }
 
-std::optional<OffCpuTotal> Sampler::ReadOffCpu(uint64_t key) const {
-  if (!options_.off_cpu) return std::nullopt;
-  offcpu_value v{};
-  if (bpf_map_lookup_elem(bpf_map__fd(skel_->maps.offcpu_time), &key, &v) != 0) return std::nullopt;
-  return OffCpuTotal{key, v.ns, v.count};
-}
+uint64_t Sampler::ReadCounter(uint32_t index) const { return SumPerCpuCounter(skel_->maps.counters, index); }
 
-void Sampler::DeleteOffCpu(uint64_t key) {
-  if (options_.off_cpu) bpf_map_delete_elem(bpf_map__fd(skel_->maps.offcpu_time), &key);
-}
-
-std::vector<OffCpuTotal> Sampler::ReadOffCpu() const {
-  std::vector<OffCpuTotal> out;
-  if (!options_.off_cpu) return out;
-  const int fd = bpf_map__fd(skel_->maps.offcpu_time);
-  uint64_t key = 0, next = 0;
-  const uint64_t* prev = nullptr;
-  while (bpf_map_get_next_key(fd, prev, &next) == 0) {
-    offcpu_value v{};
-    if (bpf_map_lookup_elem(fd, &next, &v) == 0) out.push_back({next, v.ns, v.count});
-    key = next;
-    prev = &key;
+Result<void> Sampler::ShareRecordMaps(bpf_object* source, bool own_scratch) const {
+  // The maps every stack record goes through (bpf/stack_record.bpf.h).
+  const bpf_map* shared[] = {skel_->maps.sample_rings, skel_->maps.scratch, skel_->maps.counters,
+                             skel_->maps.target_cgroups, skel_->maps.data_record};
+  auto find = [source](const bpf_map* ours) -> bpf_map* {
+    bpf_map* m = nullptr;
+    bpf_object__for_each_map(m, source) {
+      if (strcmp(bpf_map__name(m), bpf_map__name(ours)) == 0) return m;
+    }
+    return nullptr;
+  };
+  for (const bpf_map* ours : shared) {
+    bpf_map* theirs = find(ours);
+    if (own_scratch && ours == skel_->maps.scratch && theirs != nullptr) {
+      bpf_map__set_max_entries(theirs, static_cast<uint32_t>(std::max(1, libbpf_num_possible_cpus())));
+      continue;
+    }
+    if (theirs == nullptr || bpf_map__value_size(theirs) != bpf_map__value_size(ours)) {
+      return MakeError(std::string("BPF object ") + bpf_object__name(source) + " does not share the record map " +
+                       bpf_map__name(ours) + " (bpf/stack_record.bpf.h)");
+    }
+    if (int err = bpf_map__reuse_fd(theirs, bpf_map__fd(ours)); err != 0) {
+      return MakeError(std::string("cannot share the record map ") + bpf_map__name(ours) + ": " + strerror(-err));
+    }
   }
-  return out;
+  // The settings: a copy, frozen with the source's object at its load.
+  bpf_map* rodata = find(skel_->maps.rodata_record);
+  size_t size = 0;
+  const void* value = rodata != nullptr ? bpf_map__initial_value(rodata, &size) : nullptr;
+  if (value == nullptr || size != sizeof(*skel_->rodata_record) ||
+      bpf_map__set_initial_value(rodata, skel_->rodata_record, size) != 0) {
+    return MakeError(std::string("BPF object ") + bpf_object__name(source) +
+                     " does not share the record settings (.rodata.record)");
+  }
+  return {};
 }
 
 }  // namespace arcprof

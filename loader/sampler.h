@@ -41,8 +41,6 @@ struct SamplerOptions {
   uint32_t unwind_mode = 0;          // ARCPROF_UNWIND_*
   uint32_t stack_copy_bytes = 65536; // dwarf/hybrid user stack copy
   bool copy_deep_stacks = false;     // a stack deeper than the copy is copied to its base
-  bool off_cpu = false;              // stacks and time of threads going off CPU
-  uint32_t off_cpu_max_keys = 65536; // distinct (thread, blocking place) keys
 };
 
 struct SamplerCounters {
@@ -52,19 +50,7 @@ struct SamplerCounters {
   uint64_t ustack_errors = 0;
   uint64_t followed_forks = 0;
   uint64_t stack_faults = 0;
-  uint64_t offcpu_switches = 0;
-  uint64_t offcpu_stacks = 0;
-  uint64_t offcpu_lost_stacks = 0;
-  uint64_t offcpu_dropped = 0;
-  uint64_t offcpu_dropped_ns = 0;
   uint64_t filtered = 0;  // samples of tasks outside the pid or cgroup filter, not taken
-};
-
-// Off-CPU time summed in BPF under one key (bpf/events.h, struct offcpu_info).
-struct OffCpuTotal {
-  uint64_t key = 0;
-  uint64_t ns = 0;
-  uint64_t count = 0;
 };
 
 class Sampler {
@@ -118,12 +104,16 @@ class Sampler {
   // stay readable, so what was sampled before can still be drained.
   void Detach();
   SamplerCounters ReadCounters() const;
-  // Every off-CPU key and its time so far (--off-cpu; empty otherwise).
-  std::vector<OffCpuTotal> ReadOffCpu() const;
-  // One key's time so far, if the key is in the map.
-  std::optional<OffCpuTotal> ReadOffCpu(uint64_t key) const;
-  // Removes an off-CPU key (its thread exited and its time was read).
-  void DeleteOffCpu(uint64_t key);
+  // One counter of the shared per-CPU counters map (ARCPROF_CTR_*), summed.
+  uint64_t ReadCounter(uint32_t index) const;
+  // Points a value source's BPF object (opened, not loaded; it includes
+  // bpf/stack_record.bpf.h) at this sampler's record maps: the ring, the
+  // scratch buffer, the counters, the pid and cgroup filter (.data.record)
+  // and a copy of its settings (.rodata.record), so its records are this
+  // sampler's records. With own_scratch the object keeps its scratch buffer
+  // (one per CPU; ARCPROF_RECORD_OWN_SCRATCH). Errors: a map missing or of
+  // another size.
+  Result<void> ShareRecordMaps(bpf_object* source, bool own_scratch = false) const;
   uint64_t sideband_lost() const { return sideband_lost_; }
   // The sample ring in use, and how many times it was replaced by a larger one.
   uint64_t ring_bytes() const { return ring_.bytes; }

@@ -13,9 +13,9 @@ std::optional<StackSample> DecodeStackSample(const void* data, size_t size) {
   if (reinterpret_cast<uintptr_t>(data) % alignof(uint64_t) != 0) return std::nullopt;
   memcpy(&e, data, sizeof(e));
   if (e.kstack_len > ARCPROF_MAX_STACK || e.ustack_len > ARCPROF_MAX_STACK) return std::nullopt;
-  // Off-CPU records carry their key between the header and the frames.
-  const bool offcpu = (e.flags & ARCPROF_SAMPLE_OFFCPU) != 0;
-  const size_t frames_at = sizeof(e) + (offcpu ? sizeof(offcpu_info) : 0);
+  // A value source's record carries its words between the header and the frames.
+  const bool from_source = (e.flags & ARCPROF_SAMPLE_SOURCE) != 0;
+  const size_t frames_at = sizeof(e) + (from_source ? sizeof(source_info) : 0);
   const size_t nframes = static_cast<size_t>(e.kstack_len) + e.ustack_len;
   const size_t frames_end = frames_at + nframes * sizeof(uint64_t);
   if (frames_end > size) return std::nullopt;
@@ -23,13 +23,15 @@ std::optional<StackSample> DecodeStackSample(const void* data, size_t size) {
   const auto* bytes = static_cast<const uint8_t*>(data);
   const auto* pcs = reinterpret_cast<const uint64_t*>(bytes + frames_at);
   StackSample s;
-  if (offcpu) {
-    offcpu_info info;
+  if (from_source) {
+    source_info info;
     memcpy(&info, bytes + sizeof(e), sizeof(info));
-    s.offcpu = true;
-    s.offcpu_key = info.key;
-    s.offcpu_syscall = info.syscall;
-    s.offcpu_state = info.state;
+    if (info.source == 0) return std::nullopt;  // 0 is a sample
+    s.source = info.source;
+    s.source_key = info.key;
+    s.source_arg = info.arg;
+    s.source_values[0] = info.values[0];
+    s.source_values[1] = info.values[1];
   }
   s.timestamp_ns = e.timestamp_ns;
   s.pid = e.pid;

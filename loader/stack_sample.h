@@ -35,12 +35,13 @@ struct StackSample {
   uint16_t runtime_status = 0;
   std::span<const runtime_frame> runtime_frames;
 
-  // With ARCPROF_SAMPLE_OFFCPU (record --off-cpu): not a sample but the
-  // stack of a thread going off CPU, with its key and why (bpf/events.h).
-  bool offcpu = false;
-  uint64_t offcpu_key = 0;
-  int32_t offcpu_syscall = -1;
-  uint32_t offcpu_state = 0;
+  // With ARCPROF_SAMPLE_SOURCE: not a sample but a value source's stack
+  // (loader/value_source.h), with the source's words (bpf/events.h
+  // source_info). source is 0 for a sample.
+  uint32_t source = 0;
+  uint64_t source_key = 0;
+  int32_t source_arg = 0;
+  uint64_t source_values[2] = {0, 0};
 
   bool has_regs() const { return !user_regs.empty(); }
 };

@@ -1,4 +1,5 @@
 #include "model/metric.h"
+#include "model/value_types.h"
 
 #include <algorithm>
 #include <cmath>
@@ -7,12 +8,12 @@
 namespace arcprof::model {
 
 const std::vector<std::string>& MetricNames() {
-  static const std::vector<std::string> names = {"samples", "cpu", "offcpu", "wall"};
+  static const std::vector<std::string> names = {"samples", "cpu", std::string(kOffCpuNs.name), "wall"};
   return names;
 }
 
 bool HasOffCpu(const Profile& profile) {
-  const auto type = profile.ValueIndex("offcpu");
+  const auto type = profile.ValueIndex(kOffCpuNs.name);
   if (!type) return false;
   for (const ThreadRecord& thread : profile.threads) {
     if (thread.tree.total(*type) > 0) return true;
@@ -34,7 +35,7 @@ Result<Metric> Metric::Select(const Profile& profile, std::string_view name) {
   m.name_ = std::string(name);
   m.terms_.clear();
   const bool cpu = name == "cpu" || name == "wall";
-  const bool offcpu = name == "offcpu" || name == "wall";
+  const bool offcpu = name == kOffCpuNs.name || name == "wall";
   if (!cpu && !offcpu) {
     // Any other value type the capture declares, as it is.
     if (auto type = profile.ValueIndex(name); type && *type != kSamplesValue) {
@@ -75,7 +76,7 @@ Result<Metric> Metric::Select(const Profile& profile, std::string_view name) {
       m.us_per_sample_[{t.host, t.pid, t.tid}] = static_cast<double>(it->second) / 1000.0 / samples;
     }
   }
-  if (offcpu) m.terms_.push_back(Term{*profile.ValueIndex("offcpu"), false, 1000});
+  if (offcpu) m.terms_.push_back(Term{*profile.ValueIndex(kOffCpuNs.name), false, 1000});
   m.unit_ = m.name_ + "-us";
   return m;
 }
@@ -87,7 +88,7 @@ Metric Metric::WithUnit(std::string unit) const {
 }
 
 Metric Metric::InNanoseconds() const {
-  if (name_ != "cpu" && name_ != "offcpu" && name_ != "wall") return *this;
+  if (name_ != "cpu" && name_ != kOffCpuNs.name && name_ != "wall") return *this;
   Metric m = *this;
   m.per_sample_scale_ = 1000.0;
   for (Term& term : m.terms_) {

@@ -10,6 +10,7 @@
 
 #include "events.h"
 #include "loader/offcpu_reason.h"
+#include "loader/offcpu_source.h"
 #include "loader/sample_processor.h"
 #include "store/capture_store.h"
 #include "model/metric.h"
@@ -37,18 +38,29 @@ std::vector<uint8_t> OffCpuRecord(uint32_t pid, uint64_t key, int32_t syscall, u
   e.timestamp_ns = 1;
   e.pid = pid;
   e.tid = pid;
-  e.flags = ARCPROF_SAMPLE_OFFCPU;
+  e.flags = ARCPROF_SAMPLE_SOURCE;
   memcpy(e.comm, "blocker", 8);
-  offcpu_info info{key, syscall, state};
+  source_info info{key, ARCPROF_SOURCE_OFFCPU, syscall, {state, 0}};
   std::vector<uint8_t> r(sizeof(e) + sizeof(info));
   memcpy(r.data(), &e, sizeof(e));
   memcpy(r.data() + sizeof(e), &info, sizeof(info));
   return r;
 }
 
+// The off-CPU source's record handling without its BPF program.
+class OffCpuRecordsOnly final : public ValueSource {
+ public:
+  std::string_view name() const override { return "offcpu-records"; }
+  Result<void> Start(RecordContext&) override { return {}; }
+  Result<void> CloseWindow(RecordContext&, Profile&, bool) override { return {}; }
+  void OnRecord(const StackSample& record, StackSink& sink) override { KeepOffCpuStack(record, sink); }
+};
+
 TEST(OffCpuRecords, FoldTimeUnderTheReasonAndRoundTrip) {
   Symbolizer symbolizer;
   SampleProcessor processor(symbolizer);
+  OffCpuRecordsOnly source;
+  processor.Route(ARCPROF_SOURCE_OFFCPU, &source);
   const auto sleep = OffCpuRecord(4242, 7, 35, 1);
   const auto lock = OffCpuRecord(4242, 8, 202, 1);
   ASSERT_TRUE(processor.Process(sleep.data(), sleep.size()));
@@ -56,14 +68,12 @@ TEST(OffCpuRecords, FoldTimeUnderTheReasonAndRoundTrip) {
   // Cut short before its key: malformed, not folded.
   std::vector<uint8_t> cut(sleep.begin(), sleep.begin() + sizeof(sample_event) + 4);
   EXPECT_FALSE(processor.Process(cut.data(), cut.size()));
-  processor.AddOffCpu(7, 3'000'000, 3);
-  processor.AddOffCpu(8, 1'000'000, 10);
-  processor.AddOffCpu(9, 500, 1);  // a key whose record never came
+  EXPECT_TRUE(AddOffCpuTime(processor, 7, 3'000'000));
+  EXPECT_TRUE(AddOffCpuTime(processor, 8, 1'000'000));
+  EXPECT_FALSE(AddOffCpuTime(processor, 9, 500));  // a key whose record never came
   Profile profile = processor.TakeWindow();
   profile.meta.frequency_hz = 1000;
   EXPECT_EQ(processor.samples(), 0u);  // off-CPU records are not samples
-  EXPECT_EQ(profile.counters["offcpu_ns"], 4'000'000);
-  EXPECT_EQ(profile.counters["offcpu_unattributed_ns"], 500);
 
   const std::string path =
       std::filesystem::temp_directory_path() / ("arcprof-offcpu-" + std::to_string(getpid()) + ".db");
@@ -95,7 +105,7 @@ TEST(OffCpuRecords, FoldTimeUnderTheReasonAndRoundTrip) {
   EXPECT_FALSE(Metric::Select(empty, "offcpu").ok());  // no off-CPU time recorded
 
   // The next window: the stack comes back for the key's new time.
-  processor.AddOffCpu(7, 2'000, 1);
+  EXPECT_TRUE(AddOffCpuTime(processor, 7, 2'000));
   Profile next = processor.TakeWindow();
   ASSERT_EQ(next.threads.size(), 1u);
   EXPECT_EQ(next.threads[0].comm, "blocker");
@@ -111,18 +121,16 @@ TEST(OffCpuRecords, FoldTimeUnderTheReasonAndRoundTrip) {
 
   // A long session forgets the stacks of keys whose thread exited: their
   // time later is unattributed, not kept forever.
-  auto keys = processor.OffCpuKeys();
+  auto keys = processor.KeptKeys(ARCPROF_SOURCE_OFFCPU);
   std::sort(keys.begin(), keys.end(), [](const auto& a, const auto& b) { return a.key < b.key; });
   ASSERT_EQ(keys.size(), 2u);
   EXPECT_EQ(keys[0].key, 7u);
   EXPECT_EQ(keys[1].key, 8u);
   EXPECT_EQ(keys[0].pid, 4242u);
   EXPECT_EQ(keys[1].tid, 4242u);
-  processor.ForgetOffCpu(7);
-  ASSERT_EQ(processor.OffCpuKeys().size(), 1u);
-  processor.AddOffCpu(7, 900, 1);
-  Profile after = processor.TakeWindow();
-  EXPECT_EQ(after.counters["offcpu_unattributed_ns"], 900);
+  processor.Forget(ARCPROF_SOURCE_OFFCPU, 7);
+  ASSERT_EQ(processor.KeptKeys(ARCPROF_SOURCE_OFFCPU).size(), 1u);
+  EXPECT_FALSE(AddOffCpuTime(processor, 7, 900));
 }
 
 }  // namespace

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "events.h"
+#include "loader/offcpu_source.h"
 #include "loader/sample_processor.h"
 #include "loader/stack_sample.h"
 #include "symbolize/symbolizer.h"
@@ -270,16 +271,26 @@ TEST(SampleProcessor, NamesReleasedBetweenWindowsNameTheNextWindowAlike) {
                                                          {"t;ArcprofTestOther;ArcprofTestLeaf", 1}}));
 }
 
+// The off-CPU source's record handling without its BPF program.
+class OffCpuRecordsOnly final : public ValueSource {
+ public:
+  std::string_view name() const override { return "offcpu-records"; }
+  Result<void> Start(RecordContext&) override { return {}; }
+  Result<void> CloseWindow(RecordContext&, Profile&, bool) override { return {}; }
+  void OnRecord(const StackSample& record, StackSink& sink) override { KeepOffCpuStack(record, sink); }
+};
+
 // An off-CPU record as the sched_switch program writes it: the header, its
 // key and reason, then the frames.
 std::vector<uint64_t> MakeOffCpuRecord(uint64_t key, uint32_t state, int32_t syscall,
                                        const std::vector<uint64_t>& kernel_leaf_first,
                                        const std::vector<uint64_t>& user_leaf_first) {
-  auto r = MakeRecord(kPid, kPid, "t", kernel_leaf_first, user_leaf_first, ARCPROF_SAMPLE_OFFCPU);
-  offcpu_info info{};
+  auto r = MakeRecord(kPid, kPid, "t", kernel_leaf_first, user_leaf_first, ARCPROF_SAMPLE_SOURCE);
+  source_info info{};
   info.key = key;
-  info.syscall = syscall;
-  info.state = state;
+  info.source = ARCPROF_SOURCE_OFFCPU;
+  info.arg = syscall;
+  info.values[0] = state;
   std::vector<uint64_t> words(sizeof(info) / 8);
   memcpy(words.data(), &info, sizeof(info));
   r.insert(r.begin() + sizeof(sample_event) / 8, words.begin(), words.end());
@@ -292,6 +303,8 @@ std::vector<uint64_t> MakeOffCpuRecord(uint64_t key, uint32_t state, int32_t sys
 TEST(SampleProcessor, PreemptionOnTheWayBackToUserKeepsNoKernelFrames) {
   FakeMachine machine;
   SampleProcessor processor(machine.symbolizer());
+  OffCpuRecordsOnly source;
+  processor.Route(ARCPROF_SOURCE_OFFCPU, &source);
   const std::vector<uint64_t> user = {Addr(ArcprofTestLeaf) + 2, Addr(ArcprofTestCaller) + 5};
   // Leaf first: __schedule <- irqentry_exit_to_user_mode <- the interrupt entry.
   const std::vector<uint64_t> back_to_user = {kKernelBase + 0x2010, kKernelBase + 0x3010, kKernelBase + 0x4010};
@@ -300,9 +313,9 @@ TEST(SampleProcessor, PreemptionOnTheWayBackToUserKeepsNoKernelFrames) {
   auto b = MakeOffCpuRecord(2, 0, 0, in_syscall, user);
   auto c = MakeOffCpuRecord(3, 1, 35, back_to_user, user);  // sleeping: not a preemption
   for (auto* r : {&a, &b, &c}) ASSERT_TRUE(processor.Process(r->data(), Bytes(*r)));
-  processor.AddOffCpu(1, 1000, 1);
-  processor.AddOffCpu(2, 2000, 1);
-  processor.AddOffCpu(3, 3000, 1);
+  EXPECT_TRUE(AddOffCpuTime(processor, 1, 1000));
+  EXPECT_TRUE(AddOffCpuTime(processor, 2, 2000));
+  EXPECT_TRUE(AddOffCpuTime(processor, 3, 3000));
   Profile w = processor.TakeWindow();
   // Every path that ends in an off-CPU reason, root first.
   std::map<std::string, uint64_t> offcpu;

@@ -1,0 +1,32 @@
+// The value types recordings declare beside `samples` (Profile::value_types,
+// model/profile.h): each one's name and unit spelled once, here. A value
+// source (loader/value_source.h) adds values of its types; every view and
+// export reads them by name (`--metric NAME`, model/metric.h). `pprof` is
+// the sample type name the pprof export writes when it differs (the Go heap
+// profile's names, so `go tool pprof -sample_index=inuse_space` works).
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "model/profile.h"
+
+namespace arcprof::model {
+
+struct ValueTypeName {
+  std::string_view name;
+  std::string_view unit;
+  std::string_view pprof = {};  // pprof sample type; "" = name
+
+  ValueType type() const { return ValueType{std::string(name), std::string(unit)}; }
+  std::string_view pprof_name() const { return pprof.empty() ? name : pprof; }
+};
+
+// record --off-cpu: time off CPU (blocked, sleeping or waiting for a CPU).
+inline constexpr ValueTypeName kOffCpuNs{"offcpu", "nanoseconds"};
+
+// The pprof sample type name of a declared type (the name unless it is one
+// of the above with a pprof name of its own).
+std::string_view PprofTypeName(std::string_view name);
+
+}  // namespace arcprof::model
