@@ -3,13 +3,11 @@
 # runs once under `arcprof record -- perf record -F 999 -g -- CMD`, so both
 # tools sample the very same run (arcprof also sees perf itself, a few
 # samples). Prints a markdown table of bytes per sample: arcprof's capture
-# (current schema), the same capture rewritten in schema 4 (the format
-# before row blocks for the small tables, NUL-ended symbols and sparse
-# values), in schema 3 (tree blocks in columns, before the context coding)
-# and in schema 1 (a row per frame and node), perf.data with frame-pointer call graphs, and perf.data
+# (current schema), perf.data with frame-pointer call graphs, and perf.data
 # with `--call-graph dwarf` from a second run of the same command (perf only;
-# PERF_DWARF=0 skips it); and the time of `arcprof report` on the current
-# schema and on schema 3 (median of 5).
+# PERF_DWARF=0 skips it); and the time of `arcprof report` (median of 5).
+# Older schemas are no longer written (their figures stay in
+# docs/performance.md, "Capture size").
 # Workloads: g++ -O2 of three large test files, xz -9, python3 (compileall,
 # ast, json), node with a perf map, a JDK 17 program, sqlite3 with a recursive
 # CTE. Only tools scripts/install-deps.sh installs.
@@ -24,10 +22,10 @@
 set -euo pipefail
 build=$(realpath "${1:-build}")
 arcprof=$build/arcprof
-schema1=$build/bench/capture_schema1
+counters=$build/bench/capture_counters
 src=$(cd "$(dirname "$0")/.." && pwd)
 seconds=${SECONDS_PER_WORKLOAD:-15}  # of CPU per workload, so samples do not depend on load
-for f in "$arcprof" "$schema1"; do
+for f in "$arcprof" "$counters"; do
   [ -x "$f" ] || { echo "capture_size_bench: $f missing: build first (cmake --build $build)" >&2; exit 1; }
 done
 if [ "$(id -u)" -ne 0 ]; then
@@ -83,30 +81,24 @@ truncations=()
 
 echo "## Capture size: bytes per sample, arcprof vs perf -g on the same execution (999 Hz)"
 echo
-echo "| workload | samples (arcprof) | arcprof B/sample | schema 4 B/sample | schema 3 B/sample | schema 1 B/sample | samples (perf) | perf -g B/sample | perf dwarf B/sample (samples) | report s (current / schema 3) | arcprof: reach thread start |"
-echo "|---|---|---|---|---|---|---|---|---|---|---|"
+echo "| workload | samples (arcprof) | arcprof B/sample | samples (perf) | perf -g B/sample | perf dwarf B/sample (samples) | report s | arcprof: reach thread start |"
+echo "|---|---|---|---|---|---|---|---|"
 for w in "${order[@]}"; do
   a=$tmp/$w.db p=$tmp/$w.perf.data
   if ! "$arcprof" record -q -o "$a" -- perf record -q -F 999 -g -o "$p" -- sh -c "${cmd[$w]}" \
        > "$tmp/$w.log" 2>&1; then
-    echo "| $w | failed: $(tail -1 "$tmp/$w.log") | | | | | | | | | |"
+    echo "| $w | failed: $(tail -1 "$tmp/$w.log") | | | | | | |"
     continue
   fi
-  "$schema1" "$a" "$tmp/$w.v1.db"
-  "$schema1" --schema 3 "$a" "$tmp/$w.v3.db"
-  "$schema1" --schema 4 "$a" "$tmp/$w.v4.db"
-  # Schema 5 keeps counters in row blocks: read the count from the schema 4 copy.
-  a_samples=$(sqlite3 "$tmp/$w.v4.db" "SELECT value FROM counters WHERE name = 'samples_total'")
-  truncations+=("$w: $(sqlite3 "$tmp/$w.v4.db" "SELECT coalesce(group_concat(substr(name, 18) || ' ' || value, ', '), 'none')
-                       FROM counters WHERE name LIKE 'truncated_stacks.%'")")
-  v4_bytes=$(stat -c %s "$tmp/$w.v4.db")
-  rm -f "$tmp/$w.v4.db"
+  # Counters live in row blocks, which the sqlite3 shell cannot read.
+  "$counters" "$a" > "$tmp/$w.counters"
+  a_samples=$(awk -F'\t' '$1 == "samples_total" {print $2}' "$tmp/$w.counters")
+  truncations+=("$w: $(awk -F'\t' 'index($1, "truncated_stacks.") == 1 {s = s (s ? ", " : "") substr($1, 18) " " $2}
+                                END {print (s ? s : "none")}' "$tmp/$w.counters")")
   a_bytes=$(stat -c %s "$a")
-  v1_bytes=$(stat -c %s "$tmp/$w.v1.db")
-  v3_bytes=$(stat -c %s "$tmp/$w.v3.db")
   p_samples=$(perf report -i "$p" --stats 2>/dev/null | awk '/SAMPLE events/ {print $3; exit}')
   p_bytes=$(stat -c %s "$p")
-  rm -f "$p" "$tmp/$w.v1.db"
+  rm -f "$p"
   dwarf="not run"
   if [ "${PERF_DWARF:-1}" != 0 ]; then
     d=$tmp/$w.dwarf.data
@@ -121,10 +113,8 @@ for w in "${order[@]}"; do
     fi
     rm -f "$d"
   fi
-  r4=$(report_s "$a")
-  r3=$(report_s "$tmp/$w.v3.db")
-  echo "| $w | $a_samples | **$(per "$a_bytes" "$a_samples")** ($a_bytes B) | $(per "$v4_bytes" "$a_samples") | $(per "$v3_bytes" "$a_samples") | $(per "$v1_bytes" "$a_samples") | ${p_samples:-?} | $(per "$p_bytes" "${p_samples:-0}") ($p_bytes B) | $dwarf | $r4 / $r3 | $(start_share "$a" "${comm[$w]}") (${comm[$w]}) |"
-  rm -f "$tmp/$w.v3.db"
+  r=$(report_s "$a")
+  echo "| $w | $a_samples | **$(per "$a_bytes" "$a_samples")** ($a_bytes B) | ${p_samples:-?} | $(per "$p_bytes" "${p_samples:-0}") ($p_bytes B) | $dwarf | $r | $(start_share "$a" "${comm[$w]}") (${comm[$w]}) |"
   [ -n "${KEEP_CAPTURES:-}" ] && mkdir -p "$KEEP_CAPTURES" && cp "$a" "$KEEP_CAPTURES/"
 done
 

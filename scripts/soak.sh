@@ -78,11 +78,10 @@ hz=$(getconf CLK_TCK)
   fi
   grep -E "samples in|lost" "$out/record.log" || true
   echo "counters:"
-  # Schema 5 captures keep counters in row blocks: read them from a schema 4 copy.
-  schema4=$(dirname "$arcprof")/bench/capture_schema1
-  if [ -x "$schema4" ] && "$schema4" --schema 4 "$out/soak.db" "$out/soak.v4.db" 2>/dev/null; then
-    sqlite3 "$out/soak.v4.db" "SELECT name, SUM(value) FROM counters GROUP BY name" 2>/dev/null || true
-    rm -f "$out/soak.v4.db"
+  # Captures keep counters in row blocks, which the sqlite3 shell cannot read.
+  counters=$(dirname "$arcprof")/bench/capture_counters
+  if [ -x "$counters" ]; then
+    "$counters" "$out/soak.db" 2>/dev/null | tr '\t' '|' || true
   fi
 } > "$out/summary.txt"
 python3 - "$out/rss.csv" "$out/rss.svg" <<'PY'

@@ -204,13 +204,12 @@ std::pair<int, int> PttTableVersions(std::string_view table) {
   return {1, kCaptureSchemaVersion};
 }
 
-Result<void> WritePttTables(SqlDb& sql, const PttData& ptt, int64_t capture_id, int64_t window_id,
-                            int schema_version) {
+Result<void> WritePttTables(SqlDb& sql, const PttData& ptt, int64_t capture_id, int64_t window_id) {
   if (ptt.events.size() > kPttMaxEvents) {
     return sql.Fail("more than " + std::to_string(kPttMaxEvents) + " PTT events");
   }
   if (auto r = sql.Exec(kPttSchemaSql); !r) return r;
-  if (auto r = sql.Exec(schema_version >= 3 ? kPttBlocksSql : kPttRowsSql); !r) return r;
+  if (auto r = sql.Exec(kPttBlocksSql); !r) return r;
   auto event = sql.Prepare(
       "INSERT INTO ptt_events (capture_id, slot, name, available, reason) VALUES (?, ?, ?, ?, ?)");
   if (!event) return event.error();
@@ -223,54 +222,15 @@ Result<void> WritePttTables(SqlDb& sql, const PttData& ptt, int64_t capture_id, 
     }
   }
 
-  if (schema_version >= 3) {
-    if (auto r = WriteThreadBlocks(sql, ptt, window_id); !r) return r;
-  } else {
-    auto thread = sql.Prepare(
-        "INSERT INTO ptt_threads (window_id, pid, tid, comm, cpu_ns, hardirq_ns, softirq_ns, "
-        "dispatches, interrupts, event0, event1, event2, event3) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
-    if (!thread) return thread.error();
-    for (const PttThread& t : ptt.threads) {
-      std::optional<int64_t> ev[kPttMaxEvents];
-      for (size_t i = 0; i < kPttMaxEvents; ++i) {
-        if (i < ptt.events.size() && ptt.events[i].available && i < t.events.size()) {
-          ev[i] = ToSql(t.events[i]);
-        }
-      }
-      if (auto r = sql.Insert(*thread, window_id, int64_t{t.pid}, int64_t{t.tid}, t.comm,
-                              ToSql(t.cpu_ns), ToSql(t.hardirq_ns), ToSql(t.softirq_ns),
-                              ToSql(t.dispatches), ToSql(t.interrupts), ev[0], ev[1], ev[2], ev[3]);
-          !r) {
-        return r;
-      }
-    }
+  if (auto r = WriteThreadBlocks(sql, ptt, window_id); !r) return r;
+  RowBlock rows;
+  rows.kinds = kIntervalColumns;
+  rows.rows = ptt.intervals.size();
+  for (const PttCpuInterval& c : ptt.intervals) {
+    rows.ints.insert(rows.ints.end(), {c.cpu, c.start_ns, c.end_ns, c.busy_ns, c.idle_ns, c.hardirq_ns,
+                                       c.softirq_ns, c.hardirqs, c.softirqs});
   }
-
-  if (schema_version >= 3) {
-    RowBlock rows;
-    rows.kinds = kIntervalColumns;
-    rows.rows = ptt.intervals.size();
-    for (const PttCpuInterval& c : ptt.intervals) {
-      rows.ints.insert(rows.ints.end(), {c.cpu, c.start_ns, c.end_ns, c.busy_ns, c.idle_ns, c.hardirq_ns,
-                                         c.softirq_ns, c.hardirqs, c.softirqs});
-    }
-    if (auto r = WriteRowBlocks(sql, "ptt_interval_blocks", window_id, rows); !r) return r;
-  } else {
-    auto interval = sql.Prepare(
-        "INSERT INTO ptt_cpu_intervals (window_id, cpu, start_ns, end_ns, busy_ns, idle_ns, "
-        "hardirq_ns, softirq_ns, hardirqs, softirqs) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
-    if (!interval) return interval.error();
-    for (const PttCpuInterval& c : ptt.intervals) {
-      if (auto r = sql.Insert(*interval, window_id, int64_t{c.cpu}, ToSql(c.start_ns),
-                              ToSql(c.end_ns), ToSql(c.busy_ns), ToSql(c.idle_ns),
-                              ToSql(c.hardirq_ns), ToSql(c.softirq_ns), ToSql(c.hardirqs),
-                              ToSql(c.softirqs));
-          !r) {
-        return r;
-      }
-    }
-  }
+  if (auto r = WriteRowBlocks(sql, "ptt_interval_blocks", window_id, rows); !r) return r;
 
   auto vector = sql.Prepare(
       "INSERT INTO ptt_irq_vectors (window_id, cpu, kind, vector, name, count, ns) "

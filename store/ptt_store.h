@@ -26,10 +26,10 @@ const char* PttSchemaSql();
 // compressed row blocks) to 3 and later, the others to every version.
 std::pair<int, int> PttTableVersions(std::string_view table);
 
-// Creates the ptt_* tables and fills them for one capture and one window.
-// Errors carry the writer's context ("<path>: cannot write capture: ...").
-Result<void> WritePttTables(SqlDb& db, const model::PttData& ptt, int64_t capture_id, int64_t window_id,
-                            int schema_version);
+// Creates the ptt_* tables of the current schema and fills them for one
+// capture and one window. Errors carry the writer's context ("<path>: cannot
+// write capture: ...").
+Result<void> WritePttTables(SqlDb& db, const model::PttData& ptt, int64_t capture_id, int64_t window_id);
 
 // Reads the ptt_* tables into `out`, merging windows and captures: threads with
 // the same (pid, tid) are summed, the events are those of the first capture.

@@ -51,10 +51,9 @@ class HostileCapture : public ::testing::TestWithParam<Hostile> {};
 TEST_P(HostileCapture, IsRejectedWithOneLine) {
   TempDir dir;
   const std::string path = dir.File("hostile.db");
-  Profile profile = SampleProfile();
-  // Schema 1: the cases break frame and node rows one by one (schema 2's
-  // blocks have their own cases below).
-  ASSERT_TRUE(WriteCapture(path, profile, {.schema_version = 1}).ok());
+  // Schema 1 (the SampleProfile fixture): the cases break frame and node rows
+  // one by one (schema 2's blocks have their own cases below).
+  testing::CopyFixture("schema1.db", path);
   ExecSql(path, GetParam().sql);
   // Summing a generated column would run it: that hostile file keeps its old sum.
   if (std::string(GetParam().name) != "GeneratedColumn") Restamp(path);
@@ -175,7 +174,7 @@ class HostileBlocks : public ::testing::TestWithParam<Hostile> {};
 TEST_P(HostileBlocks, AreRejectedWithOneLine) {
   TempDir dir;
   const std::string path = dir.File("hostile.db");
-  ASSERT_TRUE(WriteCapture(path, SampleProfile(), {.schema_version = 3}).ok());
+  testing::CopyFixture("schema3.db", path);
   ASSERT_TRUE(ReadCapture(path).ok());
   ExecSql(path, GetParam().sql);
   Restamp(path);
@@ -237,7 +236,7 @@ INSTANTIATE_TEST_SUITE_P(
 TEST(HostileBlocks, AHandWrittenBlockIsRead) {
   TempDir dir;
   const std::string path = dir.File("hand.db");
-  ASSERT_TRUE(WriteCapture(path, SampleProfile(), {.schema_version = 3}).ok());
+  testing::CopyFixture("schema3.db", path);
   ExecSql(path, OneTreeBlock(TreeRecord({{0, 1}, {0, 2}, {1, 3}})));
   Restamp(path);
   auto read = ReadCapture(path);
@@ -329,7 +328,7 @@ class HostileRowBlocks : public ::testing::TestWithParam<Hostile> {};
 TEST_P(HostileRowBlocks, AreRejectedWithOneLine) {
   TempDir dir;
   const std::string path = dir.File("hostile.db");
-  ASSERT_TRUE(WriteCapture(path, SampleProfile(), {.schema_version = 5}).ok());
+  testing::CopyFixture("schema5.db", path);
   ASSERT_TRUE(ReadCapture(path).ok());
   ExecSql(path, GetParam().sql);
   Restamp(path);
@@ -375,7 +374,7 @@ INSTANTIATE_TEST_SUITE_P(
 TEST(HostileRowBlocks, HandWrittenBlocksAreRead) {
   TempDir dir;
   const std::string path = dir.File("hand.db");
-  ASSERT_TRUE(WriteCapture(path, SampleProfile(), {.schema_version = 5}).ok());
+  testing::CopyFixture("schema5.db", path);
   ExecSql(path, RowBlockOf("counters", Raw().V(1).V(2).V(12).S("lost_samples").V(14).bytes()));
   Restamp(path);
   auto read = ReadCapture(path);
@@ -398,7 +397,8 @@ TEST(HostileRowBlocks, ANulInASymbolReadsTheSameInEverySchema) {
   profile.threads[0].tree.AddStack(frames, 3);
   for (int version : {4, 5}) {
     const std::string path = dir.File("nul" + std::to_string(version) + ".db");
-    ASSERT_TRUE(WriteCapture(path, profile, {.schema_version = version}).ok());
+    // The fixtures nul-schema{4,5}.db hold this profile.
+    testing::CopyFixture("nul-schema" + std::to_string(version) + ".db", path);
     auto read = ReadCapture(path);
     ASSERT_TRUE(read.ok()) << read.error().message;
     bool found = false;
@@ -468,7 +468,7 @@ TEST(CaptureBlocks, EveryPrefixOfATreeBlockIsRejected) {
 TEST(HostileCapture, ChangedTextIsFoundByTheChecksum) {
   TempDir dir;
   const std::string path = dir.File("flipped.db");
-  ASSERT_TRUE(WriteCapture(path, SampleProfile(), {.schema_version = 1}).ok());
+  testing::CopyFixture("schema1.db", path);
   ExecSql(path, "UPDATE frames SET symbol = 'f_hebvy' WHERE symbol = 'f_heavy'");
   EXPECT_NE(Rejected(path).find("content checksum mismatch"), std::string::npos);
 }
@@ -482,7 +482,7 @@ TEST(HostileCapture, TwoBitFlipsInTheChecksumKeyAndAValueAreRefused) {
     SCOPED_TRACE("schema " + std::to_string(schema));
     TempDir dir;
     const std::string path = dir.File("flipped.db");
-    ASSERT_TRUE(WriteCapture(path, SampleProfile(), {.schema_version = schema}).ok());
+    testing::CopyFixture("schema" + std::to_string(schema) + ".db", path);
     ExecSql(path,
             "UPDATE meta SET key = 'content_crc33' WHERE capture_id = 0 AND key = 'content_crc32';"
             "UPDATE meta SET value = '989' WHERE key = 'frequency_hz'");
@@ -490,7 +490,7 @@ TEST(HostileCapture, TwoBitFlipsInTheChecksumKeyAndAValueAreRefused) {
     EXPECT_NE(message.find("content_crc33"), std::string::npos) << message;
 
     const std::string missing = dir.File("missing.db");
-    ASSERT_TRUE(WriteCapture(missing, SampleProfile(), {.schema_version = schema}).ok());
+    testing::CopyFixture("schema" + std::to_string(schema) + ".db", missing);
     ExecSql(missing, "DELETE FROM meta WHERE capture_id = 0 AND key = 'content_crc32'");
     if (schema == 1) {
       EXPECT_TRUE(ReadCapture(missing).ok()) << "a schema 1 capture older than the checksum";

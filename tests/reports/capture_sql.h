@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 
+#include <filesystem>
 #include <string>
 
 #include "store/capture_store.h"
@@ -21,6 +22,21 @@ inline void ExecSql(const std::string& path, const std::string& sql) {
   sqlite3_free(message);
   sqlite3_close(db);
   ASSERT_EQ(rc, SQLITE_OK) << text;
+}
+
+#ifndef ARCPROF_STORE_FIXTURES_DIR
+#error "ARCPROF_STORE_FIXTURES_DIR names tests/store/fixtures (set by the test's CMakeLists.txt)"
+#endif
+
+// Copies the committed capture tests/store/fixtures/NAME to `path` (replacing
+// what is there), for a test to read or break. The fixtures are captures of
+// the schemas this build no longer writes, written once by the writers of
+// their time (tests/store/fixtures/README.md).
+inline void CopyFixture(const std::string& name, const std::string& path) {
+  std::error_code error;
+  std::filesystem::copy_file(std::string(ARCPROF_STORE_FIXTURES_DIR) + "/" + name, path,
+                             std::filesystem::copy_options::overwrite_existing, error);
+  ASSERT_FALSE(error) << name << ": " << error.message();
 }
 
 // Stores the content checksum again, as a writer that knows the format (or

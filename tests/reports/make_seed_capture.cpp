@@ -1,6 +1,7 @@
 // Writes the fuzzer's seed corpus at build time: a small valid capture of the
-// sample profile (so no binary is committed) in schema 2 and in schema 1, one
-// that is cut short, and two with damaged meta.
+// sample profile in the current schema, one that is cut short, and two with
+// damaged meta. The same profile in schema 1 is the committed fixture
+// tests/store/fixtures/schema1.db, copied in by tests/reports/CMakeLists.txt.
 #include <sqlite3.h>
 
 #include <filesystem>
@@ -18,11 +19,6 @@ int main(int argc, char** argv) {
   std::filesystem::create_directories(dir);
   const std::string valid = (dir / "valid.db").string();
   if (auto r = arcprof::store::WriteCapture(valid, arcprof::testing::SampleProfile()); !r) {
-    std::cerr << r.error().message << "\n";
-    return 1;
-  }
-  const std::string schema1 = (dir / "valid-schema1.db").string();
-  if (auto r = arcprof::store::WriteCapture(schema1, arcprof::testing::SampleProfile(), {.schema_version = 1}); !r) {
     std::cerr << r.error().message << "\n";
     return 1;
   }

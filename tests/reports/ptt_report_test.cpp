@@ -11,6 +11,7 @@
 #include "reports/ptt_report.h"
 #include "store/ptt_store.h"
 #include "cli/report_cli.h"
+#include "tests/reports/capture_sql.h"
 #include "tests/reports/golden.h"
 #include "tests/reports/ptt_test_data.h"
 #include "tests/reports/test_profiles.h"
@@ -31,10 +32,19 @@ void Sql(const std::string& path, const std::string& sql) {
 
 class PttStore : public ::testing::Test {
  protected:
-  std::string Write(const Profile& p, int schema_version = store::kCaptureSchemaVersion) {
+  std::string Write(const Profile& p) {
     const std::string path = dir_.File("ptt.db");
-    auto r = WriteCapture(path, p, {.schema_version = schema_version});
+    auto r = WriteCapture(path, p);
     EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().message);
+    return path;
+  }
+  // PttSampleProfile() as a capture of `schema_version`: written now when it
+  // is the current one, else the committed fixture written by the writer of
+  // its time (tests/store/fixtures/ptt-schema1.db).
+  std::string WriteSample(int schema_version) {
+    if (schema_version == store::kCaptureSchemaVersion) return Write(PttSampleProfile());
+    const std::string path = dir_.File("ptt.db");
+    CopyFixture("ptt-schema" + std::to_string(schema_version) + ".db", path);
     return path;
   }
   TempDir dir_;
@@ -56,7 +66,7 @@ TEST_F(PttStore, CaptureWithoutPttReadsAsNotRecorded) {
 
 TEST_F(PttStore, RoundTripKeepsEveryValueInSchema1) {
   const Profile p = PttSampleProfile();
-  auto read = ReadCapture(Write(p, 1));
+  auto read = ReadCapture(WriteSample(1));
   ASSERT_TRUE(read.ok()) << read.error().message;
   EXPECT_EQ(read->ptt, p.ptt);
 }
@@ -78,7 +88,7 @@ TEST_F(PttStore, ThreadsAreOneCompressedBlock) {
 }
 
 TEST_F(PttStore, UnavailableEventsStoreNullCounts) {
-  const std::string path = Write(PttSampleProfile(), 1);
+  const std::string path = WriteSample(1);
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
   sqlite3_stmt* stmt = nullptr;
@@ -103,7 +113,7 @@ struct CorruptCase {
 class PttCorrupt : public PttStore, public ::testing::WithParamInterface<CorruptCase> {};
 
 TEST_P(PttCorrupt, IsAOneLineErrorWithExitCode2) {
-  const std::string path = Write(PttSampleProfile(), GetParam().schema_version);
+  const std::string path = WriteSample(GetParam().schema_version);
   Sql(path, GetParam().sql);
   auto read = ReadCapture(path);
   ASSERT_FALSE(read.ok());
@@ -203,7 +213,7 @@ TEST(PttReport, TheOtherThreadsRowRoundTripsAndCountsInTheTotal) {
   p.ptt.threads.push_back(other);
   TempDir dir;
   const std::string path = dir.File("other.db");
-  auto written = WriteCapture(path, p, {});
+  auto written = WriteCapture(path, p);
   ASSERT_TRUE(written.ok()) << written.error().message;
   auto read = ReadCapture(path);
   ASSERT_TRUE(read.ok()) << read.error().message;

@@ -1,4 +1,4 @@
-#include "store/capture_store.h"
+#include "store/capture_reader.h"
 
 #include <sqlite3.h>
 #include <sys/stat.h>
@@ -7,184 +7,23 @@
 #include <cerrno>
 #include <charconv>
 #include <cstring>
-#include <functional>
-#include <memory>
-#include <random>
+#include <map>
 #include <string_view>
-#include <tuple>
 #include <unordered_map>
 #include <utility>
 #include <vector>
 
-#include <zlib.h>
-
-#include <algorithm>
-#include <map>
-
 #include "common/text.h"
-#include "store/atomic_file.h"
 #include "store/capture_blocks.h"
+#include "store/capture_checksum.h"
+#include "store/capture_schema.h"
 #include "store/ptt_store.h"
 #include "store/sqlite_db.h"
 
 namespace arcprof::store {
 using namespace arcprof::model;
+using namespace arcprof::store::capture_schema;
 namespace {
-
-// capture_id 0 in the meta table holds the keys of the store itself.
-constexpr int64_t kStoreMetaId = 0;
-
-constexpr const char* kSchemaSql = R"sql(
-CREATE TABLE meta (
-  capture_id INTEGER NOT NULL,
-  key TEXT NOT NULL,
-  value TEXT NOT NULL,
-  PRIMARY KEY (capture_id, key)
-) WITHOUT ROWID;
-CREATE TABLE captures (
-  id INTEGER PRIMARY KEY,
-  uuid TEXT NOT NULL UNIQUE,
-  host TEXT NOT NULL
-);
-CREATE TABLE windows (
-  id INTEGER PRIMARY KEY,
-  capture_id INTEGER NOT NULL REFERENCES captures(id),
-  start_ns INTEGER NOT NULL,
-  end_ns INTEGER NOT NULL
-);
-)sql";
-
-// Schemas 1 to 4: threads, modules and counters as tables of rows.
-constexpr const char* kRowTablesSql = R"sql(
-CREATE TABLE threads (
-  id INTEGER PRIMARY KEY,
-  capture_id INTEGER NOT NULL REFERENCES captures(id),
-  pid INTEGER NOT NULL,
-  tid INTEGER NOT NULL,
-  comm TEXT NOT NULL,
-  process_comm TEXT NOT NULL,
-  cmdline TEXT NOT NULL
-);
-CREATE TABLE modules (
-  id INTEGER PRIMARY KEY,
-  path TEXT NOT NULL,
-  build_id TEXT NOT NULL DEFAULT '',
-  UNIQUE (path, build_id)
-);
-CREATE TABLE counters (
-  window_id INTEGER NOT NULL REFERENCES windows(id),
-  name TEXT NOT NULL,
-  value INTEGER NOT NULL,
-  PRIMARY KEY (window_id, name)
-) WITHOUT ROWID;
-)sql";
-
-// Schema 1: one row per frame and per call tree node.
-constexpr const char* kSchema1Sql = R"sql(
-CREATE TABLE frames (
-  id INTEGER PRIMARY KEY,
-  module_id INTEGER NOT NULL REFERENCES modules(id),
-  symbol TEXT NOT NULL,
-  address INTEGER NOT NULL,
-  kind INTEGER NOT NULL,
-  reason INTEGER NOT NULL,
-  inlined INTEGER NOT NULL,
-  UNIQUE (module_id, symbol, address, kind, reason, inlined)
-);
-CREATE TABLE nodes (
-  window_id INTEGER NOT NULL REFERENCES windows(id),
-  thread_id INTEGER NOT NULL REFERENCES threads(id),
-  node_id INTEGER NOT NULL,
-  parent_id INTEGER,
-  frame_id INTEGER REFERENCES frames(id),
-  n INTEGER NOT NULL,
-  base INTEGER NOT NULL,
-  PRIMARY KEY (window_id, thread_id, node_id)
-) WITHOUT ROWID;
-)sql";
-
-// Schema 2: frames and call trees as compressed blocks (store/capture_blocks.h).
-constexpr const char* kSchema2Sql = R"sql(
-CREATE TABLE value_types (
-  id INTEGER PRIMARY KEY,
-  name TEXT NOT NULL,
-  unit TEXT NOT NULL
-);
-CREATE TABLE frame_blocks (
-  id INTEGER PRIMARY KEY,
-  raw_bytes INTEGER NOT NULL,
-  data BLOB NOT NULL
-);
-CREATE TABLE tree_blocks (
-  id INTEGER PRIMARY KEY,
-  window_id INTEGER NOT NULL REFERENCES windows(id),
-  raw_bytes INTEGER NOT NULL,
-  data BLOB NOT NULL
-);
-)sql";
-
-// Schema 5: the rows of threads, modules and counters as row blocks, all in
-// one table (a table costs a page and its schema text; these are a few KB).
-constexpr const char* kSchema5Sql = R"sql(
-CREATE TABLE row_blocks (
-  id INTEGER PRIMARY KEY,
-  name TEXT NOT NULL,
-  raw_bytes INTEGER NOT NULL,
-  data BLOB NOT NULL
-);
-)sql";
-
-// The tables schema 5 keeps in row_blocks, with their columns as a row
-// block holds them (RowBlock kinds; ids are positions).
-struct SmallTable {
-  const char* name;
-  const char* kinds;
-};
-constexpr SmallTable kModulesRows = {"modules", "tt"};       // path, build_id
-constexpr SmallTable kThreadsRows = {"threads", "iiittt"};   // capture_id, pid, tid, comm, process_comm, cmdline
-// Schema 6: the same and the process's identity (model/process_identity.h):
-// ns_pid, container_id, container_runtime, pod_uid, qos_class, service_name, cgroup.
-constexpr SmallTable kThreadsRows6 = {"threads", "iiitttitttttt"};
-const SmallTable& ThreadsRows(int schema_version) {
-  return schema_version >= 6 ? kThreadsRows6 : kThreadsRows;
-}
-constexpr SmallTable kCountersRows = {"counters", "iti"};    // window_id, name, value
-constexpr SmallTable kSmallTables[] = {kModulesRows, kThreadsRows, kCountersRows};
-
-// Nanoseconds off CPU of the call tree nodes that have any (record --off-cpu).
-constexpr const char* kOffCpuSchemaSql = R"sql(
-CREATE TABLE offcpu_nodes (
-  window_id INTEGER NOT NULL,
-  thread_id INTEGER NOT NULL,
-  node_id INTEGER NOT NULL,
-  ns INTEGER NOT NULL,
-  PRIMARY KEY (window_id, thread_id, node_id)
-) WITHOUT ROWID;
-)sql";
-
-// Tables every capture has, and those only one schema version has (the
-// optional offcpu_nodes belongs to schema 1; schema 2 keeps off-CPU time as a
-// value type of the tree blocks).
-constexpr const char* kCommonTables[] = {"meta", "captures", "windows"};
-constexpr const char* kRowTables[] = {"threads", "modules", "counters"};  // schemas 1 to 4
-constexpr const char* kSchema1Tables[] = {"frames", "nodes"};
-constexpr const char* kSchema2Tables[] = {"value_types", "frame_blocks", "tree_blocks"};
-
-// The schema versions (first, last) a table belongs to.
-std::pair<int, int> TableVersions(std::string_view name) {
-  if (name == "offcpu_nodes") return {1, 1};
-  if (name == "row_blocks") return {5, kCaptureSchemaVersion};
-  for (const char* t : kRowTables) {
-    if (name == t) return {1, 4};
-  }
-  for (const char* t : kSchema1Tables) {
-    if (name == t) return {1, 1};
-  }
-  for (const char* t : kSchema2Tables) {
-    if (name == t) return {2, kCaptureSchemaVersion};
-  }
-  return PttTableVersions(name);
-}
 
 // Bounds on what a capture may hold, checked while reading: a file handed to
 // arcprof is outside input, and a 150 KB file must not make a report take GBs.
@@ -195,472 +34,13 @@ constexpr size_t kMaxNameBytes = 4096;           // thread and process names
 constexpr uint64_t kMaxCount = uint64_t{1} << 48;  // n or base of one node
 // Memory a report may spend on one capture's contents (strings, frames, nodes).
 constexpr uint64_t kMaxReadBytes = uint64_t{2} << 30;
-// meta (0, key) holding the content checksum (docs/capture-format.md).
-constexpr const char* kChecksumKey = "content_crc32";
-// Every store key (capture_id 0) a writer has ever written: another one is a
-// damaged key (a flipped bit in "content_crc32" would turn the check off).
-constexpr const char* kStoreKeys[] = {"format", "schema_version", kChecksumKey};
 // The highest rate a capture can state: -F is at most 100 kHz, -c N of a
 // clock event states 1e9 / N.
 constexpr uint64_t kMaxFrequencyHz = 1'000'000'000;
 
-// The schema as SQLite stores it, comparable with what a writer ran: runs of
-// white space become one space, none next to brackets and commas, "IF NOT
-// EXISTS" and a trailing ';' dropped.
-std::string NormalizeSql(std::string_view sql) {
-  std::string out;
-  bool space = false;
-  for (char c : sql) {
-    if (c == ' ' || c == '\n' || c == '\t' || c == '\r') {
-      space = true;
-      continue;
-    }
-    const bool tight = c == '(' || c == ')' || c == ',';
-    if (space && !out.empty() && !tight && out.back() != '(' && out.back() != ',') out += ' ';
-    space = false;
-    out += c;
-  }
-  while (!out.empty() && (out.back() == ';' || out.back() == ' ')) out.pop_back();
-  const std::string if_not_exists = "CREATE TABLE IF NOT EXISTS ";
-  if (out.rfind(if_not_exists, 0) == 0) out = "CREATE TABLE " + out.substr(if_not_exists.size());
-  return out;
-}
-
-// Every table an arcprof writer creates: name -> normalized CREATE statement,
-// from the very constants the writers run, so the check follows the schema.
-const std::map<std::string, std::string>& KnownTables() {
-  static const std::map<std::string, std::string> tables = [] {
-    std::map<std::string, std::string> out;
-    for (const char* script : {kSchemaSql, kRowTablesSql, kSchema5Sql, kSchema1Sql, kSchema2Sql, kOffCpuSchemaSql,
-                                PttSchemaSql(), kPushSentTableSql}) {
-      std::string_view rest(script);
-      while (!rest.empty()) {
-        const size_t end = std::min(rest.find(';'), rest.size());
-        const std::string statement = NormalizeSql(rest.substr(0, end));
-        rest.remove_prefix(std::min(end + 1, rest.size()));
-        if (statement.empty()) continue;
-        const std::string prefix = "CREATE TABLE ";
-        const size_t name_end = statement.find_first_of(" (", prefix.size());
-        out[statement.substr(prefix.size(), name_end - prefix.size())] = statement;
-      }
-    }
-    return out;
-  }();
-  return tables;
-}
-
 // SQLite stores signed 64-bit integers; addresses and counts are unsigned and
 // round-trip through a bit cast (kernel addresses are stored negative).
-int64_t ToSql(uint64_t v) { return static_cast<int64_t>(v); }
 uint64_t FromSql(int64_t v) { return static_cast<uint64_t>(v); }
-
-std::string Hex128() {
-  std::random_device random;
-  static constexpr char kDigits[] = "0123456789abcdef";
-  std::string out;
-  for (int i = 0; i < 8; ++i) {
-    const uint32_t word = random();
-    for (int nibble = 0; nibble < 4; ++nibble) out += kDigits[(word >> (nibble * 4)) & 0xf];
-  }
-  return out;
-}
-
-// ---------------------------------------------------------------- writing
-
-// The capture writer is the SQLite helper with "<path>: cannot write capture: "
-// as its context.
-using Writer = SqlDb;
-using Blob = SqlBlob;
-
-std::vector<std::pair<std::string, std::string>> CaptureMetaRows(const CaptureMeta& meta) {
-  return {
-      {"host", meta.host},
-      {"kernel", meta.kernel},
-      {"start_monotonic_ns", std::to_string(meta.start_monotonic_ns)},
-      {"end_monotonic_ns", std::to_string(meta.end_monotonic_ns)},
-      {"start_unix_ns", std::to_string(meta.start_unix_ns)},
-      {"event", meta.event},
-      {"frequency_hz", std::to_string(meta.frequency_hz)},
-      {"command_line", meta.command_line},
-      {"target", meta.target},
-      {"call_graph", meta.call_graph},
-      {"arcprof_version", meta.arcprof_version},
-  };
-}
-
-using CaptureOf = std::function<int64_t(const ThreadRecord&)>;
-
-// Schema 1: one row per module, frame and node; off-CPU time in offcpu_nodes.
-Result<void> FillFramesAndNodes1(Writer& w, const Profile& profile, const CaptureOf& capture_of) {
-  constexpr int64_t kWindowId = 1;
-  auto module = w.Prepare("INSERT INTO modules (id, path, build_id) VALUES (?, ?, ?)");
-  if (!module) return module.error();
-  auto frame = w.Prepare(
-      "INSERT INTO frames (id, module_id, symbol, address, kind, reason, inlined) "
-      "VALUES (?, ?, ?, ?, ?, ?, ?)");
-  if (!frame) return frame.error();
-  // Profile module id -> file module id (-1: not written yet); only modules
-  // some frame names are written.
-  std::vector<int64_t> module_ids(profile.frames.module_count(), -1);
-  int64_t next_module = 0;
-  const auto& frames = profile.frames.all();
-  for (size_t i = 0; i < frames.size(); ++i) {
-    const FrameRecord& f = frames[i];
-    int64_t& file_module = module_ids[f.module];
-    if (file_module < 0) {
-      file_module = next_module++;
-      const std::string& path = profile.frames.module(f.module);
-      auto build_id = profile.build_ids.find(path);
-      const std::string id = build_id == profile.build_ids.end() ? "" : build_id->second;
-      if (auto r = w.Insert(*module, file_module, path, id); !r) return r;
-    }
-    if (auto r = w.Insert(*frame, static_cast<int64_t>(i), file_module, f.symbol,
-                          ToSql(f.address), int64_t{static_cast<uint8_t>(f.kind)},
-                          int64_t{static_cast<uint8_t>(f.reason)}, int64_t{f.inlined ? 1 : 0});
-        !r) {
-      return r;
-    }
-  }
-
-  auto node = w.Prepare(
-      "INSERT INTO nodes (window_id, thread_id, node_id, parent_id, frame_id, n, base) "
-      "VALUES (?, ?, ?, ?, ?, ?, ?)");
-  if (!node) return node.error();
-  for (size_t t = 0; t < profile.threads.size(); ++t) {
-    const auto& nodes = profile.threads[t].tree.nodes();
-    for (size_t i = 0; i < nodes.size(); ++i) {
-      const CallTree::Node& nd = nodes[i];
-      const int64_t window_id = capture_of(profile.threads[t]);
-      const uint64_t base = profile.threads[t].tree.value(static_cast<uint32_t>(i), kSamplesValue);
-      Result<void> r = i == 0 ? w.Insert(*node, window_id, static_cast<int64_t>(t), int64_t{0},
-                                         nullptr, nullptr, ToSql(nd.n), ToSql(base))
-                              : w.Insert(*node, window_id, static_cast<int64_t>(t),
-                                         static_cast<int64_t>(i), int64_t{nd.parent},
-                                         int64_t{nd.frame}, ToSql(nd.n), ToSql(base));
-      if (!r) return r;
-    }
-  }
-
-  // Off-CPU time (record --off-cpu): an optional table, present only when
-  // some node has any, so that captures without it keep schema 1 as it was.
-  // Schema 1 knows one more value type: off-CPU ns, in offcpu_nodes.
-  const std::optional<size_t> offcpu_type = profile.ValueIndex("offcpu");
-  bool any_offcpu = false;
-  for (const ThreadRecord& thread : profile.threads) {
-    any_offcpu = any_offcpu || (offcpu_type && thread.tree.total(*offcpu_type) > 0);
-  }
-  if (any_offcpu) {
-    if (auto r = w.Exec(kOffCpuSchemaSql); !r) return r;
-    auto offcpu = w.Prepare(
-        "INSERT INTO offcpu_nodes (window_id, thread_id, node_id, ns) VALUES (?, ?, ?, ?)");
-    if (!offcpu) return offcpu.error();
-    for (size_t t = 0; t < profile.threads.size(); ++t) {
-      const auto& nodes = profile.threads[t].tree.nodes();
-      for (size_t i = 0; i < nodes.size(); ++i) {
-        const uint64_t ns = profile.threads[t].tree.value(static_cast<uint32_t>(i), *offcpu_type);
-        if (ns == 0) continue;
-        if (auto r = w.Insert(*offcpu, kWindowId, static_cast<int64_t>(t),
-                              static_cast<int64_t>(i), ToSql(ns));
-            !r) {
-          return r;
-        }
-      }
-    }
-  }
-
-  return {};
-}
-
-// Schema 2: modules as rows; frames and trees as compressed blocks
-// (store/capture_blocks.h, docs/capture-format.md "Blocks").
-// Where the modules go: rows of the modules table (schemas 2 to 4) or a row
-// block (schema 5); ids dense from 0 in call order.
-using AddModule = std::function<Result<void>(const std::string& path, const std::string& build_id)>;
-
-Result<void> FillBlocks(Writer& w, const Profile& profile, const CaptureOf& capture_of, int schema_version,
-                        const AddModule& add_module) {
-  const TreeLayout layout = schema_version >= 5   ? TreeLayout::kContextSparse
-                            : schema_version == 4 ? TreeLayout::kContext
-                                                  : TreeLayout::kColumns;
-  const FrameLayout frame_layout = schema_version >= 5 ? FrameLayout::kNulEnded : FrameLayout::kLengths;
-  // Frames in (module, address, symbol) order, so addresses are small steps.
-  const auto& frames = profile.frames.all();
-  std::vector<uint32_t> order(frames.size());
-  for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<uint32_t>(i);
-  std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
-    const FrameRecord& x = frames[a];
-    const FrameRecord& y = frames[b];
-    const std::string& x_module = profile.frames.module_of(x);
-    const std::string& y_module = profile.frames.module_of(y);
-    return std::tie(x_module, x.address, x.symbol, x.kind, x.reason, x.inlined) <
-           std::tie(y_module, y.address, y.symbol, y.kind, y.reason, y.inlined);
-  });
-  // Profile module id -> file module id (kNone: not written yet).
-  constexpr uint32_t kNone = 0xffffffffu;
-  std::vector<uint32_t> module_ids(profile.frames.module_count(), kNone);
-  uint32_t next_module = 0;
-  std::vector<uint32_t> file_frame(frames.size());
-  std::vector<BlockFrame> block_frames;
-  block_frames.reserve(frames.size());
-  for (uint32_t id : order) {
-    const FrameRecord& f = frames[id];
-    uint32_t& file_module = module_ids[f.module];
-    if (file_module == kNone) {
-      file_module = next_module++;
-      const std::string& path = profile.frames.module(f.module);
-      auto build_id = profile.build_ids.find(path);
-      const std::string bid = build_id == profile.build_ids.end() ? "" : build_id->second;
-      if (auto r = add_module(path, bid); !r) return r;
-    }
-    file_frame[id] = static_cast<uint32_t>(block_frames.size());
-    block_frames.push_back(BlockFrame{file_module, &f});
-  }
-  auto frame_block = w.Prepare("INSERT INTO frame_blocks (id, raw_bytes, data) VALUES (?, ?, ?)");
-  if (!frame_block) return frame_block.error();
-  int64_t block_id = 0;
-  std::vector<std::vector<size_t>> cuts;
-  const std::vector<std::string> frame_raw = EncodeFrameBlocks(block_frames, frame_layout, &cuts);
-  for (size_t b = 0; b < frame_raw.size(); ++b) {
-    const std::string& raw = frame_raw[b];
-    if (auto r = w.Insert(*frame_block, block_id++, static_cast<int64_t>(raw.size()), Blob{Deflate(raw, cuts[b])});
-        !r) {
-      return r;
-    }
-  }
-
-  // Value types: type 0 (the sampled value, Profile::value_types) is stored
-  // as "base", counted in value type 0's name ("samples"); then each other declared type that some node
-  // has a value of (so a capture without off-CPU time declares none).
-  std::vector<size_t> stored = {kSamplesValue};  // file value type -> the profile's
-  for (size_t type = 1; type < profile.value_types.size(); ++type) {
-    const bool any = std::any_of(profile.threads.begin(), profile.threads.end(),
-                                 [&](const ThreadRecord& t) { return t.tree.total(type) > 0; });
-    if (any) stored.push_back(type);
-  }
-  const size_t value_count = stored.size();
-  auto value_type = w.Prepare("INSERT INTO value_types (id, name, unit) VALUES (?, ?, ?)");
-  if (!value_type) return value_type.error();
-  for (size_t i = 0; i < value_count; ++i) {
-    const bool base = stored[i] == kSamplesValue;
-    if (auto r = w.Insert(*value_type, static_cast<int64_t>(i),
-                          base ? std::string("base") : profile.value_types[stored[i]].name,
-                          base ? profile.value_types[kSamplesValue].name : profile.value_types[stored[i]].unit);
-        !r) {
-      return r;
-    }
-  }
-
-  // Trees grouped by window (one per host), each in its blocks.
-  std::map<int64_t, std::vector<FlatTree>> windows;
-  for (size_t t = 0; t < profile.threads.size(); ++t) {
-    const auto& nodes = profile.threads[t].tree.nodes();
-    FlatTree flat;
-    flat.thread = static_cast<uint32_t>(t);
-    flat.parent.resize(nodes.size());
-    flat.frame.resize(nodes.size());
-    flat.n.resize(nodes.size());
-    flat.values.resize(nodes.size() * value_count);
-    for (size_t i = 0; i < nodes.size(); ++i) {
-      flat.parent[i] = nodes[i].parent;
-      flat.frame[i] = i == 0 ? 0 : file_frame[nodes[i].frame];
-      flat.n[i] = nodes[i].n;
-      for (size_t v = 0; v < value_count; ++v) {
-        flat.values[i * value_count + v] = profile.threads[t].tree.value(static_cast<uint32_t>(i), stored[v]);
-      }
-    }
-    windows[capture_of(profile.threads[t])].push_back(std::move(flat));
-  }
-  auto tree_block = w.Prepare("INSERT INTO tree_blocks (id, window_id, raw_bytes, data) VALUES (?, ?, ?, ?)");
-  if (!tree_block) return tree_block.error();
-  block_id = 0;
-  for (const auto& [window_id, trees] : windows) {
-    cuts.clear();
-    const std::vector<std::string> tree_raw = EncodeTreeBlocks(trees, value_count, layout, &cuts);
-    for (size_t b = 0; b < tree_raw.size(); ++b) {
-      const std::string& raw = tree_raw[b];
-      if (auto r = w.Insert(*tree_block, block_id++, window_id, static_cast<int64_t>(raw.size()),
-                            Blob{Deflate(raw, cuts[b], /*numbers=*/true)});
-          !r) {
-        return r;
-      }
-    }
-  }
-  return {};
-}
-
-Result<void> FillCapture(Writer& w, const Profile& profile, int schema_version) {
-  constexpr int64_t kCaptureId = 1;
-  constexpr int64_t kWindowId = 1;
-  auto transaction = SqlTransaction::Begin(w);
-  if (!transaction) return transaction.error();
-  if (auto r = w.Exec(kSchemaSql); !r) return r;
-  if (auto r = w.Exec(schema_version >= 5 ? kSchema5Sql : kRowTablesSql); !r) return r;
-  if (auto r = w.Exec(schema_version == 1 ? kSchema1Sql : kSchema2Sql); !r) return r;
-  // Schema 5: the small tables' rows, written as row blocks at the end.
-  const bool row_blocks = schema_version >= 5;
-  RowBlock modules_rows{kModulesRows.kinds, 0, {}, {}};
-  RowBlock threads_rows{ThreadsRows(schema_version).kinds, 0, {}, {}};
-  RowBlock counters_rows{kCountersRows.kinds, 0, {}, {}};
-
-  auto meta = w.Prepare("INSERT INTO meta (capture_id, key, value) VALUES (?, ?, ?)");
-  if (!meta) return meta.error();
-  for (const auto& [key, value] : std::vector<std::pair<std::string, std::string>>{
-           {"format", "arcprof capture"},
-           {"schema_version", std::to_string(schema_version)},
-       }) {
-    if (auto r = w.Insert(*meta, kStoreMetaId, key, value); !r) return r;
-  }
-
-  // A merge of several machines (ThreadRecord::host) is one capture and one
-  // window per host, each thread under its host's capture; otherwise one of each.
-  std::vector<std::string> hosts;
-  std::unordered_map<std::string, int64_t> host_ids;
-  for (const ThreadRecord& t : profile.threads) {
-    if (!t.host.empty() && host_ids.try_emplace(t.host, static_cast<int64_t>(hosts.size()) + 1).second) {
-      hosts.push_back(t.host);
-    }
-  }
-  if (hosts.empty()) hosts.push_back(profile.meta.host);
-  auto capture_of = [&](const ThreadRecord& t) -> int64_t {
-    auto it = host_ids.find(t.host);
-    return it == host_ids.end() ? kCaptureId : it->second;
-  };
-  for (size_t h = 0; h < hosts.size(); ++h) {
-    CaptureMeta host_meta = profile.meta;
-    host_meta.host = hosts[h];
-    for (const auto& [key, value] : CaptureMetaRows(host_meta)) {
-      if (auto r = w.Insert(*meta, static_cast<int64_t>(h) + 1, key, value); !r) return r;
-    }
-  }
-
-  auto capture = w.Prepare("INSERT INTO captures (id, uuid, host) VALUES (?, ?, ?)");
-  if (!capture) return capture.error();
-  auto window = w.Prepare("INSERT INTO windows (id, capture_id, start_ns, end_ns) VALUES (?, ?, ?, ?)");
-  if (!window) return window.error();
-  for (size_t h = 0; h < hosts.size(); ++h) {
-    const int64_t id = static_cast<int64_t>(h) + 1;  // capture h+1 has window h+1
-    if (auto r = w.Insert(*capture, id, Hex128(), hosts[h]); !r) return r;
-    if (auto r = w.Insert(*window, id, id, ToSql(profile.meta.start_monotonic_ns),
-                          ToSql(profile.meta.end_monotonic_ns));
-        !r) {
-      return r;
-    }
-  }
-
-  if (row_blocks) {
-    for (const ThreadRecord& t : profile.threads) {
-      ++threads_rows.rows;
-      threads_rows.ints.insert(threads_rows.ints.end(),
-                               {static_cast<uint64_t>(capture_of(t)), uint64_t{t.pid}, uint64_t{t.tid}});
-      threads_rows.texts.insert(threads_rows.texts.end(), {t.comm, t.process_comm, t.cmdline});
-      if (schema_version >= 6) {
-        const model::ProcessIdentity& id = t.identity;
-        threads_rows.ints.push_back(id.ns_pid);
-        threads_rows.texts.insert(threads_rows.texts.end(), {id.container_id, id.container_runtime, id.pod_uid,
-                                                             id.qos_class, id.service_name, id.cgroup});
-      }
-    }
-  } else {
-    auto thread = w.Prepare(
-        "INSERT INTO threads (id, capture_id, pid, tid, comm, process_comm, cmdline) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?)");
-    if (!thread) return thread.error();
-    for (size_t i = 0; i < profile.threads.size(); ++i) {
-      const ThreadRecord& t = profile.threads[i];
-      if (auto r = w.Insert(*thread, static_cast<int64_t>(i), capture_of(t), int64_t{t.pid},
-                            int64_t{t.tid}, t.comm, t.process_comm, t.cmdline);
-          !r) {
-        return r;
-      }
-    }
-  }
-
-  if (schema_version == 1) {
-    if (auto r = FillFramesAndNodes1(w, profile, capture_of); !r) return r;
-  } else {
-    std::optional<SqlStatement> module;
-    if (!row_blocks) {
-      auto prepared = w.Prepare("INSERT INTO modules (id, path, build_id) VALUES (?, ?, ?)");
-      if (!prepared) return prepared.error();
-      module = std::move(*prepared);
-    }
-    int64_t next_module = 0;
-    auto add_module = [&](const std::string& path, const std::string& build_id) -> Result<void> {
-      if (row_blocks) {
-        ++modules_rows.rows;
-        modules_rows.texts.insert(modules_rows.texts.end(), {path, build_id});
-        return {};
-      }
-      return w.Insert(*module, next_module++, path, build_id);
-    };
-    if (auto r = FillBlocks(w, profile, capture_of, schema_version, add_module); !r) return r;
-  }
-  if (row_blocks) {
-    for (const auto& [name, value] : profile.counters) {
-      ++counters_rows.rows;
-      counters_rows.ints.insert(counters_rows.ints.end(), {uint64_t{kWindowId}, static_cast<uint64_t>(value)});
-      counters_rows.texts.push_back(name);
-    }
-    auto block = w.Prepare("INSERT INTO row_blocks (id, name, raw_bytes, data) VALUES (?, ?, ?, ?)");
-    if (!block) return block.error();
-    int64_t id = 0;
-    for (const RowBlock* rows : {&modules_rows, &threads_rows, &counters_rows}) {
-      const char* name = rows == &modules_rows ? kModulesRows.name
-                         : rows == &threads_rows ? kThreadsRows.name
-                                                 : kCountersRows.name;
-      for (const std::string& raw : EncodeRowBlocks(*rows)) {
-        if (auto r = w.Insert(*block, id++, std::string(name), static_cast<int64_t>(raw.size()), Blob{Deflate(raw)});
-            !r) {
-          return r;
-        }
-      }
-    }
-  } else {
-    auto counter = w.Prepare("INSERT INTO counters (window_id, name, value) VALUES (?, ?, ?)");
-    if (!counter) return counter.error();
-    for (const auto& [name, value] : profile.counters) {
-      if (auto r = w.Insert(*counter, kWindowId, name, value); !r) return r;
-    }
-  }
-  if (profile.ptt.recorded) {
-    if (auto r = WritePttTables(w, profile.ptt, kCaptureId, kWindowId, schema_version); !r) return r;
-  }
-  // Last: the checksum of everything above, read back the way readers see it.
-  auto sum = ContentChecksum(w.get());
-  if (!sum) return w.Fail(sum.error().message);
-  if (auto r = w.Insert(*meta, kStoreMetaId, std::string(kChecksumKey), *sum); !r) return r;
-  return transaction->Commit();
-}
-
-Result<void> ValidateForWriting(const std::string& path, const Profile& profile) {
-  auto fail = [&](const std::string& what) {
-    return MakeError(path + ": cannot write capture: " + what, ErrorKind::kCapture);
-  };
-  if (profile.value_types.empty() || profile.value_types.size() > kMaxValueTypes) {
-    return fail("profile declares " + std::to_string(profile.value_types.size()) + " value types");
-  }
-  for (size_t type = 0; type < profile.value_types.size(); ++type) {
-    const ValueType& v = profile.value_types[type];
-    if (v.name.empty() || v.name.size() > 64 || v.unit.size() > 64 || profile.ValueIndex(v.name) != type ||
-        (type != kSamplesValue && v.name == "base")) {
-      return fail("value type " + std::to_string(type) + " has an empty, long or repeated name");
-    }
-  }
-  for (const ThreadRecord& thread : profile.threads) {
-    if (thread.tree.value_columns() > profile.value_types.size()) {
-      return fail("a call tree holds values of an undeclared type");
-    }
-    const auto& nodes = thread.tree.nodes();
-    for (size_t i = 1; i < nodes.size(); ++i) {
-      if (nodes[i].parent >= i || nodes[i].frame >= profile.frames.size()) {
-        return fail("call tree node " + std::to_string(i) + " has an invalid parent or frame");
-      }
-    }
-  }
-  return {};
-}
-
-// ---------------------------------------------------------------- reading
 
 // A text column as stored (for checks that compare it with our constants).
 std::string ColumnTextRaw(sqlite3_stmt* stmt, int column) { return SqlColumnText(stmt, column); }
@@ -671,76 +51,6 @@ std::string ColumnText(sqlite3_stmt* stmt, int column) {
   return EscapeControl(ColumnTextRaw(stmt, column));
 }
 
-}  // namespace
-
-// CRC-32 (zlib) over every row of every arcprof table in the file except
-// push_sent (marks added later) and the checksum's own meta row: tables by
-// name, rows by primary key, each value as a type byte and its bytes.
-Result<std::string> ContentChecksum(sqlite3* connection) {
-  SqlDb db = SqlDb::Borrow(connection, "");
-  std::vector<std::string> tables;
-  if (auto r = db.ForEachRow("SELECT name FROM sqlite_schema WHERE type = 'table' ORDER BY name",
-                             [&](sqlite3_stmt* s) -> Result<void> {
-                               const std::string name = ColumnTextRaw(s, 0);
-                               if (KnownTables().count(name) && name != "push_sent") tables.push_back(name);
-                               return {};
-                             });
-      !r) {
-    return r.error();
-  }
-  uLong crc = crc32(0L, Z_NULL, 0);
-  auto add = [&](const void* data, size_t size) {
-    crc = crc32(crc, static_cast<const Bytef*>(data), static_cast<uInt>(size));
-  };
-  for (const std::string& table : tables) {
-    // Primary key columns in key order; rowid for tables without one.
-    std::vector<std::pair<int, std::string>> key;
-    const std::string key_sql = "SELECT name, pk FROM pragma_table_info('" + table + "')";
-    if (auto r = db.ForEachRow(key_sql.c_str(), [&](sqlite3_stmt* s) -> Result<void> {
-          if (const int pk = sqlite3_column_int(s, 1); pk > 0) key.emplace_back(pk, ColumnTextRaw(s, 0));
-          return {};
-        });
-        !r) {
-      return r.error();
-    }
-    std::sort(key.begin(), key.end());
-    std::string order;
-    for (const auto& [index, column] : key) order += (order.empty() ? "" : ", ") + column;
-    if (order.empty()) order = "rowid";
-    std::string sql = "SELECT * FROM " + table;
-    if (table == "meta") sql += std::string(" WHERE NOT (capture_id = 0 AND key = '") + kChecksumKey + "')";
-    sql += " ORDER BY " + order;
-    add(table.data(), table.size() + 1);
-    if (auto r = db.ForEachRow(sql.c_str(), [&](sqlite3_stmt* s) -> Result<void> {
-          for (int c = 0; c < sqlite3_column_count(s); ++c) {
-            const auto type = static_cast<unsigned char>(sqlite3_column_type(s, c));
-            add(&type, 1);
-            if (type == SQLITE_INTEGER) {
-              const int64_t v = sqlite3_column_int64(s, c);
-              add(&v, sizeof(v));
-            } else if (type == SQLITE_FLOAT) {
-              const double v = sqlite3_column_double(s, c);
-              add(&v, sizeof(v));
-            } else if (type != SQLITE_NULL) {
-              const void* bytes = type == SQLITE_BLOB ? sqlite3_column_blob(s, c) : sqlite3_column_text(s, c);
-              const int64_t size = sqlite3_column_bytes(s, c);
-              add(&size, sizeof(size));
-              if (size > 0) add(bytes, static_cast<size_t>(size));
-            }
-          }
-          return {};
-        });
-        !r) {
-      return r.error();
-    }
-  }
-  char hex[16];
-  snprintf(hex, sizeof(hex), "%08lx", static_cast<unsigned long>(crc));
-  return std::string(hex);
-}
-
-namespace {
-
 class Reader {
  public:
   explicit Reader(const std::string& path) : path_(path) {}
@@ -748,6 +58,9 @@ class Reader {
   Error Corrupt(const std::string& what) const {
     return MakeError(path_ + ": corrupt capture: " + what + "; re-record it or restore a good copy",
                      ErrorKind::kCapture);
+  }
+  capture_schema::CorruptFn CorruptFn() const {
+    return [this](const std::string& what) { return Corrupt(what); };
   }
   Error Fail(const std::string& what) const {
     return MakeError(path_ + ": " + what, ErrorKind::kCapture);
@@ -832,42 +145,8 @@ class Reader {
     return {};
   }
 
-  // The schema must be exactly the one arcprof writes: known tables declared
-  // as our writers declare them (so no generated columns, no changed types or
-  // constraints), SQLite's own indexes for their keys, nothing else (no views,
-  // triggers, indexes on expressions or foreign tables).
-  Result<void> CheckSchema() {
-    auto stmt = Prepare("SELECT type, name, tbl_name, sql FROM sqlite_schema");
-    if (!stmt) return stmt.error();
-    const auto& known = KnownTables();
-    for (;;) {
-      auto more = db_.Step(*stmt);
-      if (!more) return more.error();
-      if (!*more) return {};
-      const std::string type = ColumnTextRaw(stmt->get(), 0);
-      const std::string name = ColumnTextRaw(stmt->get(), 1);
-      const std::string table = ColumnTextRaw(stmt->get(), 2);
-      const bool has_sql = sqlite3_column_type(stmt->get(), 3) != SQLITE_NULL;
-      const std::string shown = "'" + EscapeControl(name.substr(0, 64)) + "'";
-      if (type == "table") {
-        auto it = known.find(name);
-        if (it == known.end()) return Corrupt("unexpected table " + shown + " (not an arcprof table)");
-        if (!has_sql || NormalizeSql(ColumnTextRaw(stmt->get(), 3)) != it->second) {
-          return Corrupt("table " + shown + " is not declared the way arcprof declares it");
-        }
-        if (const auto [first, last] = TableVersions(name); schema_version_ < first || schema_version_ > last) {
-          return Corrupt("table " + shown + " does not belong in a schema " + std::to_string(schema_version_) +
-                         " capture");
-        }
-      } else if (type == "index" && !has_sql && name.rfind("sqlite_autoindex_" + table + "_", 0) == 0 &&
-                 known.count(table)) {
-        // SQLite's index for a UNIQUE or PRIMARY KEY constraint of our tables.
-      } else {
-        return Corrupt("unexpected " + EscapeControl(type.substr(0, 16)) + " " + shown +
-                       " in the schema");
-      }
-    }
-  }
+  // Before anything reads a row (capture_schema.h).
+  Result<void> CheckSchema() { return capture_schema::CheckSchema(db_, schema_version_, CorruptFn()); }
 
   // The writer's CRC-32 of every row (docs/capture-format.md): a changed byte
   // anywhere in the data gives a different sum. Every writer of schema 2 and
@@ -896,43 +175,15 @@ class Reader {
     return {};
   }
 
-  // The type of the schema object `name` ("table", "index", ...; "" when none).
-  Result<std::string> SchemaType(const char* name) {
-    auto stmt = Prepare("SELECT type FROM sqlite_schema WHERE name = ?");
-    if (!stmt) return stmt.error();
-    stmt->Bind(1, name);
-    auto row = db_.Step(*stmt);
-    if (!row) return row.error();
-    return *row ? ColumnTextRaw(stmt->get(), 0) : std::string();
-  }
-
   Result<bool> HasTable(const char* name) {
-    auto type = SchemaType(name);
+    auto type = capture_schema::SchemaType(db_, name);
     if (!type) return type.error();
     if (type->empty()) return false;
     if (*type != "table") return Corrupt(std::string("'") + name + "' is not a table");
     return true;
   }
 
-  Result<void> CheckTables() {
-    std::vector<const char*> names(std::begin(kCommonTables), std::end(kCommonTables));
-    if (schema_version_ >= 5) {
-      names.push_back("row_blocks");
-    } else {
-      names.insert(names.end(), std::begin(kRowTables), std::end(kRowTables));
-    }
-    if (schema_version_ == 1) {
-      names.insert(names.end(), std::begin(kSchema1Tables), std::end(kSchema1Tables));
-    } else {
-      names.insert(names.end(), std::begin(kSchema2Tables), std::end(kSchema2Tables));
-    }
-    for (const char* name : names) {
-      auto type = SchemaType(name);
-      if (!type) return type.error();
-      if (*type != "table") return Corrupt(std::string("table '") + name + "' is missing");
-    }
-    return {};
-  }
+  Result<void> CheckTables() { return capture_schema::CheckTables(db_, schema_version_, CorruptFn()); }
 
   // Steps through the rows of `sql`, calling `row(stmt)` for each; stops at the
   // first error that `row` returns. Column i must hold TEXT when bit i of
@@ -1627,39 +878,6 @@ Result<Profile> Reader::ReadAll() {
 }
 
 }  // namespace
-
-Result<void> WriteCapture(const std::string& path, const Profile& profile,
-                          const CaptureWriteOptions& options) {
-  if (options.schema_version < 1 || options.schema_version > kCaptureSchemaVersion) {
-    return MakeError(path + ": cannot write capture schema version " + std::to_string(options.schema_version),
-                     ErrorKind::kCapture);
-  }
-  if (auto r = ValidateForWriting(path, profile); !r) return r;
-  auto file = AtomicFile::Create(path);
-  if (!file) return MakeError(file.error().message, ErrorKind::kCapture);
-  // SQLite reopens the file by name; the empty file we created is a valid
-  // empty database and keeps its 0600 mode.
-  file->CloseFd();
-
-  {
-    auto db = SqlDb::OpenForWriting(file->temp_path(), path + ": cannot write capture: ");
-    if (!db) return db.error();
-    Writer& writer = *db;
-    // The temporary file is discarded on any failure, so a rollback journal on
-    // disk would buy nothing; keep it in memory so no second file is created.
-    if (auto r = writer.Exec("PRAGMA journal_mode = MEMORY"); !r) return r;
-    // 512-byte pages (the smallest): a capture has a dozen tables, each at least one page, and
-    // its bulk is in blobs, which fill overflow pages of any size alike.
-    const std::string pragmas = "PRAGMA page_size = 512; PRAGMA application_id = " +
-                                std::to_string(kCaptureApplicationId) +
-                                "; PRAGMA user_version = " + std::to_string(options.schema_version) + ";";
-    if (auto r = writer.Exec(pragmas.c_str()); !r) return r;
-    if (auto r = FillCapture(writer, profile, options.schema_version); !r) return r;
-    *db = SqlDb();  // close before the rename so every page is on disk
-  }
-  if (auto r = file->Commit(); !r) return MakeError(r.error().message, ErrorKind::kCapture);
-  return {};
-}
 
 Result<Profile> ReadCapture(const std::string& path) {
   Reader reader(path);
