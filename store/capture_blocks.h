@@ -1,7 +1,8 @@
 // The compact encoding of frames and call trees in a capture (schema 2 on): rows
 // of the frame_blocks and tree_blocks tables hold zlib-compressed blocks of
 // varint columns. Encoding and decoding only; which rows exist and what they
-// mean is in store/capture_store.cpp and docs/capture-format.md ("Blocks").
+// mean is in store/capture_writer.cpp, capture_reader.cpp and
+// docs/capture-format.md ("Blocks").
 //
 // A block comes from a capture, which is outside input: every decoder here is
 // bounded by the size of its input (no count read from the block can make it

@@ -1,8 +1,8 @@
 // The ptt_* tables of a capture (docs/capture-format.md, docs/ptt.md): per-thread
 // time, per-CPU interval accounting, per-vector interrupt totals and the
-// counters chosen with --ptt-events. Called by capture_store.cpp inside its
-// own transaction and with its own (defensively opened) connection
-// (store/sqlite_db.h).
+// counters chosen with --ptt-events. Called by capture_writer.cpp and
+// capture_reader.cpp inside their own transaction and with their own
+// (defensively opened) connection (store/sqlite_db.h).
 #pragma once
 
 #include <cstdint>
