@@ -323,7 +323,8 @@ size_t EhFrameBytes(Elf* elf) {
   return bytes;
 }
 
-// Reads "register + offset" from a CFA expression (DW_OP_bregN / DW_OP_bregx).
+// Reads "register + offset" from a CFA expression (DW_OP_bregN / DW_OP_bregx)
+// for the registers a walk tracks: rsp, rbp and rbx.
 bool SimpleCfa(const Dwarf_Op* ops, size_t nops, uint8_t* reg, int32_t* off) {
   if (nops != 1) return false;
   uint64_t r;
@@ -337,14 +338,14 @@ bool SimpleCfa(const Dwarf_Op* ops, size_t nops, uint8_t* reg, int32_t* off) {
   } else {
     return false;
   }
-  if ((r != 7 && r != 6) || o < INT32_MIN || o > INT32_MAX) return false;
+  if ((r != 7 && r != 6 && r != 3) || o < INT32_MIN || o > INT32_MAX) return false;
   *reg = static_cast<uint8_t>(r);
   *off = static_cast<int32_t>(o);
   return true;
 }
 
 // "Saved at CFA + off": [DW_OP_call_frame_cfa] or [.., DW_OP_plus_uconst off].
-bool SavedAtCfa(const Dwarf_Op* ops, size_t nops, int32_t* off) {
+bool SavedAtCfa(const Dwarf_Op* ops, size_t nops, int16_t* off) {
   if (nops < 1 || ops[0].atom != DW_OP_call_frame_cfa) return false;
   if (nops == 1) {
     *off = 0;
@@ -352,8 +353,8 @@ bool SavedAtCfa(const Dwarf_Op* ops, size_t nops, int32_t* off) {
   }
   if (nops == 2 && ops[1].atom == DW_OP_plus_uconst) {
     const auto o = static_cast<int64_t>(ops[1].number);
-    if (o < INT32_MIN || o > INT32_MAX) return false;
-    *off = static_cast<int32_t>(o);
+    if (o < INT16_MIN || o > INT16_MAX) return false;
+    *off = static_cast<int16_t>(o);
     return true;
   }
   return false;
@@ -361,15 +362,33 @@ bool SavedAtCfa(const Dwarf_Op* ops, size_t nops, int32_t* off) {
 
 // "Saved at rsp + off" as a DW_CFA_expression gives it: libdw puts the CFA
 // first, as DWARF evaluates such an expression, then [DW_OP_breg7 off].
-bool SavedAtSp(const Dwarf_Op* ops, size_t nops, int32_t* off) {
+bool SavedAtSp(const Dwarf_Op* ops, size_t nops, int16_t* off) {
   if (nops == 2 && ops[0].atom == DW_OP_call_frame_cfa) {
     ++ops;
     --nops;
   }
   if (nops != 1 || ops[0].atom != DW_OP_breg7) return false;
   const auto o = static_cast<int64_t>(ops[0].number);
-  if (o < 0 || o > INT32_MAX) return false;
-  *off = static_cast<int32_t>(o);
+  if (o < 0 || o > INT16_MAX) return false;
+  *off = static_cast<int16_t>(o);
+  return true;
+}
+
+// The CFA of a PLT stub as binutils' linkers describe it, for the stub's
+// address: [DW_OP_breg7 A; DW_OP_breg16 0; DW_OP_lit15; DW_OP_and; DW_OP_litN;
+// DW_OP_ge; DW_OP_lit3; DW_OP_shl; DW_OP_plus], i.e. rsp + A, plus 8 once the
+// stub has pushed its relocation index (at byte N and after of each 16-byte
+// entry). Mappings are page-aligned, so the address's low bits are rip's.
+bool PltCfa(const Dwarf_Op* ops, size_t nops, uint64_t vaddr, int32_t* off) {
+  if (nops != 9 || ops[0].atom != DW_OP_breg7 || ops[1].atom != DW_OP_breg16 || ops[1].number != 0 ||
+      ops[2].atom != DW_OP_lit15 || ops[3].atom != DW_OP_and || ops[4].atom < DW_OP_lit0 ||
+      ops[4].atom > DW_OP_lit15 || ops[5].atom != DW_OP_ge || ops[6].atom != DW_OP_lit3 ||
+      ops[7].atom != DW_OP_shl || ops[8].atom != DW_OP_plus)
+    return false;
+  const auto a = static_cast<int64_t>(ops[0].number);
+  if (a < 0 || a > 64) return false;
+  const uint64_t pushed_from = ops[4].atom - DW_OP_lit0;
+  *off = static_cast<int32_t>(a + ((vaddr & 15) >= pushed_from ? 8 : 0));
   return true;
 }
 
@@ -452,8 +471,8 @@ Unwinder::Rule Unwinder::RuleAt(uint32_t file_id, int fd, uint64_t vaddr) {
     if (signal) {
       if (ra_reg != 16 || !SignalRule(frame, &rule)) rule = Rule{Rule::kComplex};
     } else if (ra_reg == 16 && dwarf_frame_cfa(frame, &ops, &nops) == 0 &&
-        SimpleCfa(ops, nops, &rule.cfa_reg, &rule.cfa_off) &&
-        dwarf_frame_register(frame, 16, mem, &ops, &nops) == 0) {
+               (SimpleCfa(ops, nops, &rule.cfa_reg, &rule.cfa_off) || PltCfa(ops, nops, vaddr, &rule.cfa_off)) &&
+               dwarf_frame_register(frame, 16, mem, &ops, &nops) == 0) {
       if (nops == 0 && ops == mem) {
         rule.kind = Rule::kOutermost;  // the return address is undefined: _start, clone3
       } else if (SavedAtCfa(ops, nops, &rule.ra_off) &&
@@ -463,6 +482,16 @@ Unwinder::Rule Unwinder::RuleAt(uint32_t file_id, int fd, uint64_t vaddr) {
         } else if (SavedAtCfa(ops, nops, &rule.bp_off)) {
           rule.bp_saved = true;
           rule.kind = Rule::kStep;
+        }
+      }
+      // rbx matters only to a caller whose CFA is kept in it.
+      if (rule.kind == Rule::kStep) {
+        if (dwarf_frame_register(frame, 3, mem, &ops, &nops) != 0) {
+          rule.bx = Rule::kBxLost;
+        } else if (nops == 0) {
+          rule.bx = ops == nullptr ? Rule::kBxSame : Rule::kBxLost;
+        } else {
+          rule.bx = SavedAtCfa(ops, nops, &rule.bx_off) ? Rule::kBxSaved : Rule::kBxLost;
         }
       }
     }
@@ -484,7 +513,10 @@ Unwinder::Rule Unwinder::RuleAt(uint32_t file_id, int fd, uint64_t vaddr) {
 std::optional<UnwindResult> Unwinder::FastUnwind(const UnwindInput& input, bool fp_fallback,
                                                  size_t max_frames) {
   UnwindResult result;
-  uint64_t pc = input.regs[16], sp = input.regs[7], bp = input.regs[6];
+  uint64_t pc = input.regs[16], sp = input.regs[7], bp = input.regs[6], bx = input.regs[3];
+  // Whether bx is this frame's rbx: lost after a frame without CFI (JIT,
+  // frame pointers), a signal frame or CFI that says it is undefined.
+  bool bx_known = true;
   const uint64_t stack_lo = input.regs[7];
   auto read = [&](uint64_t addr, uint64_t* out) -> bool {
     if (addr < stack_lo || addr - stack_lo + 8 > input.stack_len) return false;
@@ -557,6 +589,7 @@ std::optional<UnwindResult> Unwinder::FastUnwind(const UnwindInput& input, bool 
       sp = next_sp;
       pc = next_pc;
       resumes = true;
+      bx_known = false;
       continue;
     }
     uint64_t ra, cfa;
@@ -572,6 +605,7 @@ std::optional<UnwindResult> Unwinder::FastUnwind(const UnwindInput& input, bool 
         result.java_methods.back() = method;
       }
       if (step == JitStep::kStepped) {
+        bx_known = false;
         if (ra == 0) {
           result.stop = UnwindStop::kComplete;
           return result;
@@ -581,7 +615,8 @@ std::optional<UnwindResult> Unwinder::FastUnwind(const UnwindInput& input, bool 
       }
     }
     if (rule.kind == Rule::kStep) {
-      cfa = (rule.cfa_reg == 7 ? sp : bp) + static_cast<int64_t>(rule.cfa_off);
+      if (rule.cfa_reg == 3 && !bx_known) return std::nullopt;
+      cfa = (rule.cfa_reg == 7 ? sp : rule.cfa_reg == 6 ? bp : bx) + static_cast<int64_t>(rule.cfa_off);
       if (!read(cfa + static_cast<int64_t>(rule.ra_off), &ra)) {
         result.stop = UnwindStop::kStackCopyTooSmall;
         return result;
@@ -597,6 +632,13 @@ std::optional<UnwindResult> Unwinder::FastUnwind(const UnwindInput& input, bool 
           return result;
         }
       }
+      if (rule.bx == Rule::kBxSaved) {
+        // As for rbp: a slot below sp is an epilogue's stale claim.
+        const uint64_t slot = cfa + static_cast<int64_t>(rule.bx_off);
+        if (slot >= sp && !read(slot, &bx)) bx_known = false;
+      } else if (rule.bx == Rule::kBxLost) {
+        bx_known = false;
+      }
       sp = cfa;
     } else {
       // No unwind table here (JIT code, or outside every file): hybrid steps
@@ -606,6 +648,7 @@ std::optional<UnwindResult> Unwinder::FastUnwind(const UnwindInput& input, bool 
         return result;
       }
       uint64_t next_bp;
+      bx_known = false;
       if (bp == 0 || bp < sp || !read(bp + 8, &ra) || !read(bp, &next_bp)) {
         result.stop = bp == 0 ? UnwindStop::kComplete
                               : (file ? UnwindStop::kNoUnwindInfo : UnwindStop::kUnmappedMemory);

@@ -102,20 +102,27 @@ class Unwinder {
   size_t ReleaseIdleSpaces();
 
   // How to step out of the frame at one pc: where the CFA is and where the
-  // caller's return address and rbp are saved (x86-64 CFI as compilers emit
-  // it). kSignal: a signal trampoline (glibc's __restore_rt), whose CFI reads
-  // the interrupted registers from the kernel's signal frame on the stack:
-  // rsp at sp + cfa_off, rip at sp + ra_off, rbp at sp + bp_off. kComplex
-  // rows (other CFA expressions, PLT stubs) are left to the full libdwfl
-  // unwinder.
+  // caller's return address, rbp and rbx are saved (x86-64 CFI as compilers
+  // emit it; a PLT stub's CFA expression is resolved for its pc, and a CFA
+  // kept in rbx, as ld.so's lazy-binding trampoline keeps it, is followed by
+  // tracking rbx through the walk). kSignal: a signal trampoline (glibc's
+  // __restore_rt), whose CFI reads the interrupted registers from the
+  // kernel's signal frame on the stack: rsp at sp + cfa_off, rip at sp +
+  // ra_off, rbp at sp + bp_off. kComplex rows (other CFA expressions) are
+  // left to the full libdwfl unwinder.
   struct Rule {
     enum Kind : uint8_t { kStep, kNoInfo, kOutermost, kComplex, kSignal };
+    // What becomes of the caller's rbx: this frame left it alone, saved it
+    // at CFA + bx_off, or lost it (CFI says undefined).
+    enum Rbx : uint8_t { kBxSame, kBxSaved, kBxLost };
     Kind kind = kNoInfo;
-    uint8_t cfa_reg = 7;  // DWARF register: 7 rsp, 6 rbp
+    uint8_t cfa_reg = 7;  // DWARF register: 7 rsp, 6 rbp, 3 rbx
     bool bp_saved = false;
+    Rbx bx = kBxSame;
     int32_t cfa_off = 0;
-    int32_t ra_off = 0;   // return address saved at CFA + ra_off
-    int32_t bp_off = 0;   // caller's rbp saved at CFA + bp_off (when bp_saved)
+    int16_t ra_off = 0;   // return address saved at CFA + ra_off
+    int16_t bp_off = 0;   // caller's rbp saved at CFA + bp_off (when bp_saved)
+    int16_t bx_off = 0;   // caller's rbx saved at CFA + bx_off (when kBxSaved)
   };
 
  private:

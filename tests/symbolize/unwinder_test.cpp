@@ -2,8 +2,10 @@
 // taken in-process, the address space from /proc/self/maps.
 #include "symbolize/unwinder.h"
 
+#include <fcntl.h>
 #include <gelf.h>
 #include <libelf.h>
+#include <link.h>
 #include <signal.h>
 #include <sys/auxv.h>
 #include <sys/mman.h>
@@ -193,6 +195,182 @@ TEST(Unwinder, StepsOutOfTheVdsoWithItsOwnUnwindTables) {
   ASSERT_TRUE(caller);
   EXPECT_EQ(caller->pc, c.regs[16]);
   EXPECT_FALSE(caller->activation);
+}
+
+// libc's first lazy PLT entry (after PLT0) in this process, and the address
+// where it has pushed its relocation index; {0, 0} when libc's .plt is not
+// binutils' lazy layout (jmp *GOT(%rip); push $index; jmp PLT0).
+struct PltEntry {
+  uint64_t entry = 0;
+  uint64_t pushed = 0;
+};
+PltEntry LibcPltEntry() {
+  struct Found {
+    std::string path;
+    uint64_t bias = 0;
+  } found;
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t, void* arg) {
+        const std::string name = info->dlpi_name ? info->dlpi_name : "";
+        if (name.find("/libc.so.6") == std::string::npos) return 0;
+        *static_cast<Found*>(arg) = Found{name, info->dlpi_addr};
+        return 1;
+      },
+      &found);
+  if (found.path.empty()) return {};
+  elf_version(EV_CURRENT);
+  const int fd = open(found.path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return {};
+  Elf* elf = elf_begin(fd, ELF_C_READ, nullptr);
+  size_t shstrndx = 0;
+  uint64_t plt = 0;
+  if (elf && elf_getshdrstrndx(elf, &shstrndx) == 0) {
+    for (Elf_Scn* scn = elf_nextscn(elf, nullptr); scn; scn = elf_nextscn(elf, scn)) {
+      GElf_Shdr shdr;
+      const char* name = gelf_getshdr(scn, &shdr) ? elf_strptr(elf, shstrndx, shdr.sh_name) : nullptr;
+      if (name && std::strcmp(name, ".plt") == 0 && shdr.sh_size >= 32) plt = shdr.sh_addr;
+    }
+  }
+  if (elf) elf_end(elf);
+  close(fd);
+  if (plt == 0) return {};
+  const uint64_t entry = found.bias + plt + 16;
+  const auto* code = reinterpret_cast<const uint8_t*>(entry);
+  if (code[0] != 0xff || code[1] != 0x25 || code[6] != 0x68) return {};
+  return {entry, entry + 11};
+}
+
+// A sample in a PLT stub (a leaf there is common: every call into a shared
+// library passes one) is stepped with the cached rules: the stub's CFA
+// expression (rsp + 8, or + 16 once the stub has pushed its relocation index)
+// is resolved for its address, not left to libdwfl. The stub is libc's, called
+// from where Capture took its registers: at its entry, and after its push.
+TEST(Unwinder, StepsOutOfAPltStubWithCachedRules) {
+  if (getpid() != gettid()) GTEST_SKIP() << "needs the main thread's stack";
+  const PltEntry plt = LibcPltEntry();
+  if (plt.entry == 0) GTEST_SKIP() << "libc's .plt is not binutils' lazy layout (jmp *GOT; push; jmp)";
+  const uint64_t top = StackTop();
+  ASSERT_NE(top, 0u);
+  Captured c;
+  CaptureDeeper(&c, top, 3);
+  Symbolizer symbolizer;
+  symbolizer.SnapshotProcess(static_cast<uint32_t>(getpid()), 1000);
+  Unwinder unwinder(symbolizer);
+  const UnwindResult own = UnwindOwn(unwinder, c);
+  ASSERT_GE(own.pcs.size(), 8u);
+  for (const bool pushed : {false, true}) {
+    Captured in_plt;
+    std::memcpy(in_plt.regs, c.regs, sizeof(c.regs));
+    in_plt.regs[16] = pushed ? plt.pushed : plt.entry;
+    std::vector<uint64_t> words = {c.regs[16]};  // the return address
+    if (pushed) words.insert(words.begin(), 7);  // the relocation index
+    in_plt.regs[7] = c.regs[7] - 8 * words.size();
+    in_plt.stack.resize(8 * words.size());
+    std::memcpy(in_plt.stack.data(), words.data(), in_plt.stack.size());
+    in_plt.stack.insert(in_plt.stack.end(), c.stack.begin(), c.stack.end());
+    std::vector<uint64_t> want = {in_plt.regs[16], c.regs[16]};
+    want.insert(want.end(), own.pcs.begin() + 1, own.pcs.end());
+    const UnwindResult r = UnwindOwn(unwinder, in_plt);
+    EXPECT_EQ(r.pcs, want) << (pushed ? "after the push" : "at the entry");
+    EXPECT_EQ(r.stop, own.stop);
+  }
+  EXPECT_EQ(unwinder.stats().fast_unwinds, unwinder.stats().unwinds) << "a PLT stub went to libdwfl";
+  EXPECT_EQ(unwinder.stats().dwfl_created, 0u);
+}
+
+// A frame whose CFA is kept in rbx, as ld.so's lazy-binding trampoline
+// (_dl_runtime_resolve) keeps it while it realigns the stack for xsave: the
+// walk tracks rbx through the frames below it (here one that saves rbx and
+// puts something else in it) and steps it with the cached rules.
+extern "C" void arcprof_test_rbx_cfa_frame(void (*fn)(void*), void* arg);
+extern "C" void arcprof_test_clobber_rbx(void* arg);
+asm(R"(
+  .text
+  .p2align 4
+  .globl arcprof_test_rbx_cfa_frame
+  .type arcprof_test_rbx_cfa_frame, @function
+arcprof_test_rbx_cfa_frame:
+  .cfi_startproc
+  push %rbx
+  .cfi_def_cfa_offset 16
+  .cfi_offset %rbx, -16
+  mov %rsp, %rbx
+  .cfi_def_cfa_register %rbx
+  and $-64, %rsp
+  mov %rdi, %rax
+  mov %rsi, %rdi
+  call *%rax
+  mov %rbx, %rsp
+  .cfi_def_cfa_register %rsp
+  pop %rbx
+  .cfi_restore %rbx
+  .cfi_def_cfa_offset 8
+  ret
+  .cfi_endproc
+  .size arcprof_test_rbx_cfa_frame, .-arcprof_test_rbx_cfa_frame
+
+  .p2align 4
+  .globl arcprof_test_clobber_rbx
+  .type arcprof_test_clobber_rbx, @function
+arcprof_test_clobber_rbx:
+  .cfi_startproc
+  push %rbx
+  .cfi_def_cfa_offset 16
+  .cfi_offset %rbx, -16
+  mov $0x5a5a5a5a, %ebx
+  call arcprof_test_capture_with_rbx@PLT
+  pop %rbx
+  .cfi_restore %rbx
+  .cfi_def_cfa_offset 8
+  ret
+  .cfi_endproc
+  .size arcprof_test_clobber_rbx, .-arcprof_test_clobber_rbx
+)");
+
+Captured with_rbx;
+uint64_t with_rbx_top = 0;
+
+extern "C" __attribute__((noinline, used)) void arcprof_test_capture_with_rbx(void*) {
+  uint64_t rip, rsp, rbp, rbx;
+  asm volatile("mov %%rbx, %3\n\tlea 0(%%rip), %0\n\tmov %%rsp, %1\n\tmov %%rbp, %2"
+               : "=r"(rip), "=r"(rsp), "=r"(rbp), "=r"(rbx));
+  with_rbx.regs[16] = rip;
+  with_rbx.regs[7] = rsp;
+  with_rbx.regs[6] = rbp;
+  with_rbx.regs[3] = rbx;
+  const uint64_t len = std::min<uint64_t>(32768, with_rbx_top > rsp ? with_rbx_top - rsp : 0);
+  with_rbx.stack.resize(len);
+  std::memcpy(with_rbx.stack.data(), reinterpret_cast<const void*>(rsp), len);
+  asm volatile("" ::: "memory");
+}
+
+TEST(Unwinder, StepsAFrameWhoseCfaIsInRbx) {
+  if (getpid() != gettid()) GTEST_SKIP() << "needs the main thread's stack";
+  with_rbx_top = StackTop();
+  ASSERT_NE(with_rbx_top, 0u);
+  arcprof_test_rbx_cfa_frame(arcprof_test_clobber_rbx, nullptr);
+  Captured here;
+  Capture(&here, with_rbx_top);
+
+  Symbolizer symbolizer;
+  symbolizer.SnapshotProcess(static_cast<uint32_t>(getpid()), 1000);
+  Unwinder unwinder(symbolizer);
+  const UnwindResult r = UnwindOwn(unwinder, with_rbx);
+  EXPECT_EQ(unwinder.stats().fast_unwinds, 1u) << "the rbx frame went to libdwfl";
+  EXPECT_EQ(unwinder.stats().dwfl_created, 0u);
+  // The capture, arcprof_test_clobber_rbx, arcprof_test_rbx_cfa_frame.
+  const auto frame = reinterpret_cast<uint64_t>(&arcprof_test_rbx_cfa_frame);
+  ASSERT_GE(r.pcs.size(), 4u);
+  EXPECT_GT(r.pcs[2], frame);
+  EXPECT_LT(r.pcs[2], frame + 64) << "the third frame is not the rbx frame";
+  // Below it, this test's callers, as a walk from here sees them.
+  const UnwindResult own = UnwindOwn(unwinder, here);
+  ASSERT_GE(own.pcs.size(), 4u);
+  EXPECT_EQ(r.stop, own.stop);
+  const std::vector<uint64_t> outer(own.pcs.begin() + 2, own.pcs.end());
+  ASSERT_GE(r.pcs.size(), outer.size() + 4);
+  EXPECT_TRUE(std::equal(outer.rbegin(), outer.rend(), r.pcs.rbegin()))
+      << "the callers of this test differ after the rbx frame";
 }
 
 // A walk through a real signal frame: the handler of a signal this test
