@@ -11,6 +11,7 @@
 #include "push/v1/push.pb.h"
 #include "reports/otlp.h"
 #include "reports/pprof.h"
+#include "model/metric.h"
 #include "model/thread_filter.h"
 
 namespace arcprof::push {
@@ -87,9 +88,9 @@ std::string ProfileUuid(std::string_view stable_window_id) {
   return text;
 }
 
-Result<std::string> WindowPprof(const Profile& window, const ThreadFilter& filter) {
+Result<std::string> WindowPprof(const Profile& window, const ThreadFilter& filter, const Metric* cpu) {
   perftools::profiles::Profile profile;
-  if (!profile.ParseFromString(EncodePprof(window, filter))) {
+  if (!profile.ParseFromString(EncodePprof(window, filter, "samples", cpu))) {
     return MakeError("push: cannot re-read the window's pprof");
   }
   int64_t comm = -1;
@@ -125,6 +126,10 @@ Result<std::vector<WindowSeries>> SplitWindow(const Profile& window, std::string
   }
   std::vector<WindowSeries> out;
   const bool one = groups.size() <= 1;
+  // CPU time per sample, resolved once: it reads every thread of the window
+  // and PTT's table, and a churning machine's window is tens of series.
+  const Result<Metric> cpu = Metric::Select(window, "cpu");
+  const Metric* cpu_metric = cpu.ok() ? &cpu.value() : nullptr;
   for (const auto& [key, filter] : groups) {
     const auto& [service, container, pod] = key;
     Labels identity;
@@ -133,7 +138,7 @@ Result<std::vector<WindowSeries>> SplitWindow(const Profile& window, std::string
     Labels all = identity;
     all.insert(all.end(), extra.begin(), extra.end());
     Labels labels = SeriesLabels(service, host, all);
-    auto pprof = WindowPprof(window, filter);
+    auto pprof = WindowPprof(window, filter, cpu_metric);
     if (!pprof) return pprof.error();
     const std::string apart = one && container.empty() && pod.empty()
                                   ? std::string()

@@ -11,6 +11,7 @@
 
 #include "common/result.h"
 #include "model/profile.h"
+#include "model/metric.h"
 #include "model/thread_filter.h"
 
 namespace arcprof::push {
@@ -37,7 +38,10 @@ std::string ProfileUuid(std::string_view stable_window_id);
 // label. Pyroscope turns sample labels into series, so pid, tid and thread
 // names would create a series per thread (and container.id, k8s.pod.uid and
 // service.name are series labels, SplitWindow). `filter`: only those threads.
-Result<std::string> WindowPprof(const model::Profile& window, const model::ThreadFilter& filter = {});
+// `cpu`: --metric cpu resolved on the window once for all its series (null:
+// resolved here).
+Result<std::string> WindowPprof(const model::Profile& window, const model::ThreadFilter& filter = {},
+                                const model::Metric* cpu = nullptr);
 
 // The serialized push.v1.PushRequest: one series (`labels`) holding one sample
 // (`gzipped_pprof`, id `profile_uuid`).
