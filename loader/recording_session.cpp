@@ -313,6 +313,51 @@ struct RecordingSession::State {
   uint64_t unprocessed = 0;  // left in the ring when the final drain ran out of time
   uint64_t reported_sideband_lost = 0;
   uint64_t final_sideband_lost = 0;
+  // What every holder of memory uses against its budget, with -v: at each
+  // window close, and every kHolderLogNs in between (a one-shot record is
+  // one window: its log shows what grows over a long run).
+  void LogHolders(const char* when) {
+    // What the symbolizer and the unwinder hold, against their budgets.
+    const SymbolizerStats& st = symbolizer.stats();
+    const UnwinderStats& us = unwinder->stats();
+    spdlog::debug(
+        "{}: {} processes, {} open files, symbol tables {} KiB ({} released), CFI {} KiB "
+        "({} rows computed, {} files released), {} libdwfl spaces made, {} unwinds ({} by cached rules), "
+        "names {} KiB, window {} KiB ({} threads, {} frames), {} of {} user lookups answered from the cache", when,
+        st.processes, st.open_files, st.symbol_bytes >> 10, st.symbol_tables_released, us.cfi_bytes >> 10,
+        us.rules_computed, us.cfi_released, us.dwfl_created, us.unwinds, us.fast_unwinds, st.name_bytes >> 10, processor->WindowBytes() >> 10,
+        processor->window().threads.size(), processor->window().frames.size(), st.cache_hits, st.lookups);
+    // Every holder of a long session in one line (docs/design.md, "Memory
+    // and files over a long session"): the soak's log shows what grows.
+    const SymbolizerHeld h = symbolizer.Held();
+    size_t extension_bytes = 0;
+    std::string per_extension;
+    for (const auto& ext : extensions) {
+      const size_t b = ext->HeldBytes();
+      extension_bytes += b;
+      per_extension += fmt::format(", {} {}", ext->name(), b >> 10);
+    }
+    const size_t window = processor->WindowBytes();
+    const size_t fixed = unwinder->CacheBytes() + processor->CacheBytes();
+    const size_t total = h.total() + us.cfi_bytes + window + extension_bytes + fixed;
+    spdlog::debug(
+        "{}: held (KiB): symbols {}, CFI {}, kernel symbols {}, answer cache {}, names {}, "
+        "processes {} ({} remembered, {} exited), JIT {} ({} sources), window {}{}, rule and stack caches {}; "
+        "total {} KiB "
+        "(the {} KiB sample ring, grown {} times, is mapped besides, twice)", when,
+        h.symbol_bytes >> 10, us.cfi_bytes >> 10, h.kernel_bytes >> 10, h.answer_cache_bytes >> 10,
+        h.name_bytes >> 10, h.process_bytes >> 10, h.processes, h.exited_processes, h.jit_bytes >> 10,
+        h.jit_sources, window >> 10, per_extension, fixed >> 10, total >> 10,
+        (sampler ? sampler->ring_bytes() : ring_bytes) >> 10, sampler ? sampler->ring_grows() : ring_grows);
+    // What malloc itself says: bytes in use (all arenas), free bytes kept in
+    // the arenas (fragmentation), and large blocks mapped on their own. The
+    // gap between "in use" and the estimate above is what no holder counts.
+    const struct mallinfo2 mi = mallinfo2();
+    spdlog::debug("{}: malloc (KiB): in use {} (of which mmapped {}), free kept in arenas {}, arenas {}", when,
+                  (mi.uordblks + mi.hblkhd) >> 10, mi.hblkhd >> 10, mi.fordblks >> 10, mi.arena >> 10);
+  }
+  static constexpr uint64_t kHolderLogNs = 90'000'000'000;
+  uint64_t next_holder_log = 0;
   bool stopped = false;
 
   ~State() {
@@ -708,6 +753,13 @@ std::optional<std::string> RecordingSession::Tick(uint64_t wake_ns) {
     s.next_drain = MonotonicNs() + s.drain_ns;
   }
   s.cpu.tick_ns += PhaseCpuNs() - cpu0;
+  if (spdlog::should_log(spdlog::level::debug)) {
+    if (s.next_holder_log == 0) s.next_holder_log = now + State::kHolderLogNs;
+    if (now >= s.next_holder_log) {
+      s.next_holder_log = now + State::kHolderLogNs;
+      s.LogHolders("in the window");
+    }
+  }
   if (s.command && s.command->Exited()) return std::string();
   if (!s.options.pids.empty() && now >= s.next_liveness) {
     s.next_liveness = now + kLivenessCheckNs;
@@ -769,43 +821,8 @@ Result<Profile> RecordingSession::Close(bool last, uint64_t end) {
   }
 
   if (spdlog::should_log(spdlog::level::debug)) {
-    // What the symbolizer and the unwinder hold, against their budgets.
-    const SymbolizerStats& st = s.symbolizer.stats();
-    const UnwinderStats& us = s.unwinder->stats();
-    spdlog::debug(
-        "window close: {} processes, {} open files, symbol tables {} KiB ({} released), CFI {} KiB "
-        "({} rows computed, {} files released), {} libdwfl spaces made, {} unwinds ({} by cached rules), "
-        "names {} KiB, window {} KiB ({} threads, {} frames), {} of {} user lookups answered from the cache",
-        st.processes, st.open_files, st.symbol_bytes >> 10, st.symbol_tables_released, us.cfi_bytes >> 10,
-        us.rules_computed, us.cfi_released, us.dwfl_created, us.unwinds, us.fast_unwinds, st.name_bytes >> 10, s.processor->WindowBytes() >> 10,
-        s.processor->window().threads.size(), s.processor->window().frames.size(), st.cache_hits, st.lookups);
-    // Every holder of a long session in one line (docs/design.md, "Memory
-    // and files over a long session"): the soak's log shows what grows.
-    const SymbolizerHeld h = s.symbolizer.Held();
-    size_t extensions = 0;
-    std::string per_extension;
-    for (const auto& ext : s.extensions) {
-      const size_t b = ext->HeldBytes();
-      extensions += b;
-      per_extension += fmt::format(", {} {}", ext->name(), b >> 10);
-    }
-    const size_t window = s.processor->WindowBytes();
-    const size_t fixed = s.unwinder->CacheBytes() + s.processor->CacheBytes();
-    const size_t total = h.total() + us.cfi_bytes + window + extensions + fixed;
-    spdlog::debug(
-        "window close: held (KiB): symbols {}, CFI {}, kernel symbols {}, answer cache {}, names {}, "
-        "processes {} ({} remembered, {} exited), JIT {} ({} sources), window {}{}, rule and stack caches {}; "
-        "total {} KiB "
-        "(the {} KiB sample ring, grown {} times, is mapped besides, twice)",
-        h.symbol_bytes >> 10, us.cfi_bytes >> 10, h.kernel_bytes >> 10, h.answer_cache_bytes >> 10,
-        h.name_bytes >> 10, h.process_bytes >> 10, h.processes, h.exited_processes, h.jit_bytes >> 10,
-        h.jit_sources, window >> 10, per_extension, fixed >> 10, total >> 10, s.ring_bytes >> 10, s.ring_grows);
-    // What malloc itself says: bytes in use (all arenas), free bytes kept in
-    // the arenas (fragmentation), and large blocks mapped on their own. The
-    // gap between "in use" and the estimate above is what no holder counts.
-    const struct mallinfo2 mi = mallinfo2();
-    spdlog::debug("window close: malloc (KiB): in use {} (of which mmapped {}), free kept in arenas {}, arenas {}",
-                  (mi.uordblks + mi.hblkhd) >> 10, mi.hblkhd >> 10, mi.fordblks >> 10, mi.arena >> 10);
+    s.LogHolders("window close");
+    s.next_holder_log = MonotonicNs() + State::kHolderLogNs;
   }
   const uint64_t cpu_drained = PhaseCpuNs();
   Profile window = s.processor->TakeWindow();
