@@ -6,14 +6,7 @@
  * filename and names (the stamp). Every read may fail (a corrupt or hostile
  * process): the walk then stops with a status, it never loops longer than
  * its bound. */
-#include "runtimes.h"
-
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 4096);
-	__type(key, __u32); /* tgid */
-	__type(value, struct runtime_proc);
-} runtime_procs SEC(".maps");
+#include "runtimes.bpf.h"
 
 /* Thread state by (tgid << 32 | tid), found by a search of the interpreter's
  * thread list at the thread's first sample and checked at every later one
@@ -24,32 +17,6 @@ struct {
 	__type(key, __u64);
 	__type(value, __u64);
 } runtime_threads SEC(".maps");
-
-struct rt_scratch_buf {
-	__u8 data[ARCPROF_PY_FRAME_READ + 64];
-	__u32 size;
-	__u32 pad;
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct rt_scratch_buf);
-} rt_scratch SEC(".maps");
-
-static __always_inline __u64 read_u64(__u64 addr)
-{
-	__u64 v = 0;
-	if (bpf_probe_read_user(&v, sizeof(v), (void *)addr))
-		return 0;
-	return v;
-}
-
-static __always_inline __u64 field_u64(const __u8 *buf, __u16 off)
-{
-	return *(const __u64 *)(buf + (off & 127));
-}
 
 /* The thread's id in its own pid namespace: what CPython stores as
  * native_thread_id (gettid()). */
@@ -83,14 +50,12 @@ static __always_inline __u64 py_thread_state(const struct runtime_proc *rp, __u6
 	return 0;
 }
 
-/* Writes the runtime block at data + off (a header and the frames) when the
- * sampled process is a recognized runtime; returns its size, 0 otherwise. */
-static __always_inline __u32 read_runtime_frames(__u8 *data, __u32 off, struct task_struct *task,
-						  __u32 tgid, __u32 tid, __u16 *flags)
+/* Writes CPython's block at data + off (a header and the frames); returns
+ * its size, 0 when there is none. */
+static __always_inline __u32 read_python_frames(__u8 *data, __u32 off, struct task_struct *task,
+						 __u32 tgid, __u32 tid, const struct runtime_proc *rp,
+						 __u16 *flags)
 {
-	struct runtime_proc *rp = bpf_map_lookup_elem(&runtime_procs, &tgid);
-	if (!rp || rp->runtime != ARCPROF_RUNTIME_PYTHON)
-		return 0;
 	__u32 zero = 0;
 	struct rt_scratch_buf *sb = bpf_map_lookup_elem(&rt_scratch, &zero);
 	if (!sb)

@@ -15,6 +15,7 @@
 /* runtime_proc.runtime and runtime_frames_header.runtime */
 #define ARCPROF_RUNTIME_NONE 0
 #define ARCPROF_RUNTIME_PYTHON 1
+#define ARCPROF_RUNTIME_V8 2
 
 /* Interpreter frames one sample carries at most (markers included). */
 #define ARCPROF_RUNTIME_MAX_FRAMES 64
@@ -24,6 +25,7 @@
 #define ARCPROF_RUNTIME_MAX_DEPTH 1  /* more frames than ARCPROF_RUNTIME_MAX_FRAMES */
 #define ARCPROF_RUNTIME_NO_THREAD 2  /* no thread state for this thread (not found) */
 #define ARCPROF_RUNTIME_READ_FAULT 3 /* a frame could not be read */
+#define ARCPROF_RUNTIME_BAD_CHAIN 4  /* a frame pointer that does not go up the stack (V8) */
 
 /* CPython offsets (runtime_proc.off[]), per version (runtimes/python). */
 enum arcprof_py_off {
@@ -45,6 +47,25 @@ enum arcprof_py_off {
 #define ARCPROF_PY_FRAME_READ 80      /* bytes of a frame read at once: every field above lies below */
 #define ARCPROF_PY_OWNED_BY_CSTACK 3  /* 3.12+: an entry shim, not a Python frame */
 #define ARCPROF_PY_MAX_THREADS 128    /* thread states searched for a thread not seen yet */
+
+/* V8 offsets (runtime_proc.off[]), from the v8dbg_* constants of the node
+ * binary (runtimes/node). Frame slots are given as bytes below the frame
+ * pointer. */
+enum arcprof_v8_off {
+	ARCPROF_V8_FP_FUNCTION = 0,    /* -v8dbg_off_fp_function: the JSFunction */
+	ARCPROF_V8_FP_CONTEXT,         /* -v8dbg_off_fp_context: a Context, or a frame-type marker */
+	ARCPROF_V8_FP_BYTECODE_OFFSET, /* -v8dbg_off_fp_bytecode_offset (interpreted frames) */
+	ARCPROF_V8_FUNCTION_SHARED,    /* JSFunction.shared, from the tagged pointer's untagged base */
+	ARCPROF_V8_SFI_NAME,           /* SharedFunctionInfo.name_or_scope_info */
+	ARCPROF_V8_SFI_SCRIPT,         /* SharedFunctionInfo.script_or_debug_info */
+	ARCPROF_V8_OFF_COUNT,
+};
+#define ARCPROF_V8_FRAME_BELOW 48 /* bytes of a frame read below its frame pointer (every slot above lies within) */
+#define ARCPROF_V8_MAX_WALK 160   /* frame pointers followed at most (native frames included) */
+/* runtime_frame.instr of a V8 frame: the frame's pc in the low 48 bits, and
+ * for a frame whose bytecode-offset slot holds a small Smi, that offset + 1
+ * in the high 16 bits (0: none). */
+#define ARCPROF_V8_PC_MASK 0xffffffffffffull
 
 /* runtime_procs value, by tgid. */
 struct runtime_proc {

@@ -10,7 +10,7 @@
 #include <bpf/bpf_core_read.h>
 
 #include "events.h"
-#include "python.bpf.h"
+#include "runtimes.bpf.h"
 
 #define ARCPROF_RECORD_FIRST_RING samples
 #define ARCPROF_RECORD_RUNTIME_FRAMES read_runtime_frames

@@ -46,7 +46,12 @@ class RuntimeExtension : public RecordExtension {
           return;
         }
       }
-    });
+    }, /*replay_known=*/true);
+    // Processes already running (replayed above) are recognized before the
+    // first poll: their samples are named from the start.
+    const uint64_t now = MonotonicNs();
+    for (const Pending& p : pending_) Recognize(p, now);
+    pending_.clear();
     return {};
   }
 
@@ -101,13 +106,16 @@ class RuntimeExtension : public RecordExtension {
     if (!file) return;
     for (const auto& rt : runtimes_) {
       if (!rt->MayHost(file->path)) continue;
+      const uint64_t t0 = MonotonicNs();
       auto proc = rt->Recognize(p.pid, *file);
+      const uint64_t took = MonotonicNs() - t0;
       if (!proc) continue;
       if (auto ok = sampler_->SetRuntimeProcess(p.pid, *proc); !ok) {
         spdlog::debug("{}", ok.error().message);
         return;
       }
-      spdlog::debug("process {}: {} 3.{} ({})", p.pid, rt->name(), proc->version & 0xff, file->path);
+      spdlog::debug("process {}: {} {:#x} ({}, recognized in {} ms)", p.pid, rt->name(), proc->version, file->path,
+                    took / 1'000'000);
       recognized_.emplace(p.pid, 0);
       return;
     }

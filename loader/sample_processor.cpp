@@ -189,6 +189,8 @@ runtimes::Runtime* SampleProcessor::SampleRuntime(const StackSample& e) {
   ++runtime_samples_;
   if (e.runtime_status < runtime_status_.size()) ++runtime_status_[e.runtime_status];
   runtime_groups_.clear();
+  // Frames placed by their pc form no groups.
+  if (!e.runtime_frames.empty() && rt->NativePc(e.runtime_frames[0]) != 0) return rt;
   uint32_t begin = 0;
   const auto frames = e.runtime_frames;
   for (uint32_t i = 0; i < frames.size(); ++i) {
@@ -336,7 +338,27 @@ void SampleProcessor::Process(const StackSample& e) {
   // first (the answers are cached) keeps a walk that lost its outermost
   // frames matched.
   size_t hosts = 0, host_seen = 0;
-  if (rt != nullptr) {
+  const bool by_pc = rt != nullptr && !e.runtime_frames.empty() && rt->NativePc(e.runtime_frames[0]) != 0;
+  if (by_pc) {
+    // Each frame in place of the native frame with its pc, matched from the
+    // leaf in order; a frame the native walk did not see is left out.
+    runtime_by_pc_.assign(root_pcs_.size(), -1);
+    size_t j = 0, placed = 0;
+    const auto frames = e.runtime_frames;
+    for (size_t k = root_pcs_.size(); k-- > 0 && j < frames.size();) {
+      const int32_t i = root_user_index_[k];
+      if (i < 0 || root_pcs_[k] == kElidedPc) continue;
+      const uint64_t pc = user_pcs_[static_cast<size_t>(i)];
+      for (size_t m = j; m < frames.size() && m < j + 8; ++m) {
+        if (rt->NativePc(frames[m]) != pc) continue;
+        runtime_by_pc_[k] = static_cast<int32_t>(m);
+        j = m + 1;
+        ++placed;
+        break;
+      }
+    }
+    runtime_unplaced_ += frames.size() - placed;
+  } else if (rt != nullptr) {
     for (size_t k = 0; k < root_pcs_.size(); ++k) {
       if (root_user_index_[k] < 0 || root_pcs_[k] == kElidedPc) continue;
       if (rt->IsHostFrame(symbolizer_.ResolveUser(e.pid, root_pcs_[k], e.timestamp_ns).symbol)) ++hosts;
@@ -354,8 +376,17 @@ void SampleProcessor::Process(const StackSample& e) {
       add(ElidedFrame(), ip);
       continue;
     }
+    if (by_pc && runtime_by_pc_[k] >= 0) {
+      // The function this frame ran, in place of the code that ran it (the
+      // interpreter's trampoline, a bytecode handler, JIT code).
+      SymbolizedFrame jf = rt->Name(e.pid, e.runtime_frames[static_cast<size_t>(runtime_by_pc_[k])]);
+      if (!jf.symbol.empty()) {
+        add(jf, ip);
+        continue;
+      }
+    }
     SymbolizedFrame f = symbolizer_.ResolveUser(e.pid, ip, e.timestamp_ns);
-    if (rt != nullptr && rt->IsHostFrame(f.symbol)) {
+    if (rt != nullptr && !by_pc && rt->IsHostFrame(f.symbol)) {
       const size_t from_leaf = hosts - 1 - host_seen++;
       if (from_leaf < runtime_groups_.size()) {
         // This activation's frames in its place, outermost first.
@@ -646,7 +677,10 @@ Profile SampleProcessor::TakeWindow() {
   if (runtime_samples_ > 0) {
     window_.counters["runtimes.samples"] += static_cast<int64_t>(runtime_samples_);
     window_.counters["runtimes.activations_unmatched"] += static_cast<int64_t>(runtime_unmatched_);
-    static constexpr const char* kStatus[] = {"complete", "max depth", "no thread state", "read fault"};
+    if (runtime_unplaced_) window_.counters["runtimes.frames_unplaced"] += static_cast<int64_t>(runtime_unplaced_);
+    runtime_unplaced_ = 0;
+    static constexpr const char* kStatus[] = {"complete", "max depth", "no thread state", "read fault", "bad chain"};
+    static_assert(std::size(kStatus) == std::tuple_size_v<decltype(runtime_status_)>);
     for (size_t s = 0; s < runtime_status_.size(); ++s) {
       if (runtime_status_[s] == 0) continue;
       window_.counters[std::string(s == 0 ? "runtimes.walks." : "runtimes.truncated_walks.") + kStatus[s]] +=

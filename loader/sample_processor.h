@@ -116,8 +116,11 @@ class SampleProcessor : public StackSink {
   // one native activation runs (leaf first: [begin, end) in its frames).
   runtimes::Runtime* SampleRuntime(const StackSample& e);
   std::vector<std::pair<uint32_t, uint32_t>> runtime_groups_;
-  uint64_t runtime_samples_ = 0, runtime_unmatched_ = 0;
-  std::array<uint64_t, 4> runtime_status_{};  // by ARCPROF_RUNTIME_* status
+  // A runtime placed by pc (Runtime::NativePc): for each entry of
+  // root_pcs_, the runtime frame standing for it, -1 for none.
+  std::vector<int32_t> runtime_by_pc_;
+  uint64_t runtime_samples_ = 0, runtime_unmatched_ = 0, runtime_unplaced_ = 0;
+  std::array<uint64_t, 5> runtime_status_{};  // by ARCPROF_RUNTIME_* status
   model::Profile window_;
   uint64_t epoch_ = 1;  // window number: cache entries of other windows are stale
   CallGraphMode mode_;

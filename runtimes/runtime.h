@@ -40,6 +40,10 @@ class Runtime {
   // code 0), replace such native frames one activation each, innermost with
   // innermost.
   virtual bool IsHostFrame(std::string_view symbol) const = 0;
+  // Or, for a runtime whose frames are native frames themselves (V8 builds
+  // them with a frame pointer): the pc of the native frame one frame stands
+  // for, which it replaces; 0 for a runtime placed by IsHostFrame.
+  virtual uint64_t NativePc(const runtime_frame&) const { return 0; }
   // Names one frame the sampler read (not a marker). Reads the process's
   // memory, bounded; the answer's views stay valid for the runtime's life.
   virtual SymbolizedFrame Name(uint32_t pid, const runtime_frame& frame) = 0;

@@ -415,6 +415,30 @@ std::optional<uint64_t> FindSymbolValue(Elf* elf, std::string_view name) {
   return std::nullopt;
 }
 
+std::vector<std::pair<std::string, uint64_t>> FindSymbolValuesWithPrefix(Elf* elf, std::string_view prefix,
+                                                                          size_t max) {
+  std::vector<std::pair<std::string, uint64_t>> out;
+  for (const Elf64_Word type : {SHT_DYNSYM, SHT_SYMTAB}) {
+    Elf_Scn* scn = nullptr;
+    while ((scn = elf_nextscn(elf, scn)) != nullptr) {
+      GElf_Shdr shdr;
+      if (gelf_getshdr(scn, &shdr) == nullptr || shdr.sh_type != type || shdr.sh_entsize == 0) continue;
+      Elf_Data* data = elf_getdata(scn, nullptr);
+      if (data == nullptr) continue;
+      const size_t count = std::min<size_t>(shdr.sh_size / shdr.sh_entsize, data->d_size / sizeof(Elf64_Sym));
+      for (size_t i = 0; i < count && out.size() < max; ++i) {
+        GElf_Sym sym;
+        if (gelf_getsym(data, static_cast<int>(i), &sym) == nullptr) continue;
+        if (sym.st_shndx == SHN_UNDEF || sym.st_value == 0) continue;
+        const char* n = elf_strptr(elf, shdr.sh_link, sym.st_name);
+        if (n != nullptr && std::string_view(n).starts_with(prefix)) out.emplace_back(n, sym.st_value);
+      }
+    }
+    if (!out.empty()) break;
+  }
+  return out;
+}
+
 FunctionRanges FunctionRanges::Read(Elf* elf) {
   // DWARF pointer encodings (the low nibble: format, the high: what it is relative to).
   constexpr uint8_t kUdata4 = 0x03, kSdata4 = 0x0b, kDatarel = 0x30;

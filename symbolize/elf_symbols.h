@@ -69,6 +69,11 @@ std::optional<uint64_t> VaddrToFileOffset(const std::vector<LoadSegment>& loads,
 // from .dynsym, else .symtab: the data a runtime exports (CPython's
 // _PyRuntime, Py_Version). nullopt when neither section defines it.
 std::optional<uint64_t> FindSymbolValue(Elf* elf, std::string_view name);
+// Every defined symbol whose name starts with `prefix` (at most `max`), in
+// one pass: from .dynsym, else .symtab when .dynsym has none. A runtime's
+// many exported constants (V8's v8dbg_*) without one scan each.
+std::vector<std::pair<std::string, uint64_t>> FindSymbolValuesWithPrefix(Elf* elf, std::string_view prefix,
+                                                                          size_t max);
 
 // Functions as the unwind tables delimit them, which a stripped file keeps
 // since the unwinder needs them: one [start, end) per FDE. The starts come

@@ -494,16 +494,35 @@ void Symbolizer::SetJitSymbolSourceFactory(JitSymbolSourceFactory factory) {
   ++impl_->cache_epoch;
 }
 
-void Symbolizer::SetMappingObserver(const void* owner, MappingObserver observer) {
+void Symbolizer::SetMappingObserver(const void* owner, MappingObserver observer, bool replay_known) {
   auto& all = impl_->mapping_observers;
   std::erase_if(all, [owner](const auto& o) { return o.first == owner; });
-  if (observer) all.emplace_back(owner, std::move(observer));
+  if (!observer) return;
+  if (replay_known) {
+    // The processes already known (a whole-machine or -p recording's snapshot
+    // of /proc) are told their current file mappings, as if just mapped.
+    impl_->timeline.ForEachProcess([&](const TimelineProcess& p) {
+      if (p.exited || p.generations.empty()) return;
+      for (const TimelineMapping& m : p.generations.back().mappings) {
+        if (m.kind != MappingKind::kFile) continue;
+        MappingEvent e;
+        e.start = m.start;
+        e.len = m.end - m.start;
+        e.pgoff = m.pgoff;
+        e.prot = PROT_EXEC;
+        e.path = m.module;
+        observer(p.pid, e);
+      }
+    });
+  }
+  all.emplace_back(owner, std::move(observer));
 }
 
 size_t Symbolizer::ReleaseNames(size_t budget_bytes) {
-  if (impl_->names.bytes() <= budget_bytes) return 0;
+  if (impl_->names.bytes() <= budget_bytes)
+    return 0;
   const size_t n = impl_->names.size();
-  ++impl_->cache_epoch;  // cached answers hold views into the pool
+  ++impl_->cache_epoch; // cached answers hold views into the pool
   ++impl_->names_epoch;
   impl_->names.Clear();
   impl_->stats.names_released += n;

@@ -151,9 +151,11 @@ class Symbolizer {
   // Called from OnMmap for every mapping event (after the mapping is added),
   // so that an extension learns which processes map its runtime (libjvm.so)
   // from the side band instead of reading every process's /proc maps. One
-  // observer per owner; an empty one removes the owner's.
+  // observer per owner; an empty one removes the owner's. With replay_known,
+  // the new observer is first told the current file mappings of the
+  // processes already known (a whole-machine or -p recording's snapshot).
   using MappingObserver = std::function<void(uint32_t pid, const MappingEvent& mapping)>;
-  void SetMappingObserver(const void* owner, MappingObserver observer);
+  void SetMappingObserver(const void* owner, MappingObserver observer, bool replay_known = false);
 
   const SymbolizerStats& stats() const;
   // Walks every remembered process and JIT source: for a window close, not

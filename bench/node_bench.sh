@@ -1,0 +1,114 @@
+#!/usr/bin/env bash
+# Node named with no flag (docs/node.md): what the V8 walk costs and how
+# complete its chains are. Each round runs tests/runtimes/programs/split.js
+# (the 3:1 program) for SECONDS under:
+#   plain    no recording;
+#   native   `record -- nodebin split.js`: a copy of node under a name arcprof
+#            does not recognize, so the same binary is sampled native-only;
+#   v8       `record -- node split.js`: recognized, JavaScript frames read;
+#   v8-pbp   the same with --perf-basic-prof.
+# alternating, at 999 Hz. The program prints its rounds per second of CPU;
+# slowdown = 1 - median(rate with) / median(rate without). With
+# kernel.bpf_stats_enabled=1 the sampler program's run time is read from
+# bpftool near the end of each recorded run (the program of this arcprof: the
+# one that appeared when it started; a run where another arcprof started at
+# the same time gives none): ns per run of the program (every CPU's samples, other processes'
+# filtered out early) and, against native-only, the added ns per sample of
+# node. The chains are measured as the tests do (node_runtime_tests prints
+# them: `measured ...`).
+# Usage: sudo bench/node_bench.sh [BUILD_DIR] [ROUNDS] [SECONDS]
+set -euo pipefail
+build=${1:-build}
+rounds=${2:-5}
+seconds=${3:-4}
+arcprof=$build/arcprof
+program=$(cd "$(dirname "$0")/.." && pwd)/tests/runtimes/programs/split.js
+node=$(command -v node || true)
+[ -x "$arcprof" ] || { echo "node_bench: $arcprof missing: build first" >&2; exit 1; }
+[ -n "$node" ] || { echo "node_bench: node is not installed (Debian package nodejs)" >&2; exit 1; }
+command -v bpftool >/dev/null || { echo "node_bench: bpftool missing" >&2; exit 1; }
+tmp=$(mktemp -d /tmp/node-bench-XXXXXX)
+stats_was=$(sysctl -n kernel.bpf_stats_enabled)
+cleanup() {
+  sysctl -q kernel.bpf_stats_enabled="$stats_was"
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+cp "$(readlink -f "$node")" "$tmp/nodebin"
+sysctl -q kernel.bpf_stats_enabled=1
+
+on_sample_ids() {
+  bpftool prog show --json 2>/dev/null |
+    python3 -c 'import json, sys; print(" ".join(str(p["id"]) for p in json.load(sys.stdin) if p.get("name") == "on_sample"))'
+}
+
+# run MODE: prints "rate samples prog_ns prog_runs"
+run() {
+  local mode=$1 bin=$node flags=() out
+  case $mode in
+    plain)
+      out=$(ARCPROF_SPLIT_RATE=1 "$node" "$program" "$seconds")
+      echo "$(sed -n 's/^rounds_per_cpu_second //p' <<<"$out") 0 0 0"
+      return ;;
+    native) bin=$tmp/nodebin ;;
+    v8-pbp) flags=(--perf-basic-prof) ;;
+  esac
+  local before
+  before=$(on_sample_ids)
+  ARCPROF_SPLIT_RATE=1 "$arcprof" record -o "$tmp/$mode.db" -- "$bin" "${flags[@]}" "$program" "$seconds" \
+    >"$tmp/out" 2>"$tmp/err" &
+  local pid=$! stats=""
+  sleep "$(echo "$seconds - 0.5" | bc)"
+  # The sampler program this arcprof loaded (the one that was not there
+  # before it started): run time and count so far.
+  stats=$(bpftool prog show --json 2>/dev/null | python3 -c '
+import json, sys
+before = set(sys.argv[1].split())
+new = [p for p in json.load(sys.stdin) if p.get("name") == "on_sample" and str(p["id"]) not in before]
+if len(new) == 1:
+    print(new[0].get("run_time_ns", 0), new[0].get("run_cnt", 0))
+' "$before" || true)
+  wait "$pid"
+  local samples
+  samples=$(sed -n 's/.*: \([0-9]*\) samples in.*/\1/p' "$tmp/err" | head -1)
+  echo "$(sed -n 's/^rounds_per_cpu_second //p' "$tmp/out") ${samples:-0} ${stats:-0 0}"
+}
+
+declare -A rates ns runs samples
+for r in $(seq 1 "$rounds"); do
+  for mode in plain native v8 v8-pbp; do
+    read -r rate s t c < <(run "$mode")
+    rates[$mode]+="$rate "
+    echo "round $r $mode: $rate rounds/cpu-s, $s samples, program $t ns / $c runs" >&2
+    # Program figures only from runs whose program was found.
+    if [ "${c:-0}" -gt 0 ]; then
+      samples[$mode]+="$s "
+      ns[$mode]+="$t "
+      runs[$mode]+="$c "
+    fi
+  done
+done
+
+median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
+sum() { tr ' ' '\n' | grep -v '^$' | awk '{s+=$1} END {print s+0}'; }
+echo "load: $(cut -d' ' -f1-3 /proc/loadavg)"
+for mode in plain native v8 v8-pbp; do
+  echo "$mode: median $(median <<<"${rates[$mode]}") rounds/cpu-s"
+done
+p=$(median <<<"${rates[plain]}"); n=$(median <<<"${rates[native]}"); v=$(median <<<"${rates[v8]}")
+echo "slowdown native-only vs plain: $(echo "scale=4; (1 - $n / $p) * 100" | bc)%"
+echo "slowdown v8 vs plain: $(echo "scale=4; (1 - $v / $p) * 100" | bc)%"
+echo "slowdown v8 vs native-only: $(echo "scale=4; (1 - $v / $n) * 100" | bc)%"
+for mode in native v8 v8-pbp; do
+  t=$(sum <<<"${ns[$mode]:-}"); c=$(sum <<<"${runs[$mode]:-}"); s=$(sum <<<"${samples[$mode]:-}")
+  [ "$c" -gt 0 ] || continue
+  # The program runs for every CPU's samples; node's are samples/runs of them
+  # (its samples over the whole run against the runs counted 0.5 s before
+  # the end: an estimate).
+  echo "$mode: program $(echo "$t / $c" | bc) ns per run ($c runs, node's share of runs ~$(echo "scale=2; $s * ($seconds - 0.5) / $seconds / $c" | bc))"
+done
+tn=$(sum <<<"${ns[native]:-}"); cn=$(sum <<<"${runs[native]:-}"); tv=$(sum <<<"${ns[v8]:-}"); cv=$(sum <<<"${runs[v8]:-}")
+sv=$(sum <<<"${samples[v8]:-}")
+if [ "$cn" -gt 0 ] && [ "$cv" -gt 0 ] && [ "$sv" -gt 0 ]; then
+  echo "v8 walk: ~$(echo "($tv / $cv - $tn / $cn) * $cv * $seconds / ($seconds - 0.5) / $sv" | bc) ns added per node sample"
+fi
