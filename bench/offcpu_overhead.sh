@@ -23,6 +23,9 @@
 # At the end one more --off-cpu run with kernel.bpf_stats_enabled=1 gives the
 # sched_switch program's own run time per switch (bpftool), all switches of
 # the machine included.
+# ANCHOR=ARCPROF: another build's arcprof, run in every round right after this
+# build's two runs (its own --no-off-cpu and --off-cpu), so both builds' slowdowns
+# come from the same minutes of a busy machine. TOOL=0 skips offcputime.
 # Usage: bench/offcpu_overhead.sh [BUILD_DIR] [ROUNDS] [ROUND_TRIPS] [PIN]
 set -euo pipefail
 build=${1:-build}
@@ -53,18 +56,24 @@ trap cleanup EXIT
 
 # "RATE CPU_NS_PER_TRIP" of one run
 fields() { sed -n 's/.*ptt_pingpong .* rate=\([0-9.]*\) cpu_ns_per_trip=\([0-9.]*\).*/\1 \2/p'; }
+anchor=${ANCHOR:-}
 recorded() { "$arcprof" record -q --no-ptt "$@" -o "$tmp/c.db" -- "${rt[@]}" "$pingpong" "$trips" $pin_arg 2>&1 | fields; }
+recorded_anchor() { "$anchor" record -q --no-ptt "$@" -o "$tmp/c.db" -- "${rt[@]}" "$pingpong" "$trips" $pin_arg 2>&1 | fields; }
 plain() { "${rt[@]}" "$pingpong" "$trips" $pin_arg 2>&1 | fields; }
 median() { sort -g | awk '{v[NR]=$1} END {print (NR%2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
 range() { sort -g | awk 'NR==1 {lo=$1} {hi=$1} END {printf "%s-%s", lo, hi}'; }
 pct() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", (1 - b / a) * 100}'; }
 
-without=() with=() c_without=() c_with=() bare=() tool=()
+without=() with=() c_without=() c_with=() bare=() tool=() a_without=() a_with=()
 have_tool=0
-[ -x "$offcputime" ] && have_tool=1
+[ -x "$offcputime" ] && [ "${TOOL:-1}" != 0 ] && have_tool=1
 for ((i = 0; i < rounds; i++)); do
   read -r r c <<<"$(recorded --no-off-cpu)"; without+=("$r"); c_without+=("$c")
   read -r r c <<<"$(recorded --off-cpu)"; with+=("$r"); c_with+=("$c")
+  if [ -n "$anchor" ]; then
+    read -r r c <<<"$(recorded_anchor --no-off-cpu)"; a_without+=("$r")
+    read -r r c <<<"$(recorded_anchor --off-cpu)"; a_with+=("$r")
+  fi
   if ((have_tool)); then
     read -r r c <<<"$(plain)"; bare+=("$r")
     "$offcputime" -u >/dev/null 2>&1 &
@@ -116,6 +125,14 @@ echo "  record --no-off-cpu: median $m_without round trips/s (range $(printf '%s
 echo "  record --off-cpu:    median $m_with round trips/s (range $(printf '%s\n' "${with[@]}" | range)), CPU per round trip $cm_with ns"
 echo "  --off-cpu slowdown: ${slowdown}% (budget 5%); CPU per round trip $(awk -v a="$cm_without" -v b="$cm_with" 'BEGIN {printf "%+.2f", (b / a - 1) * 100}')%"
 echo "  sched_switch program (kernel.bpf_stats_enabled=1): $per_switch"
+if [ -n "$anchor" ]; then
+  am_without=$(printf '%s\n' "${a_without[@]}" | median)
+  am_with=$(printf '%s\n' "${a_with[@]}" | median)
+  echo "  anchor $anchor, same rounds:"
+  echo "  record --no-off-cpu: median $am_without round trips/s (range $(printf '%s\n' "${a_without[@]}" | range))"
+  echo "  record --off-cpu:    median $am_with round trips/s (range $(printf '%s\n' "${a_with[@]}" | range))"
+  echo "  anchor --off-cpu slowdown: $(pct "$am_without" "$am_with")%"
+fi
 if ((have_tool)); then
   m_bare=$(printf '%s\n' "${bare[@]}" | median)
   m_tool=$(printf '%s\n' "${tool[@]}" | median)
