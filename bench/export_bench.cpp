@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "store/capture_store.h"
+#include "reports/arcflow.h"
 #include "reports/export_formats.h"
 #include "reports/flamegraph.h"
 #include "reports/folded.h"
@@ -170,6 +171,30 @@ void BM_SvgLayout(benchmark::State& state) {
   state.counters["max_depth"] = static_cast<double>(stats.max_depth);
 }
 
+// The fold by name alone (model/fold_by_name.h), the capture read once: what
+// each tree-of-names export spends past reading, without the read's noise.
+const Profile& ReadOnce() {
+  static const Profile profile = [] {
+    auto read = ReadCapture(CapturePath());
+    if (!read) std::abort();
+    return std::move(*read);
+  }();
+  return profile;
+}
+void BM_FoldFlameTree(benchmark::State& state) {
+  for (auto _ : state) benchmark::DoNotOptimize(FlameTreeFromProfile(ReadOnce(), {}));
+}
+void BM_FoldFolded(benchmark::State& state) {
+  for (auto _ : state) {
+    std::ostringstream out;
+    WriteFolded(ReadOnce(), {}, out);
+    benchmark::DoNotOptimize(out);
+  }
+}
+void BM_FoldArcflow(benchmark::State& state) {
+  for (auto _ : state) benchmark::DoNotOptimize(ArcflowFromProfile(ReadOnce(), {}, true));
+}
+
 BENCHMARK(BM_ReadCaptureOnly)->Unit(benchmark::kMillisecond)->Iterations(3);
 BENCHMARK(BM_Folded)->Unit(benchmark::kMillisecond)->Iterations(3);
 BENCHMARK(BM_Svg)->Unit(benchmark::kMillisecond)->Iterations(3);
@@ -178,6 +203,9 @@ BENCHMARK(BM_Pprof)->Unit(benchmark::kMillisecond)->Iterations(3);
 BENCHMARK(BM_Speedscope)->Unit(benchmark::kMillisecond)->Iterations(3);
 BENCHMARK(BM_Xprof)->Unit(benchmark::kMillisecond)->Iterations(3);
 BENCHMARK(BM_SvgLayout)->Unit(benchmark::kMillisecond)->Iterations(3);
+BENCHMARK(BM_FoldFlameTree)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_FoldFolded)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_FoldArcflow)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace arcprof

@@ -44,18 +44,8 @@ std::string FrameDisplayName(const FrameTable& frames, uint32_t id) {
   return FrameDisplayName(frame, frames.module_of(frame));
 }
 
-uint32_t InternName(FrameTable& names, std::string_view name, uint32_t module) {
-  FrameRecord record;
-  record.module = module;
-  record.symbol = std::string(name);
-  return names.Intern(record);
-}
-
-uint32_t DisplayNames::operator()(uint32_t id) {
-  if (id >= map_.size()) return InternName(names_, "[bad frame id]");
-  uint32_t& name = map_[id];
-  if (name == kUnmapped) name = InternName(names_, FrameDisplayName(frames_, id));
-  return name;
+bool IsUnknownFrame(const FrameRecord& frame) {
+  return frame.symbol.empty() || frame.reason != UnknownReason::kNone;
 }
 
 }  // namespace arcprof::model

@@ -7,7 +7,6 @@
 
 #include <string>
 #include <string_view>
-#include <vector>
 
 #include "model/profile.h"
 
@@ -30,28 +29,7 @@ std::string FrameDisplayName(const FrameTable& frames, uint32_t id);
 // frames and unknown frames without a module or an offset.
 std::string UnknownFrameLocation(const FrameRecord& frame, std::string_view module);
 
-// Frames named by a name alone (a display name, a folded element): the record
-// holds the name as its symbol and nothing else, `module` (a module id of
-// `names`) telling kinds of names apart. Returns the id of frame (module,
-// name) in `names`, adding it when new: frames that share a name are one.
-uint32_t InternName(FrameTable& names, std::string_view name, uint32_t module = 0);
-
-// The name-keyed merge of frames that share a display name: maps the frames of
-// `frames` to frames of `names` named by FrameDisplayName (InternName, module
-// 0), each frame's name computed once, when first asked for.
-class DisplayNames {
- public:
-  DisplayNames(const FrameTable& frames, FrameTable& names)
-      : frames_(frames), names_(names), map_(frames.size(), kUnmapped) {}
-  // The id in `names` of frame `id`'s display name; "[bad frame id]" for an
-  // id outside the table.
-  uint32_t operator()(uint32_t id);
-
- private:
-  static constexpr uint32_t kUnmapped = 0xffffffffu;
-  const FrameTable& frames_;
-  FrameTable& names_;
-  std::vector<uint32_t> map_;
-};
+// True when the frame has no name (an Unknown(reason) frame or a truncation marker).
+bool IsUnknownFrame(const FrameRecord& frame);
 
 }  // namespace arcprof::model

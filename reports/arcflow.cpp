@@ -2,7 +2,7 @@
 // transforms (merge threads, --root, --min), each one of model::CallTree's.
 #include "reports/arcflow.h"
 
-#include "model/frame_name.h"
+#include "model/fold_by_name.h"
 #include "model/name_regex.h"
 
 #include <utility>
@@ -13,36 +13,35 @@ namespace arcprof::reports {
 using namespace arcprof::model;
 
 namespace {
-// The module ids that tell consumer kinds apart (interned in this order by the
-// constructor); functions have module 0.
-constexpr uint32_t kThreadModule = 1;
-constexpr uint32_t kPrunedModule = 2;
+NameKind KindName(ConsumerKind kind) {
+  switch (kind) {
+    case ConsumerKind::kThread: return NameKind::kGroup;
+    case ConsumerKind::kPruned: return NameKind::kPruned;
+    case ConsumerKind::kRoot:
+    case ConsumerKind::kFunction: break;
+  }
+  return NameKind::kFunction;
+}
 }  // namespace
 
-ArcflowProfile::ArcflowProfile() {
-  consumers.InternModule("[thread]");
-  consumers.InternModule("[pruned]");
-}
+ArcflowProfile::ArcflowProfile() = default;
 
 uint32_t ArcflowProfile::InternConsumer(std::string_view name, ConsumerKind kind) {
-  const uint32_t module = kind == ConsumerKind::kThread   ? kThreadModule
-                          : kind == ConsumerKind::kPruned ? kPrunedModule
-                                                          : 0;
-  return InternName(consumers, name, module);
+  return consumers.Intern(name, KindName(kind));
 }
 
 ConsumerKind ArcflowProfile::kind(uint32_t consumer) const {
   if (consumer == kNone) return ConsumerKind::kRoot;
-  switch (consumers.at(consumer).module) {
-    case kThreadModule: return ConsumerKind::kThread;
-    case kPrunedModule: return ConsumerKind::kPruned;
+  switch (consumers.kind(consumer)) {
+    case NameKind::kGroup: return ConsumerKind::kThread;
+    case NameKind::kPruned: return ConsumerKind::kPruned;
     default: return ConsumerKind::kFunction;
   }
 }
 
 const std::string& ArcflowProfile::name(uint32_t consumer) const {
   static const std::string kRootName = "[root]";
-  return consumer == kNone ? kRootName : consumers.at(consumer).symbol;
+  return consumer == kNone ? kRootName : consumers.name(consumer);
 }
 
 ArcflowProfile ArcflowProfile::EmptyLike() const {
@@ -62,55 +61,20 @@ ArcflowProfile ArcflowFromProfile(const Profile& profile, const ThreadFilter& fi
   // metric's unit (samples: value type 0's name).
   model.bindings.unit = metric.unit().empty() ? profile.value_types[kSamplesValue].name : metric.unit();
   model.frequency_hz = profile.meta.frequency_hz;
-  // Frames with the same display name are one consumer.
-  DisplayNames consumer_of(profile.frames, model.consumers);
-
-  size_t profile_nodes = 1;
-  for (const ThreadRecord& thread : profile.threads) profile_nodes += thread.tree.size();
-  CallTree& tree = model.tree;
-  tree.Reserve(profile_nodes);
-
-  constexpr uint32_t kNone = ArcflowProfile::kNone;
-  constexpr uint32_t kRoot = ArcflowProfile::kRootNode;
-  uint32_t merged_thread = kNone;
-  std::vector<uint32_t> model_node;
-  const size_t thread_count = profile.threads.size();
-  for (size_t t = 0; t < thread_count; ++t) {
-    const ThreadRecord& thread = profile.threads[t];
-    if (!filter.Matches(thread)) continue;
-    const auto& nodes = profile.threads[t].tree.nodes();
-    const std::vector<uint64_t> base = metric.Values(thread);
-    uint32_t thread_node;
-    if (merge_threads && !thread.host.empty()) {
-      thread_node = tree.Child(tree.Child(kRoot, model.InternConsumer("host_" + thread.host, ConsumerKind::kThread)),
-                               model.InternConsumer("all_threads", ConsumerKind::kThread));
-    } else if (merge_threads) {
-      if (merged_thread == kNone) {
-        merged_thread = tree.Child(kRoot, model.InternConsumer("all_threads", ConsumerKind::kThread));
-      }
-      thread_node = merged_thread;
-    } else {
-      // In a merge of several machines the host is the level above the threads.
-      const uint32_t parent =
-          thread.host.empty()
-              ? kRoot
-              : tree.Child(kRoot, model.InternConsumer("host_" + thread.host, ConsumerKind::kThread));
-      thread_node = tree.Child(
-          parent, model.InternConsumer(fmt::format("{}_{}_{}", thread.pid, thread.tid, thread.comm),
-                                       ConsumerKind::kThread));
-    }
-    model_node.assign(nodes.size(), kNone);
-    model_node[0] = thread_node;
-    tree.Add(thread_node, nodes[0].n, kSamplesValue, base[0]);
-    // Parents precede their children (model/profile.h, CallTree).
-    for (uint32_t i = 1; i < nodes.size(); ++i) {
-      const CallTree::Node& node = nodes[i];
-      const uint32_t parent = model_node[node.parent];
-      if (parent == kNone) continue;
-      model_node[i] = tree.Child(parent, consumer_of(node.frame));
-      tree.Add(model_node[i], node.n, kSamplesValue, base[i]);
-    }
-  }
+  // The threads are the level above the frames ("pid_tid_comm", or one
+  // "all_threads"); in a merge of several machines the host is the level
+  // above them. Frames with the same display name are one consumer.
+  FoldOptions fold;
+  fold.kinds = false;
+  fold.empty_threads = true;
+  fold.levels = [merge_threads](const ThreadRecord& thread, std::vector<std::string>& levels) {
+    if (!thread.host.empty()) levels.push_back("host_" + thread.host);
+    levels.push_back(merge_threads ? std::string("all_threads")
+                                   : fmt::format("{}_{}_{}", thread.pid, thread.tid, thread.comm));
+  };
+  NameFold folded = FoldByName(profile, filter, metric, fold);
+  model.consumers = std::move(folded.names);
+  model.tree = std::move(folded.tree);
   return model;
 }
 

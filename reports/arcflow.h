@@ -16,6 +16,7 @@
 
 #include "common/result.h"
 #include "model/metric.h"
+#include "model/name_pool.h"
 #include "model/profile.h"
 #include "model/thread_filter.h"
 
@@ -35,10 +36,10 @@ enum class ConsumerKind : uint8_t {
 };
 
 // What the three inputs produce and the views read: one call tree over a
-// table of consumers. A node's frame id is its consumer, a frame of
-// `consumers` named by its name alone (model::InternName): a function by its
-// display name, so that frames sharing one are one consumer; a thread as
-// "pid_tid_comm"; "[pruned]". The record's module says the consumer's kind.
+// pool of consumers (model/name_pool.h). A node's frame id is its consumer, a
+// name of `consumers` whose kind says the consumer's kind: a function by its
+// display name (NameKind::kFunction), so that frames sharing one are one
+// consumer; a thread as "pid_tid_comm" (kGroup); "[pruned]" (kPruned).
 // A node's n is its occurrences, its value 0 the resource it consumed itself
 // (base); cum is base plus everything below (model::CallTree::Cumulative).
 struct ArcflowProfile {
@@ -48,7 +49,7 @@ struct ArcflowProfile {
 
   ArcflowProfile();
 
-  model::FrameTable consumers;
+  model::NamePool consumers;
   model::CallTree tree;
   ArcflowBindings bindings;
   // Sampling frequency when the unit is "samples"; 0 when unknown. Used by --units ms.
@@ -71,9 +72,10 @@ struct ArcflowProfile {
 
 // Threads are selected by the one thread filter of every report (model/thread_filter.h).
 
-// (a) Stacks from a capture: n is each node's occurrences, base its value in
-// `metric` (samples unless told; the unit binding is the metric's). Frames
-// with the same display name become one consumer.
+// (a) Stacks from a capture: the fold by name (model/fold_by_name.h) with the
+// threads as the level above the frames; n is each node's occurrences, base
+// its value in `metric` (samples unless told; the unit binding is the
+// metric's). Frames with the same display name become one consumer.
 ArcflowProfile ArcflowFromProfile(const model::Profile& profile, const model::ThreadFilter& filter,
                                 bool merge_threads, const model::Metric& metric = {});
 // A frame's consumer name is model::FrameDisplayName (model/frame_name.h).

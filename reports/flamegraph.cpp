@@ -1,6 +1,5 @@
 #include "reports/flamegraph.h"
 
-#include "model/frame_name.h"
 
 #include <algorithm>
 #include <charconv>
@@ -9,7 +8,6 @@
 
 #include "reports/export_text.h"
 #include "reports/folded.h"
-#include "reports/tprof.h"
 
 namespace arcprof::reports {
 using namespace arcprof::model;
@@ -25,16 +23,34 @@ constexpr int kPadTop = 3 * 12;
 constexpr int kSubtitleExtra = 2 * 12;
 constexpr int kPadBottom = 2 * 12 + 10 + 18;  // details line + the legend row
 
-FlameKind KindOfFrame(const FrameRecord& frame) {
-  if (frame.inlined) return FlameKind::kInlined;
-  switch (frame.kind) {
-    case FrameKind::kKernel: return FlameKind::kKernel;
-    case FrameKind::kJit: return FlameKind::kJit;
-    case FrameKind::kInterpreted: return FlameKind::kInterpreted;
-    case FrameKind::kUnknown: return FlameKind::kUnknown;
-    case FrameKind::kNative: break;
+FlameKind FlameKindOf(NameKind kind) {
+  switch (kind) {
+    case NameKind::kRoot: return FlameKind::kRoot;
+    case NameKind::kGroup: return FlameKind::kProcess;
+    case NameKind::kKernel: return FlameKind::kKernel;
+    case NameKind::kNative:
+    case NameKind::kFunction: return FlameKind::kNative;
+    case NameKind::kJit: return FlameKind::kJit;
+    case NameKind::kInterpreted: return FlameKind::kInterpreted;
+    case NameKind::kInlined: return FlameKind::kInlined;
+    case NameKind::kUnknown:
+    case NameKind::kPruned: break;
   }
-  return IsUnknownFrame(frame) ? FlameKind::kUnknown : FlameKind::kNative;
+  return FlameKind::kUnknown;
+}
+
+NameKind NameKindOf(FlameKind kind) {
+  switch (kind) {
+    case FlameKind::kRoot: return NameKind::kRoot;
+    case FlameKind::kProcess: return NameKind::kGroup;
+    case FlameKind::kKernel: return NameKind::kKernel;
+    case FlameKind::kNative: return NameKind::kNative;
+    case FlameKind::kJit: return NameKind::kJit;
+    case FlameKind::kInterpreted: return NameKind::kInterpreted;
+    case FlameKind::kInlined: return NameKind::kInlined;
+    case FlameKind::kUnknown: break;
+  }
+  return NameKind::kUnknown;
 }
 
 // A name's colour jitter, stable across graphs (flamegraph.pl seeds its PRNG
@@ -148,100 +164,51 @@ std::string_view FlameKindName(FlameKind kind) {
   return "unknown";
 }
 
-FlameTree::FlameTree() { InternLabel("all", FlameKind::kRoot); }
+FlameTree::FlameTree() : FlameTree(NameFold{}) {}
 
-std::string FlameTree::LabelKey(std::string_view name, FlameKind kind) {
-  std::string key;
-  key.reserve(name.size() + 1);
-  key += static_cast<char>(kind);
-  key += name;
-  return key;
-}
-
-uint32_t FlameTree::InternLabel(std::string_view name, FlameKind kind) {
-  auto [it, inserted] = label_index_.try_emplace(LabelKey(name, kind), static_cast<uint32_t>(labels_.size()));
-  if (inserted) labels_.push_back(Label{std::string(name), kind});
-  return it->second;
-}
-
-uint32_t FlameTree::Child(uint32_t parent, std::string_view name, FlameKind kind) {
-  return ChildWithLabel(parent, InternLabel(name, kind));
+FlameTree::FlameTree(NameFold fold) : fold_(std::move(fold)) {
+  root_name_ = fold_.names.Intern("all", NameKind::kRoot);
+  const auto& nodes = fold_.tree.nodes();
+  const NamePool& names = fold_.names;
+  value_ = fold_.tree.Cumulative(model::kSamplesValue);
+  children_ = model::ChildLists(fold_.tree);
+  children_.Sort([&](uint32_t a, uint32_t b) {
+    const uint32_t na = nodes[a].frame, nb = nodes[b].frame;
+    if (names.name(na) != names.name(nb)) return names.name(na) < names.name(nb);
+    return names.kind(na) < names.kind(nb);
+  });
 }
 
 uint32_t FlameTree::FindChild(uint32_t parent, std::string_view name, FlameKind kind) const {
-  auto label = label_index_.find(LabelKey(name, kind));
-  if (label == label_index_.end()) return kNone;
-  const uint32_t child = tree_.FindChild(parent, label->second);
+  const uint32_t id = fold_.names.Find(name, NameKindOf(kind));
+  if (id == NamePool::kNoName) return kNone;
+  const uint32_t child = fold_.tree.FindChild(parent, id);
   return child == model::CallTree::kNoNode ? kNone : child;
 }
 
 FlameTree::Node FlameTree::node(uint32_t id) const {
   Node n;
-  n.parent = tree_.nodes()[id].parent;
-  n.name = label(id);
-  n.kind = labels_[n.name].kind;
-  n.self = tree_.value(id, model::kSamplesValue);
-  n.value = id < value_.size() ? value_[id] : n.self;
+  n.parent = fold_.tree.nodes()[id].parent;
+  n.name = name_id(id);
+  n.kind = FlameKindOf(fold_.names.kind(n.name));
+  n.self = fold_.tree.value(id, model::kSamplesValue);
+  n.value = value_[id];
   return n;
-}
-
-void FlameTree::Finalize() {
-  const auto& nodes = tree_.nodes();
-  value_ = tree_.Cumulative(model::kSamplesValue);
-  children_ = model::ChildLists(tree_);
-  children_.Sort([&](uint32_t a, uint32_t b) {
-    const Label& la = labels_[nodes[a].frame];
-    const Label& lb = labels_[nodes[b].frame];
-    if (la.name != lb.name) return la.name < lb.name;
-    return la.kind < lb.kind;
-  });
 }
 
 FlameTree FlameTreeFromProfile(const Profile& profile, const ThreadFilter& filter, const Metric& metric,
                                std::string_view group_by) {
-  FlameTree tree;
-  // The label (display name and kind) of each frame, interned once per frame id.
-  std::vector<uint32_t> label_of_frame(profile.frames.size(), FlameTree::kNone);
-  std::vector<uint32_t> mapped;
-  const size_t threads = profile.threads.size();
-  for (size_t t = 0; t < threads; ++t) {
-    const ThreadRecord& thread = profile.threads[t];
-    if (!filter.Matches(thread)) continue;
-    const auto& nodes = profile.threads[t].tree.nodes();
-    if (nodes.empty()) continue;
-    const std::vector<uint64_t> width = metric.Values(thread);
-    uint64_t samples = 0;
-    for (uint64_t w : width) samples += w;
-    if (samples == 0) continue;
-    mapped.assign(nodes.size(), FlameTree::kNone);
-    uint32_t top = thread.host.empty()
-                       ? FlameTree::kRoot
-                       : tree.Child(FlameTree::kRoot, FoldedHostName(thread), FlameKind::kProcess);
-    if (const std::string group = FoldedGroupName(thread, group_by); !group.empty()) {
-      top = tree.Child(top, group, FlameKind::kProcess);
-    }
-    mapped[0] = tree.Child(top, FoldedProcessName(thread), FlameKind::kProcess);
-    tree.AddSelf(mapped[0], width[0]);
-    for (size_t i = 1; i < nodes.size(); ++i) {
-      const auto& node = nodes[i];
-      if (node.parent >= i || node.frame >= profile.frames.size()) continue;
-      const uint32_t parent = mapped[node.parent];
-      if (parent == FlameTree::kNone) continue;
-      uint32_t& label = label_of_frame[node.frame];
-      if (label == FlameTree::kNone) {
-        const FrameRecord& frame = profile.frames.at(node.frame);
-        label = tree.InternLabel(FrameDisplayName(frame, profile.frames.module_of(frame)), KindOfFrame(frame));
-      }
-      mapped[i] = tree.ChildWithLabel(parent, label);
-      tree.AddSelf(mapped[i], width[i]);
-    }
-  }
-  tree.Finalize();
-  return tree;
+  FoldOptions fold;
+  fold.levels = [group_by](const ThreadRecord& thread, std::vector<std::string>& levels) {
+    if (!thread.host.empty()) levels.push_back(FoldedHostName(thread));
+    if (std::string group = FoldedGroupName(thread, group_by); !group.empty()) levels.push_back(std::move(group));
+    levels.push_back(FoldedProcessName(thread));
+  };
+  return FlameTree(FoldByName(profile, filter, metric, fold));
 }
 
 Result<FlameTree> ParseFoldedStacks(std::string_view text) {
-  FlameTree tree;
+  NameFold fold;
   size_t line_number = 0;
   bool any = false;
   uint64_t sum = 0;
@@ -301,17 +268,16 @@ Result<FlameTree> ParseFoldedStacks(std::string_view text) {
       } else if (name.size() >= 2 && name.front() == '[' && name.back() == ']') {
         kind = FlameKind::kUnknown;
       }
-      node = tree.Child(node, name, kind);
+      node = fold.tree.Child(node, fold.names.Intern(name, NameKindOf(kind)));
       ++depth;
       if (semi == std::string_view::npos) break;
       stack.remove_prefix(semi + 1);
     }
-    tree.AddSelf(node, count);
+    fold.tree.Add(node, 0, kSamplesValue, count);
     any = true;
   }
   if (!any) return MakeError("folded stacks: no stack found; expected 'frame;frame;...;leaf COUNT' lines");
-  tree.Finalize();
-  return tree;
+  return FlameTree(std::move(fold));
 }
 
 FlameLayoutStats FlameLayout(const FlameTree& tree, const FlameGraphOptions& options) {

@@ -1,5 +1,5 @@
-// Flame graphs: a tree of frames merged by name (FlameTree) built from a
-// capture or from folded stacks, and a self-contained interactive SVG writer
+// Flame graphs: the layout (FlameTree) of the one fold by name (model::FoldByName)
+// of a capture or of folded stacks, and a self-contained interactive SVG writer
 // following flamegraph.pl's conventions (docs/formats.md §6,
 // docs/exports.md): hover details, click to zoom, reset zoom, regex search
 // with the matched share, minimum-width pruning, icicle layout, colours by
@@ -11,10 +11,10 @@
 #include <span>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
 #include "common/result.h"
+#include "model/fold_by_name.h"
 #include "model/metric.h"
 #include "model/profile.h"
 #include "model/thread_filter.h"
@@ -22,7 +22,9 @@
 namespace arcprof::reports {
 
 // What a box's colour says. kProcess is the first level below "all" (the
-// process name, as in folded stacks); kRoot is "all".
+// process name, as in folded stacks; the host and --group-by levels above it);
+// kRoot is "all". The order is model::NameKind's, the order boxes of one name
+// are sorted by.
 enum class FlameKind : uint8_t {
   kRoot,
   kProcess,
@@ -36,10 +38,12 @@ enum class FlameKind : uint8_t {
 
 std::string_view FlameKindName(FlameKind kind);
 
-// A tree of boxes: the model's one call tree (model::CallTree) whose "frames"
-// are labels, a name of a kind, so that frames with the same display name
-// under one parent are one box. Node 0 is "all"; a box's self value is value
-// type 0 of its call-tree node.
+// A tree of boxes: the layout of a fold by name (model/fold_by_name.h), whose
+// names are boxes' labels, a name of a kind, so that frames with the same
+// display name and kind under one parent are one box. Node 0 is "all"; a
+// box's self value is value type 0 of its call-tree node. The tree is
+// read-only: what it adds to the fold is the layout (each box's value and
+// its children sorted by name).
 class FlameTree {
  public:
   static constexpr uint32_t kRoot = 0;
@@ -47,28 +51,21 @@ class FlameTree {
   // One box as the writers read it.
   struct Node {
     uint32_t parent = 0;
-    uint32_t name = 0;  // label id: boxes with the same name and kind share it
+    uint32_t name = 0;  // name id in the fold's pool: boxes with the same name and kind share it
     FlameKind kind = FlameKind::kRoot;
     uint64_t self = 0;   // value whose stack ends here
-    uint64_t value = 0;  // self plus the children's values; set by Finalize()
+    uint64_t value = 0;  // self plus the children's values
   };
 
-  FlameTree();
-  // Finds or creates the child of `parent` named `name` of `kind`.
-  uint32_t Child(uint32_t parent, std::string_view name, FlameKind kind);
-  // The same in two steps, for a name met many times: its label id, then the
-  // child with that label.
-  uint32_t InternLabel(std::string_view name, FlameKind kind);
-  uint32_t ChildWithLabel(uint32_t parent, uint32_t label) { return tree_.Child(parent, label); }
-  void AddSelf(uint32_t node, uint64_t count) { tree_.Add(node, 0, model::kSamplesValue, count); }
-  // Computes values bottom-up and sorts every node's children by name. Call
-  // after the last AddSelf; the tree is read-only afterwards.
-  void Finalize();
+  FlameTree();  // a graph with nothing but "all"
+  // Lays out `fold`: values bottom-up, every node's children sorted by name
+  // (then kind). Its names of kind kGroup are the process level (kProcess).
+  explicit FlameTree(model::NameFold fold);
 
-  size_t size() const { return tree_.size(); }
+  size_t size() const { return fold_.tree.size(); }
   Node node(uint32_t id) const;
-  const std::string& name(uint32_t id) const { return labels_[label(id)].name; }
-  // The children of a node, sorted by name (then kind). Valid after Finalize().
+  const std::string& name(uint32_t id) const { return fold_.names.name(name_id(id)); }
+  // The children of a node, sorted by name (then kind).
   std::span<const uint32_t> children(uint32_t id) const { return children_.of(id); }
   uint64_t total() const { return value_.empty() ? 0 : value_[kRoot]; }
   // Finds the child of `parent` named `name` of `kind`; kNone when absent.
@@ -79,26 +76,19 @@ class FlameTree {
   std::vector<double> delta_points;
 
  private:
-  struct Label {
-    std::string name;
-    FlameKind kind = FlameKind::kRoot;
-  };
-  static std::string LabelKey(std::string_view name, FlameKind kind);
-  uint32_t label(uint32_t id) const {
-    return id == kRoot ? 0 : tree_.nodes()[id].frame;
-  }
+  uint32_t name_id(uint32_t id) const { return id == kRoot ? root_name_ : fold_.tree.nodes()[id].frame; }
 
-  model::CallTree tree_;  // frame ids are label ids; node 0 is "all" (label 0)
-  std::vector<Label> labels_;
-  std::unordered_map<std::string, uint32_t> label_index_;  // kind byte + name -> label
-  std::vector<uint64_t> value_;                            // per node, after Finalize()
-  model::ChildLists children_;  // sorted by name, after Finalize()
+  model::NameFold fold_;
+  uint32_t root_name_ = 0;      // "all"
+  std::vector<uint64_t> value_;  // per node
+  model::ChildLists children_;   // sorted by name
 };
 
-// The selected threads of a capture: "all", then the process name (threads of
-// one process merge, as in folded stacks), then the frames root first, named
-// by model::FrameDisplayName (the SVG/HTML writers escape them); widths are
-// `metric` (samples unless told). With `group_by` (export --group-by) the
+// The selected threads of a capture folded by name (model::FoldByName): "all",
+// then the process name (threads of one process merge, as in folded stacks),
+// then the frames root first, named by model::FrameDisplayName (the SVG/HTML
+// writers escape them) and told apart by kind; widths are `metric` (samples
+// unless told); threads without any width are left out. With `group_by` (export --group-by) the
 // service, container or pod is a box above the process (FoldedGroupName).
 FlameTree FlameTreeFromProfile(const model::Profile& profile, const model::ThreadFilter& filter,
                                const model::Metric& metric = {}, std::string_view group_by = {});

@@ -1,11 +1,11 @@
 #include "reports/folded.h"
 
+#include "model/fold_by_name.h"
 #include "model/frame_name.h"
 
 #include <algorithm>
 #include <ostream>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
 namespace arcprof::reports {
@@ -36,18 +36,26 @@ std::string Sanitize(std::string name) {
 
 }  // namespace
 
-std::string FoldedFrameName(const FrameTable& frames, uint32_t id) {
-  const FrameRecord& frame = frames.at(id);
-  std::string name = Sanitize(FrameDisplayName(frame, frames.module_of(frame)));
-  if (frame.inlined) return name + "_[i]";
-  switch (frame.kind) {
-    case FrameKind::kKernel: return name + "_[k]";
-    case FrameKind::kJit:
-    case FrameKind::kInterpreted: return name + "_[j]";
-    case FrameKind::kNative:
-    case FrameKind::kUnknown: break;
+namespace {
+
+// A name of the fold as a folded element: sanitized, then the kind suffix.
+std::string FoldedName(const std::string& display_name, NameKind kind) {
+  std::string name = Sanitize(display_name);
+  switch (kind) {
+    case NameKind::kInlined: return name + "_[i]";
+    case NameKind::kKernel: return name + "_[k]";
+    case NameKind::kJit:
+    case NameKind::kInterpreted: return name + "_[j]";
+    default: break;
   }
   return name;
+}
+
+}  // namespace
+
+std::string FoldedFrameName(const FrameTable& frames, uint32_t id) {
+  const FrameRecord& frame = frames.at(id);
+  return FoldedName(FrameDisplayName(frame, frames.module_of(frame)), NameKindOf(frame));
 }
 
 std::string FoldedProcessName(const ThreadRecord& thread) {
@@ -87,42 +95,43 @@ std::string FoldedGroupName(const ThreadRecord& thread, std::string_view group_b
 
 namespace {
 
-// Every selected thread's tree merged into one call tree (model::CallTree)
-// whose frame ids are folded names: node 0's children are the processes, below
-// them the frames, so threads of one process with the same stack share nodes.
-// It is then walked depth first with one growing line: the work is the size of
-// the output, never a walk to the root per stack, and nothing holds all lines
-// at once.
+// The fold by name (model/fold_by_name.h) with one level above the frames,
+// "[host;][group;]process", so that threads of one process with the same stack
+// share nodes, its names rewritten as folded elements (FoldedName: names that
+// then read the same become one node) and cut at kMaxFoldedDepth. It is then
+// walked depth first with one growing line: the work is the size of the
+// output, never a walk to the root per stack, and nothing holds all lines at
+// once.
 class FoldedTree {
  public:
   FoldedTree(const Profile& profile, const ThreadFilter& filter, const Metric& metric, std::string_view group_by) {
-    std::vector<int32_t> name_of_frame(profile.frames.size(), -1);
-    for (size_t t = 0; t < profile.threads.size(); ++t) {
-      const ThreadRecord& thread = profile.threads[t];
-      if (!filter.Matches(thread)) continue;
+    FoldOptions options;
+    options.levels = [group_by](const ThreadRecord& thread, std::vector<std::string>& levels) {
       std::string top = FoldedProcessName(thread);
       if (const std::string group = FoldedGroupName(thread, group_by); !group.empty()) top = group + ";" + top;
       if (!thread.host.empty()) top = FoldedHostName(thread) + ";" + top;
-      const uint32_t process_name = Intern(top);
-      const uint32_t root = tree_.Child(0, process_name);
-      const auto& nodes = profile.threads[t].tree.nodes();
-      const std::vector<uint64_t> values = metric.Values(thread);
-      mapped_.assign(nodes.size(), root);
-      depth_.assign(nodes.size(), 0);
-      for (size_t i = 1; i < nodes.size(); ++i) {
-        const uint32_t parent = nodes[i].parent;
-        depth_[i] = depth_[parent] + 1;
-        if (depth_[i] <= kMaxFoldedDepth) {
-          int32_t& name = name_of_frame[nodes[i].frame];
-          if (name < 0) name = static_cast<int32_t>(Intern(FoldedFrameName(profile.frames, nodes[i].frame)));
-          mapped_[i] = tree_.Child(mapped_[parent], static_cast<uint32_t>(name));
-        } else if (depth_[i] == kMaxFoldedDepth + 1) {
-          mapped_[i] = tree_.Child(mapped_[parent], Intern("[deeper frames cut]"));
-        } else {
-          mapped_[i] = mapped_[parent];  // everything deeper counts on the cut marker
-        }
-        tree_.Add(mapped_[i], 0, kSamplesValue, values[i]);
-      }
+      levels.push_back(std::move(top));
+    };
+    NameFold fold = FoldByName(profile, filter, metric, options);
+    tree_ = std::move(fold.tree);
+    // Each name as a folded element, in id order: while no two names become
+    // one element the ids stay the same and the tree needs no renumbering.
+    std::vector<uint32_t> folded(fold.names.size());
+    bool merged = false;
+    for (uint32_t id = 0; id < folded.size(); ++id) {
+      const NameKind kind = fold.names.kind(id);
+      folded[id] = kind == NameKind::kGroup ? names_.Intern(fold.names.name(id), kind)
+                                            : names_.Intern(FoldedName(fold.names.name(id), kind), NameKind::kFunction);
+      merged = merged || folded[id] != id;
+    }
+    if (merged) tree_.RemapFrames(folded);
+    // Frames deeper than kMaxFoldedDepth below the process (at depth 1) fold
+    // into one "[deeper frames cut]" element: the output stays bounded.
+    constexpr uint32_t kDeepest = kMaxFoldedDepth + 1;
+    const std::vector<uint32_t> depth = tree_.Depths();
+    if (std::any_of(depth.begin(), depth.end(), [](uint32_t d) { return d > kDeepest; })) {
+      tree_ = tree_.Pruned([&](uint32_t node) { return depth[node] <= kDeepest; },
+                           names_.Intern("[deeper frames cut]", NameKind::kFunction));
     }
   }
 
@@ -132,7 +141,7 @@ class FoldedTree {
   void Walk(Emit&& emit) {
     ChildLists children(tree_);
     const auto& nodes = tree_.nodes();
-    children.Sort([&](uint32_t a, uint32_t b) { return names_.at(nodes[a].frame).symbol < names_.at(nodes[b].frame).symbol; });
+    children.Sort([&](uint32_t a, uint32_t b) { return names_.name(nodes[a].frame) < names_.name(nodes[b].frame); });
     std::string line;
     struct Frame {
       std::span<const uint32_t> children;
@@ -141,7 +150,7 @@ class FoldedTree {
     };
     std::vector<Frame> stack;
     for (const uint32_t process : children.of(0)) {
-      line = names_.at(nodes[process].frame).symbol;
+      line = names_.name(nodes[process].frame);
       stack.push_back({children.of(process), line.size()});
       while (!stack.empty()) {
         Frame& top = stack.back();
@@ -152,7 +161,7 @@ class FoldedTree {
         const uint32_t child = top.children[top.next++];
         line.resize(top.line_length);
         line += ';';
-        line += names_.at(nodes[child].frame).symbol;
+        line += names_.name(nodes[child].frame);
         if (const uint64_t count = tree_.value(child, kSamplesValue); count > 0) emit(std::string_view(line), count);
         stack.push_back({children.of(child), line.size()});
       }
@@ -160,13 +169,8 @@ class FoldedTree {
   }
 
  private:
-  // The folded names, each held once: a frame table whose records are names only.
-  uint32_t Intern(const std::string& name) { return InternName(names_, name); }
-
   CallTree tree_;
-  FrameTable names_;
-  std::vector<uint32_t> mapped_;
-  std::vector<uint32_t> depth_;
+  NamePool names_;  // the folded elements, each held once
 };
 
 }  // namespace

@@ -350,10 +350,6 @@ Result<std::string> PerfSortToTprofLevels(std::string_view keys) {
   return by;
 }
 
-bool IsUnknownFrame(const FrameRecord& frame) {
-  return frame.symbol.empty() || frame.reason != UnknownReason::kNone;
-}
-
 std::string UnknownFrameReason(const FrameRecord& frame) {
   if (frame.reason == UnknownReason::kTruncated && frame.symbol == kElidedFramesName) return "frames elided";
   if (frame.reason != UnknownReason::kNone) return std::string(UnknownReasonName(frame.reason));

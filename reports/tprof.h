@@ -89,8 +89,6 @@ TprofReport BuildTprof(const model::Profile& profile, const TprofOptions& option
 void WriteTprofText(const TprofReport& report, std::ostream& out);
 void WriteTprofJson(const TprofReport& report, std::ostream& out);
 
-// True when the frame has no name (an Unknown(reason) frame or a truncation marker).
-bool IsUnknownFrame(const model::FrameRecord& frame);
 // The reason name used in headers: UnknownReasonName, or "unnamed" for a frame
 // without a symbol and without a recorded reason.
 std::string UnknownFrameReason(const model::FrameRecord& frame);

@@ -1,12 +1,13 @@
 // The one call tree's walks and transforms (model/profile.h), which every
 // view reads: child lists, depths, cumulative values, re-rooting (also under
 // a kept top level, as arcflow's threads), pruning into a bucket, and the
-// open-addressing child index.
+// open-addressing child index; the name pool and the one fold by name.
 #include <gtest/gtest.h>
 
 #include <optional>
 #include <vector>
 
+#include "model/fold_by_name.h"
 #include "model/frame_name.h"
 #include "model/profile.h"
 #include "tests/layer_names.h"
@@ -129,21 +130,70 @@ TEST(CallTree, ChildIndexGrowsPastItsFirstSlots) {
   EXPECT_EQ(tree.FindChild(0, 5001), CallTree::kNoNode);
 }
 
-TEST(CallTree, NamesInternedOnceAndDisplayNamesMerge) {
-  FrameTable frames;
+TEST(NamePool, NamesInternedOnceByNameAndKind) {
+  NamePool names;
+  const uint32_t work = names.Intern("work", NameKind::kNative);
+  EXPECT_EQ(names.Intern("work", NameKind::kNative), work);
+  EXPECT_NE(names.Intern("work", NameKind::kKernel), work);
+  EXPECT_EQ(names.Find("work", NameKind::kKernel), work + 1);
+  EXPECT_EQ(names.Find("work", NameKind::kGroup), NamePool::kNoName);
+  EXPECT_EQ(names.name(work), "work");
+  EXPECT_EQ(names.kind(work), NameKind::kNative);
+  EXPECT_EQ(names.size(), 2u);
+}
+
+// The one fold by name: frames that share a display name under one parent are
+// one node, told apart by kind unless asked not to; the levels put threads
+// together; node 0 of a thread counts on its innermost level.
+TEST(FoldByName, FramesSharingADisplayNameAreOneNode) {
+  Profile p;
   FrameRecord a;
   a.symbol = "work";
+  a.kind = FrameKind::kNative;
   FrameRecord b = a;
   b.address = 0x40;  // another record, same display name
-  const uint32_t fa = frames.Intern(a), fb = frames.Intern(b);
+  FrameRecord k = a;
+  k.kind = FrameKind::kKernel;  // same name, another kind
+  const uint32_t fa = p.frames.Intern(a), fb = p.frames.Intern(b), fk = p.frames.Intern(k);
   ASSERT_NE(fa, fb);
-  FrameTable names;
-  DisplayNames display(frames, names);
-  EXPECT_EQ(display(fa), display(fb));
-  EXPECT_EQ(names.at(display(fa)).symbol, "work");
-  EXPECT_EQ(InternName(names, "work"), display(fa));
-  EXPECT_NE(InternName(names, "work", names.InternModule("[thread]")), display(fa));
-  EXPECT_EQ(names.at(display(12345)).symbol, "[bad frame id]");
+  const uint32_t sa[] = {fa}, sb[] = {fb}, sk[] = {fk};
+  p.threads.resize(3);
+  p.threads[0].process_comm = "java";
+  p.threads[0].tree.AddStack(sa, 2);
+  p.threads[0].tree.Add(0, 1, kSamplesValue, 1);  // a sample without frames
+  p.threads[1].process_comm = "java";
+  p.threads[1].tree.AddStack(sb, 3);
+  p.threads[1].tree.AddStack(sk, 4);
+  p.threads[2].process_comm = "idle";  // nothing sampled
+
+  FoldOptions by_process;
+  by_process.levels = [](const ThreadRecord& t, std::vector<std::string>& levels) {
+    levels.push_back(t.process_comm);
+  };
+  const NameFold fold = FoldByName(p, {}, Metric(), by_process);
+  const uint32_t java = fold.tree.FindChild(0, fold.names.Find("java", NameKind::kGroup));
+  ASSERT_NE(java, CallTree::kNoNode);
+  EXPECT_EQ(fold.tree.FindChild(0, fold.names.Find("idle", NameKind::kGroup)), CallTree::kNoNode);
+  EXPECT_EQ(fold.tree.value(java, kSamplesValue), 1u);
+  const uint32_t native = fold.tree.FindChild(java, fold.names.Find("work", NameKind::kNative));
+  const uint32_t kernel = fold.tree.FindChild(java, fold.names.Find("work", NameKind::kKernel));
+  ASSERT_NE(native, CallTree::kNoNode);
+  ASSERT_NE(kernel, CallTree::kNoNode);
+  EXPECT_EQ(fold.tree.value(native, kSamplesValue), 5u);
+  EXPECT_EQ(fold.tree.nodes()[native].n, 5u);
+  EXPECT_EQ(fold.tree.value(kernel, kSamplesValue), 4u);
+  EXPECT_EQ(fold.tree.size(), 4u);  // root, java, work, work [k]
+
+  FoldOptions names_only = by_process;
+  names_only.kinds = false;
+  names_only.empty_threads = true;
+  const NameFold merged = FoldByName(p, {}, Metric(), names_only);
+  const uint32_t java2 = merged.tree.FindChild(0, merged.names.Find("java", NameKind::kGroup));
+  const uint32_t work = merged.tree.FindChild(java2, merged.names.Find("work", NameKind::kFunction));
+  ASSERT_NE(work, CallTree::kNoNode);
+  EXPECT_EQ(merged.tree.value(work, kSamplesValue), 9u);
+  EXPECT_NE(merged.tree.FindChild(0, merged.names.Find("idle", NameKind::kGroup)), CallTree::kNoNode);
+  EXPECT_EQ(merged.tree.size(), 4u);  // root, java, work, idle
 }
 
 // A one-shot record folds exited threads (Profile::FoldThreads): the folded
