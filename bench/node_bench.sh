@@ -82,9 +82,10 @@ for r in $(seq 1 "$rounds"); do
     echo "round $r $mode: $rate rounds/cpu-s, $s samples, program $t ns / $c runs" >&2
     # Program figures only from runs whose program was found.
     if [ "${c:-0}" -gt 0 ]; then
-      samples[$mode]+="$s "
-      ns[$mode]+="$t "
-      runs[$mode]+="$c "
+      ns[$mode]+="$(echo "$t / $c" | bc) "
+      # node's share of the program's runs (its samples over the whole run
+      # against the runs counted 0.5 s before the end: an estimate)
+      runs[$mode]+="$(echo "scale=3; $s * ($seconds - 0.5) / $seconds / $c" | bc) "
     fi
   done
 done
@@ -100,15 +101,10 @@ echo "slowdown native-only vs plain: $(echo "scale=4; (1 - $n / $p) * 100" | bc)
 echo "slowdown v8 vs plain: $(echo "scale=4; (1 - $v / $p) * 100" | bc)%"
 echo "slowdown v8 vs native-only: $(echo "scale=4; (1 - $v / $n) * 100" | bc)%"
 for mode in native v8 v8-pbp; do
-  t=$(sum <<<"${ns[$mode]:-}"); c=$(sum <<<"${runs[$mode]:-}"); s=$(sum <<<"${samples[$mode]:-}")
-  [ "$c" -gt 0 ] || continue
-  # The program runs for every CPU's samples; node's are samples/runs of them
-  # (its samples over the whole run against the runs counted 0.5 s before
-  # the end: an estimate).
-  echo "$mode: program $(echo "$t / $c" | bc) ns per run ($c runs, node's share of runs ~$(echo "scale=2; $s * ($seconds - 0.5) / $seconds / $c" | bc))"
+  [ -n "${ns[$mode]:-}" ] || continue
+  echo "$mode: program median $(median <<<"${ns[$mode]}") ns per run (runs: ${ns[$mode]}), node's share of runs ~$(median <<<"${runs[$mode]}")"
 done
-tn=$(sum <<<"${ns[native]:-}"); cn=$(sum <<<"${runs[native]:-}"); tv=$(sum <<<"${ns[v8]:-}"); cv=$(sum <<<"${runs[v8]:-}")
-sv=$(sum <<<"${samples[v8]:-}")
-if [ "$cn" -gt 0 ] && [ "$cv" -gt 0 ] && [ "$sv" -gt 0 ]; then
-  echo "v8 walk: ~$(echo "($tv / $cv - $tn / $cn) * $cv * $seconds / ($seconds - 0.5) / $sv" | bc) ns added per node sample"
+if [ -n "${ns[native]:-}" ] && [ -n "${ns[v8]:-}" ]; then
+  n=$(median <<<"${ns[native]}"); v=$(median <<<"${ns[v8]}"); share=$(median <<<"${runs[v8]}")
+  echo "v8 walk: ~$(echo "($v - $n) / $share" | bc) ns added per node sample (medians; every CPU's samples run the program)"
 fi
