@@ -394,8 +394,16 @@ std::optional<uint64_t> VaddrToFileOffset(const std::vector<LoadSegment>& loads,
   return std::nullopt;
 }
 
-std::optional<uint64_t> FindSymbolValue(Elf* elf, std::string_view name) {
+namespace {
+
+enum class SymbolVisit { kNext, kTaken, kStop };
+
+// Each defined symbol (name, value) of .dynsym, else of .symtab when `fn`
+// found nothing in .dynsym; `fn` returns true to stop.
+template <typename Fn>
+void ForEachDefinedSymbol(Elf* elf, Fn&& fn) {
   for (const Elf64_Word type : {SHT_DYNSYM, SHT_SYMTAB}) {
+    bool any = false;
     Elf_Scn* scn = nullptr;
     while ((scn = elf_nextscn(elf, scn)) != nullptr) {
       GElf_Shdr shdr;
@@ -408,34 +416,39 @@ std::optional<uint64_t> FindSymbolValue(Elf* elf, std::string_view name) {
         if (gelf_getsym(data, static_cast<int>(i), &sym) == nullptr) continue;
         if (sym.st_shndx == SHN_UNDEF || sym.st_value == 0) continue;
         const char* n = elf_strptr(elf, shdr.sh_link, sym.st_name);
-        if (n != nullptr && name == n) return sym.st_value;
+        if (n == nullptr) continue;
+        switch (fn(std::string_view(n), static_cast<uint64_t>(sym.st_value))) {
+          case SymbolVisit::kStop: return;
+          case SymbolVisit::kTaken: any = true; break;
+          case SymbolVisit::kNext: break;
+        }
       }
     }
+    if (any) return;
   }
-  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<uint64_t> FindSymbolValue(Elf* elf, std::string_view name) {
+  std::optional<uint64_t> out;
+  ForEachDefinedSymbol(elf, [&](std::string_view n, uint64_t value) {
+    if (n != name) return SymbolVisit::kNext;
+    out = value;
+    return SymbolVisit::kStop;
+  });
+  return out;
 }
 
 std::vector<std::pair<std::string, uint64_t>> FindSymbolValuesWithPrefix(Elf* elf, std::string_view prefix,
                                                                           size_t max) {
   std::vector<std::pair<std::string, uint64_t>> out;
-  for (const Elf64_Word type : {SHT_DYNSYM, SHT_SYMTAB}) {
-    Elf_Scn* scn = nullptr;
-    while ((scn = elf_nextscn(elf, scn)) != nullptr) {
-      GElf_Shdr shdr;
-      if (gelf_getshdr(scn, &shdr) == nullptr || shdr.sh_type != type || shdr.sh_entsize == 0) continue;
-      Elf_Data* data = elf_getdata(scn, nullptr);
-      if (data == nullptr) continue;
-      const size_t count = std::min<size_t>(shdr.sh_size / shdr.sh_entsize, data->d_size / sizeof(Elf64_Sym));
-      for (size_t i = 0; i < count && out.size() < max; ++i) {
-        GElf_Sym sym;
-        if (gelf_getsym(data, static_cast<int>(i), &sym) == nullptr) continue;
-        if (sym.st_shndx == SHN_UNDEF || sym.st_value == 0) continue;
-        const char* n = elf_strptr(elf, shdr.sh_link, sym.st_name);
-        if (n != nullptr && std::string_view(n).starts_with(prefix)) out.emplace_back(n, sym.st_value);
-      }
-    }
-    if (!out.empty()) break;
-  }
+  ForEachDefinedSymbol(elf, [&](std::string_view n, uint64_t value) {
+    if (out.size() >= max) return SymbolVisit::kStop;
+    if (!n.starts_with(prefix)) return SymbolVisit::kNext;
+    out.emplace_back(n, value);
+    return SymbolVisit::kTaken;
+  });
   return out;
 }
 

@@ -12,7 +12,7 @@
 
 #include <fmt/format.h>
 
-#include "common/scoped_fd.h"
+#include "runtimes/naming.h"
 #include "symbolize/elf_symbols.h"
 
 namespace arcprof::runtimes {
@@ -100,7 +100,7 @@ class NodeRuntime final : public Runtime {
     f.module = "[js]";
     f.address = frame.code;
     f.offset = frame.code;
-    const Key key{pid, frame.code, frame.stamp};
+    const NameKey key{pid, frame.code, frame.stamp};
     auto it = cache_.find(key);
     if (it == cache_.end()) {
       auto p = procs_.find(pid);
@@ -109,7 +109,7 @@ class NodeRuntime final : public Runtime {
         ++unreadable_;
         return f;
       }
-      Cached c;
+      NamedFrame c;
       if (!ReadFunction(pid, p->second, frame, c)) {
         f.reason = UnknownReason::kNoSymbols;
         return f;
@@ -136,13 +136,13 @@ class NodeRuntime final : public Runtime {
     if (named_) add("node.frames_named", static_cast<int64_t>(named_));
     if (stale_) add("node.frames_function_gone", static_cast<int64_t>(stale_));
     if (unreadable_) add("node.frames_unreadable", static_cast<int64_t>(unreadable_));
-    if (over_budget_) add("node.names_over_budget", static_cast<int64_t>(over_budget_));
+    if (const uint64_t n = names_.TakeOverBudget()) add("node.names_over_budget", static_cast<int64_t>(n));
     if (truncated_) add("node.names_truncated", static_cast<int64_t>(truncated_));
-    recognized_ = not_v8_ = named_ = stale_ = unreadable_ = over_budget_ = truncated_ = 0;
+    recognized_ = not_v8_ = named_ = stale_ = unreadable_ = truncated_ = 0;
   }
 
   size_t HeldBytes() const override {
-    size_t bytes = name_bytes_ + names_.size() * 48 + cache_.size() * (sizeof(Key) + sizeof(Cached) + 32) +
+    size_t bytes = names_.HeldBytes() + cache_.size() * (sizeof(NameKey) + sizeof(NamedFrame) + 32) +
                    procs_.size() * sizeof(Proc);
     for (const auto& [k, v] : lines_) bytes += sizeof(k) + 48 + v.capacity() * sizeof(uint32_t);
     return bytes;
@@ -151,22 +151,7 @@ class NodeRuntime final : public Runtime {
  private:
   struct Proc {
     V8Layout layout;
-    ScopedFd mem;  // /proc/PID/mem, opened at the first name
-    bool mem_failed = false;
-  };
-  struct Key {
-    uint32_t pid;
-    uint64_t code, stamp;
-    bool operator==(const Key&) const = default;
-  };
-  struct KeyHash {
-    size_t operator()(const Key& k) const {
-      return (k.code * 0x9e3779b97f4a7c15ull) ^ (k.stamp * 0xbf58476d1ce4e5b9ull) ^ k.pid;
-    }
-  };
-  struct Cached {
-    std::string_view symbol, file;
-    uint64_t line = 0;
+    ProcessMemory mem;
   };
   // A script's line starts, by (pid, script, source): the source string is
   // part of the key, so a script object reused for another source is not
@@ -189,18 +174,7 @@ class NodeRuntime final : public Runtime {
   static constexpr size_t kMaxSourceChars = 8u << 20;  // a longer script gives no lines
   static constexpr int kMaxStringHops = 8;             // thin/sliced/cons indirections
 
-  bool ReadMem(Proc& p, uint32_t pid, uint64_t addr, void* out, size_t n) {
-    if (!p.mem.valid()) {
-      if (p.mem_failed) return false;
-      p.mem.reset(open(fmt::format("/proc/{}/mem", pid).c_str(), O_RDONLY | O_CLOEXEC));
-      if (!p.mem.valid()) {
-        p.mem_failed = true;
-        return false;
-      }
-    }
-    return addr != 0 && pread(p.mem.get(), out, n, static_cast<off_t>(addr)) == static_cast<ssize_t>(n);
-  }
-
+  bool ReadMem(Proc& p, uint32_t pid, uint64_t addr, void* out, size_t n) { return p.mem.Read(pid, addr, out, n); }
   bool ReadWord(Proc& p, uint32_t pid, uint64_t addr, uint64_t& out) { return ReadMem(p, pid, addr, &out, 8); }
 
   static bool IsHeapObject(uint64_t v) { return (v & 3) == 1; }
@@ -295,16 +269,6 @@ class NodeRuntime final : public Runtime {
     return false;  // more indirections than any string has
   }
 
-  std::optional<std::string_view> Intern(std::string&& s) {
-    if (auto it = names_.find(s); it != names_.end()) return std::string_view(*it);
-    if (name_bytes_ + s.size() > kMaxNameBytes) {
-      ++over_budget_;
-      return std::nullopt;
-    }
-    name_bytes_ += s.size() + 1;
-    return std::string_view(*names_.insert(std::move(s)).first);
-  }
-
   // The function's name and its start position (-1: unknown), from its
   // name-or-scope-info word: a String (a function not compiled yet), a
   // ScopeInfo (the function variable's name, else the inferred name), or
@@ -392,7 +356,7 @@ class NodeRuntime final : public Runtime {
   // object the sampler saw: a SharedFunctionInfo (its map's type) holding the
   // same name-or-scope-info and script words (the stamp). A freed object, or
   // another one at the same address since, is not misnamed.
-  bool ReadFunction(uint32_t pid, Proc& p, const runtime_frame& frame, Cached& out) {
+  bool ReadFunction(uint32_t pid, Proc& p, const runtime_frame& frame, NamedFrame& out) {
     const V8Layout& l = p.layout;
     const uint64_t sfi = frame.code;
     uint64_t name_word = 0, script = 0;
@@ -422,8 +386,8 @@ class NodeRuntime final : public Runtime {
       name = start == 0 ? "(top level)" : "(anonymous)";
     }
     if (file.empty()) file = "[js]";
-    auto n = Intern(std::move(name));
-    auto f = Intern(std::move(file));
+    auto n = names_.Intern(std::move(name));
+    auto f = names_.Intern(std::move(file));
     if (!n || !f) return false;
     out.symbol = *n;
     out.file = *f;
@@ -433,12 +397,10 @@ class NodeRuntime final : public Runtime {
 
   std::unordered_map<uint32_t, Proc> procs_;
   std::unordered_map<uint32_t, std::optional<V8Layout>> layouts_;  // by MappedFile::file_id
-  std::unordered_map<Key, Cached, KeyHash> cache_;
+  NameCache cache_;
   std::unordered_map<ScriptKey, std::vector<uint32_t>, ScriptKeyHash> lines_;
-  std::unordered_set<std::string> names_;  // node-based: views stay valid
-  size_t name_bytes_ = 0;
-  uint64_t recognized_ = 0, not_v8_ = 0, named_ = 0, stale_ = 0, unreadable_ = 0, over_budget_ = 0,
-           truncated_ = 0;
+  NameStore names_{kMaxNameBytes};
+  uint64_t recognized_ = 0, not_v8_ = 0, named_ = 0, stale_ = 0, unreadable_ = 0, truncated_ = 0;
 };
 
 }  // namespace

@@ -10,7 +10,7 @@
 
 #include <fmt/format.h>
 
-#include "common/scoped_fd.h"
+#include "runtimes/naming.h"
 #include "symbolize/elf_symbols.h"
 
 namespace arcprof::runtimes {
@@ -127,12 +127,12 @@ class PythonRuntime final : public Runtime {
     f.module = "[python]";
     f.address = frame.code;
     f.offset = frame.code;
-    const Key key{pid, frame.code, frame.stamp};
+    const NameKey key{pid, frame.code, frame.stamp};
     if (auto it = cache_.find(key); it != cache_.end()) {
       ++named_;
       f.symbol = it->second.symbol;
       f.module = it->second.file;
-      f.address = it->second.first_line;
+      f.address = it->second.line;
       return f;
     }
     auto p = procs_.find(pid);
@@ -141,7 +141,7 @@ class PythonRuntime final : public Runtime {
       ++unreadable_;
       return f;
     }
-    Cached c;
+    NamedFrame c;
     if (!ReadCode(pid, p->second, frame, c)) {
       f.reason = UnknownReason::kNoSymbols;
       return f;
@@ -151,7 +151,7 @@ class PythonRuntime final : public Runtime {
     ++named_;
     f.symbol = c.symbol;
     f.module = c.file;
-    f.address = c.first_line;
+    f.address = c.line;
     return f;
   }
 
@@ -166,12 +166,12 @@ class PythonRuntime final : public Runtime {
     if (stale_) add("python.frames_code_gone", static_cast<int64_t>(stale_));
     if (unreadable_) add("python.frames_unreadable", static_cast<int64_t>(unreadable_));
     if (debug_offsets_missing_) add("python.debug_offsets_missing", static_cast<int64_t>(debug_offsets_missing_));
-    if (over_budget_) add("python.names_over_budget", static_cast<int64_t>(over_budget_));
-    recognized_ = named_ = stale_ = unreadable_ = debug_offsets_missing_ = over_budget_ = 0;
+    if (const uint64_t n = names_.TakeOverBudget()) add("python.names_over_budget", static_cast<int64_t>(n));
+    recognized_ = named_ = stale_ = unreadable_ = debug_offsets_missing_ = 0;
   }
 
   size_t HeldBytes() const override {
-    return name_bytes_ + names_.size() * 48 + cache_.size() * (sizeof(Key) + sizeof(Cached) + 32) +
+    return names_.HeldBytes() + cache_.size() * (sizeof(NameKey) + sizeof(NamedFrame) + 32) +
            procs_.size() * sizeof(Proc);
   }
 
@@ -179,38 +179,13 @@ class PythonRuntime final : public Runtime {
   struct Proc {
     PythonOffsets offsets;
     uint64_t code_type = 0;  // &PyCode_Type in the process
-    ScopedFd mem;            // /proc/PID/mem, opened at the first name
-    bool mem_failed = false;
-  };
-  struct Key {
-    uint32_t pid;
-    uint64_t code, stamp;
-    bool operator==(const Key&) const = default;
-  };
-  struct KeyHash {
-    size_t operator()(const Key& k) const {
-      return (k.code * 0x9e3779b97f4a7c15ull) ^ (k.stamp * 0xbf58476d1ce4e5b9ull) ^ k.pid;
-    }
-  };
-  struct Cached {
-    std::string_view symbol, file;
-    uint64_t first_line = 0;
+    ProcessMemory mem;
   };
   static constexpr size_t kMaxCached = 1 << 16;
   static constexpr size_t kMaxNameBytes = 16u << 20;
   static constexpr size_t kMaxChars = 1024;  // a longer name or path is cut
 
-  bool ReadMem(Proc& p, uint32_t pid, uint64_t addr, void* out, size_t n) {
-    if (!p.mem.valid()) {
-      if (p.mem_failed) return false;
-      p.mem.reset(open(fmt::format("/proc/{}/mem", pid).c_str(), O_RDONLY | O_CLOEXEC));
-      if (!p.mem.valid()) {
-        p.mem_failed = true;
-        return false;
-      }
-    }
-    return addr != 0 && pread(p.mem.get(), out, n, static_cast<off_t>(addr)) == static_cast<ssize_t>(n);
-  }
+  bool ReadMem(Proc& p, uint32_t pid, uint64_t addr, void* out, size_t n) { return p.mem.Read(pid, addr, out, n); }
 
   // A str object as UTF-8 (compact strings only: every name and path a code
   // object holds), at most kMaxChars characters.
@@ -255,21 +230,11 @@ class PythonRuntime final : public Runtime {
     return true;
   }
 
-  std::optional<std::string_view> Intern(std::string&& s) {
-    if (auto it = names_.find(s); it != names_.end()) return std::string_view(*it);
-    if (name_bytes_ + s.size() > kMaxNameBytes) {
-      ++over_budget_;
-      return std::nullopt;
-    }
-    name_bytes_ += s.size() + 1;
-    return std::string_view(*names_.insert(std::move(s)).first);
-  }
-
   // The code object as it is now, named only when it is still the object
   // the sampler saw: a code object (its type) holding the same filename and
   // qualified name (the stamp). A freed object, or another one at the same
   // address since, is not misnamed.
-  bool ReadCode(uint32_t pid, Proc& p, const runtime_frame& frame, Cached& out) {
+  bool ReadCode(uint32_t pid, Proc& p, const runtime_frame& frame, NamedFrame& out) {
     const PythonOffsets& o = p.offsets;
     const uint16_t file_off = o.off[ARCPROF_PY_CODE_FILENAME];
     uint8_t code[256];
@@ -293,21 +258,19 @@ class PythonRuntime final : public Runtime {
       ++unreadable_;
       return false;
     }
-    auto n = Intern(std::move(name));
-    auto f = Intern(std::move(file));
+    auto n = names_.Intern(std::move(name));
+    auto f = names_.Intern(std::move(file));
     if (!n || !f) return false;
     out.symbol = *n;
     out.file = *f;
-    out.first_line = first_line > 0 ? static_cast<uint64_t>(first_line) : 0;
+    out.line = first_line > 0 ? static_cast<uint64_t>(first_line) : 0;
     return true;
   }
 
   std::unordered_map<uint32_t, Proc> procs_;
-  std::unordered_map<Key, Cached, KeyHash> cache_;
-  std::unordered_set<std::string> names_;  // node-based: views stay valid
-  size_t name_bytes_ = 0;
-  uint64_t recognized_ = 0, named_ = 0, stale_ = 0, unreadable_ = 0, debug_offsets_missing_ = 0,
-           over_budget_ = 0;
+  NameCache cache_;
+  NameStore names_{kMaxNameBytes};
+  uint64_t recognized_ = 0, named_ = 0, stale_ = 0, unreadable_ = 0, debug_offsets_missing_ = 0;
 };
 
 }  // namespace
