@@ -44,6 +44,10 @@ DiffCommand::DiffCommand(CLI::App& app) {
                        "Fold frames below this percentage of the samples into [pruned]")
       ->check(CLI::Range(0.0, 100.0));
   command_->add_flag("--icicle", options_.icicle, "Draw the graph top-down");
+  command_->add_option("--metric", options_.metric,
+                       "What the shares are of: samples (default), cpu, offcpu, wall, calls or any "
+                       "value type both captures declare (two `arcprof trace` captures: calls, wall)")
+      ->capture_default_str();
 }
 
 std::optional<int> DiffCommand::RunIfSelected(std::ostream& out, std::ostream& err) {
@@ -79,7 +83,8 @@ std::optional<int> DiffCommand::RunIfSelected(std::ostream& out, std::ostream& e
   graph.icicle = options_.icicle;
   graph.title = "Differential " + std::string(options_.icicle ? "Icicle" : "Flame") + " Graph";
   graph.subtitle = before_ + " -> " + after_ + " | widths: " + after_ + " | " +
-                   WithThousands(report.before_samples) + " -> " + WithThousands(report.after_samples) + " samples";
+                   WithThousands(report.before_samples) + " -> " + WithThousands(report.after_samples) + " " +
+                   (options_.metric == "samples" ? std::string("samples") : options_.metric);
   std::ostringstream svg;
   WriteFlameGraphSvg(DifferentialFlameTree(trees[0], trees[1]), graph, svg);
   Result<void> written =

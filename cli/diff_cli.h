@@ -15,7 +15,7 @@ namespace arcprof::cli {
 // The `diff` subcommand:
 //   arcprof diff BEFORE.db AFTER.db [-o arcprof-diff.svg] [--top 20] [--format text|json]
 //   arcprof diff --store DIR 2h..1h 30m.. [...]   (two time ranges of a continuous store)
-//                [--pid ..] [--tid ..] [--comm ..] [--root NAME] [--min PCT] [--icicle]
+//                [--pid ..] [--tid ..] [--comm ..] [--root NAME] [--min PCT] [--icicle] [--metric M]
 class DiffCommand {
  public:
   explicit DiffCommand(CLI::App& app);

@@ -9,9 +9,12 @@ namespace arcprof::cli {
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitFailure = 1;       // usage, input or output error
 inline constexpr int kExitCaptureError = 2;  // a capture or store missing, corrupt, foreign or newer
-// `arcprof trace`: the first word names no command (told apart from the
+// `arcprof profile`: the first word names no command (told apart from the
 // option errors of a known command, which exit 1).
 inline constexpr int kExitUnknownCommand = 2;
+// `arcprof trace`: any error (a root not found or not reached, a process that
+// exits or is not the caller's).
+inline constexpr int kExitTraceError = 2;
 
 inline int ExitCode(const Error& error) {
   switch (error.kind) {

@@ -13,6 +13,7 @@
 #include "cli/exit_codes.h"
 #include "cli/java_cli.h"
 #include "cli/merge_cli.h"
+#include "cli/trace_cli.h"
 #include "cli/push_cli.h"
 #include "cli/record_cli.h"
 #include "cli/report_cli.h"
@@ -78,6 +79,7 @@ int main(int argc, char** argv) {
   arcprof::cli::JavaCommands java(app);
   arcprof::push::PushCommands push(app);
   arcprof::cli::MergeCommand merge(app);
+  arcprof::cli::TraceCommand trace(app);
 
   if (auto unknown = UnknownCommand(app, argc, argv)) {
     err << ErrorLine("", "unknown command '" + *unknown + "'; commands: " + CommandNames(app) +
@@ -111,5 +113,6 @@ int main(int argc, char** argv) {
   if (auto code = java.RunIfSelected(std::cout, err)) return *code;
   if (auto code = push.RunIfSelected(std::cout, err)) return *code;
   if (auto code = merge.RunIfSelected(command_line, err)) return *code;
+  if (auto code = trace.RunIfSelected(command_line, err)) return *code;
   return arcprof::cli::kExitFailure;
 }

@@ -7,7 +7,6 @@
 #include "cli/exit_codes.h"
 
 namespace arcprof::cli {
-namespace {
 
 // -d: finite seconds from 0 to a year (nan, inf, negative and overflowing
 // values are refused with the range, not a 309-digit maximum).
@@ -25,6 +24,8 @@ CLI::Validator DurationValidator() {
       },
       "SECONDS");
 }
+
+namespace {
 
 // --call-graph fp|dwarf|hybrid, or dwarf,BYTES / hybrid,BYTES with 1 to 131072 bytes.
 CLI::Validator CallGraphValidator() {

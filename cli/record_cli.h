@@ -17,6 +17,8 @@ namespace arcprof::cli {
 // --container, --cgroup, --service of record and continuous: profile only
 // those, filtered in BPF (loader/cgroup_targets.h).
 void AddCgroupSelectionOptions(CLI::App* command, CgroupSelection& selection);
+// -d/--duration: finite seconds from 0 to a year (record and trace).
+CLI::Validator DurationValidator();
 
 class RecordCommand {
  public:

@@ -1,4 +1,4 @@
-# bpf_object(NAME SOURCE [DEPENDS headers...])
+# bpf_object(NAME SOURCE [DEPENDS headers...] [CFLAGS flags...])
 # Compiles SOURCE (a CO-RE program) with clang -target bpf against the committed
 # vmlinux.h and generates its libbpf skeleton with `bpftool gen skeleton`.
 # Produces an INTERFACE target NAME_skel whose include directory holds NAME.skel.h.
@@ -14,7 +14,7 @@ else()
 endif()
 
 function(bpf_object name source)
-  cmake_parse_arguments(ARG "" "" "DEPENDS" ${ARGN})
+  cmake_parse_arguments(ARG "" "" "DEPENDS;CFLAGS" ${ARGN})
   set(out_dir ${CMAKE_CURRENT_BINARY_DIR}/bpf_gen)
   set(obj ${out_dir}/${name}.bpf.o)
   set(skel ${out_dir}/${name}.skel.h)
@@ -25,7 +25,7 @@ function(bpf_object name source)
     OUTPUT ${obj}
     COMMAND ${BPF_CLANG} -g -O2 -target bpf -D__TARGET_ARCH_${ARCPROF_BPF_ARCH}
             -I${out_dir}/vmlinux -I${CMAKE_SOURCE_DIR} -I${CMAKE_SOURCE_DIR}/bpf
-            -Wall -Wno-unused-function
+            -Wall -Wno-unused-function ${ARG_CFLAGS}
             -c ${CMAKE_CURRENT_SOURCE_DIR}/${source} -o ${obj}
     DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/${source} ${ARG_DEPENDS} ${ARCPROF_VMLINUX_H}
     COMMENT "BPF ${source}"

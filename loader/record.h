@@ -8,6 +8,7 @@
 
 #include "common/result.h"
 #include "loader/cgroup_targets.h"
+#include "loader/trace.h"
 
 namespace arcprof {
 
@@ -83,6 +84,9 @@ struct RecordOptions {
   // function, stack and process name stay.
   // `continuous` closes a window every minute and keeps every thread.
   size_t max_thread_records = 4096;
+  // `arcprof trace`: the root and its settings (loader/trace.h); empty root
+  // for every other recording.
+  TraceOptions trace;
 };
 
 // Whether these options record off-CPU time.

@@ -34,6 +34,15 @@ Result<Metric> Metric::Select(const Profile& profile, std::string_view name) {
   Metric m;
   m.name_ = std::string(name);
   m.terms_.clear();
+  // A capture that declares a value type by the name of a derived metric
+  // (`arcprof trace` declares `wall`, measured per call) is read as declared.
+  if (name == "cpu" || name == "wall") {
+    if (auto type = profile.ValueIndex(name); type && *type != kSamplesValue) {
+      m.unit_ = profile.value_types[*type].unit;
+      m.terms_.push_back(Term{*type, false, 1});
+      return m;
+    }
+  }
   const bool cpu = name == "cpu" || name == "wall";
   const bool offcpu = name == kOffCpuNs.name || name == "wall";
   if (!cpu && !offcpu) {

@@ -8,7 +8,9 @@
 //            PTT measured for it, or count one sampling interval each
 //   offcpu   microseconds off CPU (blocked, sleeping or waiting for a CPU)
 //   wall     cpu + offcpu: where a thread's wall-clock time went
-// Any other declared value type is selected by its name, in its own unit.
+// Any other declared value type is selected by its name, in its own unit; so
+// are `cpu` and `wall` when the capture declares them (`arcprof trace`'s
+// measured `wall` nanoseconds).
 //
 // A Metric is resolved once per report from the whole capture (its per-thread
 // CPU time per sample comes from there) and then reads any profile cut from

@@ -24,6 +24,11 @@ struct ValueTypeName {
 
 // record --off-cpu: time off CPU (blocked, sleeping or waiting for a CPU).
 inline constexpr ValueTypeName kOffCpuNs{"offcpu", "nanoseconds"};
+// arcprof trace: exact calls of a node, and its own time per call summed
+// (self; inclusive is the node and everything under it). A declared `wall`
+// is read as declared, not as the derived cpu + offcpu (model/metric.h).
+inline constexpr ValueTypeName kTraceCalls{"calls", "count"};
+inline constexpr ValueTypeName kTraceWallNs{"wall", "nanoseconds"};
 
 // The pprof sample type name of a declared type (the name unless it is one
 // of the above with a pprof name of its own).

@@ -21,6 +21,7 @@ packages=(
   libcap2-bin util-linux systemd
   libcurl4-openssl-dev python3-protobuf
   bpftrace
+  libcapstone-dev
 )
 
 missing=()

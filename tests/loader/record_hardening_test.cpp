@@ -108,14 +108,14 @@ TEST(CliErrors, ControlCharactersInErrorsAreEscaped) {
 // are, exit 2; a hostile one is escaped. Options of a known command, and no
 // command at all, stay CLI11's usage errors (exit 1).
 TEST(CliErrors, AnUnknownCommandIsNamedWithTheCommandsThereAre) {
-  Subprocess trace({kArcprof, "trace", "-p", "1"});
-  EXPECT_EQ(trace.Wait(), 2);
-  EXPECT_EQ(trace.stderr_text(),
-            "arcprof: unknown command 'trace'; commands: record, continuous, store, diff, report, export, "
-            "java, push, merge (see arcprof --help)\n");
-  Subprocess verbose({kArcprof, "-v", "trace"});
+  Subprocess unknown({kArcprof, "profile", "-p", "1"});
+  EXPECT_EQ(unknown.Wait(), 2);
+  EXPECT_EQ(unknown.stderr_text(),
+            "arcprof: unknown command 'profile'; commands: record, continuous, store, diff, report, export, "
+            "java, push, merge, trace (see arcprof --help)\n");
+  Subprocess verbose({kArcprof, "-v", "profile"});
   EXPECT_EQ(verbose.Wait(), 2);
-  EXPECT_NE(verbose.stderr_text().find("unknown command 'trace'"), std::string::npos)
+  EXPECT_NE(verbose.stderr_text().find("unknown command 'profile'"), std::string::npos)
       << verbose.stderr_text();
   Subprocess hostile({kArcprof, "x\x1b]0;owned\x07\nforged"});
   EXPECT_EQ(hostile.Wait(), 2);
