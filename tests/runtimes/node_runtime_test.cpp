@@ -15,6 +15,7 @@
 
 #include "runtimes/node/node_runtime.h"
 #include "tests/loader/runtime_util.h"
+#include "tests/runtimes/runtime_stacks.h"
 #include "tests/layer_names.h"
 
 namespace arcprof::testing {
@@ -24,56 +25,7 @@ const std::string kArcprof = ARCPROF_BIN;
 const std::string kProgram = std::string(ARCPROF_NODE_PROGRAMS) + "/split.js";
 const std::string kNode = "/usr/bin/node";
 
-bool IsThreadStart(const std::string& name) {
-  static const std::set<std::string> kRoots = {"_start", "start_thread", "clone3", "clone", "__clone3", "__clone"};
-  return kRoots.count(name) > 0 || name.rfind("__libc_start_main", 0) == 0;
-}
-
-struct Frame {
-  std::string name;
-  bool js = false;  // a JavaScript function of split.js
-};
-
-struct Sampled {
-  bool main_thread = false;
-  std::vector<Frame> frames;  // root first
-  uint64_t n = 0;
-};
-
-std::vector<Sampled> UserStacks(const Profile& p) {
-  std::vector<Sampled> out;
-  for (const ThreadRecord& t : p.threads) {
-    if (t.cmdline.find("split.js") == std::string::npos) continue;
-    const auto& nodes = t.tree.nodes();
-    for (size_t n = 1; n < nodes.size(); ++n) {
-      const uint64_t v = t.tree.value(static_cast<uint32_t>(n), kSamplesValue);
-      if (v == 0) continue;
-      Sampled s{t.tid == t.pid, {}, v};
-      for (size_t cur = n; cur != 0; cur = nodes[cur].parent) {
-        const FrameRecord& f = p.frames.at(nodes[cur].frame);
-        if (f.kind == FrameKind::kKernel) continue;
-        s.frames.push_back({f.symbol.empty() ? "[unknown]" : f.symbol,
-                            f.kind == FrameKind::kInterpreted && p.frames.module_of(f).ends_with("split.js")});
-      }
-      std::reverse(s.frames.begin(), s.frames.end());
-      out.push_back(std::move(s));
-    }
-  }
-  return out;
-}
-
-bool ReachesThreadStart(const Sampled& s) {
-  return (!s.frames.empty() && IsThreadStart(s.frames[0].name)) ||
-         (s.frames.size() > 1 && IsThreadStart(s.frames[1].name));
-}
-
-std::vector<std::string> JsFrames(const Sampled& s) {
-  std::vector<std::string> out;
-  for (const Frame& f : s.frames) {
-    if (f.js) out.push_back(f.name);
-  }
-  return out;
-}
+std::vector<SampledStack> UserStacks(const Profile& p) { return ProgramStacks(p, "split.js", "split.js"); }
 
 struct Measures {
   uint64_t js = 0;  // main-thread samples with a function of split.js
@@ -88,8 +40,8 @@ struct Measures {
 
 Measures Measure(const Profile& p) {
   Measures m;
-  for (const Sampled& s : UserStacks(p)) {
-    const auto js = JsFrames(s);
+  for (const SampledStack& s : UserStacks(p)) {
+    const auto js = ProgramFrames(s);
     if (js.empty()) continue;
     const bool has_drive = std::find(js.begin(), js.end(), "drive") != js.end();
     const bool has_side = std::find(js.begin(), js.end(), "side") != js.end();
@@ -111,29 +63,7 @@ Measures Measure(const Profile& p) {
   return m;
 }
 
-std::string Describe(const Profile& p) {
-  std::map<std::string, uint64_t> top;
-  for (const Sampled& s : UserStacks(p)) {
-    std::string line;
-    for (const Frame& f : s.frames) line += (line.empty() ? "" : ";") + f.name + (f.js ? "[js]" : "");
-    top[line] += s.n;
-  }
-  std::vector<std::pair<uint64_t, std::string>> sorted;
-  for (auto& [k, v] : top) sorted.push_back({v, k});
-  std::sort(sorted.rbegin(), sorted.rend());
-  std::string out;
-  for (size_t i = 0; i < sorted.size() && i < 8; ++i) out += std::to_string(sorted[i].first) + " " + sorted[i].second + "\n";
-  std::string counters;
-  for (const auto& [k, v] : p.counters) {
-    if (k.rfind("node.", 0) == 0 || k.rfind("runtimes.", 0) == 0) counters += k + "=" + std::to_string(v) + " ";
-  }
-  return out + counters;
-}
-
-int64_t Counter(const Profile& p, const std::string& name) {
-  auto it = p.counters.find(name);
-  return it == p.counters.end() ? 0 : it->second;
-}
+std::string Describe(const Profile& p) { return DescribeStacks(p, UserStacks(p), "[js]", {"node.", "runtimes."}); }
 
 #define REQUIRE_NODE()                                                                          \
   do {                                                                                          \

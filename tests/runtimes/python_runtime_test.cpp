@@ -10,6 +10,7 @@
 #include <set>
 
 #include "tests/loader/runtime_util.h"
+#include "tests/runtimes/runtime_stacks.h"
 #include "tests/runtimes/python_interpreters.h"
 #include "tests/layer_names.h"
 
@@ -19,59 +20,7 @@ namespace {
 const std::string kArcprof = ARCPROF_BIN;
 const std::string kProgram = std::string(ARCPROF_PY_PROGRAMS) + "/split.py";
 
-bool IsThreadStart(const std::string& name) {
-  static const std::set<std::string> kRoots = {"_start", "start_thread", "clone3", "clone", "__clone3", "__clone"};
-  return kRoots.count(name) > 0 || name.rfind("__libc_start_main", 0) == 0;
-}
-
-struct Frame {
-  std::string name;
-  bool python = false;
-};
-
-// Every sampled user stack (root first) of pid's threads, with the tid.
-struct Sampled {
-  uint32_t tid = 0;
-  bool main_thread = false;
-  std::vector<Frame> frames;
-  uint64_t n = 0;
-};
-
-std::vector<Sampled> UserStacks(const Profile& p) {
-  std::vector<Sampled> out;
-  for (const ThreadRecord& t : p.threads) {
-    if (t.cmdline.find("split.py") == std::string::npos) continue;
-    const auto& nodes = t.tree.nodes();
-    for (size_t n = 1; n < nodes.size(); ++n) {
-      const uint64_t v = t.tree.value(static_cast<uint32_t>(n), kSamplesValue);
-      if (v == 0) continue;
-      Sampled s{t.tid, t.tid == t.pid, {}, v};
-      for (size_t cur = n; cur != 0; cur = nodes[cur].parent) {
-        const FrameRecord& f = p.frames.at(nodes[cur].frame);
-        if (f.kind == FrameKind::kKernel) continue;
-        s.frames.push_back({f.symbol.empty() ? "[unknown]" : f.symbol,
-                            f.kind == FrameKind::kInterpreted && p.frames.module_of(f).ends_with(".py")});
-      }
-      std::reverse(s.frames.begin(), s.frames.end());
-      out.push_back(std::move(s));
-    }
-  }
-  return out;
-}
-
-bool ReachesThreadStart(const Sampled& s) {
-  return (!s.frames.empty() && IsThreadStart(s.frames[0].name)) ||
-         (s.frames.size() > 1 && IsThreadStart(s.frames[1].name));
-}
-
-// The Python frames of a stack, root first.
-std::vector<std::string> PythonFrames(const Sampled& s) {
-  std::vector<std::string> out;
-  for (const Frame& f : s.frames) {
-    if (f.python) out.push_back(f.name);
-  }
-  return out;
-}
+std::vector<SampledStack> UserStacks(const Profile& p) { return ProgramStacks(p, "split.py", ".py"); }
 
 struct Measures {
   uint64_t python = 0;     // main-thread samples with any Python frame
@@ -85,8 +34,8 @@ struct Measures {
 
 Measures Measure(const Profile& p) {
   Measures m;
-  for (const Sampled& s : UserStacks(p)) {
-    const auto py = PythonFrames(s);
+  for (const SampledStack& s : UserStacks(p)) {
+    const auto py = ProgramFrames(s);
     if (py.empty()) continue;
     if (!s.main_thread) {
       m.side += s.n;
@@ -106,24 +55,7 @@ Measures Measure(const Profile& p) {
   return m;
 }
 
-std::string Describe(const Profile& p) {
-  std::map<std::string, uint64_t> top;
-  for (const Sampled& s : UserStacks(p)) {
-    std::string line;
-    for (const Frame& f : s.frames) line += (line.empty() ? "" : ";") + f.name + (f.python ? "[py]" : "");
-    top[line] += s.n;
-  }
-  std::vector<std::pair<uint64_t, std::string>> sorted;
-  for (auto& [k, v] : top) sorted.push_back({v, k});
-  std::sort(sorted.rbegin(), sorted.rend());
-  std::string out;
-  for (size_t i = 0; i < sorted.size() && i < 8; ++i) out += std::to_string(sorted[i].first) + " " + sorted[i].second + "\n";
-  std::string counters;
-  for (const auto& [k, v] : p.counters) {
-    if (k.rfind("python.", 0) == 0 || k.rfind("runtimes.", 0) == 0) counters += k + "=" + std::to_string(v) + " ";
-  }
-  return out + counters;
-}
+std::string Describe(const Profile& p) { return DescribeStacks(p, UserStacks(p), "[py]", {"python.", "runtimes."}); }
 
 Profile Record(const TempDir& tmp, const Interpreter& py, const std::vector<std::string>& args) {
   const std::string db = tmp.path(py.label + ".db");
@@ -179,10 +111,6 @@ TEST_P(PythonNoFlag, SecondThreadHasItsOwnChain) {
   EXPECT_GE(m.full_share(), 0.95) << m.full << " of " << m.python << "\n" << Describe(p);
 }
 
-int64_t Counter(const Profile& p, const std::string& name) {
-  auto it = p.counters.find(name);
-  return it == p.counters.end() ? 0 : it->second;
-}
 
 // A "python3.11" exporting CPython's symbols over corrupt frame chains: a
 // chain that loops, one into unmapped memory, code pointers to objects that

@@ -1,0 +1,101 @@
+// What the runtime tests read from a capture: the sampled user stacks of a
+// program's threads with its interpreter frames marked, and the counters.
+#pragma once
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tests/loader/runtime_util.h"
+
+namespace arcprof::testing {
+
+struct StackFrame {
+  std::string name;
+  bool runtime = false;  // a frame of the program's own interpreted code
+};
+
+struct SampledStack {
+  uint32_t tid = 0;
+  bool main_thread = false;
+  std::vector<StackFrame> frames;  // root first, user frames only
+  uint64_t n = 0;
+};
+
+inline bool IsThreadStart(const std::string& name) {
+  static const std::set<std::string> kRoots = {"_start", "start_thread", "clone3", "clone", "__clone3", "__clone"};
+  return kRoots.count(name) > 0 || name.rfind("__libc_start_main", 0) == 0;
+}
+
+// Every sampled user stack of the threads whose command line holds
+// `cmdline`; a frame is the program's when it is interpreted and its module
+// (the source file) ends with `module_suffix`.
+inline std::vector<SampledStack> ProgramStacks(const Profile& p, std::string_view cmdline,
+                                               std::string_view module_suffix) {
+  std::vector<SampledStack> out;
+  for (const ThreadRecord& t : p.threads) {
+    if (t.cmdline.find(cmdline) == std::string::npos) continue;
+    const auto& nodes = t.tree.nodes();
+    for (size_t n = 1; n < nodes.size(); ++n) {
+      const uint64_t v = t.tree.value(static_cast<uint32_t>(n), kSamplesValue);
+      if (v == 0) continue;
+      SampledStack s{t.tid, t.tid == t.pid, {}, v};
+      for (size_t cur = n; cur != 0; cur = nodes[cur].parent) {
+        const FrameRecord& f = p.frames.at(nodes[cur].frame);
+        if (f.kind == FrameKind::kKernel) continue;
+        s.frames.push_back({f.symbol.empty() ? "[unknown]" : f.symbol,
+                            f.kind == FrameKind::kInterpreted && p.frames.module_of(f).ends_with(module_suffix)});
+      }
+      std::reverse(s.frames.begin(), s.frames.end());
+      out.push_back(std::move(s));
+    }
+  }
+  return out;
+}
+
+inline bool ReachesThreadStart(const SampledStack& s) {
+  return (!s.frames.empty() && IsThreadStart(s.frames[0].name)) ||
+         (s.frames.size() > 1 && IsThreadStart(s.frames[1].name));
+}
+
+// The program's frames of a stack, root first.
+inline std::vector<std::string> ProgramFrames(const SampledStack& s) {
+  std::vector<std::string> out;
+  for (const StackFrame& f : s.frames) {
+    if (f.runtime) out.push_back(f.name);
+  }
+  return out;
+}
+
+inline int64_t Counter(const Profile& p, const std::string& name) {
+  auto it = p.counters.find(name);
+  return it == p.counters.end() ? 0 : it->second;
+}
+
+// The eight most sampled stacks (the program's frames marked with `tag`) and
+// the counters with the given prefixes: what a failed expectation shows.
+inline std::string DescribeStacks(const Profile& p, const std::vector<SampledStack>& stacks, std::string_view tag,
+                                  const std::vector<std::string>& prefixes) {
+  std::map<std::string, uint64_t> top;
+  for (const SampledStack& s : stacks) {
+    std::string line;
+    for (const StackFrame& f : s.frames) line += (line.empty() ? "" : ";") + f.name + (f.runtime ? std::string(tag) : "");
+    top[line] += s.n;
+  }
+  std::vector<std::pair<uint64_t, std::string>> sorted;
+  for (auto& [k, v] : top) sorted.push_back({v, k});
+  std::sort(sorted.rbegin(), sorted.rend());
+  std::string out;
+  for (size_t i = 0; i < sorted.size() && i < 8; ++i) out += std::to_string(sorted[i].first) + " " + sorted[i].second + "\n";
+  for (const auto& [k, v] : p.counters) {
+    for (const std::string& prefix : prefixes) {
+      if (k.rfind(prefix, 0) == 0) out += k + "=" + std::to_string(v) + " ";
+    }
+  }
+  return out;
+}
+
+}  // namespace arcprof::testing
