@@ -37,6 +37,10 @@ trap cleanup EXIT
 cp "$(readlink -f "$node")" "$tmp/nodebin"
 sysctl -q kernel.bpf_stats_enabled=1
 
+# Arithmetic without bc (not a dependency): awk's floating point.
+calc() { awk "BEGIN { printf \"%.4f\", $1 }"; }
+calc_int() { awk "BEGIN { printf \"%d\", $1 }"; }
+
 on_sample_ids() {
   bpftool prog show --json 2>/dev/null |
     python3 -c 'import json, sys; print(" ".join(str(p["id"]) for p in json.load(sys.stdin) if p.get("name") == "on_sample"))'
@@ -58,7 +62,7 @@ run() {
   ARCPROF_SPLIT_RATE=1 "$arcprof" record -o "$tmp/$mode.db" -- "$bin" "${flags[@]}" "$program" "$seconds" \
     >"$tmp/out" 2>"$tmp/err" &
   local pid=$! stats=""
-  sleep "$(echo "$seconds - 0.5" | bc)"
+  sleep "$(calc "$seconds - 0.5")"
   # The sampler program this arcprof loaded (the one that was not there
   # before it started): run time and count so far.
   stats=$(bpftool prog show --json 2>/dev/null | python3 -c '
@@ -82,10 +86,10 @@ for r in $(seq 1 "$rounds"); do
     echo "round $r $mode: $rate rounds/cpu-s, $s samples, program $t ns / $c runs" >&2
     # Program figures only from runs whose program was found.
     if [ "${c:-0}" -gt 0 ]; then
-      ns[$mode]+="$(echo "$t / $c" | bc) "
+      ns[$mode]+="$(calc_int "$t / $c") "
       # node's share of the program's runs (its samples over the whole run
       # against the runs counted 0.5 s before the end: an estimate)
-      runs[$mode]+="$(echo "scale=3; $s * ($seconds - 0.5) / $seconds / $c" | bc) "
+      runs[$mode]+="$(calc "$s * ($seconds - 0.5) / $seconds / $c") "
     fi
   done
 done
@@ -97,14 +101,14 @@ for mode in plain native v8 v8-pbp; do
   echo "$mode: median $(median <<<"${rates[$mode]}") rounds/cpu-s"
 done
 p=$(median <<<"${rates[plain]}"); n=$(median <<<"${rates[native]}"); v=$(median <<<"${rates[v8]}")
-echo "slowdown native-only vs plain: $(echo "scale=4; (1 - $n / $p) * 100" | bc)%"
-echo "slowdown v8 vs plain: $(echo "scale=4; (1 - $v / $p) * 100" | bc)%"
-echo "slowdown v8 vs native-only: $(echo "scale=4; (1 - $v / $n) * 100" | bc)%"
+echo "slowdown native-only vs plain: $(calc "(1 - $n / $p) * 100")%"
+echo "slowdown v8 vs plain: $(calc "(1 - $v / $p) * 100")%"
+echo "slowdown v8 vs native-only: $(calc "(1 - $v / $n) * 100")%"
 for mode in native v8 v8-pbp; do
   [ -n "${ns[$mode]:-}" ] || continue
   echo "$mode: program median $(median <<<"${ns[$mode]}") ns per run (runs: ${ns[$mode]}), node's share of runs ~$(median <<<"${runs[$mode]}")"
 done
 if [ -n "${ns[native]:-}" ] && [ -n "${ns[v8]:-}" ]; then
   n=$(median <<<"${ns[native]}"); v=$(median <<<"${ns[v8]}"); share=$(median <<<"${runs[v8]}")
-  echo "v8 walk: ~$(echo "($v - $n) / $share" | bc) ns added per node sample (medians; every CPU's samples run the program)"
+  echo "v8 walk: ~$(calc_int "($v - $n) / $share") ns added per node sample (medians; every CPU's samples run the program)"
 fi
