@@ -52,6 +52,7 @@ DecodedFunction DecodeFunction(std::span<const uint8_t> code, uint64_t start) {
       out.complete = false;
       break;
     }
+    if (insn->address == start) out.first_is_push = insn->id == X86_INS_PUSH;
     const cs_x86& x86 = insn->detail->x86;
     const bool one_imm = x86.op_count == 1 && x86.operands[0].type == X86_OP_IMM;
     switch (insn->id) {

@@ -26,6 +26,7 @@ struct DecodedFunction {
   // as they appear there after the rets; 0 for a ret.
   std::vector<uint64_t> exit_targets;
   uint64_t indirect_calls = 0;  // `call *...`: targets found by sampling only
+  bool first_is_push = false;   // the first instruction is a push (the kernel emulates it)
   bool complete = true;         // false: an undecodable byte ended the sweep
 };
 

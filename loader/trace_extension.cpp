@@ -42,7 +42,16 @@ arcprof_trace_calibration_leaf:
   pop %rbp
   ret
   .size arcprof_trace_calibration_leaf, .-arcprof_trace_calibration_leaf
+  .globl arcprof_trace_calibration_frameless
+  .type arcprof_trace_calibration_frameless, @function
+arcprof_trace_calibration_frameless:
+  mov %rdi, %rax
+  ret
+  .size arcprof_trace_calibration_frameless, .-arcprof_trace_calibration_frameless
 )");
+// The same for a function whose first instruction the kernel steps out of
+// line (a frameless leaf: `mov`, `sub`, ...), one more trap inside the call.
+extern "C" void arcprof_trace_calibration_frameless();
 
 namespace arcprof {
 namespace {
@@ -120,7 +129,9 @@ class TraceExtension final : public RecordExtension {
     if (!probes) return probes.error();
     probes_ = std::move(*probes);
     if (options_.calibrate) {
-      if (auto ok = Calibrate(); !ok) return ok.error();
+      for (int kind = 0; kind < 2; ++kind) {
+        if (auto ok = Calibrate(kind); !ok) return ok.error();
+      }
     }
     // A running process: what its samples show under the root first.
     if (!launched_ && options_.discover_s > 0) {
@@ -261,6 +272,7 @@ class TraceExtension final : public RecordExtension {
         all.exit_targets.push_back(target);
       }
       all.indirect_calls += d.indirect_calls;
+      if (part == functions_[f]) all.first_is_push = d.first_is_push;
     }
     return decoded_.emplace(f, std::move(all)).first->second;
   }
@@ -349,9 +361,9 @@ class TraceExtension final : public RecordExtension {
 
   // Each probed call's own cost, measured on arcprof's own leaf function:
   // o_in_ lands inside the call's measured time, o_out_ in its caller's.
-  Result<void> Calibrate() {
-    void (*volatile leaf)() = arcprof_trace_calibration_leaf;
-    const uint64_t address = reinterpret_cast<uint64_t>(arcprof_trace_calibration_leaf);
+  Result<void> Calibrate(int kind) {
+    void (*volatile leaf)() = kind == 0 ? arcprof_trace_calibration_leaf : arcprof_trace_calibration_frameless;
+    const uint64_t address = reinterpret_cast<uint64_t>(leaf);
     std::ifstream maps("/proc/self/maps");
     std::string line, path;
     uint64_t file_offset = 0;
@@ -393,8 +405,8 @@ class TraceExtension final : public RecordExtension {
     for (int r = 0; r < kRounds; ++r) bare.push_back(run());
     const uint32_t self = static_cast<uint32_t>(getpid());
     probes_->AddProcess(self);
-    auto links = probes_->Attach(path, self, {{file_offset, kCalibrationFunc | ARCPROF_TRACE_ROOT_BIT}},
-                                 {{file_offset + (ret - address), kCalibrationFunc}});
+    auto links = probes_->Attach(path, self, {{file_offset, (kCalibrationFunc - kind) | ARCPROF_TRACE_ROOT_BIT}},
+                                 {{file_offset + (ret - address), (kCalibrationFunc - kind)}});
     if (!links) {
       probes_->RemoveProcess(self);
       return links.error();
@@ -407,7 +419,7 @@ class TraceExtension final : public RecordExtension {
       probed.push_back(run());
       uint64_t now_returns = 0, now_incl = 0;
       for (const trace_node& n : probes_->Nodes()) {
-        if (n.tgid == self && n.func == kCalibrationFunc) {
+        if (n.tgid == self && n.func == (kCalibrationFunc - kind)) {
           now_returns += n.returns;
           now_incl += n.incl_ns;
         }
@@ -428,8 +440,8 @@ class TraceExtension final : public RecordExtension {
     const double total = std::max(0.0, *std::min_element(probed.begin(), probed.end()) - bare_call);
     const double inside =
         inside_call.empty() ? 0.0 : std::max(0.0, *std::min_element(inside_call.begin(), inside_call.end()) - bare_call);
-    o_in_ = std::min(inside, total);
-    o_out_ = total - o_in_;
+    o_in_[kind] = std::min(inside, total);
+    o_out_[kind] = total - o_in_[kind];
     calibrated_ = true;
     return {};
   }
@@ -480,9 +492,10 @@ class TraceExtension final : public RecordExtension {
     for (uint32_t f : roots_) is_root[frame_of(f)] = 1;
     // Calls below each node (calibration: every probed call inside a node's
     // time carries its probes' cost).
-    std::vector<uint64_t> child_calls(nodes.size(), 0);
+    std::vector<double> child_take(nodes.size(), 0);
     for (const trace_node& n : nodes) {
-      if (n.parent != 0 && n.parent - 1 < nodes.size()) child_calls[n.parent - 1] += n.calls;
+      if (n.parent == 0 || n.parent - 1 >= nodes.size() || n.func >= functions_.size()) continue;
+      child_take[n.parent - 1] += o_out_[Decoded(n.func).first_is_push ? 0 : 1] * static_cast<double>(n.calls);
     }
     std::map<uint32_t, std::vector<uint32_t>> process_context;  // any thread's, for threads without samples
     std::vector<uint32_t> tree_node(nodes.size(), CallTree::kNoNode);
@@ -523,9 +536,8 @@ class TraceExtension final : public RecordExtension {
       thread_of[id] = t;
       // Calibration: o_in per returned call of this node, o_out per call
       // made from it; never below zero.
-      const double take = calibrated_ ? o_in_ * static_cast<double>(n.returns) +
-                                            o_out_ * static_cast<double>(child_calls[id])
-                                      : 0.0;
+      const int kind = Decoded(n.func).first_is_push ? 0 : 1;
+      const double take = calibrated_ ? o_in_[kind] * static_cast<double>(n.returns) + child_take[id] : 0.0;
       const uint64_t take_ns = std::min<uint64_t>(n.self_ns, static_cast<uint64_t>(take));
       tree.Add(v, 0, calls_type, n.calls);
       tree.Add(v, 0, wall_type, n.self_ns - take_ns);
@@ -544,8 +556,10 @@ class TraceExtension final : public RecordExtension {
     c["trace.no_storage"] = static_cast<int64_t>(counters.no_storage);
     c["trace.measured_ns"] = static_cast<int64_t>(measured);
     c["trace.calibration_removed_ns"] = static_cast<int64_t>(removed);
-    c["trace.calibration_in_ps"] = static_cast<int64_t>(o_in_ * 1000);
-    c["trace.calibration_out_ps"] = static_cast<int64_t>(o_out_ * 1000);
+    c["trace.calibration_in_ps"] = static_cast<int64_t>(o_in_[0] * 1000);
+    c["trace.calibration_out_ps"] = static_cast<int64_t>(o_out_[0] * 1000);
+    c["trace.calibration_frameless_in_ps"] = static_cast<int64_t>(o_in_[1] * 1000);
+    c["trace.calibration_frameless_out_ps"] = static_cast<int64_t>(o_out_[1] * 1000);
     if (!quiet_) {
       fprintf(stderr, "arcprof: trace: %" PRIu64 " calls of %zu functions under %s", calls, probed_.size(),
               EscapeControl(options_.root).c_str());
@@ -553,10 +567,11 @@ class TraceExtension final : public RecordExtension {
       fprintf(stderr, "\n");
       if (calibrated_) {
         fprintf(stderr,
-                "arcprof: trace: calibration %.0f ns per probed call (%.0f in the call, %.0f in its "
-                "caller): %.3f ms of %.3f ms measured taken out\n",
-                o_in_ + o_out_, o_in_, o_out_, static_cast<double>(removed) / 1e6,
-                static_cast<double>(measured) / 1e6);
+                "arcprof: trace: calibration %.0f ns per probed call (%.0f in the call, %.0f in its caller; "
+                "%.0f, %.0f and %.0f for functions not starting with push): %.3f ms of %.3f ms measured "
+                "taken out\n",
+                o_in_[0] + o_out_[0], o_in_[0], o_out_[0], o_in_[1] + o_out_[1], o_in_[1], o_out_[1],
+                static_cast<double>(removed) / 1e6, static_cast<double>(measured) / 1e6);
       }
       if (counters.lost_nodes || counters.depth_overflow || counters.no_storage) {
         fprintf(stderr,
@@ -601,7 +616,8 @@ class TraceExtension final : public RecordExtension {
   std::unique_ptr<TraceProbes> probes_;
   bool detached_ = false;
   bool calibrated_ = false;
-  double o_in_ = 0, o_out_ = 0;
+  // Per kind of first instruction: 0 `push` (emulated), 1 anything else.
+  double o_in_[2] = {0, 0}, o_out_[2] = {0, 0};
   size_t added_late_ = 0;
   uint64_t start_ns_ = 0, end_ns_ = 0, next_scan_ns_ = 0;
 };

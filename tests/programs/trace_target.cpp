@@ -7,6 +7,9 @@
 //   trace_target loop SECONDS                 traced_root every 10 ms (for -p)
 //   trace_target speed SECONDS ROOT_EVERY     outside work in chunks, prints their median ns;
 //                                             traced_root every ROOT_EVERY chunks (0: never)
+//   trace_target bench ROOTS                  bench_root ROOTS times (100 shared_leaf calls
+//                                             each); prints ns per shared_leaf call
+//                                             (bench/trace_bench.sh)
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdio.h>
@@ -92,6 +95,13 @@ NOINLINE unsigned long outside_root(int n) {
   return r;
 }
 
+// The benchmark's root: 100 calls of a short leaf.
+NOINLINE unsigned long bench_root(unsigned long x) {
+  for (int k = 0; k < 100; ++k) x += shared_leaf(x);
+  KEEP(x);
+  return x;
+}
+
 // Work calling nothing that is probed.
 NOINLINE unsigned long outside_chunk(unsigned long x) {
   for (int i = 0; i < 200000; ++i) x = x * 6364136223846793005ull + 1442695040888963407ull;
@@ -150,6 +160,16 @@ int main(int argc, char** argv) {
     std::sort(chunks.begin(), chunks.end());
     printf("chunks %zu median_ns %llu\n", chunks.size(),
            static_cast<unsigned long long>(chunks[chunks.size() / 2]));
+    return 0;
+  }
+  if (argc >= 3 && strcmp(argv[1], "bench") == 0) {
+    const long roots = atol(argv[2]);
+    unsigned long x = 1;
+    const uint64_t t0 = now_ns();
+    for (long i = 0; i < roots; ++i) x = bench_root(x);
+    const uint64_t t1 = now_ns();
+    sink = x;
+    printf("leaf_calls %ld ns_per_leaf_call %.1f\n", roots * 100, static_cast<double>(t1 - t0) / (roots * 100.0));
     return 0;
   }
   fprintf(stderr, "usage: trace_target counts THREADS ROOTS DEPTH | loop SECONDS | speed SECONDS ROOT_EVERY\n");
