@@ -94,6 +94,33 @@ TEST(Folded, ThreadsOfOneProcessWithTheSameStackMerge) {
   EXPECT_EQ(stacks.at("java;__libc_start_main;JavaThread::run();Lcom/acme/App:.run()V_[j]"), 509u);
 }
 
+// Names that differ in the fold by name but read the same as folded elements
+// (';' is ':', JIT and interpreted share "_[j]") are one element: their
+// stacks merge into one line with the summed count, in WriteFolded's order.
+TEST(Folded, NamesThatFoldToOneElementMerge) {
+  Profile profile;
+  auto frame = [&](std::string symbol, FrameKind kind) {
+    FrameRecord f;
+    f.module = profile.frames.InternModule("/x");
+    f.symbol = std::move(symbol);
+    f.kind = kind;
+    return profile.frames.Intern(f);
+  };
+  const uint32_t main = frame("main", FrameKind::kNative);
+  const uint32_t semi = frame("a;b", FrameKind::kNative), colon = frame("a:b", FrameKind::kNative);
+  const uint32_t jit = frame("run", FrameKind::kJit), interpreted = frame("run", FrameKind::kInterpreted);
+  const uint32_t t = profile.ThreadIndex(7, 7);
+  profile.threads[t].process_comm = "p";
+  for (const auto& [leaf, count] : std::vector<std::pair<uint32_t, uint64_t>>{
+           {semi, 1}, {colon, 2}, {jit, 4}, {interpreted, 8}}) {
+    const uint32_t stack[] = {main, leaf};
+    profile.threads[t].tree.AddStack(stack, count);
+  }
+  std::ostringstream out;
+  WriteFolded(profile, ThreadFilter{}, out);
+  EXPECT_EQ(out.str(), "p;main;a:b 3\np;main;run_[j] 12\n");
+}
+
 // A hostile capture: one 20,000-deep chain with a sample at every depth. The
 // folded text of it is quadratic in the depth (each line repeats its callers);
 // cut at kMaxFoldedDepth it stays small, and no sample is lost.
