@@ -22,6 +22,17 @@
 #ifndef ARCPROF_STACK_RECORD_BPF_H
 #define ARCPROF_STACK_RECORD_BPF_H
 
+/* How much user stack a record copies in dwarf/hybrid mode, and whether a
+ * deeper stack is copied down to its base: the sampler's settings, unless a
+ * source whose records come in bursts (a realloc chain samples every call)
+ * asks for less before including this. */
+#ifndef ARCPROF_RECORD_STACK_COPY
+#define ARCPROF_RECORD_STACK_COPY stack_copy_bytes
+#endif
+#ifndef ARCPROF_RECORD_DEEP_STACKS
+#define ARCPROF_RECORD_DEEP_STACKS copy_deep_stacks
+#endif
+
 /* Set by the loader between open and load; a value source's object gets a
  * copy of the sampler's (Sampler::ShareRecordMaps). */
 const volatile __u32 filter_pids SEC(".rodata.record") = 0; /* 1: only processes in target_pids */
@@ -207,7 +218,7 @@ static __always_inline __u32 copy_user_state(__u8 *data, __u32 off, struct task_
 	 * copy, or a thread pointer elsewhere (a program's own stacks, a Go
 	 * goroutine's); those keep `max`, and the copy ends there or at the
 	 * first unreadable page, as always. */
-	if (copy_deep_stacks) {
+	if (ARCPROF_RECORD_DEEP_STACKS) {
 		__u64 base = BPF_CORE_READ(task, pid) == BPF_CORE_READ(task, tgid)
 				     ? BPF_CORE_READ(task, mm, start_stack)
 				     : BPF_CORE_READ(task, thread.fsbase);
@@ -300,7 +311,7 @@ static __always_inline int emit_record(void *ctx, __u8 *data, __u32 tgid, __u32 
 	if (has_user) {
 		/* fp mode copies a little stack anyway: the unwind tables then
 		 * recover the caller of a leaf that has not set up its frame. */
-		__u32 want = unwind_mode == ARCPROF_UNWIND_FP ? ARCPROF_FP_STACK_COPY : stack_copy_bytes;
+		__u32 want = unwind_mode == ARCPROF_UNWIND_FP ? ARCPROF_FP_STACK_COPY : ARCPROF_RECORD_STACK_COPY;
 		flags |= ARCPROF_SAMPLE_HAS_REGS;
 		size += copy_user_state(data, size, task, want, &flags);
 	}

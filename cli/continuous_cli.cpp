@@ -28,6 +28,7 @@ ContinuousCommand::ContinuousCommand(CLI::App& app) {
   continuous->add_option("-p,--pid", cont.record.pids, "Only these processes and their children (PID,...)")
       ->delimiter(',');
   AddCgroupSelectionOptions(continuous, cont.record.cgroups);
+  AddAllocFlags(*continuous, cont.record);
   continuous->add_option("-F,--freq", cont.record.frequency_hz, "Samples per second per CPU")
       ->capture_default_str()
       ->check(CLI::Range(1, 100000));

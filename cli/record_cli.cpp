@@ -50,6 +50,19 @@ CLI::Validator CallGraphValidator() {
 
 }  // namespace
 
+void AddAllocFlags(CLI::App& command, RecordOptions& options) {
+  command.add_flag("--alloc", options.alloc,
+                   "Native allocations (libc malloc/free, C++ new/delete) sampled by bytes: alloc_bytes, alloc_count, "
+                   "inuse_bytes, inuse_count (uprobes: costly on the whole machine)");
+  command.add_option("--alloc-rate", options.alloc_rate, "--alloc: mean bytes between sampled allocations")
+      ->capture_default_str()
+      ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 40));
+  command.add_option("--alloc-max-blocks", options.alloc_max_blocks,
+                     "--alloc: live sampled blocks tracked (past it, counted in alloc.blocks_untracked)")
+      ->capture_default_str()
+      ->check(CLI::Range(1024, 16777216));
+}
+
 void AddCgroupSelectionOptions(CLI::App* command, CgroupSelection& selection) {
   command->add_option("--container", selection.containers,
                       "Only these containers (ids or id prefixes, comma-separated), filtered in the kernel")
@@ -138,6 +151,7 @@ RecordCommand::RecordCommand(CLI::App& app) {
       ->capture_default_str()
       ->check(CLI::Range(1024, 4194304));
   record->get_option("--off-cpu")->excludes(record->get_option("--no-off-cpu"));
+  AddAllocFlags(*record, rec);
   record->add_flag_callback("--java", [&rec] { rec.java = true; },
                             "Load the JVMTI agent into running HotSpot JVMs (default; docs/java.md)");
   record->add_flag_callback("--no-java", [&rec] { rec.java = false; },

@@ -2,7 +2,7 @@
 //
 //   arcprof record [-d SECONDS] [-p PID,...] [-F HZ | -c N] [-e EVENT] [-o arcprof.db]
 //                  [--call-graph fp|dwarf|hybrid[,BYTES]] [--stack-kb KB] [--buffer-mb MB]
-//                  [--ptt|--no-ptt] [--off-cpu|--no-off-cpu] [--java|--no-java] ... [-- CMD ARGS]
+//                  [--ptt|--no-ptt] [--off-cpu|--no-off-cpu] [--alloc] [--java|--no-java] ... [-- CMD ARGS]
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -19,6 +19,10 @@ namespace arcprof::cli {
 void AddCgroupSelectionOptions(CLI::App* command, CgroupSelection& selection);
 // -d/--duration: finite seconds from 0 to a year (record and trace).
 CLI::Validator DurationValidator();
+
+// --alloc, --alloc-rate, --alloc-max-blocks of record and continuous
+// (loader/alloc_source.h).
+void AddAllocFlags(CLI::App& command, RecordOptions& options);
 
 class RecordCommand {
  public:

@@ -98,7 +98,7 @@ class OffCpuSource final : public ValueSource {
   // time counted by now: they leave the BPF map, the sink and reported_, so
   // a session under thread churn stays flat (and the fixed-size map does
   // not fill up).
-  void Flush(RecordContext&) override {
+  void Flush(RecordContext&, bool) override {
     if (!skel_) return;
     std::unordered_set<uint64_t> orphans;
     const int fd = bpf_map__fd(skel_->maps.offcpu_time);

@@ -215,6 +215,21 @@ Result<int> RunRecord(const RecordOptions& opt) {
             "--off-cpu-max-stacks\n",
             static_cast<long long>(it->second));
   }
+  auto counter = [&](const char* name) {
+    auto it = profile->counters.find(name);
+    return it == profile->counters.end() ? int64_t{0} : it->second;
+  };
+  if (const int64_t lost_allocs = counter("alloc.lost_samples"); lost_allocs > 0) {
+    fprintf(stderr,
+            "arcprof: --alloc: %lld sampled allocations had no room in the ring (their bytes are missing): raise "
+            "--buffer-mb or --alloc-rate\n",
+            static_cast<long long>(lost_allocs));
+  }
+  if (const int64_t untracked = counter("alloc.blocks_untracked"); untracked > 0) {
+    fprintf(stderr,
+            "arcprof: --alloc: %lld sampled blocks were not tracked (in use unknown): raise --alloc-max-blocks\n",
+            static_cast<long long>(untracked));
+  }
   if (const uint64_t unprocessed = session.unprocessed_samples(); unprocessed > 0) {
     fprintf(stderr,
             "arcprof: %llu samples left unprocessed at exit (the final drain was cut short)\n",

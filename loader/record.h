@@ -62,6 +62,10 @@ struct RecordOptions {
   // command, off for whole-machine recordings.
   std::optional<bool> off_cpu;
   uint32_t off_cpu_max_keys = 65536;
+  // Native allocations sampled by bytes (docs/usage.md, record --alloc).
+  bool alloc = false;
+  uint64_t alloc_rate = 512 * 1024;  // mean bytes between samples
+  uint32_t alloc_max_blocks = 65536; // live sampled blocks tracked
   // Interned frame names held across windows (Symbolizer::ReleaseNames, at
   // each window close); 0: no limit (a one-shot record has one window).
   size_t names_budget_bytes = 0;

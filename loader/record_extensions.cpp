@@ -1,5 +1,6 @@
 #include "loader/record.h"
 #include "loader/record_extension.h"
+#include "loader/alloc_source.h"
 #include "loader/java_extension.h"
 #include "loader/offcpu_source.h"
 #include "loader/ptt_extension.h"
@@ -21,6 +22,10 @@ std::vector<std::unique_ptr<RecordExtension>> MakeRecordExtensions(const RecordO
   // One line per extension; each gets only the options it reads.
   // Value sources first: they attach at once (a JVM attach takes seconds).
   if (OffCpuEnabled(options)) extensions.push_back(MakeOffCpuSource({options.off_cpu_max_keys}));
+  if (options.alloc) {
+    extensions.push_back(MakeAllocSource({options.alloc_rate, options.alloc_max_blocks,
+                                          options.pids.empty() && options.command.empty(), options.quiet}));
+  }
   if (PttEnabled(options)) extensions.push_back(MakePttExtension(PttExtensionOptionsOf(options)));
   extensions.push_back(MakeJavaExtension(JavaAttachEnabled(options), options.quiet));
   extensions.push_back(MakeRuntimeExtension());

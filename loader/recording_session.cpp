@@ -210,9 +210,9 @@ struct RecordingSession::State {
   } cpu;
   // Value sources (loader/value_source.h) add what they summed in BPF to
   // the open window: before a window is taken, before threads fold.
-  void FlushSources() {
+  void FlushSources(bool closing) {
     for (auto& ext : extensions) {
-      if (auto* source = dynamic_cast<ValueSource*>(ext.get())) source->Flush(*context);
+      if (auto* source = dynamic_cast<ValueSource*>(ext.get())) source->Flush(*context, closing);
     }
   }
   void DetachSources() {
@@ -243,7 +243,7 @@ struct RecordingSession::State {
     // Value sources' values so far (off-CPU time) go to the threads' records
     // before they fold (and the keys of threads gone since the last read
     // leave): later time of a folded thread would make its record again.
-    FlushSources();
+    FlushSources(false);
     // A process the symbolizer still remembers exited at most its retention
     // ago (10 s): its threads fold into its own "[exited threads]" (the
     // leader's record stays), so a command that just ended keeps its name
@@ -588,7 +588,9 @@ Result<std::unique_ptr<RecordingSession>> RecordingSession::Start(const RecordOp
   // Following some processes, unless --buffer-mb is given, the ring starts
   // small and grows while it fills (Sampler::GrowRing) up to the size above.
   // The whole machine is busy from the first moment: its ring starts whole.
-  sopt.ring_start_bytes = opt.buffer_mb == 0 && sopt.filter_pids ? kFirstRingBytes : 0;
+  // --alloc's records come in bursts from the start (a realloc chain samples
+  // every call): its ring starts whole too.
+  sopt.ring_start_bytes = opt.buffer_mb == 0 && sopt.filter_pids && !opt.alloc ? kFirstRingBytes : 0;
   sopt.filter_cgroups = !opt.cgroups.empty();
   if (sopt.filter_cgroups) {
     if (auto ok = CheckCgroupSelection(opt.cgroups); !ok) return ok.error();
@@ -798,7 +800,7 @@ Result<Profile> RecordingSession::Close(bool last, uint64_t end) {
     s.FinalDrain();
     counters = s.sampler->ReadCounters();
     sideband_lost = s.sampler->sideband_lost();
-    s.FlushSources();  // every source's stack record is processed by now
+    s.FlushSources(true);  // every source's stack record is processed by now
     s.ring_bytes = s.sampler->ring_bytes();
     s.ring_grows = s.sampler->ring_grows();
     s.sampler.reset();  // detach everything before the (slower) window close
@@ -815,7 +817,7 @@ Result<Profile> RecordingSession::Close(bool last, uint64_t end) {
     }
     counters = s.sampler->ReadCounters();
     sideband_lost = s.sampler->sideband_lost();
-    s.FlushSources();
+    s.FlushSources(true);
     s.ring_bytes = s.sampler->ring_bytes();
     s.ring_grows = s.sampler->ring_grows();
   }

@@ -77,9 +77,10 @@ class ValueSource : public RecordExtension {
   // give the stack and values to.
   virtual void OnRecord(const StackSample& record, StackSink& sink) = 0;
   // Adds what the source summed since the last call (in BPF maps) to the
-  // open window through the sink: before a window is taken and before the
-  // session folds threads of the window.
-  virtual void Flush(RecordContext& context) {}
+  // open window through the sink: before a window is taken (`closing`:
+  // values as of the window's end, such as memory in use, go in now) and
+  // before the session folds threads of the window.
+  virtual void Flush(RecordContext& context, bool closing) {}
   // Sampling stops (the last window follows): detach the programs, so that
   // the final drain has an end.
   virtual void Detach() {}

@@ -30,6 +30,13 @@ inline constexpr ValueTypeName kOffCpuNs{"offcpu", "nanoseconds"};
 inline constexpr ValueTypeName kTraceCalls{"calls", "count"};
 inline constexpr ValueTypeName kTraceWallNs{"wall", "nanoseconds"};
 
+// record --alloc: sampled allocations, unbiased (docs/design.md
+// "Allocations"). The pprof names are the Go heap profile's.
+inline constexpr ValueTypeName kAllocBytes{"alloc_bytes", "bytes", "alloc_space"};
+inline constexpr ValueTypeName kAllocCount{"alloc_count", "count", "alloc_objects"};
+inline constexpr ValueTypeName kInuseBytes{"inuse_bytes", "bytes", "inuse_space"};
+inline constexpr ValueTypeName kInuseCount{"inuse_count", "count", "inuse_objects"};
+
 // The pprof sample type name of a declared type (the name unless it is one
 // of the above with a pprof name of its own).
 std::string_view PprofTypeName(std::string_view name);

@@ -1,4 +1,5 @@
 #include "reports/pprof.h"
+#include "model/value_types.h"
 
 #include "model/frame_name.h"
 
@@ -162,7 +163,9 @@ std::string EncodePprof(const Profile& profile, const ThreadFilter& filter,
     t->set_type(strings.Index(type.name));
     t->set_unit(strings.Index(type.unit));
   }
-  if (default_metric != "samples") out.set_default_sample_type(strings.Index(default_metric));
+  if (default_metric != "samples") {
+    out.set_default_sample_type(strings.Index(std::string(PprofTypeName(default_metric))));
+  }
   out.mutable_period_type()->set_type(strings.Index("cpu"));
   out.mutable_period_type()->set_unit(strings.Index("nanoseconds"));
   out.set_period(period);

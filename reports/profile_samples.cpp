@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "model/frame_name.h"
+#include "model/value_types.h"
 #include "reports/export_text.h"
 
 namespace arcprof::reports {
@@ -24,7 +25,9 @@ SampleSchema DescribeSamples(const Profile& profile, const Metric* cpu_metric) {
                                  [&](const ThreadRecord& t) { return t.tree.total(type) > 0; });
     if (!any) continue;
     schema.declared.push_back(type);
-    schema.types.push_back({ValidUtf8(profile.value_types[type].name), ValidUtf8(profile.value_types[type].unit)});
+    // Types with a pprof name of their own (the Go heap profile's) keep it in every export.
+    schema.types.push_back({ValidUtf8(std::string(PprofTypeName(profile.value_types[type].name))),
+                            ValidUtf8(profile.value_types[type].unit)});
   }
   schema.offcpu = HasOffCpu(profile) ? profile.ValueIndex("offcpu") : std::nullopt;
   if (schema.offcpu) schema.types.push_back({"wall", "nanoseconds"});

@@ -1,0 +1,327 @@
+#include "loader/alloc_source.h"
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <signal.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <random>
+#include <set>
+#include <sstream>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+#include <spdlog/spdlog.h>
+
+#include "alloc.h"
+#include "alloc.skel.h"
+#include "common/clock.h"
+#include "common/text.h"
+#include "events.h"
+#include "loader/percpu_counters.h"
+#include "loader/sampler.h"
+#include "loader/stack_sample.h"
+#include "loader/value_source.h"
+#include "model/profile.h"
+#include "model/value_types.h"
+
+namespace arcprof {
+
+AllocWeight UnbiasAllocation(uint64_t size, uint64_t rate) {
+  if (size == 0) return {};
+  if (rate <= 1) return {1.0, static_cast<double>(size)};
+  const double scale = 1.0 / (1.0 - std::exp(-static_cast<double>(size) / static_cast<double>(rate)));
+  return {scale, scale * static_cast<double>(size)};
+}
+
+std::string OwnAllocator(std::string_view maps) {
+  for (std::string_view name : {"libjemalloc", "libtcmalloc", "libmimalloc", "libhoard", "libtbbmalloc"}) {
+    const size_t at = maps.find(name);
+    if (at == std::string_view::npos) continue;
+    size_t end = maps.find_first_of(" \n", at);
+    if (end == std::string_view::npos) end = maps.size();
+    return std::string(maps.substr(at, std::min<size_t>(end - at, 64)));
+  }
+  return "";
+}
+
+namespace {
+
+// /proc/PID/maps, at most 4 MiB (a process controls its mappings).
+std::string ReadMaps(uint32_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/maps");
+  std::string text;
+  char buf[65536];
+  while (in && text.size() < (4u << 20)) {
+    in.read(buf, sizeof(buf));
+    text.append(buf, static_cast<size_t>(in.gcount()));
+  }
+  return text;
+}
+
+// The path of the libc a process maps (as it names it), or "".
+std::string LibcOf(std::string_view maps) {
+  size_t pos = 0;
+  while (pos < maps.size()) {
+    size_t end = maps.find('\n', pos);
+    if (end == std::string_view::npos) end = maps.size();
+    const std::string_view line = maps.substr(pos, end - pos);
+    const size_t slash = line.find('/');
+    if (slash != std::string_view::npos) {
+      const std::string_view path = line.substr(slash);
+      if (path.ends_with("/libc.so.6")) return std::string(path);
+    }
+    pos = end + 1;
+  }
+  return "";
+}
+
+class AllocSource final : public ValueSource {
+ public:
+  explicit AllocSource(AllocSourceOptions options) : options_(options), rng_(0x9e3779b97f4a7c15ull) {}
+  ~AllocSource() override { Detach(); }
+
+  std::string_view name() const override { return "alloc"; }
+
+  Result<void> Start(RecordContext& context) override {
+    skel_.reset(alloc__open());
+    if (!skel_) return MakeError(std::string("cannot open the allocation BPF object: ") + strerror(errno));
+    if (auto ok = context.sampler->ShareRecordMaps(skel_->obj, /*own_scratch=*/true); !ok) return ok.error();
+    skel_->rodata->sample_rate = options_.rate;
+    // -ln(u) at the middle of each step, scaled to a mean of exactly 1.
+    double table[ARCPROF_ALLOC_EXP_STEPS];
+    double sum = 0;
+    for (int i = 0; i < ARCPROF_ALLOC_EXP_STEPS; ++i) {
+      table[i] = -std::log((i + 0.5) / ARCPROF_ALLOC_EXP_STEPS);
+      sum += table[i];
+    }
+    for (int i = 0; i < ARCPROF_ALLOC_EXP_STEPS; ++i) {
+      skel_->rodata->exp_table[i] =
+          static_cast<uint32_t>(table[i] * ARCPROF_ALLOC_EXP_STEPS / sum * (1u << ARCPROF_ALLOC_EXP_SHIFT));
+    }
+    bpf_map__set_max_entries(skel_->maps.alloc_blocks, std::max(1024u, options_.max_blocks));
+    if (int err = alloc__load(skel_.get()); err != 0) {
+      return MakeError("cannot load the allocation BPF programs into the kernel: " + std::string(strerror(-err)));
+    }
+    // The libc files to probe: arcprof's own (the command's, and most
+    // processes'), and those of the -p processes (a container's own).
+    std::vector<std::string> libcs;
+    const std::string own = LibcOf(ReadMaps(static_cast<uint32_t>(getpid())));
+    if (!own.empty()) libcs.push_back(own);
+    for (uint32_t pid : context.target_pids) {
+      const std::string maps = ReadMaps(pid);
+      CheckAllocator(pid, maps);
+      const std::string libc = LibcOf(maps);
+      if (!libc.empty()) libcs.push_back("/proc/" + std::to_string(pid) + "/root" + libc);
+    }
+    std::set<std::pair<dev_t, ino_t>> seen;
+    for (const std::string& path : libcs) {
+      struct stat st{};
+      if (stat(path.c_str(), &st) != 0 || !seen.insert({st.st_dev, st.st_ino}).second) continue;
+      if (auto ok = AttachLibc(path); !ok) return ok.error();
+    }
+    if (links_.empty()) return MakeError("--alloc: found no libc.so.6 to probe");
+    if (options_.system_wide && !options_.quiet) {
+      fprintf(stderr,
+              "arcprof: warning: --alloc on the whole machine traps every malloc, realloc and free of every "
+              "process using %s into the kernel (uprobes: about 5 us of CPU per call on a test VM): allocation-heavy programs "
+              "slow down severalfold while recording; processes with another libc or their own allocator are "
+              "not covered\n",
+              EscapeControl(own).c_str());
+    }
+    sink_ = context.sink;
+    sink_->Route(ARCPROF_SOURCE_ALLOC, this);
+    return {};
+  }
+
+  void OnRecord(const StackSample& e, StackSink& sink) override {
+    const uint64_t key = e.source_key;
+    sink.Keep(ARCPROF_SOURCE_ALLOC, key, sink.Stack(e), {});
+    kept_[key] = generation_;
+    const AllocWeight w = UnbiasAllocation(e.source_values[0], options_.rate);
+    const SourceValue values[] = {{model::kAllocBytes, Round(w.bytes)}, {model::kAllocCount, Round(w.count)}};
+    sink.Add(ARCPROF_SOURCE_ALLOC, key, values);
+    ++records_;
+  }
+
+  void Poll(RecordContext& context) override {
+    // The command's allocator, once it runs (its exec is in by now).
+    if (!checked_command_ && !context.system_wide && MonotonicNs() > context.start_monotonic_ns + 500'000'000) {
+      checked_command_ = true;
+      for (uint32_t pid : context.target_pids) {
+        if (!checked_.count(pid)) CheckAllocator(pid, ReadMaps(pid));
+      }
+    }
+  }
+
+  // At a window's end: every live sampled block adds its in-use bytes and
+  // count at its allocation's stack. Blocks of processes that exited are
+  // counted this once (in use at exit) and dropped; the stacks of blocks
+  // freed since are forgotten.
+  void Flush(RecordContext& context, bool closing) override {
+    if (!skel_ || !closing) return;
+    const int fd = bpf_map__fd(skel_->maps.alloc_blocks);
+    std::vector<std::pair<alloc_block_key, alloc_block>> blocks;
+    alloc_block_key k{}, next{};
+    const alloc_block_key* prev = nullptr;
+    while (bpf_map_get_next_key(fd, prev, &next) == 0 && blocks.size() < (1u << 24)) {
+      alloc_block b{};
+      if (bpf_map_lookup_elem(fd, &next, &b) == 0) blocks.emplace_back(next, b);
+      k = next;
+      prev = &k;
+    }
+    std::unordered_set<uint64_t> live;
+    std::unordered_map<uint32_t, bool> exited;
+    for (const auto& [key, block] : blocks) {
+      live.insert(block.key);
+      const AllocWeight w = UnbiasAllocation(block.size, options_.rate);
+      const SourceValue values[] = {{model::kInuseBytes, Round(w.bytes)}, {model::kInuseCount, Round(w.count)}};
+      if (!sink_->Add(ARCPROF_SOURCE_ALLOC, block.key, values)) inuse_unattributed_ += block.size;
+      auto [it, inserted] = exited.try_emplace(key.pid, false);
+      if (inserted) {
+        it->second = context.symbolizer.KnowsProcess(key.pid)
+                         ? context.symbolizer.ProcessExited(key.pid)
+                         : kill(static_cast<pid_t>(key.pid), 0) != 0 && errno == ESRCH;
+      }
+      if (it->second) {
+        bpf_map_delete_elem(fd, &key);
+        ++exited_blocks_;
+      }
+    }
+    // Stacks of blocks no longer live (freed, or their process gone) that
+    // were kept before this window: forgotten. A newer one may still wait
+    // for its allocation to return.
+    for (auto it = kept_.begin(); it != kept_.end();) {
+      if (!live.count(it->first) && it->second < generation_) {
+        sink_->Forget(ARCPROF_SOURCE_ALLOC, it->first);
+        it = kept_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    for (const auto& [key, block] : blocks) {
+      if (auto found = kept_.find(block.key); found != kept_.end()) found->second = generation_;
+    }
+    ++generation_;
+    ReadCounters();
+  }
+
+  void Detach() override { links_.clear(); }
+
+  Result<void> CloseWindow(RecordContext&, model::Profile& window, bool last) override {
+    auto delta = [](uint64_t now_value, uint64_t& reported) {
+      const uint64_t d = now_value >= reported ? now_value - reported : now_value;
+      reported = now_value;
+      return static_cast<int64_t>(d);
+    };
+    window.counters["alloc.samples"] = delta(counters_[ARCPROF_ALLOC_CTR_SAMPLED], reported_[ARCPROF_ALLOC_CTR_SAMPLED]);
+    window.counters["alloc.lost_samples"] = delta(counters_[ARCPROF_ALLOC_CTR_LOST], reported_[ARCPROF_ALLOC_CTR_LOST]);
+    window.counters["alloc.blocks_untracked"] =
+        delta(counters_[ARCPROF_ALLOC_CTR_UNTRACKED], reported_[ARCPROF_ALLOC_CTR_UNTRACKED]);
+    window.counters["alloc.blocks_freed"] = delta(counters_[ARCPROF_ALLOC_CTR_FREED], reported_[ARCPROF_ALLOC_CTR_FREED]);
+    window.counters["alloc.failed"] = delta(counters_[ARCPROF_ALLOC_CTR_FAILED], reported_[ARCPROF_ALLOC_CTR_FAILED]);
+    window.counters["alloc.records"] = static_cast<int64_t>(records_);
+    window.counters["alloc.blocks_of_exited_processes"] = static_cast<int64_t>(exited_blocks_);
+    window.counters["alloc.inuse_unattributed_bytes"] = static_cast<int64_t>(inuse_unattributed_);
+    window.counters["alloc.rate_bytes"] = static_cast<int64_t>(options_.rate);
+    window.counters["alloc.processes_not_covered"] = static_cast<int64_t>(not_covered_);
+    spdlog::debug("--alloc: {} records, counters sampled {} lost {} untracked {} freed {} failed {}", records_,
+                  counters_[0], counters_[1], counters_[2], counters_[3], counters_[4]);
+    records_ = exited_blocks_ = inuse_unattributed_ = 0;
+    not_covered_ = 0;
+    if (last) {
+      Detach();
+      if (sink_ != nullptr) sink_->Route(ARCPROF_SOURCE_ALLOC, nullptr);
+      skel_.reset();
+    }
+    return {};
+  }
+
+  size_t HeldBytes() const override { return kept_.size() * 48; }
+
+ private:
+  Result<void> AttachLibc(const std::string& path) {
+    struct Probe {
+      bpf_program* prog;
+      const char* func;
+      bool ret;
+    };
+    const Probe probes[] = {
+        {skel_->progs.on_malloc, "malloc", false},          {skel_->progs.on_malloc_ret, "malloc", true},
+        {skel_->progs.on_calloc, "calloc", false},          {skel_->progs.on_malloc_ret, "calloc", true},
+        {skel_->progs.on_realloc, "realloc", false},        {skel_->progs.on_malloc_ret, "realloc", true},
+        {skel_->progs.on_posix_memalign, "posix_memalign", false},
+        {skel_->progs.on_posix_memalign_ret, "posix_memalign", true},
+        {skel_->progs.on_memalign, "aligned_alloc", false}, {skel_->progs.on_malloc_ret, "aligned_alloc", true},
+        {skel_->progs.on_memalign, "memalign", false},      {skel_->progs.on_malloc_ret, "memalign", true},
+        {skel_->progs.on_free, "free", false},
+    };
+    for (const Probe& p : probes) {
+      LIBBPF_OPTS(bpf_uprobe_opts, opts, .retprobe = p.ret, .func_name = p.func);
+      bpf_link* link = bpf_program__attach_uprobe_opts(p.prog, -1, path.c_str(), 0, &opts);
+      if (link == nullptr) {
+        return MakeError("--alloc: cannot probe " + std::string(p.func) + " in " + EscapeControl(path) + ": " +
+                         strerror(errno));
+      }
+      links_.emplace_back(link);
+    }
+    spdlog::debug("--alloc: probing {}", path);
+    return {};
+  }
+
+  void CheckAllocator(uint32_t pid, const std::string& maps) {
+    checked_.insert(pid);
+    const std::string own = OwnAllocator(maps);
+    if (own.empty()) return;
+    ++not_covered_;
+    if (!options_.quiet) {
+      fprintf(stderr, "arcprof: --alloc: process %u uses its own allocator (%s): its allocations are not covered\n",
+              pid, EscapeControl(own).c_str());
+    }
+  }
+
+  // Stochastic rounding: the sum over many samples stays unbiased.
+  uint64_t Round(double v) {
+    const double floor = std::floor(v);
+    return static_cast<uint64_t>(floor) + (std::uniform_real_distribution<double>(0, 1)(rng_) < v - floor ? 1 : 0);
+  }
+
+  void ReadCounters() {
+    for (uint32_t i = 0; i < ARCPROF_ALLOC_CTR_COUNT; ++i) counters_[i] = SumPerCpuCounter(skel_->maps.alloc_counters, i);
+  }
+
+  struct SkelDeleter {
+    void operator()(alloc* s) const { alloc__destroy(s); }
+  };
+  struct LinkDeleter {
+    void operator()(bpf_link* l) const { bpf_link__destroy(l); }
+  };
+  AllocSourceOptions options_;
+  std::unique_ptr<alloc, SkelDeleter> skel_;
+  std::vector<std::unique_ptr<bpf_link, LinkDeleter>> links_;
+  StackSink* sink_ = nullptr;
+  std::mt19937_64 rng_;
+  std::unordered_map<uint64_t, uint64_t> kept_;  // sample key -> generation it was last live in
+  uint64_t generation_ = 1;
+  std::unordered_set<uint32_t> checked_;
+  bool checked_command_ = false;
+  uint64_t records_ = 0, exited_blocks_ = 0, inuse_unattributed_ = 0, not_covered_ = 0;
+  uint64_t counters_[ARCPROF_ALLOC_CTR_COUNT] = {}, reported_[ARCPROF_ALLOC_CTR_COUNT] = {};
+};
+
+}  // namespace
+
+std::unique_ptr<RecordExtension> MakeAllocSource(AllocSourceOptions options) {
+  return std::make_unique<AllocSource>(options);
+}
+
+}  // namespace arcprof

@@ -1,0 +1,33 @@
+// record --alloc without BPF: the unbiasing of a sampled allocation and the
+// recognition of processes that bring their own allocator.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "loader/alloc_source.h"
+
+namespace arcprof {
+namespace {
+
+TEST(AllocUnbias, AsPprofScalesHeapSamples) {
+  // A block of the rate's size was sampled with probability 1 - 1/e.
+  const AllocWeight w = UnbiasAllocation(512 * 1024, 512 * 1024);
+  EXPECT_NEAR(w.count, 1.0 / (1.0 - std::exp(-1.0)), 1e-9);
+  EXPECT_NEAR(w.bytes, w.count * 512 * 1024, 1e-3);
+  // Small blocks stand for about rate / size blocks; huge ones for one.
+  EXPECT_NEAR(UnbiasAllocation(64, 512 * 1024).count, 512.0 * 1024 / 64, 1.0);
+  EXPECT_NEAR(UnbiasAllocation(uint64_t{1} << 40, 512 * 1024).count, 1.0, 1e-9);
+  EXPECT_EQ(UnbiasAllocation(0, 512 * 1024).count, 0.0);
+  EXPECT_EQ(UnbiasAllocation(100, 1).count, 1.0);  // every allocation sampled
+}
+
+TEST(AllocUnbias, OwnAllocatorsAreNamed) {
+  EXPECT_EQ(OwnAllocator("7f00-7f01 r-xp 0 08:01 12 /usr/lib/x86_64-linux-gnu/libc.so.6\n"), "");
+  EXPECT_EQ(OwnAllocator("7f00-7f01 r-xp 0 08:01 12 /usr/lib/x86_64-linux-gnu/libjemalloc.so.2\n"),
+            "libjemalloc.so.2");
+  EXPECT_EQ(OwnAllocator("7f00-7f01 r-xp 0 08:01 12 /opt/x/libtcmalloc_minimal.so.4"), "libtcmalloc_minimal.so.4");
+  EXPECT_EQ(OwnAllocator(""), "");
+}
+
+}  // namespace
+}  // namespace arcprof
