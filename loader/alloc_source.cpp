@@ -43,17 +43,6 @@ AllocWeight UnbiasAllocation(uint64_t size, uint64_t rate) {
   return {scale, scale * static_cast<double>(size)};
 }
 
-std::string OwnAllocator(std::string_view maps) {
-  for (std::string_view name : {"libjemalloc", "libtcmalloc", "libmimalloc", "libhoard", "libtbbmalloc"}) {
-    const size_t at = maps.find(name);
-    if (at == std::string_view::npos) continue;
-    size_t end = maps.find_first_of(" \n", at);
-    if (end == std::string_view::npos) end = maps.size();
-    return std::string(maps.substr(at, std::min<size_t>(end - at, 64)));
-  }
-  return "";
-}
-
 namespace {
 
 // /proc/PID/maps, at most 4 MiB (a process controls its mappings).
@@ -66,23 +55,6 @@ std::string ReadMaps(uint32_t pid) {
     text.append(buf, static_cast<size_t>(in.gcount()));
   }
   return text;
-}
-
-// The path of the libc a process maps (as it names it), or "".
-std::string LibcOf(std::string_view maps) {
-  size_t pos = 0;
-  while (pos < maps.size()) {
-    size_t end = maps.find('\n', pos);
-    if (end == std::string_view::npos) end = maps.size();
-    const std::string_view line = maps.substr(pos, end - pos);
-    const size_t slash = line.find('/');
-    if (slash != std::string_view::npos) {
-      const std::string_view path = line.substr(slash);
-      if (path.ends_with("/libc.so.6")) return std::string(path);
-    }
-    pos = end + 1;
-  }
-  return "";
 }
 
 class AllocSource final : public ValueSource {
@@ -115,12 +87,12 @@ class AllocSource final : public ValueSource {
     // The libc files to probe: arcprof's own (the command's, and most
     // processes'), and those of the -p processes (a container's own).
     std::vector<std::string> libcs;
-    const std::string own = LibcOf(ReadMaps(static_cast<uint32_t>(getpid())));
+    const std::string own = LibcPathOf(ReadMaps(static_cast<uint32_t>(getpid())));
     if (!own.empty()) libcs.push_back(own);
     for (uint32_t pid : context.target_pids) {
       const std::string maps = ReadMaps(pid);
       CheckAllocator(pid, maps);
-      const std::string libc = LibcOf(maps);
+      const std::string libc = LibcPathOf(maps);
       if (!libc.empty()) libcs.push_back("/proc/" + std::to_string(pid) + "/root" + libc);
     }
     std::set<std::pair<dev_t, ino_t>> seen;

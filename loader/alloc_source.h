@@ -38,5 +38,7 @@ AllocWeight UnbiasAllocation(uint64_t size, uint64_t rate);
 // ("libjemalloc.so.2"), or "" when none is recognized. `maps`: the text of
 // /proc/PID/maps.
 std::string OwnAllocator(std::string_view maps);
+// The path of the libc.so.6 a process maps, as /proc/PID/maps names it, or "".
+std::string LibcPathOf(std::string_view maps);
 
 }  // namespace arcprof

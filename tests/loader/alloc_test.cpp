@@ -29,5 +29,13 @@ TEST(AllocUnbias, OwnAllocatorsAreNamed) {
   EXPECT_EQ(OwnAllocator(""), "");
 }
 
+TEST(AllocUnbias, LibcOfAProcess) {
+  EXPECT_EQ(LibcPathOf("7f00-7f01 r--p 0 08:01 12 /usr/lib/x86_64-linux-gnu/libc.so.6\n"
+                       "7f01-7f02 r-xp 0 08:01 12 /usr/lib/x86_64-linux-gnu/libc.so.6\n"),
+            "/usr/lib/x86_64-linux-gnu/libc.so.6");
+  EXPECT_EQ(LibcPathOf("7f00-7f01 r-xp 0 08:01 12 /lib/libc.so.6.bak\n7f00-7f01 r-xp 0 0:0 0 [vdso]"), "");
+  EXPECT_EQ(LibcPathOf("no newline /libc.so.6"), "/libc.so.6");
+}
+
 }  // namespace
 }  // namespace arcprof

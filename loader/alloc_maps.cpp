@@ -1,0 +1,38 @@
+// What --alloc reads of a process's /proc/PID/maps (loader/alloc_source.h):
+// no BPF, so the fuzz target builds it alone.
+#include <algorithm>
+#include <string>
+#include <string_view>
+
+#include "loader/alloc_source.h"
+
+namespace arcprof {
+
+std::string OwnAllocator(std::string_view maps) {
+  for (std::string_view name : {"libjemalloc", "libtcmalloc", "libmimalloc", "libhoard", "libtbbmalloc"}) {
+    const size_t at = maps.find(name);
+    if (at == std::string_view::npos) continue;
+    size_t end = maps.find_first_of(" \n", at);
+    if (end == std::string_view::npos) end = maps.size();
+    return std::string(maps.substr(at, std::min<size_t>(end - at, 64)));
+  }
+  return "";
+}
+
+std::string LibcPathOf(std::string_view maps) {
+  size_t pos = 0;
+  while (pos < maps.size()) {
+    size_t end = maps.find('\n', pos);
+    if (end == std::string_view::npos) end = maps.size();
+    const std::string_view line = maps.substr(pos, end - pos);
+    const size_t slash = line.find('/');
+    if (slash != std::string_view::npos) {
+      const std::string_view path = line.substr(slash);
+      if (path.ends_with("/libc.so.6")) return std::string(path);
+    }
+    pos = end + 1;
+  }
+  return "";
+}
+
+}  // namespace arcprof
