@@ -11,6 +11,7 @@
 #include "events.h"
 #include "loader/offcpu_reason.h"
 #include "loader/offcpu_source.h"
+#include "tests/loader/offcpu_records_only.h"
 #include "loader/sample_processor.h"
 #include "store/capture_store.h"
 #include "model/metric.h"
@@ -46,15 +47,6 @@ std::vector<uint8_t> OffCpuRecord(uint32_t pid, uint64_t key, int32_t syscall, u
   memcpy(r.data() + sizeof(e), &info, sizeof(info));
   return r;
 }
-
-// The off-CPU source's record handling without its BPF program.
-class OffCpuRecordsOnly final : public ValueSource {
- public:
-  std::string_view name() const override { return "offcpu-records"; }
-  Result<void> Start(RecordContext&) override { return {}; }
-  Result<void> CloseWindow(RecordContext&, Profile&, bool) override { return {}; }
-  void OnRecord(const StackSample& record, StackSink& sink) override { KeepOffCpuStack(record, sink); }
-};
 
 TEST(OffCpuRecords, FoldTimeUnderTheReasonAndRoundTrip) {
   Symbolizer symbolizer;

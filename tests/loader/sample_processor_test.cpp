@@ -17,6 +17,7 @@
 
 #include "events.h"
 #include "loader/offcpu_source.h"
+#include "tests/loader/offcpu_records_only.h"
 #include "loader/sample_processor.h"
 #include "loader/stack_sample.h"
 #include "symbolize/symbolizer.h"
@@ -270,15 +271,6 @@ TEST(SampleProcessor, NamesReleasedBetweenWindowsNameTheNextWindowAlike) {
   EXPECT_EQ(Folded(w2), (std::map<std::string, uint64_t>{{"t;ArcprofTestCaller;ArcprofTestLeaf;fake_kernel_work", 2},
                                                          {"t;ArcprofTestOther;ArcprofTestLeaf", 1}}));
 }
-
-// The off-CPU source's record handling without its BPF program.
-class OffCpuRecordsOnly final : public ValueSource {
- public:
-  std::string_view name() const override { return "offcpu-records"; }
-  Result<void> Start(RecordContext&) override { return {}; }
-  Result<void> CloseWindow(RecordContext&, Profile&, bool) override { return {}; }
-  void OnRecord(const StackSample& record, StackSink& sink) override { KeepOffCpuStack(record, sink); }
-};
 
 // An off-CPU record as the sched_switch program writes it: the header, its
 // key and reason, then the frames.
