@@ -6,6 +6,20 @@ namespace arcprof::push {
 using namespace arcprof::model;
 using namespace arcprof::store;
 
+std::vector<WindowInfo> ToWindowInfos(const std::vector<UnsentWindow>& unsent) {
+  std::vector<WindowInfo> out;
+  out.reserve(unsent.size());
+  for (const UnsentWindow& w : unsent) {
+    WindowInfo info;
+    info.id = w.number;
+    info.stable_id = w.id;
+    info.start_unix_ns = w.start_unix_ns;
+    info.end_unix_ns = w.end_unix_ns;
+    out.push_back(std::move(info));
+  }
+  return out;
+}
+
 bool IsStoreDirectory(const std::string& path) {
   struct stat st {};
   return stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
@@ -18,16 +32,9 @@ Result<std::unique_ptr<StoreWindows>> StoreWindows::Open(const std::string& dir)
 }
 
 Result<std::vector<WindowInfo>> StoreWindows::Unsent(const std::string& destination) {
-  std::vector<WindowInfo> out;
-  for (const StoredWindow& w : store_.Unsent(destination)) {
-    WindowInfo info;
-    info.id = static_cast<int64_t>(w.start_unix_ns / 1000000ull);
-    info.stable_id = w.id;
-    info.start_unix_ns = w.start_unix_ns;
-    info.end_unix_ns = w.end_unix_ns;
-    out.push_back(std::move(info));
-  }
-  return out;
+  auto unsent = store_.Unsent(destination);
+  if (!unsent) return unsent.error();
+  return ToWindowInfos(*unsent);
 }
 
 Result<Profile> StoreWindows::Read(const WindowInfo& window) { return store_.Read(window.stable_id); }

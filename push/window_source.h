@@ -1,6 +1,7 @@
-// What the push thread needs from a store of windows. The continuous store
-// implements it for its windows; capture_windows.h implements it for a
-// capture file (a store with one window). Interface contract:
+// What the push thread needs from a store of windows. Thin adapters of the
+// store's own sent marks (store/sent_marks.h) implement it: store_windows.h
+// for a continuous store, capture_windows.h for a capture file (a store with
+// one window). Interface contract:
 //   - Unsent(destination): the closed windows not yet marked sent to
 //     `destination`, oldest first. A window still being written is never listed.
 //   - Read(window): that window's profile alone (not merged with others), with
@@ -17,6 +18,7 @@
 
 #include "common/result.h"
 #include "model/profile.h"
+#include "store/sent_marks.h"
 
 namespace arcprof::push {
 
@@ -26,6 +28,9 @@ struct WindowInfo {
   uint64_t start_unix_ns = 0;
   uint64_t end_unix_ns = 0;
 };
+
+// The windows a store's Unsent() lists, as the push thread names them.
+std::vector<WindowInfo> ToWindowInfos(const std::vector<store::UnsentWindow>& unsent);
 
 class WindowSource {
  public:

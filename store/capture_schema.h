@@ -25,15 +25,6 @@ inline constexpr int32_t kCaptureApplicationId = 0x61726370;
 // older reader would misread a newer file (see docs/capture-format.md).
 inline constexpr int kCaptureSchemaVersion = 6;
 
-// The table `arcprof push` adds to a capture to mark the windows it sent. Kept
-// here with the rest of the schema: readers accept exactly these tables.
-inline constexpr const char* kPushSentTableSql =
-    "CREATE TABLE IF NOT EXISTS push_sent ("
-    " window_id INTEGER NOT NULL REFERENCES windows(id),"
-    " destination TEXT NOT NULL,"
-    " sent_unix_ns INTEGER NOT NULL,"
-    " PRIMARY KEY (window_id, destination)) WITHOUT ROWID";
-
 // What the writer, the reader and the checksum share; not for other layers.
 namespace capture_schema {
 
@@ -44,6 +35,16 @@ inline constexpr const char* kChecksumKey = "content_crc32";
 // Every store key (capture_id 0) a writer has ever written: another one is a
 // damaged key (a flipped bit in "content_crc32" would turn the check off).
 inline constexpr const char* kStoreKeys[] = {"format", "schema_version", kChecksumKey};
+
+// The table the sent marks of a capture live in (store/capture_sent_marks.h),
+// added by the first `arcprof push` of it. Kept here with the rest of the
+// schema: readers accept exactly these tables.
+inline constexpr const char* kPushSentTableSql =
+    "CREATE TABLE IF NOT EXISTS push_sent ("
+    " window_id INTEGER NOT NULL REFERENCES windows(id),"
+    " destination TEXT NOT NULL,"
+    " sent_unix_ns INTEGER NOT NULL,"
+    " PRIMARY KEY (window_id, destination)) WITHOUT ROWID";
 
 // The scripts that create the current schema's tables, in the order the
 // writer runs them (the ptt_* tables are ptt_store's).

@@ -340,12 +340,17 @@ Result<void> WindowStore::MarkSent(const std::string& id, const std::string& des
   return {};
 }
 
-std::vector<StoredWindow> WindowStore::Unsent(const std::string& destination) const {
-  std::vector<StoredWindow> out;
+Result<std::vector<UnsentWindow>> WindowStore::Unsent(const std::string& destination) const {
+  std::vector<UnsentWindow> out;
   for (StoredWindow& w : List()) {
     if (!w.unreadable.empty()) continue;  // not a window: nothing to send
     if (std::find(w.sent_to.begin(), w.sent_to.end(), destination) == w.sent_to.end()) {
-      out.push_back(std::move(w));
+      UnsentWindow unsent;
+      unsent.number = static_cast<int64_t>(w.start_unix_ns / 1000000ull);
+      unsent.id = std::move(w.id);
+      unsent.start_unix_ns = w.start_unix_ns;
+      unsent.end_unix_ns = w.end_unix_ns;
+      out.push_back(std::move(unsent));
     }
   }
   return out;

@@ -20,11 +20,12 @@
 // listed is listed with `unreadable` set: it is never summed, sent or counted
 // (docs/continuous.md, "Reading a store").
 //
-// API for senders (push/store_windows.h adapts it to push::WindowSource):
-// Unsent(destination) gives the windows not yet delivered there, oldest first;
-// Read(id) one window's profile alone; MarkSent(id, destination) appends the
-// destination to DIR/<id>.sent and fsyncs it before returning (idempotent).
-// Retention removes a window's marker with the window.
+// API for senders (push/store_windows.h adapts it to push::WindowSource): the
+// store's sent marks (store/sent_marks.h): Unsent(destination) gives the
+// windows not yet delivered there, oldest first; MarkSent(id, destination)
+// adds the destination to DIR/<id>.sent and fsyncs it before returning
+// (idempotent); and Read(id), one window's profile alone. Retention removes a
+// window's marker with the window.
 #pragma once
 
 #include <cstdint>
@@ -36,6 +37,7 @@
 #include "common/result.h"
 #include "common/scoped_fd.h"
 #include "model/profile.h"
+#include "store/sent_marks.h"
 
 namespace arcprof::store {
 
@@ -66,7 +68,7 @@ struct RetentionResult {
   uint64_t freed_bytes = 0;
 };
 
-class WindowStore {
+class WindowStore : public SentMarks {
  public:
   // For writing: creates DIR (mode 0700) if missing, checks that it is a real
   // directory owned by this user and writable, takes the writer lock, and
@@ -88,9 +90,10 @@ class WindowStore {
   // Windows overlapping [since, until) in Unix ns, oldest first.
   std::vector<StoredWindow> ListRange(uint64_t since_unix_ns, uint64_t until_unix_ns) const;
   Result<model::Profile> Read(const std::string& id) const;
-  Result<void> MarkSent(const std::string& id, const std::string& destination);
-  // Windows not yet sent to `destination`, oldest first.
-  std::vector<StoredWindow> Unsent(const std::string& destination) const;
+  // SentMarks: the windows not yet sent to `destination`, oldest first (never
+  // an entry that is not a window), and marking one sent.
+  Result<std::vector<UnsentWindow>> Unsent(const std::string& destination) const override;
+  Result<void> MarkSent(const std::string& id, const std::string& destination) override;
   // Sums the windows overlapping [since, until). A window that cannot be read
   // (corrupt, truncated) and an entry that is not a window are skipped with
   // one line each in `warnings`. Errors when no window lies in the range.

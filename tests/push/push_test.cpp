@@ -576,7 +576,7 @@ TEST(PushCli, StoreServerDownForTwoWindowsThenUp) {
   {
     auto store = WindowStore::OpenForWriting(dir);
     ASSERT_TRUE(store.ok()) << store.error().message;
-    EXPECT_EQ(store->Unsent(Destination(url)).size(), 2u);
+    EXPECT_EQ(store->Unsent(Destination(url))->size(), 2u);
     auto id = store->Append(Window(2));
     ASSERT_TRUE(id.ok()) << id.error().message;
     ids.push_back(*id);

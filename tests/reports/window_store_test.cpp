@@ -146,9 +146,9 @@ TEST(WindowStore, SentMarksArePerDestinationAndIdempotent) {
   auto b = store->Append(Window(kBase + 60 * kSec)).value();
   ASSERT_TRUE(store->MarkSent(a, "http://one:4040"));
   ASSERT_TRUE(store->MarkSent(a, "http://one:4040"));
-  EXPECT_EQ(store->Unsent("http://one:4040").size(), 1u);
-  EXPECT_EQ(store->Unsent("http://one:4040")[0].id, b);
-  EXPECT_EQ(store->Unsent("http://two:4040").size(), 2u);
+  EXPECT_EQ(store->Unsent("http://one:4040")->size(), 1u);
+  EXPECT_EQ(store->Unsent("http://one:4040").value()[0].id, b);
+  EXPECT_EQ(store->Unsent("http://two:4040")->size(), 2u);
   EXPECT_EQ(store->List()[0].sent_to, std::vector<std::string>{"http://one:4040"});
   EXPECT_FALSE(store->MarkSent("../../etc/passwd", "x"));
   EXPECT_FALSE(store->MarkSent(a, "two\nlines"));
@@ -202,7 +202,7 @@ TEST(WindowStore, CopiesCountOnceAndEntriesThatAreNotWindowsAreUnreadable) {
   EXPECT_NE(out.str().find("a symbolic link"), std::string::npos) << out.str();
   EXPECT_NE(out.str().find("a directory"), std::string::npos) << out.str();
   // Pushing: the copies and the other entries are never sent as windows.
-  EXPECT_EQ(store->Unsent("http://one:4040").size(), 3u);
+  EXPECT_EQ(store->Unsent("http://one:4040")->size(), 3u);
 }
 
 std::string FileText(const std::string& path) {
@@ -227,16 +227,17 @@ TEST(WindowStore, ATornSentMarkIsRepairedOnceAndNeverGrows) {
     std::ofstream(marker_b, std::ios::binary) << "http://two:4040\n" << std::string(16, '\0') << "http://on";
   }
   const std::string one = "http://one:4040";
-  EXPECT_EQ(store->Unsent(one).size(), 2u);
-  EXPECT_EQ(store->Unsent("http://two:4040").size(), 1u);  // b's whole line still counts
+  EXPECT_EQ(store->Unsent(one)->size(), 2u);
+  EXPECT_EQ(store->Unsent("http://two:4040")->size(), 1u);  // b's whole line still counts
   for (int push = 0; push < 3; ++push) {
-    for (const StoredWindow& w : store->Unsent(one)) ASSERT_TRUE(store->MarkSent(w.id, one));
-    EXPECT_TRUE(store->Unsent(one).empty()) << "push " << push;
+    auto unsent = store->Unsent(one);
+    for (const UnsentWindow& w : *unsent) ASSERT_TRUE(store->MarkSent(w.id, one));
+    EXPECT_TRUE(store->Unsent(one)->empty()) << "push " << push;
   }
   EXPECT_EQ(FileText(marker_a), one + "\n");
   EXPECT_EQ(FileText(marker_b), "http://two:4040\n" + one + "\n");
-  ASSERT_EQ(store->Unsent("http://two:4040").size(), 1u);  // a was never sent there; b still was
-  EXPECT_EQ(store->Unsent("http://two:4040")[0].id, a);
+  ASSERT_EQ(store->Unsent("http://two:4040")->size(), 1u);  // a was never sent there; b still was
+  EXPECT_EQ(store->Unsent("http://two:4040").value()[0].id, a);
   // No temporary file is left next to the markers.
   size_t entries = 0;
   for (const auto& e : std::filesystem::directory_iterator(dir.path())) {
@@ -296,7 +297,7 @@ TEST(WindowStore, RefusesSymlinksAndForeignDirectories) {
   ASSERT_EQ(symlink("/etc/passwd", dir.File("real/1764000000000-1764000060000-00000000.db").c_str()), 0);
   ASSERT_EQ(store->List().size(), 1u);
   EXPECT_EQ(store->List()[0].unreadable, "not a window file: a symbolic link");
-  EXPECT_TRUE(store->Unsent("http://one:4040").empty());
+  EXPECT_TRUE(store->Unsent("http://one:4040")->empty());
   EXPECT_FALSE(store->Read("1764000000000-1764000060000-00000000"));
 }
 
