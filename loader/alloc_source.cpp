@@ -160,8 +160,8 @@ class AllocSource final : public ValueSource {
       if (!sink_->Add(ARCPROF_SOURCE_ALLOC, block.key, values)) inuse_unattributed_ += block.size;
       auto [it, inserted] = exited.try_emplace(key.pid, false);
       if (inserted) {
-        it->second = context.symbolizer.KnowsProcess(key.pid)
-                         ? context.symbolizer.ProcessExited(key.pid)
+        it->second = context.symbolizer.spaces().KnowsProcess(key.pid)
+                         ? context.symbolizer.spaces().ProcessExited(key.pid)
                          : kill(static_cast<pid_t>(key.pid), 0) != 0 && errno == ESRCH;
       }
       if (it->second) {

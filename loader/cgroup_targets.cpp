@@ -9,7 +9,7 @@
 #include <string_view>
 
 #include "common/scoped_fd.h"
-#include "symbolize/cgroup_parse.h"
+#include "spaces/cgroup_parse.h"
 
 namespace arcprof {
 namespace {

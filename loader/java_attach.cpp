@@ -19,7 +19,7 @@
 #include <thread>
 
 #include "common/scoped_fd.h"
-#include "symbolize/proc_parse.h"
+#include "spaces/proc_parse.h"
 
 namespace arcprof {
 namespace {

@@ -96,7 +96,7 @@ class JavaExtension : public RecordExtension {
  public:
   JavaExtension(bool attach, bool quiet) : attach_(attach), quiet_(quiet) {}
   ~JavaExtension() override {
-    if (symbolizer_) symbolizer_->SetMappingObserver(this, nullptr);
+    if (symbolizer_) symbolizer_->spaces().SetMappingObserver(this, nullptr);
   }
 
   std::string_view name() const override { return "java"; }
@@ -111,7 +111,7 @@ class JavaExtension : public RecordExtension {
     });
     if (!attach_) return {};
     symbolizer_ = &context.symbolizer;
-    context.symbolizer.SetMappingObserver(this, [this](uint32_t pid, const MappingEvent& mapping) {
+    context.symbolizer.spaces().SetMappingObserver(this, [this](uint32_t pid, const MappingEvent& mapping) {
       if (MapsJvmLibrary(mapping)) mapped_jvm_.insert(pid);
     });
     // JVMs already running are attached before sampling starts, so that the
@@ -205,7 +205,7 @@ class JavaExtension : public RecordExtension {
     for (ThreadRecord& t : window.threads) {
       auto it = sources_.find(t.pid);
       if (it == sources_.end()) continue;
-      const ProcessInfo* info = context.symbolizer.Process(t.pid);
+      const ProcessInfo* info = context.symbolizer.spaces().Process(t.pid);
       uint32_t tid = t.tid;
       if (info && info->ns_pid != 0 && info->ns_pid != t.pid) {
         auto [map, added] = ns_tids.try_emplace(t.pid);

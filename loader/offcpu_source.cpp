@@ -80,8 +80,8 @@ class OffCpuSource final : public ValueSource {
     size_t retired = 0;
     for (const StackSink::Kept& k : keys) {
       // A process the side band never told us about: ask the kernel.
-      const bool exited = context.symbolizer.KnowsProcess(k.pid)
-                              ? context.symbolizer.ProcessExited(k.pid)
+      const bool exited = context.symbolizer.spaces().KnowsProcess(k.pid)
+                              ? context.symbolizer.spaces().ProcessExited(k.pid)
                               : kill(static_cast<pid_t>(k.pid), 0) != 0 && errno == ESRCH;
       if (!exited) continue;
       ++retired;

@@ -35,7 +35,8 @@
 #include "loader/sampler.h"
 #include "loader/sideband.h"
 #include "symbolize/debuginfod.h"
-#include "symbolize/process_registry.h"
+#include "spaces/address_spaces.h"
+#include "spaces/process_registry.h"
 #include "symbolize/symbolizer.h"
 #include "symbolize/unwinder.h"
 
@@ -158,14 +159,18 @@ struct RecordingSession::State {
                        ? DebuginfodFetcher::FromEnvironment(std::chrono::milliseconds(
                              static_cast<int64_t>(o.debuginfod_budget_s * 1000)))
                        : nullptr),
-        symbolizer(SymbolizerWith(o, debuginfod.get())) {}
+        spaces(SpacesWith(o)),
+        symbolizer(spaces, SymbolizerWith(o, debuginfod.get())) {}
+  static AddressSpacesOptions SpacesWith(const RecordOptions& o) {
+    AddressSpacesOptions ao;
+    if (o.exited_retention_ns != 0) ao.exited_retention_ns = o.exited_retention_ns;
+    return ao;
+  }
   static SymbolizerOptions SymbolizerWith(const RecordOptions& o, DebuginfodFetcher* fetcher) {
     SymbolizerOptions so;
     so.debuginfod = fetcher;
-    if (o.exited_retention_ns != 0) {
-      so.exited_retention_ns = o.exited_retention_ns;
+    if (o.exited_retention_ns != 0)
       so.exited_jit_retention_ns = std::min(so.exited_jit_retention_ns, o.exited_retention_ns);
-    }
     if (o.answer_cache_bits != 0) {
       so.answer_cache_bits = o.answer_cache_bits;
     } else if (!o.command.empty() || !o.pids.empty()) {
@@ -182,6 +187,7 @@ struct RecordingSession::State {
   std::optional<LaunchedCommand> command;
   std::unique_ptr<Sampler> sampler;  // reset first in ~State: its callbacks use the rest
   std::unique_ptr<DebuginfodFetcher> debuginfod;  // before the symbolizer, which uses it
+  AddressSpaces spaces;  // before the symbolizer, which names what they hold
   Symbolizer symbolizer;
   std::unique_ptr<Unwinder> unwinder;
   std::unique_ptr<SampleProcessor> processor;
@@ -253,8 +259,8 @@ struct RecordingSession::State {
     auto exit_of = [&](uint32_t pid) {
       auto [it, inserted] = exits.try_emplace(pid, Exit::kAlive);
       if (inserted) {
-        if (symbolizer.KnowsProcess(pid)) {
-          it->second = symbolizer.ProcessExited(pid) ? Exit::kRecent : Exit::kAlive;
+        if (spaces.KnowsProcess(pid)) {
+          it->second = spaces.ProcessExited(pid) ? Exit::kRecent : Exit::kAlive;
         } else if (kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) {
           it->second = Exit::kLongAgo;
         }
@@ -263,7 +269,7 @@ struct RecordingSession::State {
     };
     auto process_name = [&](const ThreadRecord& t) -> std::string {
       if (!t.process_comm.empty()) return t.process_comm;
-      if (const ProcessInfo* p = symbolizer.Process(t.pid); p != nullptr && !p->comm.empty()) return p->comm;
+      if (const ProcessInfo* p = spaces.Process(t.pid); p != nullptr && !p->comm.empty()) return p->comm;
       return t.comm;
     };
     size_t to_fold = records - budget / 2;
@@ -373,7 +379,7 @@ struct RecordingSession::State {
     const uint64_t t0 = PhaseCpuNs();
     sampler->DrainSideband();
     FollowAllAfterLoss();
-    sideband.ApplyTo(symbolizer);
+    sideband.ApplyTo(spaces);
     ForgetExitedTargets();
     const uint64_t t1 = PhaseCpuNs();
     sampler->DrainSamples(horizon, budget_end);
@@ -432,7 +438,7 @@ struct RecordingSession::State {
   void FinalDrain() {
     const int signals = StopSignals::stop_count();
     sampler->DrainSideband();
-    sideband.ApplyTo(symbolizer);
+    sideband.ApplyTo(spaces);
     const uint64_t end = MonotonicNs() + kFinalDrainNs;
     while (!sampler->DrainSamples(UINT64_MAX, std::min(end, MonotonicNs() + drain_ns))) {
       if (MonotonicNs() >= end || StopSignals::stop_count() != signals) {
@@ -632,8 +638,8 @@ Result<std::unique_ptr<RecordingSession>> RecordingSession::Start(const RecordOp
     if (s.command) followed.push_back(static_cast<uint32_t>(s.command->pid()));
     s.sideband.Follow(followed);
   }
-  s.unwinder = opt.cfi_budget_bytes != 0 ? std::make_unique<Unwinder>(s.symbolizer, opt.cfi_budget_bytes)
-                                         : std::make_unique<Unwinder>(s.symbolizer);
+  s.unwinder = opt.cfi_budget_bytes != 0 ? std::make_unique<Unwinder>(s.spaces, s.symbolizer, opt.cfi_budget_bytes)
+                                         : std::make_unique<Unwinder>(s.spaces, s.symbolizer);
   s.processor = std::make_unique<SampleProcessor>(s.symbolizer, s.mode, s.unwinder.get());
   if (auto ok = s.sampler->OpenSideband([&s](const perf_event_header* h) {
         if (auto ev = DecodeSidebandRecord(h, h->size)) s.sideband.Push(std::move(*ev));
@@ -649,9 +655,9 @@ Result<std::unique_ptr<RecordingSession>> RecordingSession::Start(const RecordOp
   if (s.command) {
     // The command has not exec'd yet; its exec and mmaps arrive as events.
   } else if (!opt.pids.empty()) {
-    for (uint32_t pid : opt.pids) s.symbolizer.SnapshotProcess(pid, s.start_monotonic_ns);
+    for (uint32_t pid : opt.pids) s.spaces.SnapshotProcess(pid, s.start_monotonic_ns);
   } else {
-    s.symbolizer.SnapshotAllProcesses(s.start_monotonic_ns);
+    s.spaces.SnapshotAllProcesses(s.start_monotonic_ns);
   }
 
   s.context.reset(new RecordContext{s.symbolizer, s.start_monotonic_ns, !s.command && opt.pids.empty(),
@@ -735,7 +741,7 @@ std::optional<std::string> RecordingSession::Tick(uint64_t wake_ns) {
   const uint64_t cpu0 = PhaseCpuNs();
   ++s.cpu.wakeups;
   s.FollowAllAfterLoss();
-  s.sideband.ApplyTo(s.symbolizer);
+  s.sideband.ApplyTo(s.spaces);
   s.ForgetExitedTargets();
   s.cpu.sideband_ns += PhaseCpuNs() - cpu0;
   now = MonotonicNs();
@@ -843,7 +849,7 @@ Result<Profile> RecordingSession::Close(bool last, uint64_t end) {
   window.meta.start_unix_ns = s.start_unix_ns + (s.window_start_ns - s.start_monotonic_ns);
   s.window_start_ns = end;
   // Build ids of the modules this window's frames name.
-  const std::map<std::string, std::string> build_ids = s.symbolizer.ModuleBuildIds();
+  const std::map<std::string, std::string> build_ids = s.spaces.ModuleBuildIds();
   for (uint32_t m = 1; m < window.frames.module_count(); ++m) {
     const std::string& module = window.frames.module(m);
     if (window.build_ids.count(module)) continue;

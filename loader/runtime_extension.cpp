@@ -25,7 +25,7 @@ constexpr uint64_t kForgetAfterExitNs = 3'000'000'000;
 class RuntimeExtension : public RecordExtension {
  public:
   ~RuntimeExtension() override {
-    if (symbolizer_) symbolizer_->SetMappingObserver(this, nullptr);
+    if (symbolizer_) symbolizer_->spaces().SetMappingObserver(this, nullptr);
     if (processor_) processor_->SetRuntimes({});
   }
 
@@ -38,7 +38,7 @@ class RuntimeExtension : public RecordExtension {
     sampler_ = context.sampler;
     processor_ = context.processor;
     processor_->SetRuntimes(runtimes_);
-    symbolizer_->SetMappingObserver(this, [this](uint32_t pid, const MappingEvent& m) {
+    symbolizer_->spaces().SetMappingObserver(this, [this](uint32_t pid, const MappingEvent& m) {
       if (!(m.prot & PROT_EXEC) || recognized_.count(pid)) return;
       for (const auto& rt : runtimes_) {
         if (rt->MayHost(m.path)) {
@@ -59,7 +59,7 @@ class RuntimeExtension : public RecordExtension {
     // Exited processes leave the BPF map at once and their names a little later.
     for (auto it = recognized_.begin(); it != recognized_.end();) {
       const uint32_t pid = it->first;
-      if (it->second == 0 && symbolizer_->ProcessExited(pid)) {
+      if (it->second == 0 && symbolizer_->spaces().ProcessExited(pid)) {
         sampler_->RemoveRuntimeProcess(pid);
         it->second = now;
       }
@@ -79,7 +79,7 @@ class RuntimeExtension : public RecordExtension {
       rt->TakeCounters([&window](std::string_view name, int64_t v) { window.counters[std::string(name)] += v; });
     }
     if (last) {
-      if (symbolizer_) symbolizer_->SetMappingObserver(this, nullptr);
+      if (symbolizer_) symbolizer_->spaces().SetMappingObserver(this, nullptr);
       symbolizer_ = nullptr;
     }
     return {};
@@ -111,8 +111,8 @@ class RuntimeExtension : public RecordExtension {
 
   // False when the mapping's file cannot be had yet (asked again later).
   bool Recognize(const Pending& p, uint64_t now) {
-    if (recognized_.count(p.pid) || symbolizer_->ProcessExited(p.pid)) return true;
-    auto file = symbolizer_->FindMappedFile(p.pid, p.start, now);
+    if (recognized_.count(p.pid) || symbolizer_->spaces().ProcessExited(p.pid)) return true;
+    auto file = symbolizer_->spaces().FindMappedFile(p.pid, p.start, now);
     if (!file) return false;
     for (const auto& rt : runtimes_) {
       if (!rt->MayHost(file->path)) continue;

@@ -255,7 +255,7 @@ void SampleProcessor::Process(const StackSample& e) {
   for (size_t i = 0; i < kstack_len; ++i) mix(ip_at(i));
   if (hash == 0) hash = 1;
   const std::string_view comm = e.comm;
-  const uint64_t version = symbolizer_.ProcessVersion(e.pid);
+  const uint64_t version = symbolizer_.spaces().ProcessVersion(e.pid);
   // A sample with interpreter frames: the native stack alone does not say
   // which Python code ran (no stack cache, no reused path).
   runtimes::Runtime* const rt = SampleRuntime(e);
@@ -591,7 +591,7 @@ model::ProcessIdentity ProcessIdentityOf(const ProcessInfo& p) {
 
 void SampleProcessor::Rename(ThreadRecord& t, std::string_view comm) {
   t.comm = comm;
-  if (const ProcessInfo* p = symbolizer_.Process(t.pid)) {
+  if (const ProcessInfo* p = symbolizer_.spaces().Process(t.pid)) {
     t.cmdline = p->cmdline;
     t.process_comm = p->comm;
     t.identity = ProcessIdentityOf(*p);
@@ -634,13 +634,13 @@ Profile SampleProcessor::TakeWindow() {
       t.process_comm = "swapper";
       continue;
     }
-    if (const ProcessInfo* p = symbolizer_.Process(t.pid)) {
+    if (const ProcessInfo* p = symbolizer_.spaces().Process(t.pid)) {
       t.cmdline = p->cmdline;
       t.process_comm = p->comm;
       t.identity = ProcessIdentityOf(*p);
     }
     if (t.process_comm.empty() && t.tid == t.pid) t.process_comm = t.comm;
-    if (t.comm.empty()) t.comm = std::string(symbolizer_.ThreadName(t.pid, t.tid));
+    if (t.comm.empty()) t.comm = std::string(symbolizer_.spaces().ThreadName(t.pid, t.tid));
   }
   // Threads whose leader never ran: borrow the process name from a sibling.
   std::unordered_map<uint32_t, std::string> leader_comm;

@@ -134,7 +134,7 @@ void SidebandQueue::Follow(const std::vector<uint32_t>& pids) {
   followed_.insert(pids.begin(), pids.end());
 }
 
-void SidebandQueue::ApplyTo(Symbolizer& symbolizer) {
+void SidebandQueue::ApplyTo(AddressSpaces& spaces) {
   if (pending_.empty()) return;
   std::stable_sort(pending_.begin(), pending_.end(),
                    [](const SidebandEvent& a, const SidebandEvent& b) {
@@ -159,19 +159,19 @@ void SidebandQueue::ApplyTo(Symbolizer& symbolizer) {
     }
     switch (ev.kind) {
       case SidebandEvent::Kind::kMmap:
-        symbolizer.OnMmap(ev.pid, ev.time_ns, ev.mapping);
+        spaces.OnMmap(ev.pid, ev.time_ns, ev.mapping);
         break;
       case SidebandEvent::Kind::kExec:
-        symbolizer.OnExec(ev.pid, ev.time_ns, ev.comm, exited_in_batch_.count(ev.pid) != 0);
+        spaces.OnExec(ev.pid, ev.time_ns, ev.comm, exited_in_batch_.count(ev.pid) != 0);
         break;
       case SidebandEvent::Kind::kComm:
-        symbolizer.OnComm(ev.pid, ev.tid, ev.time_ns, ev.comm);
+        spaces.OnComm(ev.pid, ev.tid, ev.time_ns, ev.comm);
         break;
       case SidebandEvent::Kind::kFork:
-        symbolizer.OnFork(ev.parent_pid, ev.pid, ev.time_ns);
+        spaces.OnFork(ev.parent_pid, ev.pid, ev.time_ns);
         break;
       case SidebandEvent::Kind::kExit:
-        symbolizer.OnExit(ev.pid, ev.time_ns);
+        spaces.OnExit(ev.pid, ev.time_ns);
         if (filtering_ && followed_.erase(ev.pid)) exited_.push_back(ev.pid);  // a later process with this pid is someone else
         break;
       case SidebandEvent::Kind::kThreadStart:

@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-#include "symbolize/symbolizer.h"
+#include "spaces/address_spaces.h"
 
 namespace arcprof {
 
@@ -31,7 +31,7 @@ struct SidebandEvent {
 // records we do not use or that are malformed (too short, unterminated names).
 std::optional<SidebandEvent> DecodeSidebandRecord(const void* record, size_t size);
 
-class Symbolizer;
+class AddressSpaces;
 
 // Applies side-band events to the symbolizer in time order. Records arrive
 // per CPU, so a batch is sorted before it is applied.
@@ -45,7 +45,7 @@ class Symbolizer;
 class SidebandQueue {
  public:
   void Push(SidebandEvent event) { pending_.push_back(std::move(event)); }
-  void ApplyTo(Symbolizer& symbolizer);
+  void ApplyTo(AddressSpaces& spaces);
   uint64_t applied() const { return applied_; }
   uint64_t skipped() const { return skipped_; }
   void Follow(const std::vector<uint32_t>& pids);

@@ -594,7 +594,7 @@ class TraceExtension final : public RecordExtension {
         break;
       }
     }
-    thread.comm = std::string(context.symbolizer.ThreadName(thread.pid, thread.tid));
+    thread.comm = std::string(context.symbolizer.spaces().ThreadName(thread.pid, thread.tid));
     if (thread.comm.empty()) thread.comm = thread.process_comm;
   }
 

@@ -1,6 +1,6 @@
 // Who a process is on a fleet: its container, pod and service, its cgroup and
 // its pid in its own pid namespace. The loader reads them once per process
-// (symbolize/cgroup_parse.h parses /proc/PID/cgroup and the environment);
+// (spaces/cgroup_parse.h parses /proc/PID/cgroup and the environment);
 // every view, filter and export names a process by them (docs/usage.md,
 // "Containers, pods and services"), and the capture keeps them with each
 // thread (docs/capture-format.md, schema 6). The texts come from other users

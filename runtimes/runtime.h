@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "runtimes.h"  // bpf/: runtime_proc, runtime_frame
-#include "symbolize/symbolizer.h"
+#include "symbolize/symbol_types.h"
 
 namespace arcprof::runtimes {
 

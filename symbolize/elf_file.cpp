@@ -39,43 +39,11 @@ Result<uint32_t> FileCrc32(int fd) {
 }
 
 std::unique_ptr<ElfFile> ElfFile::FromFd(ScopedFd fd, std::string path) {
-  std::unique_ptr<ElfFile> file(new ElfFile());
-  file->fd_ = std::move(fd);
-  file->path_ = std::move(path);
-  struct stat st;
-  if (fstat(file->fd_.get(), &st) == 0) {
-    file->dev_ = st.st_dev;
-    file->inode_ = st.st_ino;
-  }
-  file->ReadHeader();
-  return file;
-}
-
-void ElfFile::ReadHeader() {
-  auto elf = OpenSelf();
-  if (!elf.ok()) {
-    header_error_ = elf.error().message;
-    return;
-  }
-  auto header = ReadElfHeaderInfo(elf->get());
-  if (header.ok()) {
-    header_ = std::move(header).value();
-  } else {
-    header_error_ = header.error().message;
-  }
+  return std::unique_ptr<ElfFile>(new ElfFile(MappedElf::FromFd(std::move(fd), std::move(path))));
 }
 
 std::unique_ptr<ElfFile> ElfFile::FromImage(std::vector<char> image, std::string name) {
-  std::unique_ptr<ElfFile> file(new ElfFile());
-  file->image_ = std::move(image);
-  file->path_ = std::move(name);
-  file->ReadHeader();
-  return file;
-}
-
-Result<ElfPtr> ElfFile::OpenSelf() {
-  if (fd_.valid()) return OpenElfFd(fd_.get());
-  return OpenElfMemory(std::span<char>(image_.data(), image_.size()));
+  return std::unique_ptr<ElfFile>(new ElfFile(MappedElf::FromImage(std::move(image), std::move(name))));
 }
 
 const FunctionRanges& ElfFile::Ranges() {
@@ -94,8 +62,8 @@ std::optional<uint64_t> ElfFile::FunctionStart(uint64_t vaddr) {
 }
 
 const ElfSymbol* ElfFile::EntryPoint(uint64_t vaddr) {
-  const uint64_t entry = header_.entry;
-  if (!header_.executable || entry == 0 || vaddr < entry) return nullptr;
+  const uint64_t entry = header().entry;
+  if (!header().executable || entry == 0 || vaddr < entry) return nullptr;
   auto range = Ranges().Find(vaddr);
   if (!range || range->start != entry) return nullptr;
   if (full_.Find(entry) || dynsym_.Find(entry)) return nullptr;  // a symbol names it
@@ -112,7 +80,7 @@ bool ElfFile::LoadSymbols(const DebugSearchOptions& debug) {
   if (!is_elf()) return true;
   auto elf = OpenSelf();
   if (!elf.ok()) return true;
-  if (header_.has_symtab)
+  if (header().has_symtab)
     full_ = SymbolTable::Load(elf->get(), SymbolTable::Section::kSymtab, elf->get());
   if (full_.empty()) {
     LoadDebugSymbols(debug);
@@ -130,16 +98,16 @@ bool ElfFile::TryDebugCandidate(const std::string& candidate, bool by_build_id,
   if (!fd.valid()) return false;
   struct stat st;
   if (fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) return false;
-  if (st.st_dev == dev_ && st.st_ino == inode_) return false;  // the binary itself
+  if (st.st_dev == dev() && st.st_ino == inode()) return false;  // the binary itself
   auto elf = OpenElfFd(fd.get());
   if (!elf.ok()) return false;
   auto header = ReadElfHeaderInfo(elf->get());
   if (!header.ok()) return false;
-  const bool ids_comparable = !header_.build_id.empty() && !header->build_id.empty();
-  if (ids_comparable && header_.build_id != header->build_id) return false;
+  const bool ids_comparable = !build_id().empty() && !header->build_id.empty();
+  if (ids_comparable && build_id() != header->build_id) return false;
   if (!by_build_id && !ids_comparable && debug.verify_debuglink_crc) {
     auto crc = FileCrc32(fd.get());
-    if (!crc.ok() || *crc != header_.debuglink_crc) return false;
+    if (!crc.ok() || *crc != file_->header().debuglink_crc) return false;
   }
   // PLT stubs come from the binary: a debug file's .rela.plt has no contents.
   auto self = OpenSelf();
@@ -153,7 +121,7 @@ bool ElfFile::TryDebugCandidate(const std::string& candidate, bool by_build_id,
 }
 
 void ElfFile::LoadDebugSymbols(const DebugSearchOptions& debug) {
-  const std::string& id = header_.build_id;
+  const std::string& id = build_id();
   if (id.size() > 2) {
     for (const std::string& dir : debug.debug_dirs) {
       if (TryDebugCandidate(dir + "/.build-id/" + id.substr(0, 2) + "/" + id.substr(2) + ".debug",
@@ -161,10 +129,10 @@ void ElfFile::LoadDebugSymbols(const DebugSearchOptions& debug) {
         return;
     }
   }
-  const std::string& link = header_.debuglink;
-  if (link.empty() || link.find('/') != std::string::npos || path_.empty() || path_[0] != '/')
+  const std::string& link = header().debuglink;
+  if (link.empty() || link.find('/') != std::string::npos || path().empty() || path()[0] != '/')
     return;
-  const std::string dir = DirName(path_);
+  const std::string dir = DirName(path());
   std::vector<std::string> candidates = {dir + "/" + link, dir + "/.debug/" + link};
   for (const std::string& root : debug.debug_dirs) candidates.push_back(root + dir + "/" + link);
   for (const std::string& candidate : candidates) {
@@ -182,7 +150,7 @@ ElfFile::Lookup ElfFile::Find(uint64_t vaddr, const DebugSearchOptions& debug) {
   }
   if (const ElfSymbol* s = dynsym_.Find(vaddr)) return {s, UnknownReason::kNone};
   if (const ElfSymbol* s = EntryPoint(vaddr)) return {s, UnknownReason::kNone};
-  return {nullptr, header_.has_symtab ? UnknownReason::kNoSymbols : UnknownReason::kStripped};
+  return {nullptr, header().has_symtab ? UnknownReason::kNoSymbols : UnknownReason::kStripped};
 }
 
 }  // namespace arcprof

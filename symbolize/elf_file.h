@@ -1,8 +1,6 @@
-// One mapped ELF file, opened once and shared by every mapping of it. The
-// descriptor is kept for the Symbolizer's lifetime: the file then resolves
-// even after it was deleted, its inode number cannot be reused while we hold
-// it (so (dev, inode) stays a safe cache key), and a later DWARF unwinder
-// (libdwfl's dwfl_report_elf takes an fd) can reuse it.
+// The symbol tables of one mapped ELF file (spaces/mapped_elf.h), read on the
+// first lookup and given back under a memory budget: .symtab, a separate
+// debug file's, .dynsym, and the functions the unwind tables delimit.
 #pragma once
 
 #include <sys/types.h>
@@ -15,6 +13,7 @@
 
 #include "common/frame.h"
 #include "common/scoped_fd.h"
+#include "spaces/mapped_elf.h"
 #include "symbolize/elf_symbols.h"
 
 namespace arcprof {
@@ -31,11 +30,13 @@ struct DebugSearchOptions {
 
 class ElfFile {
  public:
-  // Reads the ELF headers now (type, segments, build-id, debuglink); symbols
-  // are read on the first Find. Never fails: a file that is not ELF gives
+  // The symbols of `file`, which must outlive this (the address spaces own
+  // it); read on the first Find. A file that is not ELF gives
   // Unknown(kNoSymbols) for every lookup and says why in header_error().
+  explicit ElfFile(const MappedElf& file) : file_(&file) {}
+  // Owning its file (tests, fuzzers): reads the ELF headers now.
   static std::unique_ptr<ElfFile> FromFd(ScopedFd fd, std::string path);
-  // An in-memory image (the vDSO). The bytes are owned by the ElfFile.
+  // An in-memory image. The bytes are owned by the ElfFile.
   static std::unique_ptr<ElfFile> FromImage(std::vector<char> image, std::string name);
 
   struct Lookup {
@@ -45,7 +46,7 @@ class ElfFile {
 
   // The ELF vaddr of a file offset (see FileOffsetToVaddr).
   std::optional<uint64_t> OffsetToVaddr(uint64_t file_offset) const {
-    return FileOffsetToVaddr(header_.loads, file_offset);
+    return file_->OffsetToVaddr(file_offset);
   }
   // The function covering vaddr: .symtab of the file, else of a separate
   // debug file, else .dynsym; Unknown(kStripped) when only .dynsym was found
@@ -79,14 +80,14 @@ class ElfFile {
     symbols_loaded_ = false;
   }
 
-  bool is_elf() const { return header_error_.empty(); }
-  const std::string& header_error() const { return header_error_; }
-  const std::string& path() const { return path_; }
-  const std::string& build_id() const { return header_.build_id; }
-  const ElfHeaderInfo& header() const { return header_; }
-  int fd() const { return fd_.get(); }
-  dev_t dev() const { return dev_; }
-  ino_t inode() const { return inode_; }
+  bool is_elf() const { return file_->is_elf(); }
+  const std::string& header_error() const { return file_->header_error(); }
+  const std::string& path() const { return file_->path(); }
+  const std::string& build_id() const { return file_->build_id(); }
+  const ElfHeaderInfo& header() const { return file_->header(); }
+  int fd() const { return file_->fd(); }
+  dev_t dev() const { return file_->dev(); }
+  ino_t inode() const { return file_->inode(); }
   // The separate debug file whose .symtab is used, "" when none.
   const std::string& debug_path() const { return debug_path_; }
   int debug_fd() const { return debug_fd_.get(); }
@@ -98,10 +99,8 @@ class ElfFile {
   }
 
  private:
-  ElfFile() = default;
-  Result<ElfPtr> OpenSelf();
-  // Reads type, segments, build-id and debuglink; failures go to header_error_.
-  void ReadHeader();
+  explicit ElfFile(std::unique_ptr<MappedElf> owned) : owned_(std::move(owned)), file_(owned_.get()) {}
+  Result<ElfPtr> OpenSelf() { return file_->Open(); }
   bool TryDebugCandidate(const std::string& candidate, bool by_build_id,
                          const DebugSearchOptions& debug);
   void LoadDebugSymbols(const DebugSearchOptions& debug);
@@ -109,13 +108,8 @@ class ElfFile {
   // "_start" when vaddr is in the entry point's FDE and no symbol covers it.
   const ElfSymbol* EntryPoint(uint64_t vaddr);
 
-  ScopedFd fd_;
-  std::vector<char> image_;  // in-memory ELF when fd_ is not valid
-  std::string path_;
-  dev_t dev_ = 0;
-  ino_t inode_ = 0;
-  ElfHeaderInfo header_;
-  std::string header_error_;
+  std::unique_ptr<MappedElf> owned_;  // FromFd, FromImage
+  const MappedElf* file_;
 
   bool symbols_loaded_ = false;
   bool debuginfod_requested_ = false;

@@ -9,7 +9,7 @@
 #include "symbolize/elf_file.h"
 #include "symbolize/name_pool.h"
 #include "symbolize/symbol_types.h"
-#include "symbolize/timeline.h"
+#include "spaces/timeline.h"
 
 namespace arcprof {
 

@@ -18,7 +18,7 @@
 
 #include "symbolize/jitdump_format.h"
 #include "symbolize/perf_map.h"
-#include "symbolize/proc_parse.h"
+#include "spaces/proc_parse.h"
 #include "symbolize/symbol_types.h"
 
 namespace arcprof {

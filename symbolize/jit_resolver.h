@@ -8,13 +8,12 @@
 #include <memory>
 #include <unordered_map>
 
+#include "spaces/address_spaces.h"
 #include "symbolize/jit_source.h"
 #include "symbolize/name_pool.h"
 #include "symbolize/symbol_types.h"
 
 namespace arcprof {
-
-inline constexpr std::string_view kJitModule = "JITCODE";
 
 class JitResolver {
  public:

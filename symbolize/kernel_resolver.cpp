@@ -2,7 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
-#include "symbolize/process_registry.h"
+#include "spaces/process_registry.h"
 
 namespace arcprof {
 namespace {

@@ -1,58 +1,30 @@
-// The module cache: every mapped ELF file the symbolizer has opened, shared by
-// all mappings of it in all processes. A mapping finds its file by (device,
-// inode) or build-id without a system call when another mapping of the same
-// file was seen; otherwise the file is opened now, through
-// /proc/PID/map_files (the exact mapped inode, even when deleted or in another
-// mount namespace) or a path that must name the same inode.
-//
-// File ids are never reused: a closed file's id stays dead, so caches keyed by
-// file id (unwind rules, resolved frames) cannot confuse two files.
+// The module cache: the symbol tables of the mapped files the address spaces
+// hold open (spaces/file_table.h), one ElfFile per file id, shared by all
+// mappings of the file in all processes, kept within a memory budget.
 #pragma once
 
-#include <sys/types.h>
-
 #include <cstdint>
+#include <functional>
 #include <list>
 #include <memory>
-#include <string>
-#include <string_view>
 #include <unordered_map>
-#include <unordered_set>
 
+#include "spaces/mapped_elf.h"
 #include "symbolize/elf_file.h"
-#include "symbolize/name_pool.h"
-#include "symbolize/symbol_types.h"
 
 namespace arcprof {
 
 class ModuleCache {
  public:
-  static constexpr uint32_t kNoFile = 0xffffffffu;
+  explicit ModuleCache(size_t symbol_budget_bytes = kSymbolBudgetBytes) : symbol_budget_(symbol_budget_bytes) {}
 
-  explicit ModuleCache(std::string proc_root, size_t symbol_budget_bytes = kSymbolBudgetBytes)
-      : proc_root_(std::move(proc_root)), symbol_budget_(symbol_budget_bytes) {}
+  // The symbols of file `id`, whose open file is `file` (the address
+  // spaces'); nullptr when file is nullptr (closed or never opened).
+  ElfFile* Get(uint32_t id, const MappedElf* file);
 
-  // The file of mapping m in pid (path without " (deleted)"); kNoFile when it
-  // cannot be opened or the path now names another build.
-  uint32_t FileFor(uint32_t pid, const MappingEvent& m, const std::string& path);
-
-  // The open file with this id; nullptr for kNoFile or a closed file.
-  ElfFile* Get(uint32_t id) const {
-    auto it = files_.find(id);
-    return it == files_.end() ? nullptr : it->second.get();
-  }
-
-  // A module name as frames carry it, stable for the cache's lifetime.
-  std::string_view Intern(std::string_view name) {
-    if (auto it = module_names_.find(name); it != module_names_.end()) return *it;
-    return *module_names_.emplace(name).first;
-  }
-
-  size_t open_files() const { return files_.size(); }
-
-  // Closes every open file whose id is not in `live` (no process that is
-  // still remembered maps it); returns how many were closed.
-  size_t CloseAllBut(const std::unordered_set<uint32_t>& live);
+  // Lets go of the tables of every file for which open(id) is false (the
+  // address spaces closed it).
+  void DropClosed(const std::function<bool(uint32_t id)>& open);
 
   // Symbol tables held at once, in bytes: past this, the tables of the
   // files used least recently are given back (and read again when needed),
@@ -65,35 +37,13 @@ class ModuleCache {
   size_t symbol_bytes() const { return symbol_bytes_; }
   uint64_t symbol_tables_released() const { return symbols_released_; }
 
-  // True once opening a file failed for the open file limit (EMFILE/ENFILE);
-  // the first time is logged as a warning.
-  bool hit_file_limit() const { return hit_file_limit_; }
-
  private:
-  struct DevInode {
-    uint64_t dev = 0;
-    uint64_t inode = 0;
-    bool operator==(const DevInode&) const = default;
-  };
-  struct DevInodeHash {
-    size_t operator()(const DevInode& k) const {
-      return std::hash<uint64_t>()(k.dev * 0x9e3779b97f4a7c15ULL ^ k.inode);
-    }
-  };
+  ElfFile* Find(uint32_t id) const {
+    auto it = files_.find(id);
+    return it == files_.end() ? nullptr : it->second.get();
+  }
 
-  ScopedFd OpenMappedFile(uint32_t pid, uint64_t start, uint64_t end, const std::string& path,
-                          uint64_t inode);
-  void NoteOpenError(const std::string& path);
-  uint32_t Register(std::unique_ptr<ElfFile> file, std::optional<DevInode> reported,
-                    const std::string& reported_build_id);
-
-  std::string proc_root_;
-  uint32_t next_id_ = 0;
   std::unordered_map<uint32_t, std::unique_ptr<ElfFile>> files_;
-  std::unordered_map<DevInode, uint32_t, DevInodeHash> by_inode_;
-  std::unordered_map<std::string, uint32_t> by_build_id_;
-  std::unordered_set<std::string, TransparentStringHash, std::equal_to<>> module_names_;  // node-based: views stay valid
-  bool hit_file_limit_ = false;
   // Files whose symbols are loaded, most recently used first, with the
   // bytes counted for each.
   struct Loaded {

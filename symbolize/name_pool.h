@@ -13,14 +13,9 @@
 #include <unordered_set>
 #include <vector>
 
-namespace arcprof {
+#include "common/string_hash.h"
 
-// Lets unordered containers of std::string be searched by a string_view
-// without building a std::string (C++20 heterogeneous lookup).
-struct TransparentStringHash {
-  using is_transparent = void;
-  size_t operator()(std::string_view s) const { return std::hash<std::string_view>()(s); }
-};
+namespace arcprof {
 
 class NamePool {
  public:

@@ -1,43 +1,24 @@
 #include "symbolize/symbolizer.h"
 
-#include <dirent.h>
-#include <malloc.h>
-#include <sys/stat.h>
-#include <sys/mman.h>
-
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <spdlog/spdlog.h>
 
+#include "spaces/mapped_elf.h"
+#include "spaces/timeline.h"
+#include "spaces/vdso_image.h"
 #include "symbolize/elf_resolver.h"
 #include "symbolize/jit_resolver.h"
 #include "symbolize/kernel_resolver.h"
 #include "symbolize/module_cache.h"
 #include "symbolize/name_pool.h"
-#include "symbolize/proc_parse.h"
-#include "symbolize/process_registry.h"
-#include "symbolize/timeline.h"
 #include "symbolize/vdso_resolver.h"
 
 namespace arcprof {
 namespace {
 
 constexpr std::string_view kUnknownModule = "[unknown]";
-
-// What kind of code a mapping holds, from the name the kernel gives it. The
-// anonymous names follow perf's (see docs/symbolization.md), plus named
-// anonymous memory and memfd, which perf leaves alone but which are JIT code
-// all the same.
-MappingKind ClassifyMapping(std::string_view path) {
-  if (path == kVdsoModule) return MappingKind::kVdso;
-  if (path.empty() || path == "//anon" || path.starts_with("[anon:") || path.starts_with("/memfd:") ||
-      path.starts_with("/dev/zero") || path.starts_with("/anon_hugepage") ||
-      path.starts_with("/SYSV") || path.starts_with("["))
-    return MappingKind::kAnonExec;
-  if (path.front() != '/') return MappingKind::kAnonExec;
-  return MappingKind::kFile;
-}
 
 uint64_t FileCacheSlot(uint32_t file_id, uint64_t offset, uint32_t bits) {
   uint64_t h = (offset ^ (uint64_t{file_id} * 0x9e3779b97f4a7c15ULL)) * 0xff51afd7ed558ccdULL;
@@ -59,11 +40,12 @@ DebugSearchOptions DebugOptions(const SymbolizerOptions& options) {
 
 }  // namespace
 
-// The symbolizer composes a process registry (names, owners, threads), the
-// mapping timeline (address spaces over time), the module cache (open ELF
-// files) and one resolver per source of names; it routes each address to the
-// resolver of the mapping's kind and caches user answers.
-struct Symbolizer::Impl {
+// The symbolizer composes the symbol tables of the address spaces' files
+// (module cache) and one resolver per source of names; it routes each address
+// to the resolver of the mapping's kind and caches user answers. It follows
+// the address spaces as their listener: a forgotten process's answers and
+// JIT source go, and the tables of closed files.
+struct Symbolizer::Impl : AddressSpaces::Listener {
   struct UserCacheEntry {
     uint64_t addr = 0;
     uint64_t valid_from = 0;
@@ -75,10 +57,10 @@ struct Symbolizer::Impl {
     SymbolizedFrame frame;
   };
 
-  explicit Impl(SymbolizerOptions opts)
-      : options(std::move(opts)),
-        registry(options.proc_root),
-        modules(options.proc_root, options.symbol_budget_bytes),
+  Impl(AddressSpaces& spaces, SymbolizerOptions opts)
+      : spaces(spaces),
+        options(std::move(opts)),
+        modules(options.symbol_budget_bytes),
         elf(DebugOptions(options), names),
         kernel(options.kallsyms_path),
         jit(names),
@@ -87,11 +69,10 @@ struct Symbolizer::Impl {
         file_cache_bits(std::max<uint32_t>(8, user_cache_bits - 3)),
         file_cache(size_t{1} << file_cache_bits) {}
 
+  AddressSpaces& spaces;
   SymbolizerOptions options;
   SymbolizerStats stats;
   NamePool names;  // before the resolvers that hand them out
-  ProcessRegistry registry;
-  Timeline timeline;
   ModuleCache modules;
   ElfResolver elf;
   VdsoResolver vdso;
@@ -111,139 +92,27 @@ struct Symbolizer::Impl {
   };
   uint32_t file_cache_bits;  // an eighth of the answer cache's slots
   std::vector<FileCacheEntry> file_cache;
-  std::vector<std::pair<const void*, Symbolizer::MappingObserver>> mapping_observers;  // by owner
-  std::map<std::string, std::string, std::less<>> build_ids;  // module -> build-id, kept after files close
-  uint64_t next_forget_ns = 0;
-  uint64_t next_liveness_ns = 0;
-  uint64_t next_trim_ns = 0;
-  uint64_t forget_epoch = 0;
   // Bumped to drop every cached user answer at once (cheaper than touching
   // the 64 Ki slots: a forget pass runs every 5 s under churn).
   uint32_t cache_epoch = 1;
   uint32_t names_epoch = 1;
 
-  // Every second of event time: forget processes that exited long enough ago.
-  void MaybeForget(uint64_t t_ns) {
-    if (t_ns < next_forget_ns) return;
-    // Every 5 s: each pass walks every remembered process (and, when one was
-    // forgotten, every mapping); once a second it was 6% of a whole-machine
-    // daemon's own CPU on a busy build machine.
-    next_forget_ns = t_ns + 5'000'000'000;
-    Forget(t_ns);
+  void ImageReplaced(uint32_t pid) override { jit.Forget(pid); }
+
+  void Exited(const std::vector<std::pair<uint32_t, uint64_t>>& exited, uint64_t t_ns) override {
+    size_t jit_released = 0;
+    for (const auto& [pid, exit_ns] : exited)
+      if (exit_ns + options.exited_jit_retention_ns <= t_ns) jit_released += jit.Release(pid);
+    if (jit_released > 0) spdlog::debug("symbolizer: let go of {} JIT sources of exited processes", jit_released);
   }
 
-  void Forget(uint64_t t_ns) {
-    std::vector<uint32_t> gone;
-    // An exit whose event was lost (side-band overflow) is found by looking
-    // at /proc now and then.
-    if (next_liveness_ns == 0) next_liveness_ns = t_ns + 30'000'000'000;
-    const bool check_alive = t_ns >= next_liveness_ns;
-    if (check_alive) next_liveness_ns = t_ns + 30'000'000'000;
-    size_t jit_released = 0;
-    timeline.ForEachProcess([&](const TimelineProcess& p) {
-      if (p.exited) {
-        if (p.exit_ns + options.exited_jit_retention_ns <= t_ns) jit_released += jit.Release(p.pid);
-        if (p.exit_ns + options.exited_retention_ns <= t_ns) gone.push_back(p.pid);
-      } else if (check_alive) {
-        struct stat st;
-        if (stat(registry.ProcPath(p.pid, "").c_str(), &st) != 0 && errno == ENOENT)
-          gone.push_back(p.pid);  // gone without an exit event: forget it the next time round
-      }
-    });
-    size_t forgotten = 0;
-    for (uint32_t pid : gone) {
-      TimelineProcess* p = timeline.Find(pid);
-      if (!p->exited) {
-        timeline.Exit(pid, t_ns);
-        continue;
-      }
-      timeline.Remove(pid);
-      registry.Remove(pid);
-      jit.Forget(pid);
-      ++forgotten;
-    }
-    if (jit_released > 0) spdlog::debug("symbolizer: let go of {} JIT sources of exited processes", jit_released);
-    if (forgotten == 0) return;
-    stats.processes_forgotten += forgotten;
-    std::unordered_set<uint32_t> live;
-    timeline.ForEachProcess([&](const TimelineProcess& p) {
-      for (const AddressSpaceGeneration& gen : p.generations)
-        for (const TimelineMapping& m : gen.mappings)
-          if (m.kind == MappingKind::kFile) live.insert(m.file_id);
-    });
-    const size_t closed = modules.CloseAllBut(live);
-    stats.files_closed += closed;
-    // Symbol tables and CFI of closed files are large, short-lived blocks:
-    // give the freed pages back so that RSS follows what is held, not what
-    // was held at the peak of the churn. At most every 30 s: under process
-    // churn files close on almost every pass, and each trim's pages were
-    // faulted back in by the next allocations (page faults and madvise were
-    // ~10% of a whole-machine daemon's CPU; a daemon trims at every window
-    // close too).
-    if (closed > 0 && t_ns >= next_trim_ns) {
-      next_trim_ns = t_ns + 30'000'000'000;
-      malloc_trim(0);
-    }
-    spdlog::debug("symbolizer: forgot {} processes; {} remembered, {} registry records, {} open files, {} names, {} jit sources",
-                  forgotten, timeline.size(), registry.size(), modules.open_files(), names.size(), jit.size());
+  void Forgot(const std::vector<uint32_t>& pids) override {
+    for (uint32_t pid : pids) jit.Forget(pid);
+    // Symbol tables of the files the address spaces closed.
+    modules.DropClosed([this](uint32_t id) { return spaces.FileOpen(id); });
+    spdlog::debug("symbolizer: {} names, {} jit sources after the forget pass", names.size(), jit.size());
     // Cached answers point at removed processes.
     ++cache_epoch;
-    ++forget_epoch;
-  }
-
-  void AddMapping(uint32_t pid, uint64_t t_ns, const MappingEvent& m, bool dedupe) {
-    // perf reports only executable mappings unless asked for data ones; prot 0
-    // means the producer did not say.
-    if (m.prot != 0 && !(m.prot & PROT_EXEC)) return;
-    if (m.len == 0 || m.start + m.len < m.start) return;
-    const std::string path(procfs::StripDeletedSuffix(m.path, nullptr));
-    TimelineMapping mapping;
-    mapping.start = m.start;
-    mapping.end = m.start + m.len;
-    mapping.pgoff = m.pgoff;
-    mapping.kind = ClassifyMapping(path);
-    switch (mapping.kind) {
-      case MappingKind::kFile:
-        mapping.module = modules.Intern(path);
-        mapping.file_id = modules.FileFor(pid, m, path);
-        // Looked up before inserting: every exec maps the same few files, and
-        // emplace built two strings per mmap event to find them present.
-        if (const ElfFile* file = modules.Get(mapping.file_id);
-            file && !file->build_id().empty() && build_ids.find(mapping.module) == build_ids.end())
-          build_ids.emplace(std::string(mapping.module), file->build_id());
-        break;
-      case MappingKind::kVdso:
-        mapping.module = kVdsoModule;
-        mapping.file_id = VdsoResolver::kFileId;
-        break;
-      case MappingKind::kAnonExec:
-        mapping.module = kJitModule;
-        break;
-    }
-    timeline.AddMapping(pid, t_ns, mapping, dedupe);
-  }
-
-  void Snapshot(uint32_t pid, uint64_t t_ns) {
-    std::optional<std::string> maps = registry.Snapshot(pid);
-    if (!maps) return;
-    timeline.GetOrCreate(pid);
-    for (const procfs::MapsEntry& entry : procfs::ParseMaps(*maps)) {
-      if (!(entry.prot & procfs::kProtExec)) continue;
-      MappingEvent m;
-      m.start = entry.start;
-      m.len = entry.end - entry.start;
-      m.pgoff = entry.pgoff;
-      m.prot = PROT_EXEC | (entry.prot & procfs::kProtRead ? PROT_READ : 0);
-      m.maj = entry.dev_major;
-      m.min = entry.dev_minor;
-      m.ino = entry.inode;
-      m.path = entry.path;
-      AddMapping(pid, t_ns, m, /*dedupe=*/true);
-    }
-  }
-
-  void EnsureKnown(uint32_t pid, uint64_t t_ns) {
-    if (!timeline.Find(pid) && !registry.SnapshotAttempted(pid)) Snapshot(pid, t_ns);
   }
 
   SymbolizedFrame ResolveMapping(uint32_t pid, const TimelineMapping* m, uint64_t addr,
@@ -257,7 +126,7 @@ struct Symbolizer::Impl {
     }
     switch (m->kind) {
       case MappingKind::kFile: {
-        ElfFile* file = modules.Get(m->file_id);
+        ElfFile* file = modules.Get(m->file_id, spaces.File(m->file_id));
         const bool was_loaded = file && file->symbols_loaded();
         // Named answers by (file, offset), shared by every process mapping
         // the file: a new process (hundreds a second under churn) misses
@@ -284,109 +153,20 @@ struct Symbolizer::Impl {
         return frame;
       }
       case MappingKind::kVdso:
-        return vdso.Resolve(elf, *m, addr);
+        return vdso.Resolve(elf, spaces.File(VdsoImage::kFileId), *m, addr);
       case MappingKind::kAnonExec:
         break;
     }
-    return jit.Resolve(registry.Get(pid).info, addr, t_ns, cacheable);
-  }
-
-  // The vDSO is described like a file: its image has a descriptor (a memfd)
-  // and the unwinder steps through it with its own .eh_frame.
-  std::optional<MappedFile> Describe(const TimelineMapping& m) {
-    const ElfFile* file = m.kind == MappingKind::kFile   ? modules.Get(m.file_id)
-                          : m.kind == MappingKind::kVdso ? vdso.Image()
-                                                         : nullptr;
-    if (!file) return std::nullopt;
-    const uint64_t vaddr = file->OffsetToVaddr(m.pgoff).value_or(m.pgoff);
-    return MappedFile{file->fd(), m.module, file->build_id(), m.start, m.end, m.pgoff,
-                      m.start - vaddr, m.file_id};
+    return jit.Resolve(spaces.Info(pid), addr, t_ns, cacheable);
   }
 };
 
-Symbolizer::Symbolizer(SymbolizerOptions options)
-    : impl_(std::make_unique<Impl>(std::move(options))) {}
-
-Symbolizer::~Symbolizer() = default;
-
-void Symbolizer::SnapshotAllProcesses(uint64_t t_ns) {
-  DIR* dir = opendir(impl_->options.proc_root.c_str());
-  if (!dir) {
-    spdlog::warn("cannot list {}: {}; processes will be learned from events only",
-                 impl_->options.proc_root, std::strerror(errno));
-    return;
-  }
-  std::vector<uint32_t> pids;
-  while (dirent* entry = readdir(dir)) {
-    char* end = nullptr;
-    unsigned long pid = std::strtoul(entry->d_name, &end, 10);
-    if (end != entry->d_name && *end == '\0' && pid > 0) pids.push_back(static_cast<uint32_t>(pid));
-  }
-  closedir(dir);
-  for (uint32_t pid : pids) impl_->Snapshot(pid, t_ns);
-  spdlog::debug("symbolizer: snapshot of {} processes, {} files open", pids.size(),
-                impl_->modules.open_files());
+Symbolizer::Symbolizer(AddressSpaces& spaces, SymbolizerOptions options)
+    : spaces_(spaces), impl_(std::make_unique<Impl>(spaces, std::move(options))) {
+  spaces_.SetListener(impl_.get());
 }
 
-void Symbolizer::SnapshotProcess(uint32_t pid, uint64_t t_ns) { impl_->Snapshot(pid, t_ns); }
-
-void Symbolizer::OnMmap(uint32_t pid, uint64_t t_ns, const MappingEvent& mapping) {
-  impl_->MaybeForget(t_ns);
-  impl_->EnsureKnown(pid, t_ns);
-  impl_->AddMapping(pid, t_ns, mapping, /*dedupe=*/false);
-  for (auto& [owner, observer] : impl_->mapping_observers) observer(pid, mapping);
-}
-
-void Symbolizer::OnExec(uint32_t pid, uint64_t t_ns, std::string_view comm, bool exited) {
-  impl_->MaybeForget(t_ns);
-  impl_->timeline.Exec(pid, t_ns);
-  impl_->registry.OnExec(pid, comm, exited);
-  impl_->jit.Forget(pid);
-}
-
-void Symbolizer::OnComm(uint32_t pid, uint32_t tid, uint64_t, std::string_view comm) {
-  impl_->registry.OnComm(pid, tid, comm);
-}
-
-void Symbolizer::OnFork(uint32_t parent_pid, uint32_t child_pid, uint64_t t_ns) {
-  if (parent_pid == child_pid) return;  // a new thread, not a new address space
-  impl_->MaybeForget(t_ns);
-  impl_->EnsureKnown(parent_pid, t_ns);
-  impl_->registry.MarkSnapshotAttempted(child_pid);
-  impl_->timeline.Fork(parent_pid, child_pid, t_ns);
-  impl_->registry.OnFork(parent_pid, child_pid);
-  impl_->jit.Forget(child_pid);
-}
-
-void Symbolizer::OnExit(uint32_t pid, uint64_t t_ns) {
-  impl_->MaybeForget(t_ns);
-  impl_->timeline.Exit(pid, t_ns);
-}
-
-void Symbolizer::ForgetExited(uint64_t t_ns) { impl_->Forget(t_ns); }
-
-uint64_t Symbolizer::forget_epoch() const { return impl_->forget_epoch; }
-
-bool Symbolizer::KnowsProcess(uint32_t pid) const { return impl_->timeline.Find(pid) != nullptr; }
-
-bool Symbolizer::ProcessExited(uint32_t pid) const {
-  const TimelineProcess* p = impl_->timeline.Find(pid);
-  return p != nullptr && p->exited;
-}
-
-bool Symbolizer::FileOpen(uint32_t file_id) const {
-  if (file_id == VdsoResolver::kFileId) return impl_->vdso.loaded();
-  return impl_->modules.Get(file_id) != nullptr;
-}
-
-const ProcessInfo* Symbolizer::Process(uint32_t pid) const {
-  const ProcessRegistry::Record* record = impl_->registry.Find(pid);
-  return record && record->seen ? &record->info : nullptr;
-}
-
-std::string_view Symbolizer::ThreadName(uint32_t pid, uint32_t tid) const {
-  return impl_->registry.ThreadName(pid, tid);
-}
+Symbolizer::~Symbolizer() { spaces_.SetListener(nullptr); }
 
 SymbolizedFrame Symbolizer::ResolveUser(uint32_t pid, uint64_t addr, uint64_t t_ns) {
   Impl& impl = *impl_;
@@ -396,13 +176,13 @@ SymbolizedFrame Symbolizer::ResolveUser(uint32_t pid, uint64_t addr, uint64_t t_
       t_ns >= slot.valid_from &&
       t_ns < slot.valid_until &&
       (slot.process ? slot.process->version == slot.version
-                    : impl.timeline.creations() == slot.version)) {
+                    : impl.spaces.creations() == slot.version)) {
     ++impl.stats.cache_hits;
     return slot.frame;
   }
 
-  impl.EnsureKnown(pid, t_ns);
-  const TimelineProcess* process = impl.timeline.Find(pid);
+  impl.spaces.EnsureKnown(pid, t_ns);
+  const TimelineProcess* process = impl.spaces.TimelineOf(pid);
   SymbolizedFrame frame;
   Timeline::Hit hit;
   bool cacheable = true;
@@ -421,7 +201,7 @@ SymbolizedFrame Symbolizer::ResolveUser(uint32_t pid, uint64_t addr, uint64_t t_
     slot.valid_until = hit.valid_until;
     slot.epoch = impl.cache_epoch;
     slot.process = process;
-    slot.version = process ? process->version : impl.timeline.creations();
+    slot.version = process ? process->version : impl.spaces.creations();
     slot.frame = frame;
   }
   return frame;
@@ -435,87 +215,26 @@ SymbolizedFrame Symbolizer::ResolveKernel(uint64_t addr) {
   return frame;
 }
 
-std::optional<MappedFile> Symbolizer::FindMappedFile(uint32_t pid, uint64_t addr, uint64_t t_ns) {
-  impl_->EnsureKnown(pid, t_ns);
-  const TimelineProcess* process = impl_->timeline.Find(pid);
-  if (!process) return std::nullopt;
-  const TimelineMapping* m = Timeline::Lookup(*process, addr, t_ns).mapping;
-  if (!m) return std::nullopt;
-  return impl_->Describe(*m);
-}
-
-std::optional<AddressSpaceFiles> Symbolizer::MappedFiles(uint32_t pid,
-                                                                     uint64_t t_ns) {
-  impl_->EnsureKnown(pid, t_ns);
-  const TimelineProcess* process = impl_->timeline.Find(pid);
-  if (!process || process->generations.empty()) return std::nullopt;
-  const size_t gi = Timeline::LiveGeneration(*process, t_ns);
-  AddressSpaceFiles out;
-  out.generation = gi;
-  // pid, generation and version together name one state of the address space.
-  out.key = (static_cast<uint64_t>(pid) << 40) ^ (static_cast<uint64_t>(gi) << 32) ^
-            (process->version * 0x9e3779b97f4a7c15ull);
-  for (const TimelineMapping& m : process->generations[gi].mappings) {
-    // Mappings added after t_ns are included too: the key must not depend on
-    // t_ns, and unwinding only asks about addresses the sample touched.
-    if (auto file = impl_->Describe(m)) out.files.push_back(*file);
-  }
-  return out;
-}
-
-uint64_t Symbolizer::ProcessVersion(uint32_t pid) const {
-  const TimelineProcess* process = impl_->timeline.Find(pid);
-  return process ? process->version + 1 : 0;
-}
-
-std::map<std::string, std::string> Symbolizer::ModuleBuildIds() const {
-  return {impl_->build_ids.begin(), impl_->build_ids.end()};
-}
-
 std::optional<JitSymbol> Symbolizer::FindJitCode(uint32_t pid, uint64_t addr, uint64_t t_ns) {
   Impl& impl = *impl_;
-  impl.EnsureKnown(pid, t_ns);
-  const TimelineProcess* process = impl.timeline.Find(pid);
+  impl.spaces.EnsureKnown(pid, t_ns);
+  const TimelineProcess* process = impl.spaces.TimelineOf(pid);
   if (!process) return std::nullopt;
   const Timeline::Hit hit = Timeline::Lookup(*process, addr, t_ns);
   if (!hit.mapping || hit.mapping->kind != MappingKind::kAnonExec) return std::nullopt;
-  return impl.jit.Find(impl.registry.Get(pid).info, addr, t_ns);
+  return impl.jit.Find(impl.spaces.Info(pid), addr, t_ns);
 }
 
 std::optional<std::string_view> Symbolizer::JavaMethodName(uint32_t pid, uint64_t method, uint64_t t_ns) {
   Impl& impl = *impl_;
-  if (!impl.timeline.Find(pid)) return std::nullopt;
-  return impl.jit.MethodName(impl.registry.Get(pid).info, method, t_ns);
+  if (!impl.spaces.KnowsProcess(pid)) return std::nullopt;
+  return impl.jit.MethodName(impl.spaces.Info(pid), method, t_ns);
 }
 
 void Symbolizer::SetJitSymbolSourceFactory(JitSymbolSourceFactory factory) {
   impl_->jit.SetFactory(std::move(factory));
   // Cached kJitNoMap answers predate the source.
   ++impl_->cache_epoch;
-}
-
-void Symbolizer::SetMappingObserver(const void* owner, MappingObserver observer, bool replay_known) {
-  auto& all = impl_->mapping_observers;
-  std::erase_if(all, [owner](const auto& o) { return o.first == owner; });
-  if (!observer) return;
-  if (replay_known) {
-    // The processes already known (a whole-machine or -p recording's snapshot
-    // of /proc) are told their current file mappings, as if just mapped.
-    impl_->timeline.ForEachProcess([&](const TimelineProcess& p) {
-      if (p.exited || p.generations.empty()) return;
-      for (const TimelineMapping& m : p.generations.back().mappings) {
-        if (m.kind != MappingKind::kFile) continue;
-        MappingEvent e;
-        e.start = m.start;
-        e.len = m.end - m.start;
-        e.pgoff = m.pgoff;
-        e.prot = PROT_EXEC;
-        e.path = m.module;
-        observer(p.pid, e);
-      }
-    });
-  }
-  all.emplace_back(owner, std::move(observer));
 }
 
 size_t Symbolizer::ReleaseNames(size_t budget_bytes) {
@@ -537,10 +256,10 @@ SymbolizerHeld Symbolizer::Held() const {
   h.answer_cache_bytes = impl.user_cache.capacity() * sizeof(Impl::UserCacheEntry) +
                          impl.file_cache.capacity() * sizeof(Impl::FileCacheEntry);
   h.name_bytes = impl.names.bytes();
-  h.process_bytes = impl.timeline.bytes() + impl.registry.bytes();
+  h.process_bytes = impl.spaces.bytes();
   h.jit_bytes = impl.jit.bytes();
-  h.processes = impl.timeline.size();
-  impl.timeline.ForEachProcess([&](const TimelineProcess& p) { h.exited_processes += p.exited; });
+  h.processes = impl.spaces.processes();
+  h.exited_processes = impl.spaces.exited_processes();
   h.jit_sources = impl.jit.live_sources();
   return h;
 }
@@ -548,8 +267,10 @@ SymbolizerHeld Symbolizer::Held() const {
 const SymbolizerStats& Symbolizer::stats() const {
   impl_->stats.name_bytes = impl_->names.bytes();
   impl_->stats.elf_files_loaded = impl_->elf.files_loaded();
-  impl_->stats.open_files = impl_->modules.open_files();
-  impl_->stats.processes = impl_->timeline.size();
+  impl_->stats.processes_forgotten = spaces_.stats().processes_forgotten;
+  impl_->stats.files_closed = spaces_.stats().files_closed;
+  impl_->stats.open_files = spaces_.open_files();
+  impl_->stats.processes = spaces_.processes();
   impl_->stats.symbol_bytes = impl_->modules.symbol_bytes();
   impl_->stats.symbol_tables_released = impl_->modules.symbol_tables_released();
   return impl_->stats;

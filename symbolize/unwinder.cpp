@@ -13,7 +13,8 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "symbolize/symbolizer.h"
+#include "spaces/address_spaces.h"
+#include "spaces/jit_code.h"
 
 namespace arcprof {
 
@@ -175,17 +176,17 @@ struct Unwinder::Space {
   }
 };
 
-Unwinder::Unwinder(Symbolizer& symbolizer, size_t cfi_budget_bytes)
-    : symbolizer_(symbolizer), cfi_budget_(cfi_budget_bytes) {}
+Unwinder::Unwinder(AddressSpaces& spaces, JitCodeLookup& jit, size_t cfi_budget_bytes)
+    : address_spaces_(spaces), jit_(jit), cfi_budget_(cfi_budget_bytes) {}
 Unwinder::~Unwinder() = default;
 
 void Unwinder::Prune() {
-  if (symbolizer_.forget_epoch() == forget_epoch_) return;
-  forget_epoch_ = symbolizer_.forget_epoch();
-  std::erase_if(spaces_, [&](const auto& e) { return !symbolizer_.KnowsProcess(e.first); });
+  if (address_spaces_.forget_epoch() == forget_epoch_) return;
+  forget_epoch_ = address_spaces_.forget_epoch();
+  std::erase_if(spaces_, [&](const auto& e) { return !address_spaces_.KnowsProcess(e.first); });
   // Rules cached by file id need no pruning: ids of closed files never come back.
   std::erase_if(cfi_, [&](const auto& e) {
-    if (symbolizer_.FileOpen(e.first)) return false;
+    if (address_spaces_.FileOpen(e.first)) return false;
     cfi_bytes_ -= e.second->bytes;
     return true;
   });
@@ -198,7 +199,7 @@ size_t Unwinder::ReleaseIdleSpaces() {
 }
 
 Unwinder::Space* Unwinder::SpaceFor(uint32_t pid, uint64_t t_ns) {
-  auto files = symbolizer_.MappedFiles(pid, t_ns);
+  auto files = address_spaces_.MappedFiles(pid, t_ns);
   if (!files || files->files.empty()) return nullptr;
   if (spaces_.size() >= kMaxSpaces && !spaces_.count(pid)) {
     auto lru = spaces_.begin();
@@ -555,7 +556,7 @@ std::optional<UnwindResult> Unwinder::FastUnwind(const UnwindInput& input, bool 
     if (memo_slot.lookup == lookup && lookup != 0) {
       file = true;
       rule = memo_slot.rule;
-    } else if (auto mapped = symbolizer_.FindMappedFile(input.pid, lookup, input.t_ns)) {
+    } else if (auto mapped = address_spaces_.FindMappedFile(input.pid, lookup, input.t_ns)) {
       file = true;
       rule = RuleAt(mapped->file_id, mapped->fd, lookup - mapped->load_bias);
       if (rule.kind == Rule::kComplex) return std::nullopt;
@@ -702,7 +703,7 @@ UnwindResult Unwinder::DwflUnwind(const UnwindInput& input, bool fp_fallback, si
 Unwinder::JitStep Unwinder::StepJit(const UnwindInput& input, bool leaf, uint64_t pc, uint64_t* sp, uint64_t* bp,
                                     uint64_t* ra, uint64_t* java_method) {
   const uint64_t lookup = leaf ? pc : pc - 1;
-  std::optional<JitSymbol> code = symbolizer_.FindJitCode(input.pid, lookup, input.t_ns);
+  std::optional<JitSymbol> code = jit_.FindJitCode(input.pid, lookup, input.t_ns);
   if (!code) return JitStep::kNotJit;
   const uint64_t stack_lo = input.regs[7];
   auto read = [&](uint64_t addr, uint64_t* out) -> bool {
@@ -712,8 +713,8 @@ Unwinder::JitStep Unwinder::StepJit(const UnwindInput& input, bool leaf, uint64_
   };
   // A return address must be in code we know: a mapped file or JIT code.
   auto plausible = [&](uint64_t addr) {
-    return addr != 0 && (symbolizer_.FindMappedFile(input.pid, addr - 1, input.t_ns) ||
-                         symbolizer_.FindJitCode(input.pid, addr - 1, input.t_ns));
+    return addr != 0 && (address_spaces_.FindMappedFile(input.pid, addr - 1, input.t_ns) ||
+                         jit_.FindJitCode(input.pid, addr - 1, input.t_ns));
   };
   if (code->kind == FrameKind::kInterpreted) {
     // HotSpot's interpreter keeps rbp as its frame pointer: [rbp] the
@@ -823,8 +824,8 @@ Unwinder::JitStep Unwinder::StepJit(const UnwindInput& input, bool leaf, uint64_
 void Unwinder::EndAtUnreliableJit(const UnwindInput& input, UnwindResult* result) {
   for (size_t i = 0; i + 1 < result->pcs.size(); ++i) {
     const uint64_t lookup = result->LookupPc(i);
-    if (symbolizer_.FindMappedFile(input.pid, lookup, input.t_ns)) continue;
-    std::optional<JitSymbol> code = symbolizer_.FindJitCode(input.pid, lookup, input.t_ns);
+    if (address_spaces_.FindMappedFile(input.pid, lookup, input.t_ns)) continue;
+    std::optional<JitSymbol> code = jit_.FindJitCode(input.pid, lookup, input.t_ns);
     if (code && (code->rbp_unreliable || IsHotSpotAdapter(code->name))) {
       result->pcs.resize(i + 1);
       if (result->activation.size() > i + 1) result->activation.resize(i + 1);

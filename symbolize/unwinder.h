@@ -14,7 +14,8 @@
 
 namespace arcprof {
 
-class Symbolizer;
+class AddressSpaces;
+class JitCodeLookup;
 
 inline constexpr int kUnwindRegs = 17;  // DWARF x86-64: rax rdx rcx rbx rsi rdi rbp rsp r8-r15 rip
 
@@ -74,7 +75,8 @@ struct UnwinderStats {
 class Unwinder {
  public:
   static constexpr size_t kCfiBudgetBytes = 32u << 20;  // the default
-  explicit Unwinder(Symbolizer& symbolizer, size_t cfi_budget_bytes = kCfiBudgetBytes);
+  // Reads the files of `spaces`; JIT code is stepped by what `jit` tells of it.
+  Unwinder(AddressSpaces& spaces, JitCodeLookup& jit, size_t cfi_budget_bytes = kCfiBudgetBytes);
   ~Unwinder();
   Unwinder(const Unwinder&) = delete;
   Unwinder& operator=(const Unwinder&) = delete;
@@ -145,10 +147,11 @@ class Unwinder {
   // frame whose rbp is no frame pointer (what followed it is not its caller).
   void EndAtUnreliableJit(const UnwindInput& input, UnwindResult* result);
 
-  // Drops spaces and CFI of processes and files the symbolizer forgot.
+  // Drops spaces and CFI of processes and files the address spaces forgot.
   void Prune();
 
-  Symbolizer& symbolizer_;
+  AddressSpaces& address_spaces_;
+  JitCodeLookup& jit_;
   uint64_t forget_epoch_ = 0;
   // At most kMaxSpaces libdwfl address spaces (each maps every module it
   // reports); the least recently used one goes first.
@@ -160,7 +163,7 @@ class Unwinder {
   uint64_t space_clock_ = 0;
   uint64_t space_clock_at_release_ = 0;
   std::unordered_map<uint32_t, std::unique_ptr<Space>> spaces_;  // by pid
-  std::unordered_map<uint32_t, std::unique_ptr<FileCfi>> cfi_;   // by symbolizer file id
+  std::unordered_map<uint32_t, std::unique_ptr<FileCfi>> cfi_;   // by file id (AddressSpaces)
   // CFI held at once (sections read, rows interpreted, libdw's caches, as
   // estimated in FileCfi::bytes): past this the least recently used files'
   // CFI is dropped and read again when needed, so memory does not follow

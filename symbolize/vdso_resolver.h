@@ -1,41 +1,28 @@
-// The vDSO: the same image in every 64-bit process of this kernel, so arcprof
-// reads its own copy (found through the auxiliary vector) once and uses it for
-// every process's [vdso] mapping, to name frames and to unwind them. The copy
-// lives in a sealed memfd, so that the vDSO is a file like any mapped one: the
-// unwinder reads its .eh_frame through the descriptor (the rule cache) and
-// libdwfl reports it as a module, exactly as for a file on disk.
+// Names frames in the vDSO: arcprof's own copy of it (spaces/vdso_image.h),
+// the same image in every 64-bit process of this kernel, read once.
 #pragma once
 
 #include <cstdint>
 #include <memory>
 
+#include "spaces/mapped_elf.h"
+#include "spaces/timeline.h"
+#include "spaces/vdso_image.h"
 #include "symbolize/elf_file.h"
 #include "symbolize/elf_resolver.h"
 
 namespace arcprof {
 
-inline constexpr std::string_view kVdsoModule = "[vdso]";
-
 class VdsoResolver {
  public:
-  // The vDSO's file id among the symbolizer's (MappedFile::file_id,
-  // TimelineMapping::file_id). The module cache counts its ids up from 0
-  // and kNoFile is the last value: this one is never handed out to a file.
-  static constexpr uint32_t kFileId = 0xfffffffeu;
-
-  SymbolizedFrame Resolve(ElfResolver& elf, const TimelineMapping& m, uint64_t addr) {
-    return elf.Resolve(Image(), m, addr);
+  // `image`: the address spaces' vDSO image (nullptr when there is none).
+  SymbolizedFrame Resolve(ElfResolver& elf, const MappedElf* image, const TimelineMapping& m, uint64_t addr) {
+    if (image && !symbols_) symbols_ = std::make_unique<ElfFile>(*image);
+    return elf.Resolve(image ? symbols_.get() : nullptr, m, addr);
   }
 
-  // arcprof's own vDSO image, read on the first call; nullptr when this
-  // process has none (or it could not be copied).
-  ElfFile* Image();
-  // True once Image() found the image (nothing is read).
-  bool loaded() const { return image_ != nullptr; }
-
  private:
-  std::unique_ptr<ElfFile> image_;
-  bool tried_ = false;
+  std::unique_ptr<ElfFile> symbols_;
 };
 
 }  // namespace arcprof

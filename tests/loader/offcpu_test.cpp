@@ -49,7 +49,8 @@ std::vector<uint8_t> OffCpuRecord(uint32_t pid, uint64_t key, int32_t syscall, u
 }
 
 TEST(OffCpuRecords, FoldTimeUnderTheReasonAndRoundTrip) {
-  Symbolizer symbolizer;
+  AddressSpaces spaces;
+  Symbolizer symbolizer(spaces);
   SampleProcessor processor(symbolizer);
   OffCpuRecordsOnly source;
   processor.Route(ARCPROF_SOURCE_OFFCPU, &source);

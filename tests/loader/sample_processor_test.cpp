@@ -143,12 +143,14 @@ class FakeMachine {
         << kKernelBase + 0x5000 << " T do_syscall_64\n"
         << kKernelBase + 0x6000 << " T fake_kernel_end\n";
     }
+    AddressSpacesOptions spaces_options;
+    spaces_options.proc_root = (dir_ / "proc").string();
+    spaces_ = std::make_unique<AddressSpaces>(spaces_options);
     SymbolizerOptions options;
-    options.proc_root = (dir_ / "proc").string();
     options.kallsyms_path = (dir_ / "kallsyms").string();
     options.debug_dirs = {};
-    symbolizer_ = std::make_unique<Symbolizer>(options);
-    symbolizer_->OnExec(kPid, 1, "fakeproc");
+    symbolizer_ = std::make_unique<Symbolizer>(*spaces_, options);
+    spaces_->OnExec(kPid, 1, "fakeproc");
     const std::string exe = std::filesystem::canonical("/proc/self/exe").string();
     std::ifstream maps("/proc/self/maps");
     std::string line;
@@ -166,7 +168,7 @@ class FakeMachine {
                (perms[2] == 'x' ? PROT_EXEC : 0);
       m.flags = MAP_PRIVATE;
       m.path = path;
-      symbolizer_->OnMmap(kPid, 1, m);
+      spaces_->OnMmap(kPid, 1, m);
     }
   }
   ~FakeMachine() { std::filesystem::remove_all(dir_); }
@@ -174,6 +176,7 @@ class FakeMachine {
 
  private:
   std::filesystem::path dir_;
+  std::unique_ptr<AddressSpaces> spaces_;
   std::unique_ptr<Symbolizer> symbolizer_;
 };
 

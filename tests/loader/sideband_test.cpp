@@ -125,9 +125,9 @@ TEST(Sideband, DecodesCommExecForkExit) {
 // A session following some processes applies only their events and those
 // of the children they fork; a pid reused after an exit is someone else.
 TEST(Sideband, FollowAppliesOnlyTheFollowedTree) {
-  SymbolizerOptions options;
+  AddressSpacesOptions options;
   options.proc_root = "/nonexistent-proc";  // no snapshots from the real /proc
-  Symbolizer symbolizer(options);
+  AddressSpaces spaces(options);
   SidebandQueue queue;
   queue.Follow({10});
   auto fork = [](uint32_t parent, uint32_t child, uint64_t t) {
@@ -157,18 +157,18 @@ TEST(Sideband, FollowAppliesOnlyTheFollowedTree) {
   queue.Push(exit);
   queue.Push(fork(50, 20, 6));  // pid 20 reused by another process's child
   queue.Push(exec(20, 7));
-  queue.ApplyTo(symbolizer);
+  queue.ApplyTo(spaces);
   EXPECT_TRUE(queue.follows(10));
   EXPECT_FALSE(queue.follows(20));
   EXPECT_FALSE(queue.follows(40));
-  EXPECT_FALSE(symbolizer.KnowsProcess(40));
-  ASSERT_TRUE(symbolizer.KnowsProcess(20));
-  EXPECT_TRUE(symbolizer.ProcessExited(20));  // the reuse at t=6 was not applied
+  EXPECT_FALSE(spaces.KnowsProcess(40));
+  ASSERT_TRUE(spaces.KnowsProcess(20));
+  EXPECT_TRUE(spaces.ProcessExited(20));  // the reuse at t=6 was not applied
   EXPECT_EQ(queue.skipped(), 4u);
   EXPECT_EQ(queue.applied(), 3u);
   queue.FollowAll();
   queue.Push(exec(40, 8));
-  queue.ApplyTo(symbolizer);
+  queue.ApplyTo(spaces);
   EXPECT_TRUE(queue.follows(40));
   EXPECT_EQ(queue.applied(), 4u);
 }

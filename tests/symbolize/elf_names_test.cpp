@@ -299,8 +299,9 @@ TEST(ElfNames, StrippedGoldLibraryFunctionsInAProcess) {
   ASSERT_TRUE(fixture.ok()) << fixture.error();
   SymbolizerOptions options;
   options.debug_dirs = {};
-  Symbolizer symbolizer(options);
-  symbolizer.SnapshotProcess(fixture.pid(), 1000);
+  AddressSpaces spaces;
+  Symbolizer symbolizer(spaces, options);
+  spaces.SnapshotProcess(fixture.pid(), 1000);
   std::set<uint64_t> starts;
   for (const char* name : {"gold_local_one", "gold_local_two", "gold_local_three"}) {
     const uint64_t at = fixture.address(name);
@@ -327,8 +328,9 @@ TEST(ElfNames, NoFdeEntryAndLdSoEntryInAProcess) {
   ASSERT_TRUE(fixture.ok()) << fixture.error();
   SymbolizerOptions options;
   options.debug_dirs = {};
-  Symbolizer symbolizer(options);
-  symbolizer.SnapshotProcess(fixture.pid(), 1000);
+  AddressSpaces spaces;
+  Symbolizer symbolizer(spaces, options);
+  spaces.SnapshotProcess(fixture.pid(), 1000);
 
   const SymbolizedFrame with = symbolizer.ResolveUser(fixture.pid(), fixture.address("fixture_with_fde") + 5, 2000);
   EXPECT_EQ(with.symbol, "");

@@ -99,7 +99,8 @@ TEST(SymbolizerKernel, ResolvesFromAKallsymsFile) {
   std::ofstream(path) << kFixture;
   SymbolizerOptions options;
   options.kallsyms_path = path;
-  Symbolizer symbolizer(options);
+  AddressSpaces spaces;
+  Symbolizer symbolizer(spaces, options);
   SymbolizedFrame f = symbolizer.ResolveKernel(0xffffffffc0a01010);
   EXPECT_EQ(f.module, "ext4");
   EXPECT_EQ(f.symbol, "ext4_read");
@@ -133,7 +134,8 @@ TEST(SymbolizerKernel, LiveKernelSchedule) {
   }
   ASSERT_NE(line, "") << "no 'schedule' in /proc/kallsyms";
   if (schedule == 0) GTEST_SKIP() << "kernel.kptr_restrict hides kernel addresses from this user";
-  Symbolizer symbolizer;
+  AddressSpaces spaces;
+  Symbolizer symbolizer(spaces);
   for (uint64_t addr : {schedule, schedule + 8}) {
     SymbolizedFrame f = symbolizer.ResolveKernel(addr);
     EXPECT_EQ(f.symbol, "schedule");

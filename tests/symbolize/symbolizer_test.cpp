@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "symbolize/proc_parse.h"
+#include "spaces/proc_parse.h"
 #include "tests/symbolize/fixture_process.h"
 #include "tests/symbolize/test_util.h"
 #include "tests/layer_names.h"
@@ -54,8 +54,9 @@ TEST_P(FixtureLayout, ResolvesKnownFunctions) {
   const Layout& layout = GetParam();
   FixtureProcess fixture(layout.path);
   ASSERT_TRUE(fixture.ok()) << fixture.error();
-  Symbolizer symbolizer(NoDebugDirs());
-  symbolizer.SnapshotProcess(fixture.pid(), 1000);
+  AddressSpaces spaces;
+  Symbolizer symbolizer(spaces, NoDebugDirs());
+  spaces.SnapshotProcess(fixture.pid(), 1000);
 
   std::vector<int64_t> biases;
   for (const std::string& name : kMainFunctions) {
@@ -97,8 +98,9 @@ TEST(Symbolizer, SharedLibrary) {
   const std::string lib_dir = std::filesystem::path(FIXTURE_LIB).parent_path().string();
   FixtureProcess fixture(FIXTURE_USELIB, {"LD_LIBRARY_PATH=" + lib_dir});
   ASSERT_TRUE(fixture.ok()) << fixture.error();
-  Symbolizer symbolizer(NoDebugDirs());
-  symbolizer.SnapshotProcess(fixture.pid(), 1000);
+  AddressSpaces spaces;
+  Symbolizer symbolizer(spaces, NoDebugDirs());
+  spaces.SnapshotProcess(fixture.pid(), 1000);
   for (const std::string name : {"fixture_lib_alpha", "fixture_lib_static"}) {
     const uint64_t addr = fixture.address(name);
     ASSERT_NE(addr, 0u);
@@ -120,9 +122,10 @@ TEST(Symbolizer, SymbolBudgetReleasesAndReloadsTables) {
   ASSERT_TRUE(pie.ok()) << pie.error();
   SymbolizerOptions options = NoDebugDirs();
   options.symbol_budget_bytes = 1;
-  Symbolizer symbolizer(options);
-  symbolizer.SnapshotProcess(lib_user.pid(), 1000);
-  symbolizer.SnapshotProcess(pie.pid(), 1000);
+  AddressSpaces spaces;
+  Symbolizer symbolizer(spaces, options);
+  spaces.SnapshotProcess(lib_user.pid(), 1000);
+  spaces.SnapshotProcess(pie.pid(), 1000);
   const uint64_t in_lib = lib_user.address("fixture_lib_alpha");
   const uint64_t in_pie = pie.address("fixture_alpha");
   ASSERT_NE(in_lib, 0u);
@@ -135,9 +138,10 @@ TEST(Symbolizer, SymbolBudgetReleasesAndReloadsTables) {
   // One file's tables are held at most (the one in use).
   EXPECT_GT(symbolizer.stats().symbol_bytes, 0u);
 
-  Symbolizer roomy(NoDebugDirs());
-  roomy.SnapshotProcess(lib_user.pid(), 1000);
-  roomy.SnapshotProcess(pie.pid(), 1000);
+  AddressSpaces roomy_spaces;
+  Symbolizer roomy(roomy_spaces, NoDebugDirs());
+  roomy_spaces.SnapshotProcess(lib_user.pid(), 1000);
+  roomy_spaces.SnapshotProcess(pie.pid(), 1000);
   for (uint64_t i = 1; i <= 4; ++i) {
     roomy.ResolveUser(lib_user.pid(), in_lib + i, 2000);
     roomy.ResolveUser(pie.pid(), in_pie + i, 2000);
@@ -151,8 +155,9 @@ TEST(Symbolizer, SymbolBudgetReleasesAndReloadsTables) {
 TEST(Symbolizer, ReleasedNamesAreInternedAgainOnTheNextLookup) {
   FixtureProcess pie(FIXTURE_PIE);
   ASSERT_TRUE(pie.ok()) << pie.error();
-  Symbolizer symbolizer(NoDebugDirs());
-  symbolizer.SnapshotProcess(pie.pid(), 1000);
+  AddressSpaces spaces;
+  Symbolizer symbolizer(spaces, NoDebugDirs());
+  spaces.SnapshotProcess(pie.pid(), 1000);
   const uint64_t alpha = pie.address("fixture_alpha");
   ASSERT_NE(alpha, 0u);
   EXPECT_EQ(symbolizer.ResolveUser(pie.pid(), alpha + 1, 2000).symbol, "fixture_alpha");
@@ -175,9 +180,10 @@ TEST(Symbolizer, SecondProcessOfABinaryReusesTheFirstsAnswers) {
   ASSERT_TRUE(first.ok()) << first.error();
   FixtureProcess second(FIXTURE_PIE);
   ASSERT_TRUE(second.ok()) << second.error();
-  Symbolizer symbolizer(NoDebugDirs());
-  symbolizer.SnapshotProcess(first.pid(), 1000);
-  symbolizer.SnapshotProcess(second.pid(), 1000);
+  AddressSpaces spaces;
+  Symbolizer symbolizer(spaces, NoDebugDirs());
+  spaces.SnapshotProcess(first.pid(), 1000);
+  spaces.SnapshotProcess(second.pid(), 1000);
   const uint64_t a1 = first.address("fixture_alpha"), a2 = second.address("fixture_alpha");
   ASSERT_NE(a1, 0u);
   ASSERT_NE(a2, 0u);
@@ -202,8 +208,9 @@ TEST(Symbolizer, StrippedSharedLibraryFallsBackToDynsym) {
   const std::string lib = std::string(FIXTURE_DIR) + "/stripped_lib/libfixture_lib.so";
   FixtureProcess fixture(FIXTURE_USELIB, {"LD_LIBRARY_PATH=" + std::string(FIXTURE_DIR) + "/stripped_lib"});
   ASSERT_TRUE(fixture.ok()) << fixture.error();
-  Symbolizer symbolizer(NoDebugDirs());
-  symbolizer.SnapshotProcess(fixture.pid(), 1000);
+  AddressSpaces spaces;
+  Symbolizer symbolizer(spaces, NoDebugDirs());
+  spaces.SnapshotProcess(fixture.pid(), 1000);
 
   SymbolizedFrame exported = symbolizer.ResolveUser(fixture.pid(), fixture.address("fixture_lib_alpha"), 2000);
   EXPECT_EQ(exported.symbol, "fixture_lib_alpha");
@@ -227,8 +234,9 @@ TEST(Symbolizer, StrippedSharedLibraryFallsBackToDynsym) {
 TEST(Symbolizer, CppNamesAreDemangled) {
   FixtureProcess fixture(FIXTURE_CPP);
   ASSERT_TRUE(fixture.ok()) << fixture.error();
-  Symbolizer symbolizer(NoDebugDirs());
-  symbolizer.SnapshotProcess(fixture.pid(), 1000);
+  AddressSpaces spaces;
+  Symbolizer symbolizer(spaces, NoDebugDirs());
+  spaces.SnapshotProcess(fixture.pid(), 1000);
   EXPECT_EQ(symbolizer.ResolveUser(fixture.pid(), fixture.address("cpp_alpha") + 5, 2000).symbol,
             "fixture_ns::cpp_alpha(int)");
   EXPECT_EQ(symbolizer.ResolveUser(fixture.pid(), fixture.address("widget_spin") + 5, 2000).symbol,
@@ -254,8 +262,9 @@ struct StrippedResult {
 StrippedResult ResolveStripped(const std::string& binary, const SymbolizerOptions& options) {
   FixtureProcess fixture(binary);
   EXPECT_TRUE(fixture.ok()) << fixture.error();
-  Symbolizer symbolizer(options);
-  symbolizer.SnapshotProcess(fixture.pid(), 1000);
+  AddressSpaces spaces;
+  Symbolizer symbolizer(spaces, options);
+  spaces.SnapshotProcess(fixture.pid(), 1000);
   return {OwnedFrame(symbolizer.ResolveUser(fixture.pid(), fixture.address("fixture_alpha") + 5, 2000)),
           OwnedFrame(symbolizer.ResolveUser(fixture.pid(), fixture.address("fixture_static_delta") + 5, 2000))};
 }
@@ -352,11 +361,12 @@ TEST(Symbolizer, DeletedBinaryStillResolves) {
   testing::CopyFile(FIXTURE_PIE, binary);
   FixtureProcess fixture(binary);
   ASSERT_TRUE(fixture.ok()) << fixture.error();
-  Symbolizer symbolizer(NoDebugDirs());
-  symbolizer.SnapshotProcess(fixture.pid(), 1000);
+  AddressSpaces spaces;
+  Symbolizer symbolizer(spaces, NoDebugDirs());
+  spaces.SnapshotProcess(fixture.pid(), 1000);
   const uint32_t pid = static_cast<uint32_t>(fixture.pid());
   fixture.Kill();
-  symbolizer.OnExit(pid, 1500);
+  spaces.OnExit(pid, 1500);
   std::filesystem::remove(binary);
   ASSERT_FALSE(std::filesystem::exists(binary));
 
@@ -367,8 +377,8 @@ TEST(Symbolizer, DeletedBinaryStillResolves) {
     EXPECT_EQ(f.module, binary);
   }
   EXPECT_EQ(symbolizer.stats().elf_files_loaded, loaded_before + 1);  // parsed lazily, after deletion
-  ASSERT_NE(symbolizer.Process(pid), nullptr);
-  EXPECT_EQ(symbolizer.Process(pid)->comm, "fixture_deleted");
+  ASSERT_NE(spaces.Process(pid), nullptr);
+  EXPECT_EQ(spaces.Process(pid)->comm, "fixture_deleted");
 }
 
 TEST(Symbolizer, MmapEventsOfAProcessThatIsGoneAndDeleted) {
@@ -381,8 +391,9 @@ TEST(Symbolizer, MmapEventsOfAProcessThatIsGoneAndDeleted) {
   std::ifstream maps_file("/proc/" + std::to_string(pid) + "/maps");
   std::string maps((std::istreambuf_iterator<char>(maps_file)), std::istreambuf_iterator<char>());
 
-  Symbolizer symbolizer(NoDebugDirs());
-  symbolizer.OnExec(pid, 100, "fixture_events");
+  AddressSpaces spaces;
+  Symbolizer symbolizer(spaces, NoDebugDirs());
+  spaces.OnExec(pid, 100, "fixture_events");
   for (const procfs::MapsEntry& e : procfs::ParseMaps(maps)) {
     if (!(e.prot & procfs::kProtExec)) continue;
     MappingEvent m;
@@ -394,33 +405,34 @@ TEST(Symbolizer, MmapEventsOfAProcessThatIsGoneAndDeleted) {
     m.min = e.dev_minor;
     m.ino = e.inode;
     m.path = e.path.empty() ? "//anon" : e.path;
-    symbolizer.OnMmap(pid, 110, m);
+    spaces.OnMmap(pid, 110, m);
   }
   fixture.Kill();
-  symbolizer.OnExit(pid, 500);
+  spaces.OnExit(pid, 500);
   std::filesystem::remove(binary);
 
   SymbolizedFrame f = symbolizer.ResolveUser(pid, fixture.address("fixture_beta") + 5, 200);
   EXPECT_EQ(f.symbol, "fixture_beta");
   EXPECT_EQ(f.module, binary);
   EXPECT_EQ(f.address, fixture.address("fixture_beta"));  // non-PIE: vaddr == runtime address
-  EXPECT_EQ(symbolizer.Process(pid)->comm, "fixture_events");
+  EXPECT_EQ(spaces.Process(pid)->comm, "fixture_events");
 }
 
 TEST(Symbolizer, ProcessesOfOneBinaryShareOneFile) {
   FixtureProcess first(FIXTURE_PIE);
   FixtureProcess second(FIXTURE_PIE);
   ASSERT_TRUE(first.ok() && second.ok());
-  Symbolizer symbolizer(NoDebugDirs());
-  symbolizer.SnapshotProcess(first.pid(), 1000);
-  symbolizer.SnapshotProcess(second.pid(), 1000);
+  AddressSpaces spaces;
+  Symbolizer symbolizer(spaces, NoDebugDirs());
+  spaces.SnapshotProcess(first.pid(), 1000);
+  spaces.SnapshotProcess(second.pid(), 1000);
   const uint64_t loaded_before = symbolizer.stats().elf_files_loaded;
   EXPECT_EQ(symbolizer.ResolveUser(first.pid(), first.address("fixture_alpha"), 2000).symbol, "fixture_alpha");
   EXPECT_EQ(symbolizer.ResolveUser(second.pid(), second.address("fixture_beta"), 2000).symbol, "fixture_beta");
   EXPECT_EQ(symbolizer.stats().elf_files_loaded, loaded_before + 1);
 
-  auto a = symbolizer.FindMappedFile(first.pid(), first.address("fixture_alpha"), 2000);
-  auto b = symbolizer.FindMappedFile(second.pid(), second.address("fixture_alpha"), 2000);
+  auto a = spaces.FindMappedFile(first.pid(), first.address("fixture_alpha"), 2000);
+  auto b = spaces.FindMappedFile(second.pid(), second.address("fixture_alpha"), 2000);
   ASSERT_TRUE(a && b);
   EXPECT_EQ(a->fd, b->fd);
   EXPECT_GE(a->fd, 0);
@@ -431,8 +443,9 @@ TEST(Symbolizer, ProcessesOfOneBinaryShareOneFile) {
 TEST(Symbolizer, RepeatedLookupsHitTheCache) {
   FixtureProcess fixture(FIXTURE_PIE);
   ASSERT_TRUE(fixture.ok()) << fixture.error();
-  Symbolizer symbolizer(NoDebugDirs());
-  symbolizer.SnapshotProcess(fixture.pid(), 1000);
+  AddressSpaces spaces;
+  Symbolizer symbolizer(spaces, NoDebugDirs());
+  spaces.SnapshotProcess(fixture.pid(), 1000);
   const uint64_t addr = fixture.address("fixture_gamma") + 3;
   symbolizer.ResolveUser(fixture.pid(), addr, 2000);
   const SymbolizerStats before = symbolizer.stats();
@@ -447,32 +460,34 @@ TEST(Symbolizer, ProcessInfoAndThreadNames) {
   FixtureProcess fixture(FIXTURE_PIE);
   ASSERT_TRUE(fixture.ok()) << fixture.error();
   const uint32_t pid = static_cast<uint32_t>(fixture.pid());
-  Symbolizer symbolizer(NoDebugDirs());
-  symbolizer.SnapshotAllProcesses(1000);
-  const ProcessInfo* info = symbolizer.Process(pid);
+  AddressSpaces spaces;
+  Symbolizer symbolizer(spaces, NoDebugDirs());
+  spaces.SnapshotAllProcesses(1000);
+  const ProcessInfo* info = spaces.Process(pid);
   ASSERT_NE(info, nullptr);
   EXPECT_EQ(info->pid, pid);
   EXPECT_EQ(info->comm, "fixture_pie");
   EXPECT_EQ(info->cmdline, FIXTURE_PIE);
   EXPECT_EQ(info->uid, getuid());
   EXPECT_EQ(info->ns_pid, pid);  // same pid namespace as the test
-  EXPECT_EQ(symbolizer.ThreadName(pid, pid), "fixture_pie");
+  EXPECT_EQ(spaces.ThreadName(pid, pid), "fixture_pie");
 
-  symbolizer.OnComm(pid, pid + 1, 1100, "worker-1");
-  EXPECT_EQ(symbolizer.ThreadName(pid, pid + 1), "worker-1");
-  EXPECT_EQ(symbolizer.ThreadName(pid, pid + 2), "fixture_pie");
-  symbolizer.OnComm(pid, pid, 1200, "renamed");
-  EXPECT_EQ(symbolizer.Process(pid)->comm, "renamed");
+  spaces.OnComm(pid, pid + 1, 1100, "worker-1");
+  EXPECT_EQ(spaces.ThreadName(pid, pid + 1), "worker-1");
+  EXPECT_EQ(spaces.ThreadName(pid, pid + 2), "fixture_pie");
+  spaces.OnComm(pid, pid, 1200, "renamed");
+  EXPECT_EQ(spaces.Process(pid)->comm, "renamed");
 
   // Our own process is in the snapshot too.
-  ASSERT_NE(symbolizer.Process(getpid()), nullptr);
-  EXPECT_EQ(symbolizer.Process(kFakePid), nullptr);
+  ASSERT_NE(spaces.Process(getpid()), nullptr);
+  EXPECT_EQ(spaces.Process(kFakePid), nullptr);
 }
 
 TEST(Symbolizer, UnknownReasons) {
   FixtureProcess fixture(FIXTURE_PIE);
   ASSERT_TRUE(fixture.ok()) << fixture.error();
-  Symbolizer symbolizer(NoDebugDirs());
+  AddressSpaces spaces;
+  Symbolizer symbolizer(spaces, NoDebugDirs());
   // Never snapshotted: resolved through a lazy snapshot of the live process.
   EXPECT_EQ(symbolizer.ResolveUser(fixture.pid(), fixture.address("fixture_alpha"), 2000).symbol,
             "fixture_alpha");
@@ -492,7 +507,7 @@ TEST(Symbolizer, UnknownReasons) {
   anon.len = 0x2000;
   anon.prot = PROT_READ | PROT_EXEC;
   anon.path = "//anon";
-  symbolizer.OnMmap(kFakePid, 2100, anon);
+  spaces.OnMmap(kFakePid, 2100, anon);
   SymbolizedFrame jit = symbolizer.ResolveUser(kFakePid, 0x401000, 2200);
   EXPECT_EQ(jit.reason, UnknownReason::kJitNoMap);
   EXPECT_EQ(jit.kind, FrameKind::kJit);
@@ -500,8 +515,9 @@ TEST(Symbolizer, UnknownReasons) {
 }
 
 TEST(Symbolizer, AnonymousExecutableMemoryIsJit) {
-  Symbolizer symbolizer(NoDebugDirs());
-  symbolizer.OnExec(kFakePid, 100, "jitter");
+  AddressSpaces spaces;
+  Symbolizer symbolizer(spaces, NoDebugDirs());
+  spaces.OnExec(kFakePid, 100, "jitter");
   const std::vector<std::string> names = {"//anon", "", "[anon:v8 code]", "/memfd:jit-cache (deleted)"};
   for (size_t i = 0; i < names.size(); ++i) {
     MappingEvent m;
@@ -509,7 +525,7 @@ TEST(Symbolizer, AnonymousExecutableMemoryIsJit) {
     m.len = 0x1000;
     m.prot = PROT_READ | PROT_EXEC;
     m.path = names[i];
-    symbolizer.OnMmap(kFakePid, 110, m);
+    spaces.OnMmap(kFakePid, 110, m);
     SymbolizedFrame f = symbolizer.ResolveUser(kFakePid, m.start + 0x10, 200);
     EXPECT_EQ(f.kind, FrameKind::kJit) << names[i];
     EXPECT_EQ(f.reason, UnknownReason::kJitNoMap) << names[i];
@@ -521,7 +537,7 @@ TEST(Symbolizer, AnonymousExecutableMemoryIsJit) {
   data.len = 0x1000;
   data.prot = PROT_READ | PROT_WRITE;
   data.path = "//anon";
-  symbolizer.OnMmap(kFakePid, 110, data);
+  spaces.OnMmap(kFakePid, 110, data);
   EXPECT_EQ(symbolizer.ResolveUser(kFakePid, 0x20000010, 200).reason, UnknownReason::kUnmapped);
 
   // The JIT hook: a per-process source names the code.
@@ -548,27 +564,28 @@ TEST(Symbolizer, AnonymousExecutableMemoryIsJit) {
 }
 
 TEST(Symbolizer, TimeVersionedMappingsThroughEvents) {
-  Symbolizer symbolizer(NoDebugDirs());
-  symbolizer.OnExec(kFakePid, 100, "versions");
+  AddressSpaces spaces;
+  Symbolizer symbolizer(spaces, NoDebugDirs());
+  spaces.OnExec(kFakePid, 100, "versions");
   MappingEvent m;
   m.start = 0x400000;
   m.len = 0x10000;
   m.prot = PROT_READ | PROT_EXEC;
   m.path = FIXTURE_NOPIE;
-  symbolizer.OnMmap(kFakePid, 200, m);
+  spaces.OnMmap(kFakePid, 200, m);
   m.path = std::string(FIXTURE_PIE) + " (deleted)";
-  symbolizer.OnMmap(kFakePid, 300, m);
+  spaces.OnMmap(kFakePid, 300, m);
 
   EXPECT_EQ(symbolizer.ResolveUser(kFakePid, 0x400100, 250).module, FIXTURE_NOPIE);
   EXPECT_EQ(symbolizer.ResolveUser(kFakePid, 0x400100, 350).module, FIXTURE_PIE);
   EXPECT_EQ(symbolizer.ResolveUser(kFakePid, 0x400100, 250).module, FIXTURE_NOPIE);  // cached per time range
   EXPECT_EQ(symbolizer.ResolveUser(kFakePid, 0x400100, 150).module, FIXTURE_NOPIE);  // raced its mmap
 
-  symbolizer.OnFork(kFakePid, kFakePid + 1, 400);
+  spaces.OnFork(kFakePid, kFakePid + 1, 400);
   EXPECT_EQ(symbolizer.ResolveUser(kFakePid + 1, 0x400100, 450).module, FIXTURE_PIE);
-  EXPECT_EQ(symbolizer.Process(kFakePid + 1)->comm, "versions");
+  EXPECT_EQ(spaces.Process(kFakePid + 1)->comm, "versions");
 
-  symbolizer.OnExec(kFakePid, 500, "next");
+  spaces.OnExec(kFakePid, 500, "next");
   EXPECT_EQ(symbolizer.ResolveUser(kFakePid, 0x400100, 500 + 25'000'000).reason,
             UnknownReason::kUnmapped);
   EXPECT_EQ(symbolizer.ResolveUser(kFakePid, 0x400100, 350).module, FIXTURE_PIE);
@@ -604,8 +621,9 @@ uint64_t VdsoSymbolAddress(const char* wanted) {
 TEST(Symbolizer, Vdso) {
   const uint64_t addr = VdsoSymbolAddress("__vdso_clock_gettime");
   if (addr == 0) GTEST_SKIP() << "this process has no vDSO with __vdso_clock_gettime";
-  Symbolizer symbolizer(NoDebugDirs());
-  symbolizer.SnapshotProcess(getpid(), 1000);
+  AddressSpaces spaces;
+  Symbolizer symbolizer(spaces, NoDebugDirs());
+  spaces.SnapshotProcess(getpid(), 1000);
   for (uint64_t probe : {addr, addr + 4}) {
     SymbolizedFrame f = symbolizer.ResolveUser(getpid(), probe, 2000);
     EXPECT_EQ(f.symbol, "__vdso_clock_gettime");
@@ -626,8 +644,9 @@ TEST(Symbolizer, BuildIdOnlyMmapEvents) {
   FixtureProcess fixture(FIXTURE_NOPIE);  // only for the function addresses (non-PIE: fixed)
   ASSERT_TRUE(fixture.ok()) << fixture.error();
   const uint64_t alpha = fixture.address("fixture_alpha");
-  Symbolizer symbolizer(NoDebugDirs());
-  symbolizer.OnExec(kFakePid, 100, "by_build_id");
+  AddressSpaces spaces;
+  Symbolizer symbolizer(spaces, NoDebugDirs());
+  spaces.OnExec(kFakePid, 100, "by_build_id");
   MappingEvent m;
   m.start = 0x400000;
   m.len = 0x100000;
@@ -636,12 +655,12 @@ TEST(Symbolizer, BuildIdOnlyMmapEvents) {
   m.path = FIXTURE_NOPIE;
   m.build_id = testing::ReadelfBuildId(FIXTURE_NOPIE);
   ASSERT_EQ(m.build_id.size(), 40u);
-  symbolizer.OnMmap(kFakePid, 110, m);
+  spaces.OnMmap(kFakePid, 110, m);
   EXPECT_EQ(symbolizer.ResolveUser(kFakePid, alpha + 5, 200).symbol, "fixture_alpha");
 
-  symbolizer.OnExec(kFakePid + 2, 100, "stale");
+  spaces.OnExec(kFakePid + 2, 100, "stale");
   m.build_id = std::string(40, 'e');
-  symbolizer.OnMmap(kFakePid + 2, 110, m);
+  spaces.OnMmap(kFakePid + 2, 110, m);
   SymbolizedFrame stale = symbolizer.ResolveUser(kFakePid + 2, alpha + 5, 200);
   EXPECT_EQ(stale.reason, UnknownReason::kFileUnavailable);
   EXPECT_EQ(stale.module, FIXTURE_NOPIE);

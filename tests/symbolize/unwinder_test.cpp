@@ -87,16 +87,17 @@ TEST(Unwinder, CfiBudgetDropsAndRereadsWithTheSameWalk) {
   ASSERT_NE(top, 0u);
   Captured c;
   CaptureDeeper(&c, top, 3);
-  Symbolizer symbolizer;
-  symbolizer.SnapshotProcess(static_cast<uint32_t>(getpid()), 1000);
+  AddressSpaces spaces;
+  Symbolizer symbolizer(spaces);
+  spaces.SnapshotProcess(static_cast<uint32_t>(getpid()), 1000);
 
-  Unwinder roomy(symbolizer);
+  Unwinder roomy(spaces, symbolizer);
   const UnwindResult expected = UnwindOwn(roomy, c);
   // Capture, four CaptureDeeper frames, the test body, gtest, main, libc.
   ASSERT_GE(expected.pcs.size(), 8u);
   EXPECT_EQ(roomy.stats().cfi_released, 0u);
 
-  Unwinder tight(symbolizer, /*cfi_budget_bytes=*/1);
+  Unwinder tight(spaces, symbolizer, /*cfi_budget_bytes=*/1);
   for (int round = 0; round < 2; ++round) {
     const UnwindResult r = UnwindOwn(tight, c);
     EXPECT_EQ(r.pcs, expected.pcs);
@@ -151,23 +152,24 @@ TEST(Unwinder, StepsOutOfTheVdsoWithItsOwnUnwindTables) {
   ASSERT_NE(top, 0u);
   Captured c;
   CaptureDeeper(&c, top, 3);
-  Symbolizer symbolizer;
+  AddressSpaces spaces;
+  Symbolizer symbolizer(spaces);
   const auto pid = static_cast<uint32_t>(getpid());
-  symbolizer.SnapshotProcess(pid, 1000);
-  const std::optional<MappedFile> vdso = symbolizer.FindMappedFile(pid, entry, 2000);
+  spaces.SnapshotProcess(pid, 1000);
+  const std::optional<MappedFile> vdso = spaces.FindMappedFile(pid, entry, 2000);
   ASSERT_TRUE(vdso) << "the vDSO is not a mapped file";
   EXPECT_EQ(vdso->path, "[vdso]");
   EXPECT_GE(vdso->fd, 0);
   EXPECT_EQ(vdso->file_id, 0xfffffffeu);
-  EXPECT_TRUE(symbolizer.FileOpen(vdso->file_id));
-  auto space = symbolizer.MappedFiles(pid, 2000);
+  EXPECT_TRUE(spaces.FileOpen(vdso->file_id));
+  auto space = spaces.MappedFiles(pid, 2000);
   ASSERT_TRUE(space);
   EXPECT_TRUE(std::any_of(space->files.begin(), space->files.end(),
                           [](const MappedFile& f) { return f.path == "[vdso]"; }))
       << "libdwfl would not know the vDSO";
   EXPECT_EQ(symbolizer.ResolveUser(pid, entry, 2000).symbol, "__vdso_clock_gettime");
 
-  Unwinder unwinder(symbolizer);
+  Unwinder unwinder(spaces, symbolizer);
   const UnwindResult own = UnwindOwn(unwinder, c);
   ASSERT_GE(own.pcs.size(), 8u);
   Captured in_vdso;
@@ -253,9 +255,10 @@ TEST(Unwinder, StepsOutOfAPltStubWithCachedRules) {
   ASSERT_NE(top, 0u);
   Captured c;
   CaptureDeeper(&c, top, 3);
-  Symbolizer symbolizer;
-  symbolizer.SnapshotProcess(static_cast<uint32_t>(getpid()), 1000);
-  Unwinder unwinder(symbolizer);
+  AddressSpaces spaces;
+  Symbolizer symbolizer(spaces);
+  spaces.SnapshotProcess(static_cast<uint32_t>(getpid()), 1000);
+  Unwinder unwinder(spaces, symbolizer);
   const UnwindResult own = UnwindOwn(unwinder, c);
   ASSERT_GE(own.pcs.size(), 8u);
   for (const bool pushed : {false, true}) {
@@ -352,9 +355,10 @@ TEST(Unwinder, StepsAFrameWhoseCfaIsInRbx) {
   Captured here;
   Capture(&here, with_rbx_top);
 
-  Symbolizer symbolizer;
-  symbolizer.SnapshotProcess(static_cast<uint32_t>(getpid()), 1000);
-  Unwinder unwinder(symbolizer);
+  AddressSpaces spaces;
+  Symbolizer symbolizer(spaces);
+  spaces.SnapshotProcess(static_cast<uint32_t>(getpid()), 1000);
+  Unwinder unwinder(spaces, symbolizer);
   const UnwindResult r = UnwindOwn(unwinder, with_rbx);
   EXPECT_EQ(unwinder.stats().fast_unwinds, 1u) << "the rbx frame went to libdwfl";
   EXPECT_EQ(unwinder.stats().dwfl_created, 0u);
@@ -404,10 +408,11 @@ TEST(Unwinder, WalksThroughASignalFrame) {
   Captured here;
   Capture(&here, handler_top);
 
-  Symbolizer symbolizer;
+  AddressSpaces spaces;
+  Symbolizer symbolizer(spaces);
   const auto pid = static_cast<uint32_t>(getpid());
-  symbolizer.SnapshotProcess(pid, 1000);
-  Unwinder unwinder(symbolizer);
+  spaces.SnapshotProcess(pid, 1000);
+  Unwinder unwinder(spaces, symbolizer);
   const UnwindResult r = UnwindOwn(unwinder, in_handler);
   EXPECT_EQ(unwinder.stats().fast_unwinds, 1u) << "the signal frame went to libdwfl";
   const auto at = std::find(r.pcs.begin(), r.pcs.end(), restorer);
@@ -469,20 +474,21 @@ class JitStepping : public ::testing::Test {
   void SetUp() override {
     dir_ = std::filesystem::temp_directory_path() / ("arcprof-unwind-jit-" + std::to_string(getpid()));
     std::filesystem::create_directories(dir_);  // an empty /proc: nothing is read
-    SymbolizerOptions options;
+    AddressSpacesOptions options;
     options.proc_root = dir_.string();
-    symbolizer_ = std::make_unique<Symbolizer>(options);
+    spaces_ = std::make_unique<AddressSpaces>(options);
+    symbolizer_ = std::make_unique<Symbolizer>(*spaces_);
     symbolizer_->SetJitSymbolSourceFactory(
         [](const ProcessInfo&) { return std::make_unique<FakeJitMethods>(); });
-    symbolizer_->OnExec(kPid, 1, "java");
+    spaces_->OnExec(kPid, 1, "java");
     MappingEvent code;
     code.start = FakeJitMethods::kCode;
     code.len = 0x10000;
     code.prot = PROT_READ | PROT_EXEC;
     code.flags = MAP_PRIVATE | MAP_ANONYMOUS;
     code.path = "//anon";
-    symbolizer_->OnMmap(kPid, 1, code);
-    unwinder_ = std::make_unique<Unwinder>(*symbolizer_);
+    spaces_->OnMmap(kPid, 1, code);
+    unwinder_ = std::make_unique<Unwinder>(*spaces_, *symbolizer_);
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }
 
@@ -525,6 +531,7 @@ class JitStepping : public ::testing::Test {
 
   static constexpr uint64_t kSp = 0x7ffd00001000;
   std::filesystem::path dir_;
+  std::unique_ptr<AddressSpaces> spaces_;
   std::unique_ptr<Symbolizer> symbolizer_;
   std::unique_ptr<Unwinder> unwinder_;
   std::vector<uint8_t> stack_;

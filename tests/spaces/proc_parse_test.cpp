@@ -1,4 +1,4 @@
-#include "symbolize/proc_parse.h"
+#include "spaces/proc_parse.h"
 
 #include <gtest/gtest.h>
 #include "tests/layer_names.h"

@@ -1,4 +1,4 @@
-#include "symbolize/timeline.h"
+#include "spaces/timeline.h"
 
 #include <algorithm>
 

@@ -1,4 +1,4 @@
-#include "symbolize/cgroup_parse.h"
+#include "spaces/cgroup_parse.h"
 
 #include <algorithm>
 #include <vector>

@@ -1,4 +1,4 @@
-#include "symbolize/process_registry.h"
+#include "spaces/process_registry.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -11,7 +11,7 @@
 #include <spdlog/fmt/fmt.h>
 
 #include "common/scoped_fd.h"
-#include "symbolize/proc_parse.h"
+#include "spaces/proc_parse.h"
 
 namespace arcprof {
 

@@ -1,4 +1,4 @@
-#include "symbolize/vdso_resolver.h"
+#include "spaces/vdso_image.h"
 
 #include <fcntl.h>
 #include <sys/auxv.h>
@@ -10,8 +10,8 @@
 
 #include <spdlog/spdlog.h>
 
-#include "symbolize/proc_parse.h"
-#include "symbolize/process_registry.h"
+#include "spaces/proc_parse.h"
+#include "spaces/process_registry.h"
 
 namespace arcprof {
 namespace {
@@ -33,7 +33,7 @@ ScopedFd SealedCopy(const char* bytes, size_t len) {
 
 }  // namespace
 
-ElfFile* VdsoResolver::Image() {
+const MappedElf* VdsoImage::Get() {
   if (tried_) return image_.get();
   tried_ = true;
   // This process's copy is read through the auxiliary vector, its size from maps.
@@ -49,7 +49,7 @@ ElfFile* VdsoResolver::Image() {
                      std::strerror(errno));
         break;
       }
-      image_ = ElfFile::FromFd(std::move(fd), std::string(kVdsoModule));
+      image_ = MappedElf::FromFd(std::move(fd), std::string(kVdsoModule));
       break;
     }
   }

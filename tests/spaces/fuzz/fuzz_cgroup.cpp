@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string>
 
-#include "symbolize/cgroup_parse.h"
+#include "spaces/cgroup_parse.h"
 
 namespace {
 

@@ -1,4 +1,4 @@
-// The process registry: what the symbolizer knows about each process apart
+// The process registry: what the address spaces know about each process apart
 // from its address space (that is the Timeline's): command name, command line,
 // owner, pid in its own namespace and thread names. It reads them from /proc
 // while the process lives (a snapshot, or at exec/fork events), and keeps
@@ -13,7 +13,7 @@
 #include <unordered_set>
 
 #include "common/result.h"
-#include "symbolize/symbol_types.h"
+#include "spaces/space_types.h"
 
 namespace arcprof {
 

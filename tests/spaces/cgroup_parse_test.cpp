@@ -2,7 +2,7 @@
 // cgroup path shapes of docker, containerd, cri-o, podman, LXC,
 // systemd-nspawn and kubernetes (systemd and cgroupfs drivers), cgroup v1 and
 // v2 files, and hostile input.
-#include "symbolize/cgroup_parse.h"
+#include "spaces/cgroup_parse.h"
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 // The process registry against a fake /proc: what fork and exec events read.
-#include "symbolize/process_registry.h"
+#include "spaces/process_registry.h"
 
 #include <gtest/gtest.h>
 

@@ -1,0 +1,110 @@
+#include "spaces/file_table.h"
+
+#include <fcntl.h>
+
+#include <cerrno>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+
+#include <spdlog/fmt/fmt.h>
+#include <spdlog/spdlog.h>
+
+namespace arcprof {
+
+void FileTable::NoteOpenError(const std::string& path) {
+  if ((errno != EMFILE && errno != ENFILE) || hit_file_limit_) return;
+  hit_file_limit_ = true;
+  struct rlimit limit {};
+  getrlimit(RLIMIT_NOFILE, &limit);
+  spdlog::warn(
+      "open file limit reached ({} open, limit {}) opening {}: frames in files not opened yet "
+      "will be unknown; raise the limit (ulimit -n)",
+      files_.size(), static_cast<unsigned long long>(limit.rlim_cur), path);
+}
+
+ScopedFd FileTable::OpenMappedFile(uint32_t pid, uint64_t start, uint64_t end,
+                                     const std::string& path, uint64_t inode) {
+  // map_files names the exact mapped inode, even if deleted or in another
+  // mount namespace; the path fallbacks may name a different file by now,
+  // so they must match the inode the kernel reported.
+  ScopedFd fd(open(fmt::format("{}/{}/map_files/{:x}-{:x}", proc_root_, pid, start, end).c_str(),
+                   O_RDONLY | O_CLOEXEC));
+  if (fd.valid()) return fd;
+  NoteOpenError(path);
+  for (const std::string& candidate : {fmt::format("{}/{}/root{}", proc_root_, pid, path), path}) {
+    ScopedFd other(open(candidate.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!other.valid()) {
+      NoteOpenError(path);
+      continue;
+    }
+    struct stat st;
+    if (fstat(other.get(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
+    if (inode != 0 && st.st_ino != inode) continue;
+    return other;
+  }
+  return ScopedFd();
+}
+
+uint32_t FileTable::Register(std::unique_ptr<MappedElf> file, std::optional<DevInode> reported,
+                               const std::string& reported_build_id) {
+  const uint32_t id = next_id_++;
+  by_inode_.emplace(DevInode{file->dev(), file->inode()}, id);
+  if (reported) by_inode_.emplace(*reported, id);
+  const std::string& build_id = file->build_id().empty() ? reported_build_id : file->build_id();
+  if (!build_id.empty()) by_build_id_.emplace(build_id, id);
+  files_.emplace(id, std::move(file));
+  return id;
+}
+
+uint32_t FileTable::FileFor(uint32_t pid, const MappingEvent& m, const std::string& path) {
+  std::optional<DevInode> reported;
+  if (m.ino != 0) reported = DevInode{makedev(m.maj, m.min), m.ino};
+  auto compatible = [&](uint32_t id) {
+    const std::string& known = files_.at(id)->build_id();
+    return m.build_id.empty() || known.empty() || known == m.build_id;
+  };
+  if (reported) {
+    auto it = by_inode_.find(*reported);
+    if (it != by_inode_.end() && compatible(it->second)) return it->second;
+  }
+  if (!m.build_id.empty()) {
+    auto it = by_build_id_.find(m.build_id);
+    if (it != by_build_id_.end()) {
+      if (reported) by_inode_.emplace(*reported, it->second);
+      return it->second;
+    }
+  }
+  ScopedFd fd = OpenMappedFile(pid, m.start, m.start + m.len, path, m.ino);
+  if (!fd.valid()) {
+    spdlog::debug("symbolizer: cannot open {} mapped by pid {}", path, pid);
+    return kNoFile;
+  }
+  struct stat st;
+  if (fstat(fd.get(), &st) == 0) {
+    auto it = by_inode_.find(DevInode{st.st_dev, st.st_ino});
+    if (it != by_inode_.end() && compatible(it->second)) {
+      if (reported) by_inode_.emplace(*reported, it->second);
+      return it->second;
+    }
+  }
+  std::unique_ptr<MappedElf> file = MappedElf::FromFd(std::move(fd), path);
+  if (!m.build_id.empty() && !file->build_id().empty() && file->build_id() != m.build_id) {
+    // The path now names another build than the one that was mapped.
+    spdlog::debug("symbolizer: {} has build-id {}, pid {} mapped {}", path, file->build_id(), pid,
+                  m.build_id);
+    return kNoFile;
+  }
+  return Register(std::move(file), reported, m.build_id);
+}
+
+size_t FileTable::CloseAllBut(const std::unordered_set<uint32_t>& live) {
+  const size_t before = files_.size();
+  std::erase_if(files_, [&](const auto& entry) { return !live.count(entry.first); });
+  if (files_.size() == before) return 0;
+  std::erase_if(by_inode_, [&](const auto& entry) { return !files_.count(entry.second); });
+  std::erase_if(by_build_id_, [&](const auto& entry) { return !files_.count(entry.second); });
+  return before - files_.size();
+}
+
+}  // namespace arcprof
