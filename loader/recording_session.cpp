@@ -38,7 +38,7 @@
 #include "spaces/address_spaces.h"
 #include "spaces/process_registry.h"
 #include "symbolize/symbolizer.h"
-#include "symbolize/unwinder.h"
+#include "unwind/unwinder.h"
 
 #ifndef ARCPROF_VERSION
 #define ARCPROF_VERSION "0.0.0"

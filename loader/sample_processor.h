@@ -27,7 +27,7 @@
 #include "model/profile.h"
 #include "runtimes/runtime.h"
 #include "symbolize/symbolizer.h"
-#include "symbolize/unwinder.h"
+#include "unwind/unwinder.h"
 
 namespace arcprof {
 

@@ -15,20 +15,22 @@ allowed() {
   case $1 in
     common) echo "common" ;;
     bpf) echo "bpf" ;;
-    symbolize) echo "common symbolize" ;;
-    runtimes) echo "common bpf symbolize runtimes" ;;
+    spaces) echo "common spaces" ;;
+    unwind) echo "common spaces unwind" ;;
+    symbolize) echo "common spaces symbolize" ;;
+    runtimes) echo "common bpf spaces symbolize runtimes" ;;
     model) echo "common model" ;;
     store) echo "common model store" ;;
-    loader) echo "common bpf symbolize runtimes model store loader" ;;
+    loader) echo "common bpf spaces unwind symbolize runtimes model store loader" ;;
     reports) echo "common model store reports" ;;
     push) echo "common model store reports push" ;;
-    cli) echo "common bpf symbolize runtimes model store loader reports push cli" ;;
+    cli) echo "common bpf spaces unwind symbolize runtimes model store loader reports push cli" ;;
     jvm_perfmap_agent) echo "symbolize jvm_perfmap_agent" ;;  # the jitdump format only
     *) return 1 ;;
   esac
 }
 
-layers="common bpf symbolize runtimes model store loader reports push cli jvm_perfmap_agent"
+layers="common bpf spaces unwind symbolize runtimes model store loader reports push cli jvm_perfmap_agent"
 report=$(for layer in $layers; do
   [ -d "$layer" ] || continue
   ok=$(allowed "$layer")

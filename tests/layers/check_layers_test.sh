@@ -2,14 +2,20 @@
 # Proves scripts/check-layers.sh both passes on a layered tree and fails on an
 # upward include: copies the source folders into a fresh private directory,
 # checks the copy (must pass), adds `#include "reports/tprof.h"` to a model
-# file (model is below reports) and checks again (must fail naming that line).
+# file (model is below reports) and checks again (must fail naming that line);
+# then, in a fresh copy, `#include "symbolize/symbolizer.h"` in the unwinder
+# (unwind/ sees address spaces, never the symbolizer) must fail the same way.
 set -eu
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-for d in common bpf symbolize model store loader reports push cli jvm_perfmap_agent scripts; do
-  [ -d "$repo/$d" ] && cp -R "$repo/$d" "$work/$d"
-done
+copy() {
+  rm -rf "$work"/*
+  for d in common bpf spaces unwind symbolize runtimes model store loader reports push cli jvm_perfmap_agent scripts; do
+    [ -d "$repo/$d" ] && cp -R "$repo/$d" "$work/$d"
+  done
+}
+copy
 if ! "$work/scripts/check-layers.sh" "$work"; then
   echo "FAIL: the unmodified tree does not pass the layer check" >&2
   exit 1
@@ -24,3 +30,15 @@ case $out in
   *) echo "FAIL: the check failed without naming the bad include: $out" >&2; exit 1 ;;
 esac
 echo "ok: upward include rejected: $out"
+
+copy
+printf '#include "symbolize/symbolizer.h"\n' >> "$work/unwind/unwinder.h"
+if out=$("$work/scripts/check-layers.sh" "$work" 2>&1); then
+  echo "FAIL: unwind/ including symbolize/ passed the layer check" >&2
+  exit 1
+fi
+case $out in
+  *'unwind/unwinder.h:'*'unwind may not include "symbolize/symbolizer.h"'*) ;;
+  *) echo "FAIL: the check failed without naming the bad include: $out" >&2; exit 1 ;;
+esac
+echo "ok: unwind/ including symbolize/ rejected: $out"

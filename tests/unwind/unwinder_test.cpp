@@ -1,6 +1,6 @@
 // The unwinder on this test's own stack: registers and a copy of the stack
 // taken in-process, the address space from /proc/self/maps.
-#include "symbolize/unwinder.h"
+#include "unwind/unwinder.h"
 
 #include <fcntl.h>
 #include <gelf.h>

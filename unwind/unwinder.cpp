@@ -1,4 +1,4 @@
-#include "symbolize/unwinder.h"
+#include "unwind/unwinder.h"
 
 #include <dwarf.h>
 #include <elfutils/libdw.h>
