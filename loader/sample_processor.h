@@ -139,7 +139,7 @@ class SampleProcessor : public StackSink {
   // space is unchanged. A CPU-bound thread repeats a handful of stacks.
   struct StackSlot {
     uint64_t hash = 0;
-    uint64_t version = 0;  // Symbolizer::ProcessVersion at insertion; 0 = empty
+    uint64_t version = 0;  // AddressSpaces::ProcessVersion at insertion; 0 = empty
     uint64_t epoch = 0;    // the window whose tree `leaf` indexes
     uint32_t thread = 0;
     uint32_t leaf = 0;
@@ -156,7 +156,7 @@ class SampleProcessor : public StackSink {
   struct ThreadPath {
     uint32_t pid = 0;
     uint32_t tid = 0;
-    uint64_t version = 0;  // Symbolizer::ProcessVersion; 0 = empty
+    uint64_t version = 0;  // AddressSpaces::ProcessVersion; 0 = empty
     uint64_t epoch = 0;    // the window whose frames and tree the ids index
     std::vector<uint64_t> pcs;
     std::vector<uint32_t> frames;

@@ -160,7 +160,7 @@ int OnFrame(Dwfl_Frame* frame, void* arg) {
 }  // namespace
 
 // One process's address space as libdwfl knows it: the modules reported so far
-// (by mapping start) and the key of the symbolizer state they were read from.
+// (by mapping start) and the key of the address-space state they were read from.
 struct Unwinder::Space {
   Dwfl* dwfl = nullptr;
   uint64_t key = 0;
