@@ -38,7 +38,7 @@ class OffCpuSource final : public ValueSource {
 
   std::string_view name() const override { return "offcpu"; }
 
-  Result<void> Start(RecordContext& context) override {
+  Result<void> Load(RecordContext& context) override {
     skel_.reset(offcpu__open());
     if (!skel_) return MakeError(std::string("cannot open the off-CPU BPF object: ") + strerror(errno));
     if (auto ok = context.sampler->ShareRecordMaps(skel_->obj); !ok) return ok.error();
@@ -52,6 +52,10 @@ class OffCpuSource final : public ValueSource {
     if (int err = offcpu__load(skel_.get()); err != 0) {
       return MakeError("cannot load the off-CPU BPF program into the kernel: " + std::string(strerror(-err)));
     }
+    return {};
+  }
+
+  Result<void> Start(RecordContext& context) override {
     link_ = bpf_program__attach(skel_->progs.on_switch);
     if (link_ == nullptr) {
       return MakeError(std::string("cannot attach to sched_switch (--off-cpu): ") + strerror(errno));

@@ -51,8 +51,13 @@ class RecordExtension {
  public:
   virtual ~RecordExtension() = default;
   virtual std::string_view name() const = 0;
-  // Before the sampler attaches: load and attach own programs, open files.
-  // An error aborts the recording (one line, as every error).
+  // Before the sampler attaches: open and load own BPF objects (the
+  // verifier and CO-RE relocation take a few hundred ms that must not be
+  // spent while samples are already being taken). Optional.
+  virtual Result<void> Load(RecordContext& context) { return {}; }
+  // Once the sampler is attached (sampling runs): attach own programs, open
+  // files, attach to processes. An error aborts the recording (one line, as
+  // every error).
   virtual Result<void> Start(RecordContext& context) = 0;
   // On every drain tick (every --drain interval, 100 ms by default).
   virtual void Poll(RecordContext& context) {}

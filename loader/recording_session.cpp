@@ -677,6 +677,14 @@ Result<std::unique_ptr<RecordingSession>> RecordingSession::Start(const RecordOp
     const uint64_t now = MonotonicNs();
     s.Drain(now, now + s.drain_ns);
   };
+  // Extensions load their BPF objects before sampling starts, so that the
+  // load's time is not spent sampling before "recording" is said; they start
+  // once sampling works: a failure to attach the sampler (no PMU for
+  // -e cycles, ...) then stays the only message.
+  s.extensions = MakeRecordExtensions(s.options);
+  for (auto& ext : s.extensions) {
+    if (auto ok = ext->Load(*s.context); !ok) return ok.error();
+  }
   if (auto ok = s.sampler->Attach([&s](const void* data, size_t size) {
         if (!s.context->held_pids.empty() && size >= sizeof(sample_event) &&
             s.held_bytes + size <= kMaxHeldBytes) {
@@ -694,9 +702,6 @@ Result<std::unique_ptr<RecordingSession>> RecordingSession::Start(const RecordOp
       !ok) {
     return ok.error();
   }
-  // Extensions start once sampling works: a failure to attach the sampler
-  // (no PMU for -e cycles, ...) then stays the only message.
-  s.extensions = MakeRecordExtensions(s.options);
   for (auto& ext : s.extensions) {
     if (auto ok = ext->Start(*s.context); !ok) return ok.error();
   }
