@@ -58,7 +58,8 @@ NOINLINE void throw_mid(int i) {
   sink = 0;  // never reached
 }
 
-static jmp_buf jump_back;
+// One per thread: a longjmp must land on its own thread's stack.
+static thread_local jmp_buf jump_back;
 NOINLINE void jumper(int i) {
   sink = static_cast<unsigned long>(i);
   longjmp(jump_back, 1);
