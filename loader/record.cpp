@@ -149,6 +149,8 @@ Result<int> RunRecord(const RecordOptions& opt) {
   uint64_t kill_deadline = UINT64_MAX;
   int handled_signals = 0;
   std::string stop_reason;
+  // True when the command ended with no stop signal, deadline or kill of ours.
+  bool command_ended_itself = false;
   while (true) {
     std::optional<std::string> ended = session.Tick(std::min(deadline, kill_deadline));
     const uint64_t now = RecordingSession::MonotonicNs();
@@ -174,6 +176,7 @@ Result<int> RunRecord(const RecordOptions& opt) {
     if (ended) {
       if (!stop_reason.empty()) break;  // the command exited after a stop signal
       stop_reason = *ended;
+      command_ended_itself = command != nullptr;
       break;
     }
     if (RecordingSession::MonotonicNs() >= deadline) break;
@@ -247,10 +250,16 @@ Result<int> RunRecord(const RecordOptions& opt) {
             static_cast<unsigned long long>(sideband_lost));
   }
   // The profile is what matters: a command that failed is reported, not passed on.
-  if (command && command->Exited() && WIFEXITED(command->exit_status()) &&
-      WEXITSTATUS(command->exit_status()) != 0 && !opt.quiet) {
-    fprintf(stderr, "arcprof: the command exited with status %d\n",
-            WEXITSTATUS(command->exit_status()));
+  // A signal is reported only when it was not arcprof's doing (a stop signal
+  // passed on, the kill after the grace period or at the deadline).
+  if (command && command->Exited() && !opt.quiet) {
+    const int status = command->exit_status();
+    if (WIFEXITED(status) && WEXITSTATUS(status) != 0) {
+      fprintf(stderr, "arcprof: the command exited with status %d\n", WEXITSTATUS(status));
+    } else if (WIFSIGNALED(status) && command_ended_itself) {
+      fprintf(stderr, "arcprof: the command was killed by signal %d (%s)%s\n", WTERMSIG(status),
+              EscapeControl(strsignal(WTERMSIG(status))).c_str(), WCOREDUMP(status) ? ", core dumped" : "");
+    }
   }
   return 0;
 }

@@ -259,6 +259,35 @@ TEST(RecordSignals, ACommandIgnoringSigtermIsKilledAfterAMoment) {
   EXPECT_TRUE(std::filesystem::exists(tmp.path("x.db")));
 }
 
+// A command that dies of a signal of its own (a crash) is said so, with the
+// signal; the capture is still written and arcprof still exits 0.
+TEST(RecordSignals, ACommandKilledByASignalIsReported) {
+  ARCPROF_REQUIRE_RECORD_CAPABLE();
+  TempDir tmp;
+  Subprocess rec({kArcprof, "record", "-o", tmp.path("x.db"), "--", "/bin/sh", "-c",
+                  "i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done; kill -SEGV $$"});
+  EXPECT_EQ(rec.Wait(), 0) << rec.stderr_text();
+  EXPECT_NE(rec.stderr_text().find("the command was killed by signal 11 (Segmentation fault)"),
+            std::string::npos)
+      << rec.stderr_text();
+  EXPECT_TRUE(std::filesystem::exists(tmp.path("x.db")));
+}
+
+// A signal that arcprof passed on (or its kill at the end) is not reported as
+// the command's own death.
+TEST(RecordSignals, ACommandStoppedByArcprofIsNotReportedAsKilled) {
+  ARCPROF_REQUIRE_RECORD_CAPABLE();
+  TempDir tmp;
+  const std::string pidfile = tmp.path("pid");
+  Subprocess rec({kArcprof, "record", "-o", tmp.path("x.db"), "--", "/bin/sh", "-c",
+                  "echo $$ > " + pidfile + "; exec sleep 600"});
+  ASSERT_TRUE(rec.WaitForStderr("recording", 20)) << rec.stderr_text();
+  ASSERT_GT(ReadPid(pidfile, 10), 0);
+  rec.Signal(SIGTERM);
+  EXPECT_EQ(rec.Wait(), 0) << rec.stderr_text();
+  EXPECT_EQ(rec.stderr_text().find("killed by signal"), std::string::npos) << rec.stderr_text();
+}
+
 TEST(RecordSignals, SigkillOfArcprofTakesTheCommandAlong) {
   ARCPROF_REQUIRE_RECORD_CAPABLE();
   TempDir tmp;
