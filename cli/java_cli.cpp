@@ -5,7 +5,7 @@
 
 #include <spdlog/fmt/fmt.h>
 
-#include "loader/java_attach.h"
+#include "runtimes/java/java_attach.h"
 #include "symbolize/jit_process_source.h"
 #include "symbolize/jitdump_format.h"
 #include "symbolize/symbolizer.h"

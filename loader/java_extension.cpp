@@ -19,7 +19,7 @@
 #include <string>
 #include <thread>
 
-#include "loader/java_attach.h"
+#include "runtimes/java/java_attach.h"
 #include "loader/record.h"
 #include "model/profile.h"
 #include "symbolize/jit_process_source.h"

@@ -25,17 +25,23 @@ allowed() {
     reports) echo "common model store reports" ;;
     push) echo "common model store reports push" ;;
     cli) echo "common bpf spaces unwind symbolize runtimes model store loader reports push cli" ;;
-    jvm_perfmap_agent) echo "symbolize jvm_perfmap_agent" ;;  # the jitdump format only
+    runtimes/java/agent) echo "symbolize runtimes/java/agent" ;;  # the jitdump format only
     *) return 1 ;;
   esac
 }
 
-layers="common bpf spaces unwind symbolize runtimes model store loader reports push cli jvm_perfmap_agent"
+# A layer inside another one's folder (the JVMTI agent, a separate .so, in
+# runtimes/java/) is checked as its own layer, not as its parent's.
+layers="common bpf spaces unwind symbolize runtimes model store loader reports push cli runtimes/java/agent"
 report=$(for layer in $layers; do
   [ -d "$layer" ] || continue
   ok=$(allowed "$layer")
+  prune=
+  for inner in $layers; do
+    case $inner in "$layer"/*) prune="$prune -path $inner -prune -o" ;; esac
+  done
   # Every C/C++ source and header of the layer, with its quoted includes.
-  for file in $(find "$layer" -type f \( -name '*.c' -o -name '*.cpp' -o -name '*.h' \) | sort); do
+  for file in $(find "$layer" $prune -type f \( -name '*.c' -o -name '*.cpp' -o -name '*.h' \) -print | sort); do
     grep -n '^[[:space:]]*#[[:space:]]*include[[:space:]]*"' "$file" 2>/dev/null |
       sed 's/^\([0-9]*\):[^"]*"\([^"]*\)".*/\1 \2/' |
       while read -r line target; do

@@ -4,14 +4,16 @@
 # checks the copy (must pass), adds `#include "reports/tprof.h"` to a model
 # file (model is below reports) and checks again (must fail naming that line);
 # then, in a fresh copy, `#include "symbolize/symbolizer.h"` in the unwinder
-# (unwind/ sees address spaces, never the symbolizer) must fail the same way.
+# (unwind/ sees address spaces, never the symbolizer) must fail the same way;
+# and the JVMTI agent (runtimes/java/agent/, a layer of its own inside
+# runtimes/) including the runtimes' interface must fail too.
 set -eu
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 copy() {
   rm -rf "$work"/*
-  for d in common bpf spaces unwind symbolize runtimes model store loader reports push cli jvm_perfmap_agent scripts; do
+  for d in common bpf spaces unwind symbolize runtimes model store loader reports push cli scripts; do
     [ -d "$repo/$d" ] && cp -R "$repo/$d" "$work/$d"
   done
 }
@@ -42,3 +44,15 @@ case $out in
   *) echo "FAIL: the check failed without naming the bad include: $out" >&2; exit 1 ;;
 esac
 echo "ok: unwind/ including symbolize/ rejected: $out"
+
+copy
+printf '#include "runtimes/runtime.h"\n' >> "$work/runtimes/java/agent/agent.cpp"
+if out=$("$work/scripts/check-layers.sh" "$work" 2>&1); then
+  echo "FAIL: the JVMTI agent including runtimes/ passed the layer check" >&2
+  exit 1
+fi
+case $out in
+  *'runtimes/java/agent/agent.cpp:'*'runtimes/java/agent may not include "runtimes/runtime.h"'*) ;;
+  *) echo "FAIL: the check failed without naming the bad include: $out" >&2; exit 1 ;;
+esac
+echo "ok: the agent including runtimes/ rejected: $out"

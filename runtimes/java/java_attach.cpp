@@ -1,4 +1,4 @@
-#include "loader/java_attach.h"
+#include "runtimes/java/java_attach.h"
 #include "common/clock.h"
 
 #include <dirent.h>
