@@ -10,7 +10,6 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <random>
 #include <set>
 #include <sstream>
@@ -33,6 +32,7 @@
 #include "loader/value_source.h"
 #include "model/profile.h"
 #include "model/value_types.h"
+#include "spaces/process_registry.h"
 
 namespace arcprof {
 
@@ -47,14 +47,8 @@ namespace {
 
 // /proc/PID/maps, at most 4 MiB (a process controls its mappings).
 std::string ReadMaps(uint32_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/maps");
-  std::string text;
-  char buf[65536];
-  while (in && text.size() < (4u << 20)) {
-    in.read(buf, sizeof(buf));
-    text.append(buf, static_cast<size_t>(in.gcount()));
-  }
-  return text;
+  auto text = ReadFileStart("/proc/" + std::to_string(pid) + "/maps", 4u << 20);
+  return text.ok() ? std::move(*text) : std::string();
 }
 
 class AllocSource final : public ValueSource {
@@ -64,7 +58,9 @@ class AllocSource final : public ValueSource {
 
   std::string_view name() const override { return "alloc"; }
 
-  Result<void> Start(RecordContext& context) override {
+  // Opens and loads the BPF object before the sampler attaches; the probes
+  // go on in Start.
+  Result<void> Load(RecordContext& context) override {
     skel_.reset(alloc__open());
     if (!skel_) return MakeError(std::string("cannot open the allocation BPF object: ") + strerror(errno));
     if (auto ok = context.sampler->ShareRecordMaps(skel_->obj, /*own_scratch=*/true); !ok) return ok.error();
@@ -84,6 +80,10 @@ class AllocSource final : public ValueSource {
     if (int err = alloc__load(skel_.get()); err != 0) {
       return MakeError("cannot load the allocation BPF programs into the kernel: " + std::string(strerror(-err)));
     }
+    return {};
+  }
+
+  Result<void> Start(RecordContext& context) override {
     // The libc files to probe: arcprof's own (the command's, and most
     // processes'), and those of the -p processes (a container's own).
     std::vector<std::string> libcs;

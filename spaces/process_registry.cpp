@@ -15,23 +15,6 @@
 
 namespace arcprof {
 
-Result<std::string> ReadWholeFile(const std::string& path) {
-  ScopedFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!fd.valid()) return MakeError(path + ": " + std::strerror(errno));
-  std::string text;
-  char buffer[65536];
-  for (;;) {
-    ssize_t n = read(fd.get(), buffer, sizeof(buffer));
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return MakeError(path + ": " + std::strerror(errno));
-    }
-    if (n == 0) break;
-    text.append(buffer, static_cast<size_t>(n));
-  }
-  return text;
-}
-
 ProcessRegistry::Record& ProcessRegistry::Get(uint32_t pid) {
   Record& record = records_[pid];
   record.info.pid = pid;
@@ -47,24 +30,37 @@ std::string ProcessRegistry::ProcPath(uint32_t pid, std::string_view leaf) const
   return fmt::format("{}/{}/{}", proc_root_, pid, leaf);
 }
 
-Result<std::string> ReadFileStart(const std::string& path, size_t max) {
+namespace {
+
+// At most `max` bytes of a file (never through a symbolic link as its last
+// component); past `max`, an error when `whole`, else the start.
+Result<std::string> ReadBounded(const std::string& path, size_t max, bool whole) {
   ScopedFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
   if (!fd.valid()) return MakeError(path + ": " + std::strerror(errno));
-  // Read in small steps: a /proc file is a few hundred bytes to a few KiB,
-  // and `max` (64 KiB) would be zeroed and mostly unused at every exec.
+  // Read in steps into a buffer that is not zeroed: a /proc file is a few
+  // hundred bytes to a few KiB, kallsyms several MiB.
   std::string text;
-  char buffer[4096];
-  while (text.size() < max) {
-    ssize_t n = read(fd.get(), buffer, std::min(sizeof(buffer), max - text.size()));
+  char buffer[65536];
+  for (;;) {
+    const size_t room = max - text.size();
+    ssize_t n = read(fd.get(), buffer, std::min(sizeof(buffer), whole ? room + 1 : room));
     if (n < 0) {
       if (errno == EINTR) continue;
       return MakeError(path + ": " + std::strerror(errno));
     }
     if (n == 0) break;
+    if (static_cast<size_t>(n) > room) return MakeError(path + ": larger than " + std::to_string(max >> 20) + " MiB");
     text.append(buffer, static_cast<size_t>(n));
+    if (text.size() == max && !whole) break;
   }
   return text;
 }
+
+}  // namespace
+
+Result<std::string> ReadWholeFile(const std::string& path) { return ReadBounded(path, kWholeFileMax, true); }
+
+Result<std::string> ReadFileStart(const std::string& path, size_t max) { return ReadBounded(path, max, false); }
 
 void ProcessRegistry::ReadIdentity(uint32_t pid, Record& record) {
   auto cgroup = ReadFileStart(ProcPath(pid, "cgroup"), procfs::kCgroupFileMax);

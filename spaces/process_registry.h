@@ -70,9 +70,11 @@ class ProcessRegistry {
   std::unordered_set<uint32_t> snapshot_attempted_;
 };
 
-// Reads a whole (small, /proc or kallsyms) file.
+// Reads a whole (/proc or kallsyms) file, not through a symbolic link as its
+// last component; one past kWholeFileMax is an error.
+inline constexpr size_t kWholeFileMax = size_t{256} << 20;
 Result<std::string> ReadWholeFile(const std::string& path);
-// Reads at most the first `max` bytes of a file.
+// Reads at most the first `max` bytes of a file (the same way).
 Result<std::string> ReadFileStart(const std::string& path, size_t max);
 
 }  // namespace arcprof

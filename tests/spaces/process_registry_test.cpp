@@ -71,5 +71,25 @@ TEST(ProcessRegistry, ChildOfAContainerProcessReadsItsStatusAtExec) {
   EXPECT_EQ(registry.Find(201)->info.ns_pid, 7u);
 }
 
+// The one bounded reader of small files: the start of a file, a whole one,
+// never through a symbolic link.
+TEST(ReadFiles, BoundedAndNotThroughSymbolicLinks) {
+  testing::TempDir dir;
+  const std::string file = dir.path() + "/f", link = dir.path() + "/l";
+  std::ofstream(file) << std::string(100000, 'x');
+  auto start = ReadFileStart(file, 70000);
+  ASSERT_TRUE(start.ok());
+  EXPECT_EQ(start->size(), 70000u);
+  auto whole = ReadWholeFile(file);
+  ASSERT_TRUE(whole.ok());
+  EXPECT_EQ(whole->size(), 100000u);
+  std::filesystem::create_symlink(file, link);
+  EXPECT_FALSE(ReadWholeFile(link).ok());
+  EXPECT_FALSE(ReadFileStart(link, 10).ok());
+  auto proc = ReadWholeFile("/proc/self/status");
+  ASSERT_TRUE(proc.ok());
+  EXPECT_NE(proc->find("Pid:"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace arcprof
