@@ -7,6 +7,7 @@
 #include <sstream>
 #include <vector>
 
+#include "model/value_types.h"
 #include "reports/export_formats.h"
 #include "reports/export_text.h"
 #include "reports/flamegraph.h"
@@ -45,8 +46,10 @@ DiffCommand::DiffCommand(CLI::App& app) {
       ->check(CLI::Range(0.0, 100.0));
   command_->add_flag("--icicle", options_.icicle, "Draw the graph top-down");
   command_->add_option("--metric", options_.metric,
-                       "What the shares are of: samples (default), cpu, offcpu, wall, calls or any "
-                       "value type both captures declare (two `arcprof trace` captures: calls, wall)")
+                       "What the shares are of: samples (default), cpu, " + std::string(model::kOffCpuNs.name) + ", wall, " +
+                           std::string(model::kTraceCalls.name) +
+                           " or any value type both captures declare (two `arcprof trace` captures: " +
+                           std::string(model::kTraceCalls.name) + ", " + std::string(model::kTraceWallNs.name) + ")")
       ->capture_default_str();
 }
 

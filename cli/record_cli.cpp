@@ -5,6 +5,7 @@
 
 #include "cli/error_stream.h"
 #include "cli/exit_codes.h"
+#include "model/value_types.h"
 
 namespace arcprof::cli {
 
@@ -52,8 +53,10 @@ CLI::Validator CallGraphValidator() {
 
 void AddAllocFlags(CLI::App& command, RecordOptions& options) {
   command.add_flag("--alloc", options.alloc,
-                   "Native allocations (libc malloc/free, C++ new/delete) sampled by bytes: alloc_bytes, alloc_count, "
-                   "inuse_bytes, inuse_count (uprobes: costly on the whole machine)");
+                   "Native allocations (libc malloc/free, C++ new/delete) sampled by bytes: " +
+                       std::string(model::kAllocBytes.name) + ", " + std::string(model::kAllocCount.name) + ", " +
+                       std::string(model::kInuseBytes.name) + ", " + std::string(model::kInuseCount.name) +
+                       " (uprobes: costly on the whole machine)");
   command.add_option("--alloc-rate", options.alloc_rate, "--alloc: mean bytes between sampled allocations")
       ->capture_default_str()
       ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 40));

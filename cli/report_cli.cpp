@@ -3,6 +3,7 @@
 
 #include "cli/exit_codes.h"
 #include "loader/debuginfod_naming.h"
+#include "model/value_types.h"
 #include "symbolize/debuginfod.h"
 
 #include "store/profile_source.h"
@@ -88,8 +89,8 @@ ReportCommands::ReportCommands(CLI::App& app)
   report_->add_option("--units", report_request_.units, "arcflow views: samples, ms or pct")
       ->capture_default_str();
   report_->add_option("--metric", report_request_.metric,
-                      "Value of the call-tree views: samples, cpu, offcpu or wall (us), or a "
-                      "value type the capture declares")
+                      "Value of the call-tree views: samples, cpu, " + std::string(model::kOffCpuNs.name) +
+                          " or wall (us), or a value type the capture declares")
       ->capture_default_str();
   report_->add_option("--by", report_request_.by,
                       "Nesting levels of the tprof view, any order of pid,tid,mod,sym")
@@ -132,8 +133,8 @@ ReportCommands::ReportCommands(CLI::App& app)
   export_->add_flag("--by-tid", export_timeline_by_tid_, "timeline-svg: one line per thread");
   AddStoreRangeOptions(export_, export_range_);
   export_->add_option("--metric", export_options_.metric,
-                      "Value shown: samples, cpu, offcpu, wall or a declared value type (pprof: "
-                      "its default type)")
+                      "Value shown: samples, cpu, " + std::string(model::kOffCpuNs.name) +
+                          ", wall or a declared value type (pprof: its default type)")
       ->capture_default_str();
   AddDebuginfodOption(export_, export_debuginfod_budget_s_);
   export_->add_flag("--no-params", export_no_params_,

@@ -36,7 +36,7 @@ class OffCpuSource final : public ValueSource {
   explicit OffCpuSource(OffCpuSourceOptions options) : options_(options) {}
   ~OffCpuSource() override { Detach(); }
 
-  std::string_view name() const override { return "offcpu"; }
+  std::string_view name() const override { return model::kOffCpuNs.name; }
 
   Result<void> Load(RecordContext& context) override {
     skel_.reset(offcpu__open());

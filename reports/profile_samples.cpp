@@ -29,7 +29,7 @@ SampleSchema DescribeSamples(const Profile& profile, const Metric* cpu_metric) {
     schema.types.push_back({ValidUtf8(std::string(PprofTypeName(profile.value_types[type].name))),
                             ValidUtf8(profile.value_types[type].unit)});
   }
-  schema.offcpu = HasOffCpu(profile) ? profile.ValueIndex("offcpu") : std::nullopt;
+  schema.offcpu = HasOffCpu(profile) ? profile.ValueIndex(kOffCpuNs.name) : std::nullopt;
   if (schema.offcpu) schema.types.push_back({"wall", "nanoseconds"});
   return schema;
 }

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "common/text.h"
+#include "model/value_types.h"
 #include "store/capture_blocks.h"
 #include "store/capture_checksum.h"
 #include "store/capture_schema.h"
@@ -841,7 +842,7 @@ Result<Profile> Reader::ReadAll() {
                                     frame_ids[static_cast<size_t>(frame)]);
               }
               tree.Add(target, FromSql(n), kSamplesValue, FromSql(base));
-              if (offcpu > 0) tree.Add(target, 0, profile.DeclareValue(ValueType{"offcpu", "nanoseconds"}), FromSql(offcpu));
+              if (offcpu > 0) tree.Add(target, 0, profile.DeclareValue(model::kOffCpuNs.type()), FromSql(offcpu));
               node_map.push_back(target);
               return {};
             });
