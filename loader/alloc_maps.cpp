@@ -19,20 +19,11 @@ std::string OwnAllocator(std::string_view maps) {
   return "";
 }
 
-std::string LibcPathOf(std::string_view maps) {
-  size_t pos = 0;
-  while (pos < maps.size()) {
-    size_t end = maps.find('\n', pos);
-    if (end == std::string_view::npos) end = maps.size();
-    const std::string_view line = maps.substr(pos, end - pos);
-    const size_t slash = line.find('/');
-    if (slash != std::string_view::npos) {
-      const std::string_view path = line.substr(slash);
-      if (path.ends_with("/libc.so.6")) return std::string(path);
-    }
-    pos = end + 1;
+std::optional<procfs::MapsEntry> LibcMappingOf(std::string_view maps) {
+  for (procfs::MapsEntry& m : procfs::ParseMaps(maps)) {
+    if (m.path.ends_with("/libc.so.6") && m.inode != 0) return std::move(m);
   }
-  return "";
+  return std::nullopt;
 }
 
 }  // namespace arcprof

@@ -4,6 +4,7 @@
 #include <bpf/libbpf.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -24,6 +25,7 @@
 #include "alloc.h"
 #include "alloc.skel.h"
 #include "common/clock.h"
+#include "common/scoped_fd.h"
 #include "common/text.h"
 #include "events.h"
 #include "loader/percpu_counters.h"
@@ -32,6 +34,7 @@
 #include "loader/value_source.h"
 #include "model/profile.h"
 #include "model/value_types.h"
+#include "spaces/file_table.h"
 #include "spaces/process_registry.h"
 
 namespace arcprof {
@@ -85,21 +88,33 @@ class AllocSource final : public ValueSource {
 
   Result<void> Start(RecordContext& context) override {
     // The libc files to probe: arcprof's own (the command's, and most
-    // processes'), and those of the -p processes (a container's own).
-    std::vector<std::string> libcs;
-    const std::string own = LibcPathOf(ReadMaps(static_cast<uint32_t>(getpid())));
-    if (!own.empty()) libcs.push_back(own);
-    for (uint32_t pid : context.target_pids) {
-      const std::string maps = ReadMaps(pid);
-      CheckAllocator(pid, maps);
-      const std::string libc = LibcPathOf(maps);
-      if (!libc.empty()) libcs.push_back("/proc/" + std::to_string(pid) + "/root" + libc);
-    }
+    // processes'), and those of the -p processes (a container's own). Each
+    // is opened as the file its process maps (by its mapping, or its path
+    // inside that process's root without following links out of it: the
+    // process controls that tree), must be the device and inode it maps,
+    // and is probed through this descriptor, not a path.
+    std::vector<uint32_t> pids = {static_cast<uint32_t>(getpid())};
+    pids.insert(pids.end(), context.target_pids.begin(), context.target_pids.end());
     std::set<std::pair<dev_t, ino_t>> seen;
-    for (const std::string& path : libcs) {
+    for (uint32_t pid : pids) {
+      const std::string maps = ReadMaps(pid);
+      if (pid != pids[0]) CheckAllocator(pid, maps);
+      const auto libc = LibcMappingOf(maps);
+      if (!libc) continue;
+      ScopedFd fd = OpenMappedFileOf("/proc", pid, libc->start, libc->end, libc->path, libc->inode,
+                                     makedev(libc->dev_major, libc->dev_minor));
       struct stat st{};
-      if (stat(path.c_str(), &st) != 0 || !seen.insert({st.st_dev, st.st_ino}).second) continue;
-      if (auto ok = AttachLibc(path); !ok) return ok.error();
+      if (!fd.valid() || fstat(fd.get(), &st) != 0) {
+        if (!options_.quiet) {
+          fprintf(stderr, "arcprof: --alloc: cannot open the libc.so.6 process %u maps (%s): its allocations are not "
+                          "covered\n", pid, EscapeControl(libc->path).c_str());
+        }
+        ++not_covered_;
+        continue;
+      }
+      if (!seen.insert({st.st_dev, st.st_ino}).second) continue;
+      if (pid == pids[0]) own_libc_ = libc->path;
+      if (auto ok = AttachLibc(fd.get(), libc->path); !ok) return ok.error();
     }
     if (links_.empty()) return MakeError("--alloc: found no libc.so.6 to probe");
     if (options_.system_wide && !options_.quiet) {
@@ -108,7 +123,7 @@ class AllocSource final : public ValueSource {
               "process using %s into the kernel (uprobes: about 5 us of CPU per call on a test VM): allocation-heavy programs "
               "slow down severalfold while recording; processes with another libc or their own allocator are "
               "not covered\n",
-              EscapeControl(own).c_str());
+              EscapeControl(own_libc_).c_str());
     }
     sink_ = context.sink;
     sink_->Route(ARCPROF_SOURCE_ALLOC, this);
@@ -221,7 +236,9 @@ class AllocSource final : public ValueSource {
   size_t HeldBytes() const override { return kept_.size() * 48; }
 
  private:
-  Result<void> AttachLibc(const std::string& path) {
+  // Probes the libc open at `fd` (`path`: its name in messages).
+  Result<void> AttachLibc(int fd, const std::string& path) {
+    const std::string by_fd = "/proc/self/fd/" + std::to_string(fd);
     struct Probe {
       bpf_program* prog;
       const char* func;
@@ -239,7 +256,7 @@ class AllocSource final : public ValueSource {
     };
     for (const Probe& p : probes) {
       LIBBPF_OPTS(bpf_uprobe_opts, opts, .retprobe = p.ret, .func_name = p.func);
-      bpf_link* link = bpf_program__attach_uprobe_opts(p.prog, -1, path.c_str(), 0, &opts);
+      bpf_link* link = bpf_program__attach_uprobe_opts(p.prog, -1, by_fd.c_str(), 0, &opts);
       if (link == nullptr) {
         return MakeError("--alloc: cannot probe " + std::string(p.func) + " in " + EscapeControl(path) + ": " +
                          strerror(errno));
@@ -281,6 +298,7 @@ class AllocSource final : public ValueSource {
   std::unique_ptr<alloc, SkelDeleter> skel_;
   std::vector<std::unique_ptr<bpf_link, LinkDeleter>> links_;
   StackSink* sink_ = nullptr;
+  std::string own_libc_;  // arcprof's own libc.so.6, as its maps name it
   std::mt19937_64 rng_;
   std::unordered_map<uint64_t, uint64_t> kept_;  // sample key -> generation it was last live in
   uint64_t generation_ = 1;

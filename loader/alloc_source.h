@@ -8,11 +8,13 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "loader/record_extension.h"
+#include "spaces/proc_parse.h"
 
 namespace arcprof {
 
@@ -38,7 +40,8 @@ AllocWeight UnbiasAllocation(uint64_t size, uint64_t rate);
 // ("libjemalloc.so.2"), or "" when none is recognized. `maps`: the text of
 // /proc/PID/maps.
 std::string OwnAllocator(std::string_view maps);
-// The path of the libc.so.6 a process maps, as /proc/PID/maps names it, or "".
-std::string LibcPathOf(std::string_view maps);
+// A mapping of the libc.so.6 a process maps (its path, device and inode as
+// /proc/PID/maps names them), if any.
+std::optional<procfs::MapsEntry> LibcMappingOf(std::string_view maps);
 
 }  // namespace arcprof

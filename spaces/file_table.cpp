@@ -1,6 +1,9 @@
 #include "spaces/file_table.h"
 
 #include <fcntl.h>
+#include <linux/openat2.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <sys/resource.h>
@@ -23,27 +26,51 @@ void FileTable::NoteOpenError(const std::string& path) {
       files_.size(), static_cast<unsigned long long>(limit.rlim_cur), path);
 }
 
+ScopedFd OpenMappedFileOf(const std::string& proc_root, uint32_t pid, uint64_t start, uint64_t end,
+                          const std::string& path, uint64_t inode, std::optional<dev_t> dev) {
+  auto is_it = [&](int fd) {
+    struct stat st;
+    return fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && (inode == 0 || st.st_ino == inode) &&
+           (!dev || st.st_dev == *dev);
+  };
+  // map_files names the exact mapped inode, even if deleted or in another
+  // mount namespace (opening it needs CAP_SYS_ADMIN or
+  // CAP_CHECKPOINT_RESTORE).
+  ScopedFd fd(open(fmt::format("{}/{}/map_files/{:x}-{:x}", proc_root, pid, start, end).c_str(),
+                   O_RDONLY | O_CLOEXEC | O_NONBLOCK));
+  if (fd.valid()) return is_it(fd.get()) ? std::move(fd) : ScopedFd();
+  const int map_files_errno = errno;
+  // The path inside the process's root. The process controls that tree:
+  // its symbolic links resolve inside the root (never out of it, never
+  // through /proc's magic links), no FIFO is waited on, and what opens must
+  // be the mapped inode.
+  ScopedFd root(open(fmt::format("{}/{}/root", proc_root, pid).c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (root.valid()) {
+    struct open_how how {};
+    how.flags = O_RDONLY | O_CLOEXEC | O_NONBLOCK;
+    how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
+    ScopedFd in_root(static_cast<int>(syscall(SYS_openat2, root.get(), path.c_str(), &how, sizeof(how))));
+    if (in_root.valid() && is_it(in_root.get())) return in_root;
+  }
+  errno = map_files_errno;
+  return ScopedFd();
+}
+
 ScopedFd FileTable::OpenMappedFile(uint32_t pid, uint64_t start, uint64_t end,
                                      const std::string& path, uint64_t inode) {
-  // map_files names the exact mapped inode, even if deleted or in another
-  // mount namespace; the path fallbacks may name a different file by now,
-  // so they must match the inode the kernel reported.
-  ScopedFd fd(open(fmt::format("{}/{}/map_files/{:x}-{:x}", proc_root_, pid, start, end).c_str(),
-                   O_RDONLY | O_CLOEXEC));
+  ScopedFd fd = OpenMappedFileOf(proc_root_, pid, start, end, path, inode, std::nullopt);
   if (fd.valid()) return fd;
   NoteOpenError(path);
-  for (const std::string& candidate : {fmt::format("{}/{}/root{}", proc_root_, pid, path), path}) {
-    ScopedFd other(open(candidate.c_str(), O_RDONLY | O_CLOEXEC));
-    if (!other.valid()) {
-      NoteOpenError(path);
-      continue;
-    }
-    struct stat st;
-    if (fstat(other.get(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
-    if (inode != 0 && st.st_ino != inode) continue;
-    return other;
+  // A process gone by now: the path in arcprof's own root, if it is the
+  // mapped inode.
+  ScopedFd other(open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
+  if (!other.valid()) {
+    NoteOpenError(path);
+    return ScopedFd();
   }
-  return ScopedFd();
+  struct stat st;
+  if (fstat(other.get(), &st) != 0 || !S_ISREG(st.st_mode) || (inode != 0 && st.st_ino != inode)) return ScopedFd();
+  return other;
 }
 
 uint32_t FileTable::Register(std::unique_ptr<MappedElf> file, std::optional<DevInode> reported,

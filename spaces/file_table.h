@@ -21,11 +21,22 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "common/scoped_fd.h"
 #include "common/string_hash.h"
 #include "spaces/mapped_elf.h"
 #include "spaces/space_types.h"
 
 namespace arcprof {
+
+// Opens the file mapped at [start, end) in pid (path as its maps name it),
+// read-only: through /proc/PID/map_files (the exact mapped inode), else by
+// the path inside the process's root, where the process's symbolic links
+// stay inside that root and magic links are not followed. Either must be a
+// regular file with `inode` (0: any) on `dev` (nullopt: any; a file in an
+// overlayfs container shows the overlay's device through the path and the
+// layer's in the maps). An invalid ScopedFd when none is.
+ScopedFd OpenMappedFileOf(const std::string& proc_root, uint32_t pid, uint64_t start, uint64_t end,
+                          const std::string& path, uint64_t inode, std::optional<dev_t> dev);
 
 class FileTable {
  public:

@@ -5,7 +5,11 @@
 // seen, the cap on tracked blocks.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
 
 #include <set>
 
@@ -43,6 +47,11 @@ std::map<std::string, uint64_t> ValueUnder(const Profile& p, const std::string& 
     }
   }
   return out;
+}
+
+std::string ReadText(const std::string& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
 int64_t Counter(const Profile& p, const std::string& name) {
@@ -169,6 +178,35 @@ TEST_F(AllocRuntime, FreesOfBlocksNeverSeen) {
   const Profile p = LoadCapture(db);
   const auto inuse = ValueUnder(p, "inuse_bytes");
   EXPECT_EQ(inuse.count("") ? inuse.at("") : 0, 0u);
+  const auto alloc = ValueUnder(p, "alloc_bytes");
+  const double a = 32.0 * (1 << 20);
+  EXPECT_NEAR(static_cast<double>(alloc.count("alloc_a") ? alloc.at("alloc_a") : 0), a, a * 0.25);
+}
+
+// -p: the target's libc is the file it maps, not what its path names now.
+// The target runs a copy of libc.so.6, deleted after it started and
+// replaced by a FIFO at the same path (a process controls the files in its
+// root): following the path would hang on the FIFO or probe another file;
+// the mapped inode is probed and the target's allocations are recorded.
+TEST_F(AllocRuntime, PidLibcIsTheMappedFileNotWhatItsPathNamesNow) {
+  const std::string libdir = tmp_.path("lib");
+  const std::string libc = libdir + "/libc.so.6";
+  std::filesystem::create_directories(libdir);
+  std::filesystem::copy_file("/lib/x86_64-linux-gnu/libc.so.6", libc);
+  Subprocess target({"/usr/bin/env", "LD_LIBRARY_PATH=" + libdir, kMix, "preexisting"});
+  ASSERT_TRUE(target.WaitForStderr("ready", 10)) << target.stderr_text();
+  const std::string maps = ReadText("/proc/" + std::to_string(target.pid()) + "/maps");
+  ASSERT_NE(maps.find(libc), std::string::npos) << maps;
+  ASSERT_EQ(unlink(libc.c_str()), 0);
+  ASSERT_EQ(mkfifo(libc.c_str(), 0600), 0);
+  const std::string db = tmp_.path("pid.db");
+  Subprocess rec({kArcprof, "record", "--alloc", "--alloc-rate", "131072", "-d", "6", "-o", db, "-p",
+                  std::to_string(target.pid())});
+  ASSERT_TRUE(rec.WaitForStderr("recording pids", 30)) << rec.stderr_text();
+  kill(target.pid(), SIGUSR1);
+  ASSERT_EQ(rec.Wait(), 0) << rec.stderr_text();
+  EXPECT_EQ(target.Wait(), 0);
+  const Profile p = LoadCapture(db);
   const auto alloc = ValueUnder(p, "alloc_bytes");
   const double a = 32.0 * (1 << 20);
   EXPECT_NEAR(static_cast<double>(alloc.count("alloc_a") ? alloc.at("alloc_a") : 0), a, a * 0.25);

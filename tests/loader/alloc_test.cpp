@@ -30,11 +30,22 @@ TEST(AllocUnbias, OwnAllocatorsAreNamed) {
 }
 
 TEST(AllocUnbias, LibcOfAProcess) {
-  EXPECT_EQ(LibcPathOf("7f00-7f01 r--p 0 08:01 12 /usr/lib/x86_64-linux-gnu/libc.so.6\n"
-                       "7f01-7f02 r-xp 0 08:01 12 /usr/lib/x86_64-linux-gnu/libc.so.6\n"),
-            "/usr/lib/x86_64-linux-gnu/libc.so.6");
-  EXPECT_EQ(LibcPathOf("7f00-7f01 r-xp 0 08:01 12 /lib/libc.so.6.bak\n7f00-7f01 r-xp 0 0:0 0 [vdso]"), "");
-  EXPECT_EQ(LibcPathOf("no newline /libc.so.6"), "/libc.so.6");
+  const auto libc = LibcMappingOf("7f00-7f01 r--p 0 08:01 12 /usr/lib/x86_64-linux-gnu/libc.so.6\n"
+                                  "7f01-7f02 r-xp 0 08:01 12 /usr/lib/x86_64-linux-gnu/libc.so.6\n");
+  ASSERT_TRUE(libc.has_value());
+  EXPECT_EQ(libc->path, "/usr/lib/x86_64-linux-gnu/libc.so.6");
+  EXPECT_EQ(libc->start, 0x7f00u);
+  EXPECT_EQ(libc->end, 0x7f01u);
+  EXPECT_EQ(libc->dev_major, 8u);
+  EXPECT_EQ(libc->dev_minor, 1u);
+  EXPECT_EQ(libc->inode, 12u);
+  EXPECT_FALSE(LibcMappingOf("7f00-7f01 r-xp 0 08:01 12 /lib/libc.so.6.bak\n7f00-7f01 r-xp 0 0:0 0 [vdso]"));
+  EXPECT_FALSE(LibcMappingOf("no newline /libc.so.6"));
+  // Deleted since it was mapped: the path without the suffix, marked.
+  const auto deleted = LibcMappingOf("7f00-7f01 r-xp 0 08:01 13 /tmp/x/libc.so.6 (deleted)\n");
+  ASSERT_TRUE(deleted.has_value());
+  EXPECT_EQ(deleted->path, "/tmp/x/libc.so.6");
+  EXPECT_TRUE(deleted->deleted);
 }
 
 }  // namespace

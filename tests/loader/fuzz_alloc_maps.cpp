@@ -9,6 +9,6 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view maps(reinterpret_cast<const char*>(data), size);
   (void)arcprof::OwnAllocator(maps);
-  (void)arcprof::LibcPathOf(maps);
+  (void)arcprof::LibcMappingOf(maps);
   return 0;
 }
