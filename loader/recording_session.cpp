@@ -34,6 +34,7 @@
 #include "loader/sample_processor.h"
 #include "loader/sampler.h"
 #include "loader/sideband.h"
+#include "runtimes/runtime.h"
 #include "symbolize/debuginfod.h"
 #include "spaces/address_spaces.h"
 #include "spaces/process_registry.h"
@@ -640,6 +641,7 @@ Result<std::unique_ptr<RecordingSession>> RecordingSession::Start(const RecordOp
   }
   s.unwinder = opt.cfi_budget_bytes != 0 ? std::make_unique<Unwinder>(s.spaces, s.symbolizer, opt.cfi_budget_bytes)
                                          : std::make_unique<Unwinder>(s.spaces, s.symbolizer);
+  s.unwinder->SetFrameSteppers(runtimes::MakeFrameSteppers());
   s.processor = std::make_unique<SampleProcessor>(s.symbolizer, s.mode, s.unwinder.get());
   if (auto ok = s.sampler->OpenSideband([&s](const perf_event_header* h) {
         if (auto ev = DecodeSidebandRecord(h, h->size)) s.sideband.Push(std::move(*ev));

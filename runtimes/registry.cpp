@@ -1,4 +1,5 @@
 #include "runtimes/runtime.h"
+#include "runtimes/java/hotspot_stepper.h"
 #include "runtimes/node/node_runtime.h"
 #include "runtimes/python/python_runtime.h"
 
@@ -8,6 +9,12 @@ std::vector<std::unique_ptr<Runtime>> MakeRuntimes() {
   std::vector<std::unique_ptr<Runtime>> all;
   all.push_back(MakePythonRuntime());
   all.push_back(MakeNodeRuntime());
+  return all;
+}
+
+std::vector<std::unique_ptr<FrameStepper>> MakeFrameSteppers() {
+  std::vector<std::unique_ptr<FrameStepper>> all;
+  all.push_back(MakeHotSpotFrameStepper());
   return all;
 }
 

@@ -15,6 +15,7 @@
 
 #include "runtimes.h"  // bpf/: runtime_proc, runtime_frame
 #include "symbolize/symbol_types.h"
+#include "unwind/frame_stepper.h"
 
 namespace arcprof::runtimes {
 
@@ -57,5 +58,10 @@ class Runtime {
 
 // Every runtime arcprof knows, one line each.
 std::vector<std::unique_ptr<Runtime>> MakeRuntimes();
+
+// The runtimes whose JIT code's frames the unwinder cannot step by rbp or
+// CFI (unwind/frame_stepper.h), one line each; the recording session gives
+// them to its Unwinder.
+std::vector<std::unique_ptr<FrameStepper>> MakeFrameSteppers();
 
 }  // namespace arcprof::runtimes

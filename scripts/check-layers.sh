@@ -18,7 +18,7 @@ allowed() {
     spaces) echo "common spaces" ;;
     unwind) echo "common spaces unwind" ;;
     symbolize) echo "common spaces symbolize" ;;
-    runtimes) echo "common bpf spaces symbolize runtimes" ;;
+    runtimes) echo "common bpf spaces unwind symbolize runtimes" ;;
     model) echo "common model" ;;
     store) echo "common model store" ;;
     loader) echo "common bpf spaces unwind symbolize runtimes model store loader" ;;

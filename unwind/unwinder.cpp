@@ -7,6 +7,7 @@
 #include <libelf.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdlib>
 #include <cstring>
@@ -17,15 +18,6 @@
 #include "spaces/jit_code.h"
 
 namespace arcprof {
-
-namespace {
-
-// HotSpot's i2c/c2i adapters, as the agent names them (JDK 17 and 25).
-bool IsHotSpotAdapter(std::string_view name) {
-  return name.rfind("I2C/C2I adapters", 0) == 0 || name == "adapters";
-}
-
-}  // namespace
 
 const char* UnwindStopName(UnwindStop stop) {
   switch (stop) {
@@ -700,124 +692,52 @@ UnwindResult Unwinder::DwflUnwind(const UnwindInput& input, bool fp_fallback, si
   return result;
 }
 
+// The copied stack and the code of the walk's process, for a runtime's
+// FrameStepper.
+class Unwinder::StepContext : public FrameStepContext {
+ public:
+  StepContext(Unwinder& unwinder, const UnwindInput& input)
+      : FrameStepContext(input.stack, input.regs[7], input.stack_len, unwinder.stats_),
+        unwinder_(unwinder),
+        input_(input) {}
+  // A return address must be in code we know: a mapped file or JIT code.
+  bool IsCode(uint64_t addr) const override {
+    return addr != 0 && (unwinder_.address_spaces_.FindMappedFile(input_.pid, addr - 1, input_.t_ns) ||
+                         unwinder_.jit_.FindJitCode(input_.pid, addr - 1, input_.t_ns));
+  }
+
+ private:
+  Unwinder& unwinder_;
+  const UnwindInput& input_;
+};
+
+void Unwinder::SetFrameSteppers(std::vector<std::unique_ptr<FrameStepper>> steppers) {
+  steppers_ = std::move(steppers);
+}
+
 Unwinder::JitStep Unwinder::StepJit(const UnwindInput& input, bool leaf, uint64_t pc, uint64_t* sp, uint64_t* bp,
-                                    uint64_t* ra, uint64_t* java_method) {
+                                    uint64_t* ra, uint64_t* method) {
   const uint64_t lookup = leaf ? pc : pc - 1;
   std::optional<JitSymbol> code = jit_.FindJitCode(input.pid, lookup, input.t_ns);
   if (!code) return JitStep::kNotJit;
-  const uint64_t stack_lo = input.regs[7];
-  auto read = [&](uint64_t addr, uint64_t* out) -> bool {
-    if (addr < stack_lo || addr - stack_lo + 8 > input.stack_len) return false;
-    memcpy(out, input.stack + (addr - stack_lo), 8);
-    return true;
-  };
-  // A return address must be in code we know: a mapped file or JIT code.
-  auto plausible = [&](uint64_t addr) {
-    return addr != 0 && (address_spaces_.FindMappedFile(input.pid, addr - 1, input.t_ns) ||
-                         jit_.FindJitCode(input.pid, addr - 1, input.t_ns));
-  };
-  if (code->kind == FrameKind::kInterpreted) {
-    // HotSpot's interpreter keeps rbp as its frame pointer: [rbp] the
-    // caller's rbp, [rbp+8] the return address, [rbp-8] the caller's stack
-    // pointer ("sender sp"), [rbp-24] the Method*.
-    uint64_t next_bp;
-    if (*bp < *sp || !read(*bp + 8, ra) || !read(*bp, &next_bp)) return JitStep::kStop;
-    uint64_t method = 0;
-    if (read(*bp - 24, &method)) *java_method = method;
-    // The caller's stack pointer is not always rbp + 16: a compiled caller
-    // reaches the interpreter through an adapter (c2i) that pushes the
-    // arguments below the caller's frame. The caller's frame size counts
-    // from its own stack pointer, which the interpreter saved at [rbp-8];
-    // stepping a compiled caller from rbp + 16 reads its return address in
-    // the wrong slot (measured: every walk through an interpreted callee of
-    // compiled code ended or skipped frames).
-    uint64_t sender_sp = 0;
-    if (read(*bp - 8, &sender_sp) && sender_sp >= *bp + 16 && sender_sp - *bp < (1u << 20)) {
-      *sp = sender_sp;
-    } else {
-      *sp = *bp + 16;
-    }
-    *bp = next_bp;
-    ++stats_.interpreted_frames;
-    return *ra == 0 || plausible(*ra) ? JitStep::kStepped : JitStep::kStop;
-  }
-  if (code->frame_size > 0) {
-    const uint64_t offset = lookup - code->start;
-    uint64_t cfa = *sp + static_cast<uint64_t>(code->frame_size);
-    // A leaf whose frame is in motion (prologue, epilogue): HotSpot's are
-    // `push %rbp; [mov %rsp,%rbp;] sub $F-16,%rsp` (or, without a stack
-    // bang, `sub $F-8,%rsp; mov %rbp,F-16(%rsp)`) and `add $F-16,%rsp;
-    // pop %rbp; [poll;] ret`. Each state leaves its own mark:
-    //  - rbp == rsp: just after `mov %rsp,%rbp`, or after the epilogue's
-    //    `add` (the body's rbp is then rsp): the saved rbp on top, the
-    //    return address above it;
-    //  - the top of the stack equals rbp: just after `push %rbp`;
-    //  - a code address on top: at the entry, before `push %rbp`, or after
-    //    the epilogue's `pop %rbp` (rbp is the caller's again);
-    //  - in the prologue only, after `sub` without a bang: the body's
-    //    return address slot, rbp still the caller's.
-    // A body leaf never shows the first two (its rbp is F-16 above rsp) and
-    // keeps data, not code addresses, on top of its stack.
-    auto in_motion = [&](bool prologue) -> JitStep {
-      uint64_t top = 0, above = 0;
-      if (!read(*sp, &top)) return JitStep::kStop;
-      if ((*bp == *sp || top == *bp) && read(*sp + 8, &above) && plausible(above)) {
-        *ra = above;
-        *bp = top;
-        *sp += 16;
-      } else if (plausible(top)) {
-        *ra = top;
-        *sp += 8;
-      } else if (prologue && read(cfa - 8, ra) && plausible(*ra)) {
-        *sp = cfa;
-      } else {
-        return JitStep::kStop;
+  if (!steppers_.empty()) {
+    const StepContext context(*this, input);
+    for (const auto& stepper : steppers_) {
+      FrameStepper::Frame frame{*sp, *bp, 0, 0};
+      switch (stepper->StepFrame(context, *code, leaf, lookup, &frame)) {
+        case FrameStepper::Step::kNotMine: continue;
+        case FrameStepper::Step::kStop: return JitStep::kStop;
+        case FrameStepper::Step::kStepped:
+          *sp = frame.sp;
+          *bp = frame.bp;
+          *ra = frame.ra;
+          *method = frame.method;
+          return JitStep::kStepped;
       }
-      ++stats_.jit_frames_stepped;
-      return JitStep::kStepped;
-    };
-    if (leaf && (code->frame_complete < 0 || offset < static_cast<uint64_t>(code->frame_complete))) {
-      if (offset == 0) {  // the entry: the return address on top
-        cfa = *sp + 8;
-        if (!read(*sp, ra)) return JitStep::kStop;
-        *sp = cfa;
-        return plausible(*ra) ? JitStep::kStepped : JitStep::kStop;
-      }
-      return in_motion(/*prologue=*/true);
     }
-    // With PreserveFramePointer the body keeps rbp = the saved-rbp slot,
-    // frame size - 16 above rsp; a leaf where it is not is in an epilogue
-    // (rsp already moved): its frame size would read the return address
-    // from the wrong slot, and in_motion reads the state's own mark instead.
-    // (Measured on Split: 1 of 1,773 leaf samples in compiled code.)
-    if (leaf && code->rbp_frame_pointer && *bp != cfa - 16) {
-      // One exception: C2's inlined String.compareTo intrinsic keeps one
-      // word pushed inside the body, so rsp is 8 below the body's and this
-      // frame's rbp sits frame size - 8 above it (seen in every such
-      // sample: rbp - rsp = frame size - 8, leaf String.compareTo). The
-      // word on top is then a pushed value, not a code address; right after
-      // the epilogue's `pop %rbp` the same distance can occur by chance, but
-      // there the top of the stack is the return address. (Measured on the
-      // capture bench's JDK 17 program: 2.4% of its samples ended here, in
-      // TimSort.mergeHi/mergeLo with String.compareTo inlined.)
-      uint64_t top = 0;
-      if (*bp != cfa - 8 || !read(*sp, &top) || plausible(top)) return in_motion(/*prologue=*/false);
-      cfa = *bp + 16;
-    }
-    uint64_t saved_bp;
-    if (!read(cfa - 8, ra) || !read(cfa - 16, &saved_bp)) return JitStep::kStop;
-    if (!plausible(*ra)) return JitStep::kStop;
-    *sp = cfa;
-    *bp = saved_bp;
-    ++stats_.jit_frames_stepped;
-    return JitStep::kStepped;
   }
-  // HotSpot's i2c/c2i adapters have no frame of their own: they move the
-  // return address and the arguments between the interpreter's and compiled
-  // code's conventions, and rbp still belongs to the caller (the
-  // interpreter's frame pointer, or anything in compiled code). Stepping
-  // through rbp would skip the caller: end the walk here instead.
-  if (IsHotSpotAdapter(code->name)) return JitStep::kStop;
+  // No runtime stepped it: code whose rbp is no frame pointer ends the walk,
+  // other code is stepped through rbp.
   return code->rbp_unreliable ? JitStep::kStop : JitStep::kNotJit;
 }
 
@@ -826,7 +746,9 @@ void Unwinder::EndAtUnreliableJit(const UnwindInput& input, UnwindResult* result
     const uint64_t lookup = result->LookupPc(i);
     if (address_spaces_.FindMappedFile(input.pid, lookup, input.t_ns)) continue;
     std::optional<JitSymbol> code = jit_.FindJitCode(input.pid, lookup, input.t_ns);
-    if (code && (code->rbp_unreliable || IsHotSpotAdapter(code->name))) {
+    if (code && (code->rbp_unreliable || std::any_of(steppers_.begin(), steppers_.end(), [&](const auto& stepper) {
+                   return stepper->EndsFramePointerWalk(*code);
+                 }))) {
       result->pcs.resize(i + 1);
       if (result->activation.size() > i + 1) result->activation.resize(i + 1);
       result->stop = UnwindStop::kJitFrame;

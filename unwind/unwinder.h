@@ -12,6 +12,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "unwind/frame_stepper.h"
+
 namespace arcprof {
 
 class AddressSpaces;
@@ -46,8 +48,9 @@ struct UnwindResult {
   // except where `activation` says otherwise.
   std::vector<uint64_t> pcs;
   UnwindStop stop = UnwindStop::kComplete;
-  // Parallel to pcs when not empty: the HotSpot Method* an interpreted
-  // frame holds (0 for every other frame), for naming it.
+  // Parallel to pcs when not empty: the method an interpreted frame holds,
+  // as its runtime's FrameStepper read it (HotSpot's Method*; 0 for every
+  // other frame), for naming it.
   std::vector<uint64_t> java_methods;
   // Parallel to pcs when not empty: 1 for a frame whose pc is where it
   // resumes, not a return address after a call: the signal trampoline (a
@@ -67,7 +70,7 @@ struct UnwinderStats {
   uint64_t dwfl_created = 0;
   uint64_t modules_reported = 0;
   uint64_t jit_frames_stepped = 0;   // by their frame size
-  uint64_t interpreted_frames = 0;   // through rbp, Method* read
+  uint64_t interpreted_frames = 0;   // through rbp, the method read
   uint64_t cfi_released = 0;         // files' CFI dropped for the budget
   uint64_t cfi_bytes = 0;            // CFI held now (estimate)
 };
@@ -80,6 +83,11 @@ class Unwinder {
   ~Unwinder();
   Unwinder(const Unwinder&) = delete;
   Unwinder& operator=(const Unwinder&) = delete;
+
+  // The runtimes that step their JIT code's frames (runtimes::MakeFrameSteppers),
+  // asked in this order; without any, JIT code is stepped through rbp unless
+  // its rbp is known to be no frame pointer.
+  void SetFrameSteppers(std::vector<std::unique_ptr<FrameStepper>> steppers);
 
   // Walks the copied stack. With fp_fallback, frames without CFI are stepped
   // through rbp (hybrid); without, the walk stops there (dwarf).
@@ -136,13 +144,15 @@ class Unwinder {
                                          size_t max_frames);
   UnwindResult DwflUnwind(const UnwindInput& input, bool fp_fallback, size_t max_frames);
   Rule RuleAt(uint32_t file_id, int fd, uint64_t vaddr);
-  // One step out of JIT code by what its runtime told us (HotSpot: frame
-  // sizes of compiled code, rbp frames of the interpreter). `leaf`: the
-  // frame resumes at pc (the sampled leaf, or a frame a signal interrupted),
-  // so it may be stopped anywhere, in its prologue or epilogue too.
+  // One step out of JIT code by its runtime's FrameStepper, which knows the
+  // code's frame layout (HotSpot: runtimes/java/hotspot_stepper.cpp).
+  // `leaf`: the frame resumes at pc (the sampled leaf, or a frame a signal
+  // interrupted), so it may be stopped anywhere, in its prologue or epilogue
+  // too. kNotJit: no JIT code, or code to step through rbp.
   enum class JitStep { kNotJit, kStepped, kStop };
+  class StepContext;
   JitStep StepJit(const UnwindInput& input, bool leaf, uint64_t pc, uint64_t* sp, uint64_t* bp, uint64_t* ra,
-                  uint64_t* java_method);
+                  uint64_t* method);
   // libdwfl steps JIT code through rbp: end a walk after the first JIT
   // frame whose rbp is no frame pointer (what followed it is not its caller).
   void EndAtUnreliableJit(const UnwindInput& input, UnwindResult* result);
@@ -152,6 +162,7 @@ class Unwinder {
 
   AddressSpaces& address_spaces_;
   JitCodeLookup& jit_;
+  std::vector<std::unique_ptr<FrameStepper>> steppers_;
   uint64_t forget_epoch_ = 0;
   // At most kMaxSpaces libdwfl address spaces (each maps every module it
   // reports); the least recently used one goes first.

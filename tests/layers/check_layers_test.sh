@@ -5,8 +5,10 @@
 # file (model is below reports) and checks again (must fail naming that line);
 # then, in a fresh copy, `#include "symbolize/symbolizer.h"` in the unwinder
 # (unwind/ sees address spaces, never the symbolizer) must fail the same way;
-# and the JVMTI agent (runtimes/java/agent/, a layer of its own inside
-# runtimes/) including the runtimes' interface must fail too.
+# the JVMTI agent (runtimes/java/agent/, a layer of its own inside
+# runtimes/) including the runtimes' interface must fail too, and so must the
+# unwinder including a runtime (runtimes step their frames through
+# unwind/frame_stepper.h; the unwinder knows none of them).
 set -eu
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 work=$(mktemp -d)
@@ -56,3 +58,15 @@ case $out in
   *) echo "FAIL: the check failed without naming the bad include: $out" >&2; exit 1 ;;
 esac
 echo "ok: the agent including runtimes/ rejected: $out"
+
+copy
+printf '#include "runtimes/java/hotspot_stepper.h"\n' >> "$work/unwind/unwinder.cpp"
+if out=$("$work/scripts/check-layers.sh" "$work" 2>&1); then
+  echo "FAIL: the unwinder including a runtime passed the layer check" >&2
+  exit 1
+fi
+case $out in
+  *'unwind/unwinder.cpp:'*'unwind may not include "runtimes/java/hotspot_stepper.h"'*) ;;
+  *) echo "FAIL: the check failed without naming the bad include: $out" >&2; exit 1 ;;
+esac
+echo "ok: the unwinder including a runtime rejected: $out"
