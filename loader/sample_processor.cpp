@@ -111,7 +111,7 @@ void SampleProcessor::UserStack(const StackSample& sample) {
   }
   ++unwind_stops_[static_cast<size_t>(r.stop)];
   user_pcs_ = std::move(r.pcs);
-  user_methods_ = std::move(r.java_methods);
+  user_methods_ = std::move(r.methods);
   user_activation_ = std::move(r.activation);
   ElideMiddle();
 }

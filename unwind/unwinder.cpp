@@ -594,8 +594,8 @@ std::optional<UnwindResult> Unwinder::FastUnwind(const UnwindInput& input, bool 
         return result;
       }
       if (method != 0) {
-        result.java_methods.resize(result.pcs.size(), 0);
-        result.java_methods.back() = method;
+        result.methods.resize(result.pcs.size(), 0);
+        result.methods.back() = method;
       }
       if (step == JitStep::kStepped) {
         bx_known = false;

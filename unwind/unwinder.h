@@ -51,7 +51,7 @@ struct UnwindResult {
   // Parallel to pcs when not empty: the method an interpreted frame holds,
   // as its runtime's FrameStepper read it (HotSpot's Method*; 0 for every
   // other frame), for naming it.
-  std::vector<uint64_t> java_methods;
+  std::vector<uint64_t> methods;
   // Parallel to pcs when not empty: 1 for a frame whose pc is where it
   // resumes, not a return address after a call: the signal trampoline (a
   // handler returns to its first byte) and the frame the signal interrupted.
