@@ -20,6 +20,7 @@
 
 #include "spaces/address_spaces.h"
 #include "symbolize/symbolizer.h"
+#include "tests/unwind/own_stack.h"
 #include "unwind/unwinder.h"
 #ifndef ARCPROF_UNWIND_BENCH_NO_STEPPERS
 #include "runtimes/runtime.h"
@@ -34,42 +35,6 @@ void GiveSteppers(Unwinder& unwinder) {
 #endif
 }
 
-uint64_t StackTop() {
-  std::ifstream maps("/proc/self/maps");
-  std::string line;
-  while (std::getline(maps, line)) {
-    if (line.find("[stack]") == std::string::npos) continue;
-    return std::stoull(line.substr(line.find('-') + 1), nullptr, 16);
-  }
-  return 0;
-}
-
-struct Captured {
-  uint64_t regs[kUnwindRegs] = {};
-  std::vector<uint8_t> stack;
-};
-
-__attribute__((noinline)) void Capture(Captured* out, uint64_t top) {
-  uint64_t rip, rsp, rbp;
-  asm volatile("lea 0(%%rip), %0\n\tmov %%rsp, %1\n\tmov %%rbp, %2" : "=r"(rip), "=r"(rsp), "=r"(rbp));
-  out->regs[16] = rip;
-  out->regs[7] = rsp;
-  out->regs[6] = rbp;
-  const uint64_t len = std::min<uint64_t>(32768, top > rsp ? top - rsp : 0);
-  out->stack.resize(len);
-  std::memcpy(out->stack.data(), reinterpret_cast<const void*>(rsp), len);
-  asm volatile("" ::: "memory");
-}
-
-__attribute__((noinline)) void CaptureDeeper(Captured* out, uint64_t top, int depth) {
-  if (depth == 0) {
-    Capture(out, top);
-  } else {
-    CaptureDeeper(out, top, depth - 1);
-  }
-  asm volatile("" ::: "memory");
-}
-
 // Native frames: this process's own stack, 20 frames below the benchmark.
 void BM_NativeWalk(benchmark::State& state) {
   Captured c;
@@ -79,13 +44,7 @@ void BM_NativeWalk(benchmark::State& state) {
   spaces.SnapshotProcess(static_cast<uint32_t>(getpid()), 1000);
   Unwinder unwinder(spaces, symbolizer);
   GiveSteppers(unwinder);
-  UnwindInput input;
-  input.pid = static_cast<uint32_t>(getpid());
-  input.tid = static_cast<uint32_t>(gettid());
-  input.t_ns = 2000;
-  input.regs = c.regs;
-  input.stack = c.stack.data();
-  input.stack_len = c.stack.size();
+  const UnwindInput input = OwnInput(c);
   size_t frames = 0;
   for (auto _ : state) {
     UnwindResult r = unwinder.Unwind(input, /*fp_fallback=*/true, 512);

@@ -24,57 +24,13 @@
 
 #include "symbolize/symbolizer.h"
 #include "tests/layer_names.h"
+#include "tests/unwind/own_stack.h"
 
 namespace arcprof {
 namespace {
 
-// The top of the main thread's stack, from /proc/self/maps.
-uint64_t StackTop() {
-  std::ifstream maps("/proc/self/maps");
-  std::string line;
-  while (std::getline(maps, line)) {
-    if (line.find("[stack]") == std::string::npos) continue;
-    return std::stoull(line.substr(line.find('-') + 1), nullptr, 16);
-  }
-  return 0;
-}
-
-struct Captured {
-  uint64_t regs[kUnwindRegs] = {};
-  std::vector<uint8_t> stack;
-};
-
-// rip, rsp and rbp here, and the stack above rsp (callers' frames).
-__attribute__((noinline)) void Capture(Captured* out, uint64_t top) {
-  uint64_t rip, rsp, rbp;
-  asm volatile("lea 0(%%rip), %0\n\tmov %%rsp, %1\n\tmov %%rbp, %2" : "=r"(rip), "=r"(rsp), "=r"(rbp));
-  out->regs[16] = rip;
-  out->regs[7] = rsp;
-  out->regs[6] = rbp;
-  const uint64_t len = std::min<uint64_t>(32768, top > rsp ? top - rsp : 0);
-  out->stack.resize(len);
-  std::memcpy(out->stack.data(), reinterpret_cast<const void*>(rsp), len);
-  asm volatile("" ::: "memory");
-}
-
-__attribute__((noinline)) void CaptureDeeper(Captured* out, uint64_t top, int depth) {
-  if (depth == 0) {
-    Capture(out, top);
-  } else {
-    CaptureDeeper(out, top, depth - 1);
-  }
-  asm volatile("" ::: "memory");  // not a tail call: each level keeps its frame
-}
-
 UnwindResult UnwindOwn(Unwinder& unwinder, const Captured& c) {
-  UnwindInput input;
-  input.pid = static_cast<uint32_t>(getpid());
-  input.tid = static_cast<uint32_t>(gettid());
-  input.t_ns = 2000;
-  input.regs = c.regs;
-  input.stack = c.stack.data();
-  input.stack_len = c.stack.size();
-  return unwinder.Unwind(input, /*fp_fallback=*/false, 128);
+  return unwinder.Unwind(OwnInput(c), /*fp_fallback=*/false, 128);
 }
 
 // A CFI budget smaller than any file's: every step into another file drops
