@@ -602,15 +602,13 @@ void SampleProcessor::Rename(ThreadRecord& t, std::string_view comm) {
 }
 
 size_t SampleProcessor::WindowBytes() const {
-  // Per node: the node, one value per column, the child index entry (an
-  // unordered_map node and its bucket) and the vectors' spare capacity.
+  // An unordered_map's entry: its node and its bucket.
   constexpr size_t kIndexEntry = 40;
   size_t bytes = 0;
   for (const ThreadRecord& t : window_.threads) {
     bytes += sizeof(ThreadRecord) + t.comm.capacity() + t.process_comm.capacity() + t.cmdline.capacity() +
              t.identity.cgroup.capacity() + t.identity.container_id.capacity() + t.identity.service_name.capacity();
-    const size_t columns = t.tree.value_columns();
-    bytes += t.tree.size() * (sizeof(CallTree::Node) + columns * sizeof(uint64_t) + kIndexEntry) * 5 / 4;
+    bytes += t.tree.MemoryBytes();
   }
   for (const FrameRecord& f : window_.frames.all()) {
     bytes += sizeof(FrameRecord) + kIndexEntry + (f.symbol.size() > 15 ? f.symbol.capacity() + 1 : 0);

@@ -1,14 +1,25 @@
-// An open-addressing hash index from 64-bit keys to 32-bit values: the call
-// tree's (parent, frame) -> node index (CallTree::Child) and the xarc report's
-// (consumer, consumer) -> line lookups. std::unordered_map allocates a node
-// per entry; with half a million nodes that allocation dominated building a
-// report.
+// Open-addressing hash indexes with 32-bit values. FlatIndex maps 64-bit keys
+// to values: the xarc report's (consumer, consumer) -> line lookups.
+// FlatIdIndex holds only ids whose keys live elsewhere: the call tree's
+// (parent, frame) -> node index (CallTree::Child), where the key is read back
+// from the node. std::unordered_map allocates a node per entry; with half a
+// million nodes that allocation dominated building a report.
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
 namespace arcprof::model {
+
+// splitmix64's finalizer: keys are small, structured ids.
+inline uint64_t FlatHash(uint64_t x) {
+  x ^= x >> 30;
+  x *= 0xbf58476d1ce4e5b9ull;
+  x ^= x >> 27;
+  x *= 0x94d049bb133111ebull;
+  x ^= x >> 31;
+  return x;
+}
 
 class FlatIndex {
  public:
@@ -61,14 +72,7 @@ class FlatIndex {
     uint32_t value = 0;
   };
 
-  static uint64_t Hash(uint64_t x) {  // splitmix64 finalizer: keys are small, structured ids
-    x ^= x >> 30;
-    x *= 0xbf58476d1ce4e5b9ull;
-    x ^= x >> 27;
-    x *= 0x94d049bb133111ebull;
-    x ^= x >> 31;
-    return x;
-  }
+  static uint64_t Hash(uint64_t x) { return FlatHash(x); }
 
   void Grow() { Grow(slots_.empty() ? 8 : slots_.size() * 2); }
   void Grow(size_t slots) {  // slots: a power of two above the entries held
@@ -84,6 +88,78 @@ class FlatIndex {
   }
 
   std::vector<Slot> slots_;
+  size_t size_ = 0;
+};
+
+// A set of 32-bit ids found by a 64-bit key that the owner derives from the
+// id (key_of(id)): a slot is the id alone, 4 bytes where FlatIndex's slot is
+// 16, and a probe compares key_of(slot's id) with the key. At most half the
+// slots are used, as in FlatIndex. The ids are the owner's (dense from 0 in
+// CallTree); ~0u is never one.
+class FlatIdIndex {
+ public:
+  static constexpr uint32_t kEmpty = ~0u;
+
+  // Returns the id whose key is `key`, inserting `id_if_new` when none is;
+  // `inserted` tells which happened. key_of(id_if_new) is not called here, so
+  // the owner may store the new id's key after the call.
+  template <typename KeyOf>
+  uint32_t FindOrInsert(uint64_t key, uint32_t id_if_new, const KeyOf& key_of, bool& inserted) {
+    if ((size_ + 1) * 2 > slots_.size()) Grow(slots_.empty() ? 8 : slots_.size() * 2, key_of);
+    const size_t mask = slots_.size() - 1;
+    for (size_t i = FlatHash(key) & mask;; i = (i + 1) & mask) {
+      const uint32_t id = slots_[i];
+      if (id == kEmpty) {
+        slots_[i] = id_if_new;
+        ++size_;
+        inserted = true;
+        return id_if_new;
+      }
+      if (key_of(id) == key) {
+        inserted = false;
+        return id;
+      }
+    }
+  }
+
+  // The id whose key is `key`, or `absent`.
+  template <typename KeyOf>
+  uint32_t Find(uint64_t key, uint32_t absent, const KeyOf& key_of) const {
+    if (slots_.empty()) return absent;
+    const size_t mask = slots_.size() - 1;
+    for (size_t i = FlatHash(key) & mask;; i = (i + 1) & mask) {
+      const uint32_t id = slots_[i];
+      if (id == kEmpty) return absent;
+      if (key_of(id) == key) return id;
+    }
+  }
+
+  size_t size() const { return size_; }
+  // The bytes the slots take.
+  size_t bytes() const { return slots_.capacity() * sizeof(uint32_t); }
+  // Room for `entries` without growing again, in one rehash.
+  template <typename KeyOf>
+  void Reserve(size_t entries, const KeyOf& key_of) {
+    size_t slots = slots_.empty() ? 8 : slots_.size();
+    while (entries * 2 > slots) slots *= 2;
+    if (slots > slots_.size()) Grow(slots, key_of);
+  }
+
+ private:
+  template <typename KeyOf>
+  void Grow(size_t slots, const KeyOf& key_of) {  // slots: a power of two above the ids held
+    std::vector<uint32_t> old = std::move(slots_);
+    slots_.assign(slots, kEmpty);
+    const size_t mask = slots_.size() - 1;
+    for (const uint32_t id : old) {
+      if (id == kEmpty) continue;
+      size_t i = FlatHash(key_of(id)) & mask;
+      while (slots_[i] != kEmpty) i = (i + 1) & mask;
+      slots_[i] = id;
+    }
+  }
+
+  std::vector<uint32_t> slots_;
   size_t size_ = 0;
 };
 

@@ -73,7 +73,8 @@ std::vector<uint64_t>& CallTree::Column(size_t type) {
 uint32_t CallTree::Child(uint32_t parent, uint32_t frame) {
   const uint64_t key = static_cast<uint64_t>(parent) << 32 | frame;
   bool inserted = false;
-  const uint32_t id = child_index_.FindOrInsert(key, static_cast<uint32_t>(nodes_.size()), inserted);
+  const uint32_t id = child_index_.FindOrInsert(key, static_cast<uint32_t>(nodes_.size()),
+                                                [this](uint32_t n) { return KeyOf(n); }, inserted);
   if (inserted) {
     nodes_.push_back(Node{parent, frame, 0});
     for (std::vector<uint64_t>& column : values_) column.push_back(0);
@@ -82,13 +83,21 @@ uint32_t CallTree::Child(uint32_t parent, uint32_t frame) {
 }
 
 uint32_t CallTree::FindChild(uint32_t parent, uint32_t frame) const {
-  return child_index_.Find(static_cast<uint64_t>(parent) << 32 | frame, kNoNode);
+  return child_index_.Find(static_cast<uint64_t>(parent) << 32 | frame, kNoNode,
+                           [this](uint32_t n) { return KeyOf(n); });
 }
 
 void CallTree::Reserve(size_t nodes) {
   nodes_.reserve(nodes);
   for (std::vector<uint64_t>& column : values_) column.reserve(nodes);
-  child_index_.Reserve(nodes);
+  child_index_.Reserve(nodes, [this](uint32_t n) { return KeyOf(n); });
+}
+
+size_t CallTree::MemoryBytes() const {
+  size_t bytes = nodes_.capacity() * sizeof(Node) + values_.capacity() * sizeof(values_[0]) +
+                 child_index_.bytes();
+  for (const std::vector<uint64_t>& column : values_) bytes += column.capacity() * sizeof(uint64_t);
+  return bytes;
 }
 
 uint32_t CallTree::AddStack(std::span<const uint32_t> frames_root_first, uint64_t count,

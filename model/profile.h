@@ -158,6 +158,9 @@ class CallTree {
                   BucketN bucket_n = BucketN::kSubtree) const;
   // Room for `nodes` nodes without rehashing.
   void Reserve(size_t nodes);
+  // The bytes the tree holds: nodes, value columns and child index, with
+  // their vectors' spare capacity.
+  size_t MemoryBytes() const;
 
   const std::vector<Node>& nodes() const { return nodes_; }
   size_t size() const { return nodes_.size(); }
@@ -172,11 +175,17 @@ class CallTree {
 
  private:
   std::vector<uint64_t>& Column(size_t type);
+  // The child index's key of node `node`: (parent << 32 | frame).
+  uint64_t KeyOf(uint32_t node) const {
+    return static_cast<uint64_t>(nodes_[node].parent) << 32 | nodes_[node].frame;
+  }
 
   std::vector<Node> nodes_;
   // values_[type][node]: one column per value type, as long as nodes_.
   std::vector<std::vector<uint64_t>> values_;
-  FlatIndex child_index_;  // (parent << 32 | frame) -> node
+  // Every node but node 0, found by (parent << 32 | frame) read back from
+  // nodes_: 4 bytes a slot, at most half the slots used.
+  FlatIdIndex child_index_;
 };
 
 // The children of every node of a tree in one array (one allocation for the
