@@ -3,6 +3,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 
@@ -11,6 +12,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <map>
 #include <random>
 #include <set>
 #include <sstream>
@@ -34,6 +36,9 @@
 #include "loader/value_source.h"
 #include "model/profile.h"
 #include "model/value_types.h"
+#include "symbolize/elf_symbols.h"
+#include "spaces/address_spaces.h"
+#include "spaces/elf_header.h"
 #include "spaces/file_table.h"
 #include "spaces/process_registry.h"
 
@@ -95,10 +100,8 @@ class AllocSource final : public ValueSource {
     // and is probed through this descriptor, not a path.
     std::vector<uint32_t> pids = {static_cast<uint32_t>(getpid())};
     pids.insert(pids.end(), context.target_pids.begin(), context.target_pids.end());
-    std::set<std::pair<dev_t, ino_t>> seen;
     for (uint32_t pid : pids) {
       const std::string maps = ReadMaps(pid);
-      if (pid != pids[0]) CheckAllocator(pid, maps);
       const auto libc = LibcMappingOf(maps);
       if (!libc) continue;
       ScopedFd fd = OpenMappedFileOf("/proc", pid, libc->start, libc->end, libc->path, libc->inode,
@@ -112,21 +115,41 @@ class AllocSource final : public ValueSource {
         ++not_covered_;
         continue;
       }
-      if (!seen.insert({st.st_dev, st.st_ino}).second) continue;
+      if (!probed_.insert({st.st_dev, st.st_ino}).second) continue;
       if (pid == pids[0]) own_libc_ = libc->path;
       if (auto ok = AttachLibc(fd.get(), libc->path); !ok) return ok.error();
     }
     if (links_.empty()) return MakeError("--alloc: found no libc.so.6 to probe");
-    if (options_.system_wide && !options_.quiet) {
+    // Said even when quiet (continuous is): it is what the option costs.
+    if (options_.system_wide) {
       fprintf(stderr,
               "arcprof: warning: --alloc on the whole machine traps every malloc, realloc and free of every "
-              "process using %s into the kernel (uprobes: about 5 us of CPU per call on a test VM): allocation-heavy programs "
-              "slow down severalfold while recording; processes with another libc or their own allocator are "
-              "not covered\n",
+              "process using %s into the kernel (uprobes: microseconds of CPU per call): allocation-heavy programs "
+              "run up to a thousand times slower while recording; processes with another libc or a malloc of their "
+              "own are not covered\n",
               EscapeControl(own_libc_).c_str());
     }
     sink_ = context.sink;
     sink_->Route(ARCPROF_SOURCE_ALLOC, this);
+    // Every executable file mapping of a recorded process (those known now,
+    // replayed, and every later one): a file other than a probed libc that
+    // defines malloc is an allocator of its own. Each file is read once, as
+    // the address spaces opened it (the mapped inode).
+    spaces_ = &context.symbolizer.spaces();
+    spaces_->SetMappingObserver(this, [this](uint32_t pid, const MappingEvent& m) {
+      if (!(m.prot & PROT_EXEC) || m.ino == 0 || m.path.empty() || m.path[0] != '/' || pid == self_pid_) return;
+      const std::pair<dev_t, ino_t> file{makedev(m.maj, m.min), m.ino};
+      if (not_covered_pids_.count(pid) || probed_.count(file)) return;
+      auto verdict = own_malloc_.find(file);
+      if (verdict == own_malloc_.end()) {
+        const auto mapped = spaces_->FindMappedFile(pid, m.start, MonotonicNs());
+        if (!mapped || mapped->fd < 0) return;
+        auto elf = OpenElfFd(mapped->fd);
+        if (own_malloc_.size() >= kMaxFiles) own_malloc_.clear();
+        verdict = own_malloc_.emplace(file, elf.ok() && FindSymbolValue(elf->get(), "malloc").has_value()).first;
+      }
+      if (verdict->second) NotCovered(pid, m.path);
+    }, /*replay_known=*/true);
     return {};
   }
 
@@ -138,16 +161,6 @@ class AllocSource final : public ValueSource {
     const SourceValue values[] = {{model::kAllocBytes, Round(w.bytes)}, {model::kAllocCount, Round(w.count)}};
     sink.Add(ARCPROF_SOURCE_ALLOC, key, values);
     ++records_;
-  }
-
-  void Poll(RecordContext& context) override {
-    // The command's allocator, once it runs (its exec is in by now).
-    if (!checked_command_ && !context.system_wide && MonotonicNs() > context.start_monotonic_ns + 500'000'000) {
-      checked_command_ = true;
-      for (uint32_t pid : context.target_pids) {
-        if (!checked_.count(pid)) CheckAllocator(pid, ReadMaps(pid));
-      }
-    }
   }
 
   // At a window's end: every live sampled block adds its in-use bytes and
@@ -170,6 +183,9 @@ class AllocSource final : public ValueSource {
     std::unordered_map<uint32_t, bool> exited;
     for (const auto& [key, block] : blocks) {
       live.insert(block.key);
+      // Allocated after the window's end (the key is its time): in use in
+      // the next window, whose records its record is among.
+      if (context.window_end_ns != 0 && (block.key >> 8) > context.window_end_ns) continue;
       const AllocWeight w = UnbiasAllocation(block.size, options_.rate);
       const SourceValue values[] = {{model::kInuseBytes, Round(w.bytes)}, {model::kInuseCount, Round(w.count)}};
       if (!sink_->Add(ARCPROF_SOURCE_ALLOC, block.key, values)) inuse_unattributed_ += block.size;
@@ -202,7 +218,11 @@ class AllocSource final : public ValueSource {
     ReadCounters();
   }
 
-  void Detach() override { links_.clear(); }
+  void Detach() override {
+    links_.clear();
+    if (spaces_ != nullptr) spaces_->SetMappingObserver(this, nullptr);
+    spaces_ = nullptr;
+  }
 
   Result<void> CloseWindow(RecordContext&, model::Profile& window, bool last) override {
     auto delta = [](uint64_t now_value, uint64_t& reported) {
@@ -267,15 +287,21 @@ class AllocSource final : public ValueSource {
     return {};
   }
 
-  void CheckAllocator(uint32_t pid, const std::string& maps) {
-    checked_.insert(pid);
-    const std::string own = OwnAllocator(maps);
-    if (own.empty()) return;
+  // Process pid allocates with the malloc `path` defines: libc's probes see
+  // none of it. Said once per process (the first kMaxNamed by name),
+  // counted in alloc.processes_not_covered.
+  void NotCovered(uint32_t pid, const std::string& path) {
+    if (not_covered_pids_.size() >= kMaxFiles) not_covered_pids_.clear();
+    not_covered_pids_.insert(pid);
     ++not_covered_;
-    if (!options_.quiet) {
-      fprintf(stderr, "arcprof: --alloc: process %u uses its own allocator (%s): its allocations are not covered\n",
-              pid, EscapeControl(own).c_str());
-    }
+    if (options_.quiet || named_ >= kMaxNamed) return;
+    ++named_;
+    const size_t slash = path.rfind('/');
+    fprintf(stderr,
+            "arcprof: --alloc: process %u allocates with a malloc of its own (in %s): its allocations are not "
+            "covered%s\n",
+            pid, EscapeControl(path.substr(slash + 1)).c_str(),
+            named_ == kMaxNamed ? " (further ones: counter alloc.processes_not_covered)" : "");
   }
 
   // Stochastic rounding: the sum over many samples stays unbiased.
@@ -302,8 +328,13 @@ class AllocSource final : public ValueSource {
   std::mt19937_64 rng_;
   std::unordered_map<uint64_t, uint64_t> kept_;  // sample key -> generation it was last live in
   uint64_t generation_ = 1;
-  std::unordered_set<uint32_t> checked_;
-  bool checked_command_ = false;
+  static constexpr size_t kMaxFiles = 65536, kMaxNamed = 10;
+  AddressSpaces* spaces_ = nullptr;
+  uint32_t self_pid_ = static_cast<uint32_t>(getpid());
+  std::set<std::pair<dev_t, ino_t>> probed_;  // the libc files probed
+  std::map<std::pair<dev_t, ino_t>, bool> own_malloc_;  // file -> defines malloc
+  std::unordered_set<uint32_t> not_covered_pids_;       // processes said not covered
+  size_t named_ = 0;
   uint64_t records_ = 0, exited_blocks_ = 0, inuse_unattributed_ = 0, not_covered_ = 0;
   uint64_t counters_[ARCPROF_ALLOC_CTR_COUNT] = {}, reported_[ARCPROF_ALLOC_CTR_COUNT] = {};
 };

@@ -36,10 +36,6 @@ struct AllocWeight {
 };
 AllocWeight UnbiasAllocation(uint64_t size, uint64_t rate);
 
-// The allocator a process's mappings say it uses instead of libc's
-// ("libjemalloc.so.2"), or "" when none is recognized. `maps`: the text of
-// /proc/PID/maps.
-std::string OwnAllocator(std::string_view maps);
 // A mapping of the libc.so.6 a process maps (its path, device and inode as
 // /proc/PID/maps names them), if any.
 std::optional<procfs::MapsEntry> LibcMappingOf(std::string_view maps);

@@ -16,6 +16,7 @@
 #include "loader/capabilities.h"
 #include "loader/recording_session.h"
 #include "model/profile_merge.h"
+#include "model/value_types.h"
 #include "store/atomic_file.h"
 #include "store/window_store.h"
 #include "common/clock.h"
@@ -228,6 +229,8 @@ Result<int> RunContinuous(const ContinuousOptions& opt) {
   };
   auto enqueue = [&](Profile&& window) {
     if (pending) {
+      // In use as of the end of the window: the later one's.
+      DropValuesAsOfEnd(*pending);
       MergeProfile(*pending, window);
     } else {
       pending = std::move(window);

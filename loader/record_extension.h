@@ -45,6 +45,10 @@ struct RecordContext {
   SampleProcessor* processor = nullptr;
   // Where value sources (loader/value_source.h) give their stacks and values.
   StackSink* sink = nullptr;
+  // During ValueSource::Flush(closing): the end of the window being closed
+  // (CLOCK_MONOTONIC ns; 0 for the last one); records after it belong to the
+  // next window.
+  uint64_t window_end_ns = 0;
 };
 
 class RecordExtension {

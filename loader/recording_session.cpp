@@ -813,6 +813,7 @@ Result<Profile> RecordingSession::Close(bool last, uint64_t end) {
     s.FinalDrain();
     counters = s.sampler->ReadCounters();
     sideband_lost = s.sampler->sideband_lost();
+    s.context->window_end_ns = 0;  // the last window: every record drained is its own
     s.FlushSources(true);  // every source's stack record is processed by now
     s.ring_bytes = s.sampler->ring_bytes();
     s.ring_grows = s.sampler->ring_grows();
@@ -830,6 +831,7 @@ Result<Profile> RecordingSession::Close(bool last, uint64_t end) {
     }
     counters = s.sampler->ReadCounters();
     sideband_lost = s.sampler->sideband_lost();
+    s.context->window_end_ns = end;
     s.FlushSources(true);
     s.ring_bytes = s.sampler->ring_bytes();
     s.ring_grows = s.sampler->ring_grows();

@@ -17,6 +17,9 @@ struct ValueTypeName {
   std::string_view name;
   std::string_view unit;
   std::string_view pprof = {};  // pprof sample type; "" = name
+  // A level as of the window's end (memory in use), not a sum over it: of
+  // two consecutive windows merged into one, the later one's holds.
+  bool as_of_end = false;
 
   ValueType type() const { return ValueType{std::string(name), std::string(unit)}; }
   std::string_view pprof_name() const { return pprof.empty() ? name : pprof; }
@@ -34,11 +37,15 @@ inline constexpr ValueTypeName kTraceWallNs{"wall", "nanoseconds"};
 // "Allocations"). The pprof names are the Go heap profile's.
 inline constexpr ValueTypeName kAllocBytes{"alloc_bytes", "bytes", "alloc_space"};
 inline constexpr ValueTypeName kAllocCount{"alloc_count", "count", "alloc_objects"};
-inline constexpr ValueTypeName kInuseBytes{"inuse_bytes", "bytes", "inuse_space"};
-inline constexpr ValueTypeName kInuseCount{"inuse_count", "count", "inuse_objects"};
+inline constexpr ValueTypeName kInuseBytes{"inuse_bytes", "bytes", "inuse_space", true};
+inline constexpr ValueTypeName kInuseCount{"inuse_count", "count", "inuse_objects", true};
 
 // The pprof sample type name of a declared type (the name unless it is one
 // of the above with a pprof name of its own).
 std::string_view PprofTypeName(std::string_view name);
+
+// Zeroes the values of the types that are levels as of a window's end
+// (`as_of_end`), before a later window is merged into this one.
+void DropValuesAsOfEnd(Profile& window);
 
 }  // namespace arcprof::model

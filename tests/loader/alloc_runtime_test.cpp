@@ -14,11 +14,13 @@
 #include <set>
 
 #include <map>
+#include <optional>
 #include <regex>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "store/window_store.h"
 #include "tests/loader/runtime_util.h"
 
 namespace arcprof::testing {
@@ -26,6 +28,8 @@ namespace {
 
 const std::string kArcprof = ARCPROF_BIN;
 const std::string kMix = std::string(ARCPROF_TEST_PROGRAMS) + "/alloc_mix";
+const std::string kNew = std::string(ARCPROF_TEST_PROGRAMS) + "/alloc_new";
+const std::string kOwn = std::string(ARCPROF_TEST_PROGRAMS) + "/alloc_own";
 const std::string kGo = "/usr/bin/go";
 
 // Value `type` summed per function on the stack (each stack counted once per function).
@@ -210,6 +214,162 @@ TEST_F(AllocRuntime, PidLibcIsTheMappedFileNotWhatItsPathNamesNow) {
   const auto alloc = ValueUnder(p, "alloc_bytes");
   const double a = 32.0 * (1 << 20);
   EXPECT_NEAR(static_cast<double>(alloc.count("alloc_a") ? alloc.at("alloc_a") : 0), a, a * 0.25);
+}
+
+uint64_t UnixNs() {
+  timespec ts{};
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+uint64_t Under(const std::map<std::string, uint64_t>& values, const std::string& fn) {
+  auto it = values.find(fn);
+  return it == values.end() ? 0 : it->second;
+}
+
+// continuous --alloc: each window carries what was in use at its end, and
+// only its own allocations. The target keeps 24 MiB under leak_c (phase a),
+// then frees them and keeps 8 MiB under leak_d (phase b), then exits with
+// them live: the window it exits in holds them, later ones do not (a second
+// process, idle, keeps the daemon going).
+TEST_F(AllocRuntime, ContinuousWindowsCarryInUseAtTheirEnd) {
+  Subprocess target({kMix, "phases"});
+  Subprocess idle({kMix, "phases"});
+  ASSERT_TRUE(target.WaitForStderr("ready", 10)) << target.stderr_text();
+  ASSERT_TRUE(idle.WaitForStderr("ready", 10)) << idle.stderr_text();
+  const std::string store = tmp_.path("store");
+  Subprocess daemon({kArcprof, "continuous", "--store", store, "--window", "1s", "--no-java", "--alloc",
+                     "--alloc-rate", "65536", "-p", std::to_string(target.pid()) + "," + std::to_string(idle.pid())});
+  ASSERT_TRUE(daemon.WaitForStderr("continuous capture of", 30)) << daemon.stderr_text();
+  // Each phase lasts 3 s: at least one whole 1 s window inside it.
+  kill(target.pid(), SIGUSR1);
+  ASSERT_TRUE(target.WaitForStderr("a\n", 30)) << target.stderr_text();
+  const uint64_t a_done = UnixNs();
+  sleep(3);
+  const uint64_t b_start = UnixNs();
+  kill(target.pid(), SIGUSR1);
+  ASSERT_TRUE(target.WaitForStderr("b\n", 30)) << target.stderr_text();
+  const uint64_t b_done = UnixNs();
+  sleep(3);
+  const uint64_t exit_start = UnixNs();
+  kill(target.pid(), SIGUSR1);
+  EXPECT_EQ(target.Wait(), 0);
+  const uint64_t exited = UnixNs();
+  sleep(3);
+  daemon.Signal(SIGTERM);
+  ASSERT_EQ(daemon.Wait(), 0) << daemon.stderr_text();
+
+  auto opened = WindowStore::OpenForReading(store);
+  ASSERT_TRUE(opened.ok()) << opened.error().message;
+  const std::vector<StoredWindow> windows = opened->List();
+  ASSERT_GE(windows.size(), 6u);
+  const double mib = 1 << 20;
+  size_t in_a = 0, in_b = 0;
+  double leak_c_alloc = 0, leak_d_alloc = 0;
+  int64_t lost = 0, unattributed = 0, exited_blocks = 0;
+  size_t after_exit = 0;
+  std::optional<Profile> exit_window;  // the last one holding leak_d's blocks
+  uint64_t exit_window_end = 0;
+  for (const StoredWindow& w : windows) {
+    SCOPED_TRACE(w.id);
+    const Profile p = LoadCapture(w.path);
+    const auto inuse = ValueUnder(p, "inuse_bytes");
+    const auto alloc = ValueUnder(p, "alloc_bytes");
+    lost += Counter(p, "alloc.lost_samples");
+    unattributed += Counter(p, "alloc.inuse_unattributed_bytes");
+    exited_blocks += Counter(p, "alloc.blocks_of_exited_processes");
+    if (Under(inuse, "leak_d") > 0) {
+      exit_window = p;
+      exit_window_end = w.end_unix_ns;
+    }
+    leak_c_alloc += static_cast<double>(Under(alloc, "leak_c"));
+    leak_d_alloc += static_cast<double>(Under(alloc, "leak_d"));
+    // Window ends are whole milliseconds of the id: a millisecond of slack.
+    const uint64_t start = w.start_unix_ns + 1'000'000, end = w.end_unix_ns;
+    if (start >= a_done && end <= b_start) {
+      ++in_a;  // phase a: leak_c's blocks at the end, nothing allocated
+      EXPECT_NEAR(static_cast<double>(Under(inuse, "leak_c")), 24 * mib, 24 * mib * 0.25);
+      EXPECT_EQ(Under(inuse, "leak_d"), 0u);
+      EXPECT_LT(static_cast<double>(Under(alloc, "")), 1 * mib);
+      fprintf(stderr, "alloc: window in phase a: %.2f MiB in use under leak_c (truth 24)\n",
+              static_cast<double>(Under(inuse, "leak_c")) / mib);
+    } else if (start >= b_done && end <= exit_start) {
+      ++in_b;  // phase b: leak_c's freed, leak_d's kept
+      EXPECT_EQ(Under(inuse, "leak_c"), 0u);
+      EXPECT_NEAR(static_cast<double>(Under(inuse, "leak_d")), 8 * mib, 8 * mib * 0.4);
+      EXPECT_LT(static_cast<double>(Under(alloc, "")), 1 * mib);
+      fprintf(stderr, "alloc: window in phase b: %.2f MiB in use under leak_d (truth 8)\n",
+              static_cast<double>(Under(inuse, "leak_d")) / mib);
+    } else if (w.start_unix_ns >= exited + 1'000'000'000) {
+      ++after_exit;  // the blocks of the exited process were counted once, then dropped
+      EXPECT_EQ(Under(inuse, ""), 0u);
+    }
+  }
+  // Blocks allocated after a window's end are the next window's, not
+  // in use without a stack in this one.
+  if (lost == 0) EXPECT_EQ(unattributed, 0);
+  EXPECT_GE(in_a, 1u);
+  EXPECT_GE(in_b, 1u);
+  EXPECT_GE(after_exit, 1u);
+  // The window the process exited in: its leak_d blocks, held at exit.
+  EXPECT_GT(exited_blocks, 0);
+  ASSERT_TRUE(exit_window.has_value());
+  EXPECT_GE(exit_window_end, exit_start);
+  const auto last_inuse = ValueUnder(*exit_window, "inuse_bytes");
+  EXPECT_NEAR(static_cast<double>(Under(last_inuse, "leak_d")), 8 * mib, 8 * mib * 0.4);
+  EXPECT_EQ(Under(last_inuse, "leak_c"), 0u);
+  // Every allocation counted in one window: the sums are the truth.
+  EXPECT_NEAR(leak_c_alloc, 24 * mib, 24 * mib * 0.15);
+  EXPECT_NEAR(leak_d_alloc, 8 * mib, 8 * mib * 0.3);
+  fprintf(stderr, "alloc: %zu windows; alloc_bytes summed: leak_c %.2f MiB (24), leak_d %.2f MiB (8); exit window "
+          "in use under leak_d %.2f MiB\n", windows.size(), leak_c_alloc / mib, leak_d_alloc / mib,
+          static_cast<double>(Under(last_inuse, "leak_d")) / mib);
+}
+
+// Whole-machine --alloc says what it costs, even in continuous (quiet).
+TEST_F(AllocRuntime, WholeMachineSaysWhatItCosts) {
+  const std::string store = tmp_.path("store");
+  Subprocess daemon({kArcprof, "continuous", "--store", store, "--window", "1s", "--no-java", "--no-ptt", "--alloc"});
+  EXPECT_TRUE(daemon.WaitForStderr("warning: --alloc on the whole machine", 30)) << daemon.stderr_text();
+  daemon.Signal(SIGTERM);
+  EXPECT_EQ(daemon.Wait(), 0) << daemon.stderr_text();
+}
+
+// C++ new and delete of a program using libc's allocator: libstdc++'s
+// operator new calls malloc, so its allocations are the callers' (200 MiB:
+// new_a 60%, new_b 30% through std::vector, keep_c 10% kept to the exit).
+TEST_F(AllocRuntime, CppNewIsAttributedToItsCallers) {
+  const std::string db = tmp_.path("new.db");
+  Subprocess rec({kArcprof, "record", "-q", "--alloc", "--alloc-rate", "131072", "-o", db, "--", kNew, "200"});
+  ASSERT_EQ(rec.Wait(), 0) << rec.stderr_text();
+  const Profile p = LoadCapture(db);
+  const auto alloc = ValueUnder(p, "alloc_bytes");
+  const double total = static_cast<double>(Under(alloc, ""));
+  ASSERT_GT(total, 0);
+  for (const auto& [fn, share] : std::map<std::string, double>{{"new_a", 0.6}, {"new_b", 0.3}, {"keep_c", 0.1}}) {
+    const double got = static_cast<double>(Under(alloc, fn)) / total;
+    EXPECT_NEAR(got, share, 0.05) << fn;
+    fprintf(stderr, "alloc: %s %.4f of alloc_bytes (truth %.2f)\n", fn.c_str(), got, share);
+  }
+  EXPECT_GE(static_cast<double>(Under(alloc, "operator new(unsigned long)")), 0.95 * total);
+  const double kept = 20.0 * (1 << 20);
+  const auto inuse = ValueUnder(p, "inuse_bytes");
+  EXPECT_NEAR(static_cast<double>(Under(inuse, "keep_c")), kept, kept * 0.25);
+  EXPECT_EQ(Counter(p, "alloc.processes_not_covered"), 0);
+}
+
+// A program with a malloc of its own (jemalloc, tcmalloc, or here its
+// executable's) is named as not covered, not shown as allocating nothing.
+TEST_F(AllocRuntime, OwnMallocIsNamedNotCovered) {
+  const std::string db = tmp_.path("own.db");
+  Subprocess rec({kArcprof, "record", "--alloc", "--alloc-rate", "131072", "-o", db, "--", kOwn, "100"});
+  ASSERT_EQ(rec.Wait(), 0) << rec.stderr_text();
+  EXPECT_NE(rec.stderr_text().find("allocates with a malloc of its own (in alloc_own): its allocations are not covered"),
+            std::string::npos)
+      << rec.stderr_text();
+  const Profile p = LoadCapture(db);
+  EXPECT_EQ(Counter(p, "alloc.processes_not_covered"), 1);
+  EXPECT_LT(static_cast<double>(Under(ValueUnder(p, "alloc_bytes"), "")), 0.01 * 100 * (1 << 20));
 }
 
 }  // namespace

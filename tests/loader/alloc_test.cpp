@@ -21,14 +21,6 @@ TEST(AllocUnbias, AsPprofScalesHeapSamples) {
   EXPECT_EQ(UnbiasAllocation(100, 1).count, 1.0);  // every allocation sampled
 }
 
-TEST(AllocUnbias, OwnAllocatorsAreNamed) {
-  EXPECT_EQ(OwnAllocator("7f00-7f01 r-xp 0 08:01 12 /usr/lib/x86_64-linux-gnu/libc.so.6\n"), "");
-  EXPECT_EQ(OwnAllocator("7f00-7f01 r-xp 0 08:01 12 /usr/lib/x86_64-linux-gnu/libjemalloc.so.2\n"),
-            "libjemalloc.so.2");
-  EXPECT_EQ(OwnAllocator("7f00-7f01 r-xp 0 08:01 12 /opt/x/libtcmalloc_minimal.so.4"), "libtcmalloc_minimal.so.4");
-  EXPECT_EQ(OwnAllocator(""), "");
-}
-
 TEST(AllocUnbias, LibcOfAProcess) {
   const auto libc = LibcMappingOf("7f00-7f01 r--p 0 08:01 12 /usr/lib/x86_64-linux-gnu/libc.so.6\n"
                                   "7f01-7f02 r-xp 0 08:01 12 /usr/lib/x86_64-linux-gnu/libc.so.6\n");

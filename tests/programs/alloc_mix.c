@@ -12,6 +12,11 @@
 //                       SIGUSR1, frees it all (blocks never seen when recorded
 //                       with -p after "ready"), then alloc_a allocates and frees
 //                       32 MiB.
+//   alloc_mix phases    for continuous windows, each step after a SIGUSR1
+//                       (says "ready", "a", "b" on stderr when each is done):
+//                       leak_c keeps 24 MiB ("a"); then those are freed,
+//                       alloc_a allocates and frees 32 MiB and leak_d keeps
+//                       8 MiB ("b"); then it exits with leak_d's blocks live.
 // Sizes come from a fixed pseudo-random sequence (1-32 KiB).
 #include <pthread.h>
 #include <signal.h>
@@ -66,6 +71,30 @@ __attribute__((noinline)) void leak_c(size_t bytes) {
     leaked[nleaked++] = p;
     done += n;
   }
+}
+
+static void** leaked_d;
+static size_t nleaked_d;
+
+__attribute__((noinline)) void leak_d(size_t bytes) {
+  leaked_d = malloc(sizeof(void*) * (bytes / 1024 + 1));
+  for (size_t done = 0; done < bytes;) {
+    const size_t n = next_size();
+    char* p = malloc(n);
+    p[0] = 1;
+    leaked_d[nleaked_d++] = p;
+    done += n;
+  }
+}
+
+// Blocks SIGUSR1 (once) and waits for it.
+static void wait_usr1(void) {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGUSR1);
+  sigprocmask(SIG_BLOCK, &set, NULL);
+  int sig;
+  sigwait(&set, &sig);
 }
 
 __attribute__((noinline)) void realloc_chain(int chains) {
@@ -168,6 +197,22 @@ int main(int argc, char** argv) {
            ((c1.tv_sec - c0.tv_sec) * 1e9 + (c1.tv_nsec - c0.tv_nsec)) / (double)n);
   } else if (strcmp(mode, "many") == 0) {
     many_blocks(argc > 2 ? atoi(argv[2]) : 5000);
+  } else if (strcmp(mode, "phases") == 0) {
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGUSR1);
+    sigprocmask(SIG_BLOCK, &set, NULL);
+    fprintf(stderr, "ready\n");
+    wait_usr1();
+    leak_c((size_t)24 << 20);
+    fprintf(stderr, "a\n");
+    wait_usr1();
+    for (size_t i = 0; i < nleaked; ++i) free(leaked[i]);
+    free(leaked);
+    alloc_a((size_t)32 << 20);
+    leak_d((size_t)8 << 20);
+    fprintf(stderr, "b\n");
+    wait_usr1();
   } else if (strcmp(mode, "preexisting") == 0) {
     leak_c((size_t)64 << 20);
     sigset_t set;

@@ -10,6 +10,8 @@
 #include "model/fold_by_name.h"
 #include "model/frame_name.h"
 #include "model/profile.h"
+#include "model/profile_merge.h"
+#include "model/value_types.h"
 #include "tests/layer_names.h"
 
 namespace arcprof {
@@ -256,6 +258,28 @@ TEST(CallTree, FoldThreadsSumsTreesAndKeepsTotals) {
   EXPECT_EQ(p.threads[p.ThreadIndex(7, 0xffffffffu)].tree.size(), 3u);
   EXPECT_EQ(p.total_samples(), total + 100);
   EXPECT_EQ(p.FoldThreads([](const ThreadRecord&) { return std::optional<ThreadRecord>(); }), 0u);
+}
+
+// Two windows merged into one (continuous, while the store cannot be
+// written): allocations sum, memory in use is the later window's.
+TEST(ValueTypes, InUseOfMergedWindowsIsTheLaterOnes) {
+  auto window = [](uint64_t allocated, uint64_t in_use) {
+    Profile p;
+    const size_t alloc = p.DeclareValue(model::kAllocBytes.type());
+    const size_t inuse = p.DeclareValue(model::kInuseBytes.type());
+    const uint32_t stack[] = {1, 2};
+    ThreadRecord& t = p.threads[p.ThreadIndex(7, 7)];
+    const uint32_t leaf = t.tree.AddStack(stack, 0);
+    t.tree.Add(leaf, 0, alloc, allocated);
+    t.tree.Add(leaf, 0, inuse, in_use);
+    return p;
+  };
+  Profile earlier = window(100, 60);
+  model::DropValuesAsOfEnd(earlier);
+  MergeProfile(earlier, window(10, 50));
+  const ThreadRecord& t = earlier.threads[earlier.ThreadIndex(7, 7)];
+  EXPECT_EQ(t.tree.total(*earlier.ValueIndex(model::kAllocBytes.name)), 110u);
+  EXPECT_EQ(t.tree.total(*earlier.ValueIndex(model::kInuseBytes.name)), 50u);
 }
 
 }  // namespace
