@@ -149,7 +149,8 @@ void AddLabel(pb::Sample* sample, int64_t key, int64_t str) {
 }  // namespace
 
 std::string EncodePprof(const Profile& profile, const ThreadFilter& filter,
-                        const std::string& default_metric, const Metric* cpu_metric) {
+                        const std::string& default_metric, const Metric* cpu_metric, PprofLabels labels) {
+  const bool all_labels = labels == PprofLabels::kAll;
   const SampleSchema schema = DescribeSamples(profile, cpu_metric);
   const Metric& cpu = schema.cpu;
   pb::Profile out;
@@ -198,15 +199,16 @@ std::string EncodePprof(const Profile& profile, const ThreadFilter& filter,
     }
   }
 
-  const int64_t key_pid = strings.Index("pid");
-  const int64_t key_tid = strings.Index("tid");
+  const int64_t key_pid = all_labels ? strings.Index("pid") : 0;
+  const int64_t key_tid = all_labels ? strings.Index("tid") : 0;
   const int64_t key_comm = strings.Index("comm");
-  const int64_t key_thread_name = strings.Index("thread_name");
+  const int64_t key_thread_name = all_labels ? strings.Index("thread_name") : 0;
   const int64_t key_host = profile.multi_host() ? strings.Index("host") : 0;
   // The process's identity, with OpenTelemetry's semantic-convention names;
   // keys only when some selected thread has the value.
   int64_t key_container = 0, key_pod = 0, key_service = 0, key_ns_pid = 0;
   for (const ThreadRecord& thread : profile.threads) {
+    if (!all_labels) break;
     if (!filter.Matches(thread)) continue;
     const ProcessIdentity& id = thread.identity;
     if (!id.container_id.empty() && key_container == 0) key_container = strings.Index("container.id");
@@ -246,6 +248,11 @@ std::string EncodePprof(const Profile& profile, const ThreadFilter& filter,
         pb::Sample* sample = out.add_sample();
         for (uint64_t location : locations) sample->add_location_id(location);
         for (int64_t value : values) sample->add_value(value);
+        if (!all_labels) {
+          AddLabel(sample, key_comm, strings.Index(ValidUtf8(ProcessName(thread))));
+          if (key_host != 0 && !thread.host.empty()) AddLabel(sample, key_host, strings.Index(ValidUtf8(thread.host)));
+          return;
+        }
         pb::Label* pid = sample->add_label();
         pid->set_key(key_pid);
         pid->set_num(thread.pid);

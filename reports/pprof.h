@@ -28,12 +28,18 @@
 
 namespace arcprof::reports {
 
+// Which labels a sample carries: all of the above, or only the process name
+// (comm) and, in a merge, host: what a Pyroscope push keeps, since its server
+// makes a series of every sample label (push/push_request.h).
+enum class PprofLabels { kAll, kProcessName };
+
 // The serialized (uncompressed) Profile message of the selected threads.
 // `cpu`: --metric cpu resolved on the whole capture, when `profile` is a cut
 // of it (--root, --min: each thread's CPU time per sample comes from its
 // whole tree); null resolves it on `profile`.
 std::string EncodePprof(const model::Profile& profile, const model::ThreadFilter& filter,
-                        const std::string& default_metric = "samples", const model::Metric* cpu = nullptr);
+                        const std::string& default_metric = "samples", const model::Metric* cpu = nullptr,
+                        PprofLabels labels = PprofLabels::kAll);
 // gzip (RFC 1952) of `bytes`, as pprof files are stored.
 Result<std::string> Gzip(std::string_view bytes);
 // EncodePprof, gzipped: the content of a .pb.gz file.

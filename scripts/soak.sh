@@ -8,7 +8,9 @@
 # With ANCHOR_OPTS set (e.g. "--max-thread-records 0 --buffer-mb 64", what
 # main did before the thread budget and the growing ring), a second record
 # with those options runs beside the first under the same churn: its RSS is
-# the anchor column of rss.csv and the grey line of rss.svg.
+# the anchor column of rss.csv and the grey line of rss.svg. ANCHOR_ARCPROF
+# (another build's arcprof) runs that second record with the same options
+# (and ANCHOR_OPTS, when set) instead.
 set -euo pipefail
 arcprof=${1:?arcprof binary} duration=${2:?seconds} out=${3:?output dir}
 shift 3
@@ -40,9 +42,9 @@ trap 'kill $p1 $p2 2>/dev/null || true' EXIT
 "$arcprof" record -o "$out/soak.db" -d "$duration" "$@" 2> "$out/record.log" &
 rec=$!
 anchor=
-if [ -n "${ANCHOR_OPTS:-}" ]; then
+if [ -n "${ANCHOR_OPTS:-}" ] || [ -n "${ANCHOR_ARCPROF:-}" ]; then
   # shellcheck disable=SC2086
-  "$arcprof" record -o "$out/anchor.db" -d "$duration" $ANCHOR_OPTS "$@" 2> "$out/anchor.log" &
+  "${ANCHOR_ARCPROF:-$arcprof}" record -o "$out/anchor.db" -d "$duration" ${ANCHOR_OPTS:-} "$@" 2> "$out/anchor.log" &
   anchor=$!
 fi
 start=$(date +%s)
@@ -73,7 +75,7 @@ hz=$(getconf CLK_TCK)
   echo "rss_last_kib=$(tail -1 "$out/rss.csv" | cut -d, -f2)"
   echo "fds_max=$(tail -n +2 "$out/rss.csv" | cut -d, -f3 | sort -n | tail -1)"
   if [ -n "$anchor" ]; then
-    echo "anchor ($ANCHOR_OPTS): rss_max_kib=$(tail -n +2 "$out/rss.csv" | cut -d, -f4 | sort -n | tail -1)"
+    echo "anchor (${ANCHOR_ARCPROF:-} ${ANCHOR_OPTS:-}): rss_max_kib=$(tail -n +2 "$out/rss.csv" | cut -d, -f4 | sort -n | tail -1)"
     grep -E "samples in|lost" "$out/anchor.log" | sed 's/^/anchor: /' || true
   fi
   grep -E "samples in|lost" "$out/record.log" || true
@@ -108,7 +110,7 @@ out.append(f'<text x="{(W+L)/2}" y="{H-5}" text-anchor="middle">minutes</text>')
 out.append(f'<text x="12" y="{H/2}" transform="rotate(-90 12 {H/2})" text-anchor="middle">RSS (MiB)</text>')
 if apts:
     out.append(f'<polyline fill="none" stroke="#999999" stroke-width="1.5" points="{apts}"/>')
-    out.append(f'<text x="{W-25}" y="34" text-anchor="end" fill="#999999">anchor (ANCHOR_OPTS)</text>')
+    out.append(f'<text x="{W-25}" y="34" text-anchor="end" fill="#999999">anchor</text>')
     out.append(f'<text x="{W-25}" y="48" text-anchor="end" fill="#c0392b">this build</text>')
 out.append(f'<polyline fill="none" stroke="#c0392b" stroke-width="1.5" points="{pts}"/>')
 out.append(f'<text x="{W/2}" y="14" text-anchor="middle">arcprof record RSS, every 10 s, under process/thread churn</text>')

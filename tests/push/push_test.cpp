@@ -26,6 +26,7 @@
 #include "proto/profile.pb.h"
 #include "push/v1/push.pb.h"
 #include "reports/otlp.h"
+#include "reports/pprof.h"
 #include "store/capture_store.h"
 #include "store/window_store.h"
 #include "tests/loader/subprocess.h"
@@ -252,6 +253,42 @@ TEST(PushRequest, RoundTripsThroughTheProtos) {
   EXPECT_EQ(request.series(0).samples(0).id(), ProfileUuid("x/1"));
   EXPECT_EQ(request.series(0).samples(0).raw_profile(), *pprof);
   EXPECT_EQ(static_cast<unsigned char>((*pprof)[0]), 0x1f);  // gzip
+}
+
+// A pushed pprof is the export's (reports/pprof.h) with comm as the only
+// sample label: the same samples, locations and values in the same order,
+// and no pid, tid or thread name left even in its string table (Pyroscope
+// would make series of them).
+TEST(PushRequest, WindowPprofIsTheExportWithOnlyTheProcessName) {
+  const Profile window = SampleProfile();
+  auto pushed = WindowPprof(window);
+  ASSERT_TRUE(pushed.ok());
+  perftools::profiles::Profile p, full;
+  ASSERT_TRUE(p.ParseFromString(arcprof::testing::Gunzip(*pushed)));
+  ASSERT_TRUE(full.ParseFromString(arcprof::reports::EncodePprof(window, {})));
+  ASSERT_GT(p.sample_size(), 0);
+  ASSERT_EQ(p.sample_size(), full.sample_size());
+  for (int i = 0; i < p.sample_size(); ++i) {
+    const auto& a = p.sample(i);
+    const auto& b = full.sample(i);
+    EXPECT_EQ(std::vector<uint64_t>(a.location_id().begin(), a.location_id().end()),
+              std::vector<uint64_t>(b.location_id().begin(), b.location_id().end()));
+    EXPECT_EQ(std::vector<int64_t>(a.value().begin(), a.value().end()),
+              std::vector<int64_t>(b.value().begin(), b.value().end()));
+    ASSERT_EQ(a.label_size(), 1);
+    EXPECT_EQ(p.string_table(static_cast<int>(a.label(0).key())), "comm");
+    std::string comm;
+    for (const auto& l : b.label()) {
+      if (full.string_table(static_cast<int>(l.key())) == "comm") comm = full.string_table(static_cast<int>(l.str()));
+    }
+    EXPECT_EQ(p.string_table(static_cast<int>(a.label(0).str())), comm);
+  }
+  EXPECT_EQ(p.location_size(), full.location_size());
+  EXPECT_EQ(p.function_size(), full.function_size());
+  for (const std::string& s : p.string_table()) {
+    EXPECT_NE(s, "tid");
+    EXPECT_NE(s, "thread_name");
+  }
 }
 
 // The pusher sends windows 0 and 1 of Window() while nothing listens on
