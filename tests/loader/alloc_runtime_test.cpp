@@ -66,15 +66,25 @@ int64_t Counter(const Profile& p, const std::string& name) {
 class AllocRuntime : public ::testing::Test {
  protected:
   void SetUp() override { ARCPROF_REQUIRE_RECORD_CAPABLE(); }
+  // `record -q --alloc --alloc-rate RATE [extra] -o NAME.db -- command`, read back.
+  Profile Record(const std::string& name, std::vector<std::string> command, const std::string& rate = "131072",
+                 std::vector<std::string> extra = {}) {
+    const std::string db = tmp_.path(name + ".db");
+    std::vector<std::string> argv = {kArcprof, "record", "-q", "--alloc", "--alloc-rate", rate};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    argv.insert(argv.end(), {"-o", db, "--"});
+    argv.insert(argv.end(), command.begin(), command.end());
+    Subprocess rec(argv);
+    EXPECT_EQ(rec.Wait(), 0) << rec.stderr_text();
+    return LoadCapture(db);
+  }
   TempDir tmp_;
 };
 
 // 400 MiB: alloc_a 60%, alloc_b 30%, leak_c 10% (41.9 MB) kept to the exit.
 TEST_F(AllocRuntime, SplitAndLeakOfAKnownProgram) {
   const std::string db = tmp_.path("mix.db");
-  Subprocess rec({kArcprof, "record", "-q", "--alloc", "--alloc-rate", "131072", "-o", db, "--", kMix, "mix", "400"});
-  ASSERT_EQ(rec.Wait(), 0) << rec.stderr_text();
-  const Profile p = LoadCapture(db);
+  const Profile p = Record("mix", {kMix, "mix", "400"});
   const auto alloc = ValueUnder(p, "alloc_bytes");
   const double total = static_cast<double>(alloc.at(""));
   ASSERT_GT(total, 0);
@@ -128,10 +138,7 @@ TEST_F(AllocRuntime, SplitAndLeakOfAKnownProgram) {
 // realloc chains (16 blocks grown from 1 KiB to 1 MiB, moved many times,
 // kept), and 200 MiB handed to another thread that frees them all.
 TEST_F(AllocRuntime, ReallocChainsAndFreesInAnotherThread) {
-  const std::string db = tmp_.path("churn.db");
-  Subprocess rec({kArcprof, "record", "-q", "--alloc", "--alloc-rate", "131072", "-o", db, "--", kMix, "churn"});
-  ASSERT_EQ(rec.Wait(), 0) << rec.stderr_text();
-  const Profile p = LoadCapture(db);
+  const Profile p = Record("churn", {kMix, "churn"});
   const auto inuse = ValueUnder(p, "inuse_bytes");
   const double chains = 16.0 * (1 << 20);
   const double under_chain = inuse.count("realloc_chain") ? static_cast<double>(inuse.at("realloc_chain")) : 0;
@@ -156,11 +163,7 @@ TEST_F(AllocRuntime, ReallocChainsAndFreesInAnotherThread) {
 
 // Past --alloc-max-blocks, sampled blocks are counted, not tracked.
 TEST_F(AllocRuntime, TrackedBlocksAreCappedAndCounted) {
-  const std::string db = tmp_.path("many.db");
-  Subprocess rec({kArcprof, "record", "-q", "--alloc", "--alloc-rate", "1", "--alloc-max-blocks", "1024", "-o", db,
-                  "--", kMix, "many", "5000"});
-  ASSERT_EQ(rec.Wait(), 0) << rec.stderr_text();
-  const Profile p = LoadCapture(db);
+  const Profile p = Record("many", {kMix, "many", "5000"}, "1", {"--alloc-max-blocks", "1024"});
   const auto inuse = ValueUnder(p, "inuse_count");
   EXPECT_GT(Counter(p, "alloc.blocks_untracked"), 3000);
   EXPECT_LE(inuse.count("many_blocks") ? inuse.at("many_blocks") : 0, 1024u);
@@ -339,10 +342,7 @@ TEST_F(AllocRuntime, WholeMachineSaysWhatItCosts) {
 // operator new calls malloc, so its allocations are the callers' (200 MiB:
 // new_a 60%, new_b 30% through std::vector, keep_c 10% kept to the exit).
 TEST_F(AllocRuntime, CppNewIsAttributedToItsCallers) {
-  const std::string db = tmp_.path("new.db");
-  Subprocess rec({kArcprof, "record", "-q", "--alloc", "--alloc-rate", "131072", "-o", db, "--", kNew, "200"});
-  ASSERT_EQ(rec.Wait(), 0) << rec.stderr_text();
-  const Profile p = LoadCapture(db);
+  const Profile p = Record("new", {kNew, "200"});
   const auto alloc = ValueUnder(p, "alloc_bytes");
   const double total = static_cast<double>(Under(alloc, ""));
   ASSERT_GT(total, 0);

@@ -62,30 +62,25 @@ __attribute__((noinline)) void alloc_b(size_t bytes) {
 static void** leaked;
 static size_t nleaked;
 
-__attribute__((noinline)) void leak_c(size_t bytes) {
-  leaked = malloc(sizeof(void*) * (bytes / 1024 + 1));
+// n blocks of `bytes` in all, kept in a new array (inlined: its caller is the frame).
+static inline __attribute__((always_inline)) void** keep_blocks(size_t bytes, size_t* n) {
+  void** kept = malloc(sizeof(void*) * (bytes / 1024 + 1));
   for (size_t done = 0; done < bytes;) {
-    const size_t n = next_size();
-    char* p = malloc(n);
+    const size_t size = next_size();
+    char* p = malloc(size);
     p[0] = 1;
-    leaked[nleaked++] = p;
-    done += n;
+    kept[(*n)++] = p;
+    done += size;
   }
+  return kept;
 }
+
+__attribute__((noinline)) void leak_c(size_t bytes) { leaked = keep_blocks(bytes, &nleaked); }
 
 static void** leaked_d;
 static size_t nleaked_d;
 
-__attribute__((noinline)) void leak_d(size_t bytes) {
-  leaked_d = malloc(sizeof(void*) * (bytes / 1024 + 1));
-  for (size_t done = 0; done < bytes;) {
-    const size_t n = next_size();
-    char* p = malloc(n);
-    p[0] = 1;
-    leaked_d[nleaked_d++] = p;
-    done += n;
-  }
-}
+__attribute__((noinline)) void leak_d(size_t bytes) { leaked_d = keep_blocks(bytes, &nleaked_d); }
 
 // Blocks SIGUSR1 (once) and waits for it.
 static void wait_usr1(void) {
