@@ -372,5 +372,28 @@ TEST_F(AllocRuntime, OwnMallocIsNamedNotCovered) {
   EXPECT_LT(static_cast<double>(Under(ValueUnder(p, "alloc_bytes"), "")), 0.01 * 100 * (1 << 20));
 }
 
+// Debian's jemalloc and tcmalloc, preloaded into a program of libc's
+// allocator: named as not covered, by the library that took malloc over.
+TEST_F(AllocRuntime, JemallocAndTcmallocAreNamedNotCovered) {
+  for (const auto& [lib, named] : std::vector<std::pair<std::string, std::string>>{
+           {"/usr/lib/x86_64-linux-gnu/libjemalloc.so.2", "(in libjemalloc.so.2)"},
+           {"/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4", "(in libtcmalloc_minimal.so.4"}}) {
+    SCOPED_TRACE(lib);
+    if (access(lib.c_str(), R_OK) != 0) {
+      ADD_FAILURE() << lib << " is missing (scripts/install-deps.sh installs libjemalloc2 and libtcmalloc-minimal4)";
+      continue;
+    }
+    const std::string db = tmp_.path("preloaded.db");
+    Subprocess rec({kArcprof, "record", "--alloc", "-o", db, "--", "/usr/bin/env", "LD_PRELOAD=" + lib, kMix, "mix",
+                    "100"});
+    ASSERT_EQ(rec.Wait(), 0) << rec.stderr_text();
+    EXPECT_NE(rec.stderr_text().find("allocates with a malloc of its own " + named), std::string::npos)
+        << rec.stderr_text();
+    const Profile p = LoadCapture(db);
+    EXPECT_EQ(Counter(p, "alloc.processes_not_covered"), 1);
+    EXPECT_LT(static_cast<double>(Under(ValueUnder(p, "alloc_bytes"), "")), 0.01 * 100 * (1 << 20));
+  }
+}
+
 }  // namespace
 }  // namespace arcprof::testing
