@@ -124,9 +124,9 @@ class AllocSource final : public ValueSource {
     if (options_.system_wide) {
       fprintf(stderr,
               "arcprof: warning: --alloc on the whole machine traps every malloc, realloc and free of every "
-              "process using %s into the kernel (uprobes: microseconds of CPU per call): allocation-heavy programs "
-              "run up to a thousand times slower while recording; processes with another libc or a malloc of their "
-              "own are not covered\n",
+              "process using %s into the kernel (uprobes: microseconds of CPU per call, over a thousand times a "
+              "malloc's own): allocation-heavy programs slow down by orders of magnitude while recording; processes "
+              "with another libc or a malloc of their own are not covered\n",
               EscapeControl(own_libc_).c_str());
     }
     sink_ = context.sink;
