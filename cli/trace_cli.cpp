@@ -13,7 +13,7 @@ TraceCommand::TraceCommand(CLI::App& app) {
   trace_ = app.add_subcommand("trace", "Count every call of a function's call subgraph, with exact times");
   trace_->add_option("--root", rec.trace.root,
                      "The function whose calls and callees are counted (its symbol name, C++ names "
-                     "with or without the parameter list)")
+                     "with or without the parameter list; a Java method as package.Class.method)")
       ->required();
   trace_->add_option("-p,--pid", pid_, "The process to trace")->check(CLI::Range(1u, 4194304u));
   trace_->add_option("-d,--duration", rec.duration_s,

@@ -5,6 +5,7 @@
 #include "loader/offcpu_source.h"
 #include "loader/ptt_extension.h"
 #include "loader/runtime_extension.h"
+#include "loader/java_trace.h"
 #include "loader/trace_extension.h"
 
 namespace arcprof {
@@ -29,7 +30,12 @@ std::vector<std::unique_ptr<RecordExtension>> MakeRecordExtensions(const RecordO
   if (PttEnabled(options)) extensions.push_back(MakePttExtension(PttExtensionOptionsOf(options)));
   extensions.push_back(MakeJavaExtension(JavaAttachEnabled(options), options.quiet));
   extensions.push_back(MakeRuntimeExtension());
-  if (!options.trace.root.empty()) extensions.push_back(MakeTraceExtension(options.trace, options.command.empty() ? "" : options.command[0], options.quiet));
+  if (!options.trace.root.empty()) {
+    extensions.push_back(options.trace.java
+                             ? MakeJavaTraceExtension(options.trace, !options.command.empty(), options.quiet)
+                             : MakeTraceExtension(options.trace, options.command.empty() ? "" : options.command[0],
+                                                  options.quiet));
+  }
   for (const RecordExtensionMaker& make : AddedMakers()) {
     if (auto ext = make(options)) extensions.push_back(std::move(ext));
   }

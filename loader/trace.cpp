@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "common/text.h"
+#include "loader/java_trace.h"
 #include "loader/record.h"
 
 namespace arcprof {
@@ -50,7 +51,11 @@ Result<int> RunTrace(const RecordOptions& options) {
                        ", not to you (uid " + std::to_string(me) + "): only your own processes are traced");
     }
   }
-  auto code = RunRecord(options);
+  RecordOptions run = options;
+  run.trace.java = IsJavaTrace(options.trace.root, options.pids.empty() ? 0 : options.pids[0], options.command);
+  // A JVM's sampled context is named by the agent's JIT records.
+  if (run.trace.java) run.java = true;
+  auto code = RunRecord(run);
   if (!code) return code.error();
   if (options.trace.outcome->process_exited) {
     return MakeError("trace: process " + std::to_string(options.trace.outcome->exited_pid) +

@@ -25,6 +25,7 @@ struct TraceOptions {
   double discover_s = 0.5;    // -p: sampling before the probes go in
   bool calibrate = true;      // subtract the probes' own cost
   size_t max_functions = 20000;
+  bool java = false;          // a JVM's method (pkg.Class.method): loader/java_trace.h
   std::shared_ptr<TraceOutcome> outcome = std::make_shared<TraceOutcome>();
 };
 

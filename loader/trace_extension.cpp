@@ -21,6 +21,7 @@
 #include "loader/sample_processor.h"
 #include "loader/trace_code.h"
 #include "loader/trace_probes.h"
+#include "loader/trace_tree.h"
 #include "model/profile.h"
 #include "model/value_types.h"
 #include "symbolize/symbolizer.h"
@@ -455,27 +456,6 @@ class TraceExtension final : public RecordExtension {
     return r;
   }
 
-  // The sampled path above the root in `thread` (frames root first, the
-  // root's own frame excluded): the outermost root node with the most
-  // samples under it.
-  static std::vector<uint32_t> ContextOf(const model::ThreadRecord& thread, const std::vector<uint8_t>& is_root) {
-    const auto& nodes = thread.tree.nodes();
-    const std::vector<uint64_t> cum = thread.tree.Cumulative();
-    uint32_t best = 0;
-    std::vector<uint8_t> inside(nodes.size(), 0);
-    for (uint32_t v = 1; v < nodes.size(); ++v) {
-      const uint32_t frame = nodes[v].frame;
-      const bool root = frame < is_root.size() && is_root[frame];
-      inside[v] = inside[nodes[v].parent] || root;
-      if (root && !inside[nodes[v].parent] && (best == 0 || cum[v] > cum[best])) best = v;
-    }
-    std::vector<uint32_t> path;
-    if (best == 0) return path;
-    for (uint32_t v = nodes[best].parent; v != 0; v = nodes[v].parent) path.push_back(nodes[v].frame);
-    std::reverse(path.begin(), path.end());
-    return path;
-  }
-
   void BuildTree(RecordContext& context, Profile& window, const std::vector<trace_node>& nodes,
                  const trace_counters& counters) {
     const size_t calls_type = window.DeclareValue(model::kTraceCalls.type());
@@ -497,10 +477,9 @@ class TraceExtension final : public RecordExtension {
       if (n.parent == 0 || n.parent - 1 >= nodes.size() || n.func >= functions_.size()) continue;
       child_take[n.parent - 1] += o_out_[Decoded(n.func).first_is_push ? 0 : 1] * static_cast<double>(n.calls);
     }
-    std::map<uint32_t, std::vector<uint32_t>> process_context;  // any thread's, for threads without samples
     std::vector<uint32_t> tree_node(nodes.size(), CallTree::kNoNode);
     std::vector<uint32_t> thread_of(nodes.size(), UINT32_MAX);
-    std::unordered_map<uint32_t, std::vector<uint32_t>> thread_context;
+    std::unordered_map<uint32_t, TraceThread> thread_context;
     uint64_t measured = 0, removed = 0, calls = 0, unreturned = 0;
     for (uint32_t id = 0; id < nodes.size(); ++id) {
       const trace_node& n = nodes[id];
@@ -508,22 +487,12 @@ class TraceExtension final : public RecordExtension {
       uint32_t parent_tree = 0;
       uint32_t t = UINT32_MAX;
       if (n.parent == 0) {
-        t = window.ThreadIndex(pid_, n.tid);
-        model::ThreadRecord& thread = window.threads[t];
-        if (thread.comm.empty()) NameThread(context, window, thread);
         auto it = thread_context.find(n.tid);
         if (it == thread_context.end()) {
-          std::vector<uint32_t> path = ContextOf(thread, is_root);
-          if (path.empty()) {
-            for (const model::ThreadRecord& other : window.threads) {
-              if (other.pid != pid_) continue;
-              path = ContextOf(other, is_root);
-              if (!path.empty()) break;
-            }
-          }
-          it = thread_context.emplace(n.tid, std::move(path)).first;
+          it = thread_context.emplace(n.tid, TraceThreadOf(context, window, pid_, n.tid, is_root)).first;
         }
-        for (uint32_t frame : it->second) parent_tree = window.threads[t].tree.Child(parent_tree, frame);
+        t = it->second.index;
+        for (uint32_t frame : it->second.context) parent_tree = window.threads[t].tree.Child(parent_tree, frame);
       } else {
         const uint32_t p = n.parent - 1;
         if (p >= nodes.size() || tree_node[p] == CallTree::kNoNode) continue;
@@ -583,19 +552,6 @@ class TraceExtension final : public RecordExtension {
                 static_cast<unsigned long long>(counters.no_storage));
       }
     }
-  }
-
-  void NameThread(RecordContext& context, const Profile& window, model::ThreadRecord& thread) {
-    for (const model::ThreadRecord& other : window.threads) {
-      if (other.pid == thread.pid && &other != &thread && !other.process_comm.empty()) {
-        thread.process_comm = other.process_comm;
-        thread.cmdline = other.cmdline;
-        thread.identity = other.identity;
-        break;
-      }
-    }
-    thread.comm = std::string(context.symbolizer.spaces().ThreadName(thread.pid, thread.tid));
-    if (thread.comm.empty()) thread.comm = thread.process_comm;
   }
 
   TraceOptions options_;

@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "symbolize/jitdump_format.h"
+#include "trace_agent.h"
 
 namespace {
 
@@ -1326,6 +1327,8 @@ JNIEXPORT jint JNICALL Agent_OnLoad(JavaVM* vm, char* options, void* reserved) {
 }
 
 JNIEXPORT jint JNICALL Agent_OnAttach(JavaVM* vm, char* options, void* reserved) {
+  // `arcprof trace` of a Java root (trace_agent.h): its own environment.
+  if (options && strncmp(options, "trace=", 6) == 0) return arcprof::jtrace::StartTrace(vm, options);
   return Start(vm, options, /*attached=*/true);
 }
 
