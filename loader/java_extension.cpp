@@ -14,6 +14,7 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <utility>
 #include <spdlog/fmt/fmt.h>
 #include <spdlog/spdlog.h>
 #include <string>
@@ -287,9 +288,19 @@ class JavaExtension : public RecordExtension {
     }
     std::sort(pids.begin(), pids.end());
     pids.erase(std::unique(pids.begin(), pids.end()), pids.end());
-    starting_.clear();
+    const std::set<uint32_t> was_starting = std::exchange(starting_, {});
     for (uint32_t pid : pids) {
       if (attempted_.count(pid)) continue;
+      // A HotSpot JVM seen starting: until it handles SIGQUIT only its status
+      // is read, not its maps again (hundreds of lines, read on every drain
+      // tick: a restarted JVM's start-up took most of the extension's CPU).
+      if (was_starting.count(pid) && CatchesSigquit(pid) == false) {
+        auto [it, added] = first_seen_.emplace(pid, now);
+        if (now - it->second < kStartupGraceNs) {
+          starting_.insert(pid);
+          continue;
+        }
+      }
       auto jvm = InspectJvm(pid);
       if (!jvm.ok()) {
         // A process that just exec'd java maps libjvm.so a moment later.

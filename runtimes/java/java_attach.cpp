@@ -322,6 +322,12 @@ Result<JvmProcess> InspectJvm(uint32_t pid, const std::string& proc_root) {
   return jvm;
 }
 
+std::optional<bool> CatchesSigquit(uint32_t pid, const std::string& proc_root) {
+  const std::string status_text = ReadText(fmt::format("{}/{}/status", proc_root, pid));
+  if (!procfs::ParseStatus(status_text).ok()) return std::nullopt;
+  return CatchesSignal(status_text, SIGQUIT);
+}
+
 std::vector<uint32_t> ListPids(const std::string& proc_root) {
   std::vector<uint32_t> out;
   DIR* dir = opendir(proc_root.c_str());

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -28,6 +29,11 @@ struct JvmProcess {
 
 // What /proc says about pid as a JVM; an error when it is not one or is gone.
 Result<JvmProcess> InspectJvm(uint32_t pid, const std::string& proc_root = "/proc");
+
+// Whether pid has a SIGQUIT handler yet, from its status alone (a HotSpot JVM
+// installs it late in its start-up; its maps need not be read again to
+// know); nullopt when the process is gone.
+std::optional<bool> CatchesSigquit(uint32_t pid, const std::string& proc_root = "/proc");
 
 // Every running process with a JVM (HotSpot or not) mapped.
 std::vector<uint32_t> FindJvmPids(const std::string& proc_root = "/proc");
