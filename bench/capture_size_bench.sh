@@ -47,7 +47,7 @@ mkdir -p "$tmp/py"
 # The recursive CTE's row count grows with SECONDS_PER_WORKLOAD (about 1.2M rows a second here).
 rows=$((seconds * 1200000))
 # Three test sources with heavy headers (gtest, nlohmann/json, the STL).
-gxx_files=(tests/reports/arcflow_test.cpp tests/reports/capture_store_test.cpp tests/reports/export_test.cpp)
+gxx_files=(tests/reports/arcflow_test.cpp tests/store/capture_store_test.cpp tests/reports/export_test.cpp)
 
 declare -A cmd
 cmd[gxx]="cd $src && for f in ${gxx_files[*]}; do g++ -O2 -std=c++20 -I. -w -c \$f -o /dev/null; done"

@@ -31,7 +31,7 @@
 #include "store/window_store.h"
 #include "tests/loader/subprocess.h"
 #include "tests/reports/otlp_check.h"
-#include "tests/reports/test_profiles.h"
+#include "tests/model/test_profiles.h"
 #include "tests/layer_names.h"
 
 namespace arcprof::push {

@@ -13,7 +13,7 @@
 #include "reports/flamegraph.h"
 #include "reports/folded.h"
 #include "reports/timeline.h"
-#include "tests/reports/test_profiles.h"
+#include "tests/model/test_profiles.h"
 
 namespace {
 

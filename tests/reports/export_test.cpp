@@ -36,7 +36,7 @@
 #include "reports/speedscope.h"
 #include "reports/tprof.h"
 #include "tests/reports/golden.h"
-#include "tests/reports/test_profiles.h"
+#include "tests/model/test_profiles.h"
 #include "tests/layer_names.h"
 
 namespace arcprof {

@@ -1,5 +1,5 @@
 // The ptt_* capture tables and the ptt and irq views, on a synthetic PTT
-// recording with known numbers (tests/reports/ptt_test_data.h).
+// recording with known numbers (tests/model/ptt_test_data.h).
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 #include <sqlite3.h>
@@ -11,10 +11,10 @@
 #include "reports/ptt_report.h"
 #include "store/ptt_store.h"
 #include "cli/report_cli.h"
-#include "tests/reports/capture_sql.h"
+#include "tests/store/capture_sql.h"
 #include "tests/reports/golden.h"
-#include "tests/reports/ptt_test_data.h"
-#include "tests/reports/test_profiles.h"
+#include "tests/model/ptt_test_data.h"
+#include "tests/model/test_profiles.h"
 #include "tests/layer_names.h"
 
 namespace arcprof::testing {

@@ -6,7 +6,7 @@
 #include <sstream>
 
 #include "tests/reports/golden.h"
-#include "tests/reports/test_profiles.h"
+#include "tests/model/test_profiles.h"
 #include "tests/layer_names.h"
 
 namespace arcprof {

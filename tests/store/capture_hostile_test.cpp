@@ -16,10 +16,10 @@
 #include "store/capture_store.h"
 #include "model/metric.h"
 #include "model/profile_merge.h"
-#include "tests/reports/test_profiles.h"
+#include "tests/model/test_profiles.h"
 
 #include "tests/layer_names.h"
-#include "tests/reports/capture_sql.h"
+#include "tests/store/capture_sql.h"
 
 namespace arcprof {
 namespace {

@@ -11,8 +11,8 @@
 #include "store/capture_store.h"
 #include "model/profile_merge.h"
 #include "store/window_store.h"
-#include "reports/store_info.h"
-#include "test_profiles.h"
+#include "tests/model/test_profiles.h"
+#include "tests/store/window_fixtures.h"
 #include "tests/layer_names.h"
 
 namespace arcprof {
@@ -21,23 +21,9 @@ namespace {
 using testing::SampleProfile;
 using testing::TempDir;
 
-constexpr uint64_t kSec = 1000000000ull;
-constexpr uint64_t kBase = 1764000000ull * kSec;  // 2025-11-24
-
-// The sample profile as a window [start, start + 60 s), its counts times `scale`.
-Profile Window(uint64_t start_unix_ns, uint64_t scale = 1) {
-  Profile p = SampleProfile();
-  for (ThreadRecord& t : p.threads) {
-    CallTree scaled;
-    for (uint64_t i = 0; i < scale; ++i) scaled.Merge(t.tree);
-    t.tree = std::move(scaled);
-  }
-  p.meta.start_unix_ns = start_unix_ns;
-  p.meta.start_monotonic_ns = 5 * kSec;
-  p.meta.end_monotonic_ns = 65 * kSec;
-  p.counters["samples_total"] = static_cast<int64_t>(p.total_samples());
-  return p;
-}
+using testing::kBase;
+using testing::kSec;
+using testing::Window;
 
 TEST(WindowStore, AppendsWindowsWithStableSortableIds) {
   TempDir dir;
@@ -164,17 +150,9 @@ TEST(WindowStore, CopiesCountOnceAndEntriesThatAreNotWindowsAreUnreadable) {
   TempDir dir;
   auto store = WindowStore::OpenForWriting(dir.path());
   ASSERT_TRUE(store);
-  std::vector<std::string> ids;
-  for (uint64_t i = 0; i < 3; ++i) ids.push_back(store->Append(Window(kBase + i * 60 * kSec)).value());
-  const std::string w0 = dir.File(ids[0] + ".db");
-  const std::string start0 = ids[0].substr(0, 27);  // "<start_ms>-<end_ms>"
-  // The same window under another session tag, and dated 2100.
-  std::filesystem::copy_file(w0, dir.File(start0 + "-0badc0de.db"));
-  std::filesystem::copy_file(w0, dir.File("4102444800000-4102444860000-0badc0de.db"));
-  // Entries named like windows that are not window files.
-  ASSERT_EQ(mkfifo(dir.File("1764000300000-1764000360000-0000f1f0.db").c_str(), 0600), 0);
-  ASSERT_EQ(symlink(w0.c_str(), dir.File("1764000360000-1764000420000-00001111.db").c_str()), 0);
-  ASSERT_EQ(mkdir(dir.File("1764000420000-1764000480000-000d1d1d.db").c_str(), 0700), 0);
+  bool planted = false;
+  const std::vector<std::string> ids = testing::PlantCopiesAndOddEntries(dir, *store, planted);
+  ASSERT_TRUE(planted);
 
   std::vector<std::string> warnings;
   auto all = store->ReadRange(0, UINT64_MAX, &warnings);
@@ -189,18 +167,7 @@ TEST(WindowStore, CopiesCountOnceAndEntriesThatAreNotWindowsAreUnreadable) {
   }
   for (const std::string& w : warnings) EXPECT_EQ(w.find(ids[1]), std::string::npos) << w;
 
-  // `store info`: the three windows, and one `unreadable:` line per other entry.
-  std::ostringstream out, err;
-  EXPECT_EQ(reports::PrintStoreInfo(*store, "text", out, err), 0);
-  size_t unreadable = 0;
-  for (size_t pos = out.str().find("unreadable:"); pos != std::string::npos;
-       pos = out.str().find("unreadable:", pos + 1)) {
-    ++unreadable;
-  }
-  EXPECT_EQ(unreadable, 5u) << out.str();
-  EXPECT_NE(out.str().find("a FIFO"), std::string::npos) << out.str();
-  EXPECT_NE(out.str().find("a symbolic link"), std::string::npos) << out.str();
-  EXPECT_NE(out.str().find("a directory"), std::string::npos) << out.str();
+  // (`store info` on such a store: tests/reports/store_info_test.cpp.)
   // Pushing: the copies and the other entries are never sent as windows.
   EXPECT_EQ(store->Unsent("http://one:4040")->size(), 3u);
 }

@@ -12,7 +12,7 @@
 #include "cli/error_stream.h"
 #include "store/capture_store.h"
 #include "tests/reports/golden.h"
-#include "tests/reports/test_profiles.h"
+#include "tests/model/test_profiles.h"
 #include "tests/layer_names.h"
 
 namespace arcprof {

@@ -13,7 +13,7 @@
 #include "reports/tprof.h"
 #include "store/window_store.h"
 #include "tests/loader/subprocess.h"
-#include "tests/reports/test_profiles.h"
+#include "tests/model/test_profiles.h"
 #include "tests/layer_names.h"
 
 namespace arcprof::testing {

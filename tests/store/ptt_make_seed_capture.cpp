@@ -3,7 +3,7 @@
 #include <iostream>
 
 #include "store/capture_store.h"
-#include "tests/reports/ptt_test_data.h"
+#include "tests/model/ptt_test_data.h"
 
 int main(int argc, char** argv) {
   if (argc != 2) {

@@ -5,7 +5,7 @@
 
 #include <algorithm>
 
-#include "tests/reports/test_profiles.h"
+#include "tests/model/test_profiles.h"
 #include "tests/layer_names.h"
 
 namespace arcprof {

@@ -14,9 +14,9 @@
 
 #include "model/metric.h"
 #include "model/profile_merge.h"
-#include "tests/reports/test_profiles.h"
+#include "tests/model/test_profiles.h"
 #include "tests/layer_names.h"
-#include "tests/reports/capture_sql.h"
+#include "tests/store/capture_sql.h"
 
 namespace arcprof {
 namespace {

@@ -1,4 +1,4 @@
-#include "tests/reports/test_profiles.h"
+#include "tests/model/test_profiles.h"
 
 #include <stdlib.h>
 

@@ -8,7 +8,7 @@
 #include <iostream>
 
 #include "store/capture_store.h"
-#include "tests/reports/test_profiles.h"
+#include "tests/model/test_profiles.h"
 
 int main(int argc, char** argv) {
   if (argc != 2) {

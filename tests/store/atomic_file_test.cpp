@@ -15,7 +15,7 @@
 #include <thread>
 
 #include "store/capture_store.h"
-#include "tests/reports/test_profiles.h"
+#include "tests/model/test_profiles.h"
 
 #include "tests/layer_names.h"
 
