@@ -356,6 +356,10 @@ TEST_F(AllocRuntime, CppNewIsAttributedToItsCallers) {
   const auto inuse = ValueUnder(p, "inuse_bytes");
   EXPECT_NEAR(static_cast<double>(Under(inuse, "keep_c")), kept, kept * 0.25);
   EXPECT_EQ(Counter(p, "alloc.processes_not_covered"), 0);
+  fprintf(stderr, "alloc: keep_c in use %.4f of the truth, %.4f under operator new, %lld lost samples\n",
+          static_cast<double>(Under(inuse, "keep_c")) / kept,
+          static_cast<double>(Under(alloc, "operator new(unsigned long)")) / total,
+          static_cast<long long>(Counter(p, "alloc.lost_samples")));
 }
 
 // A program with a malloc of its own (jemalloc, tcmalloc, or here its
