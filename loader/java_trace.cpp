@@ -306,7 +306,8 @@ class JavaTraceExtension final : public RecordExtension {
     std::unordered_map<uint32_t, TraceThread> threads;
     std::vector<uint32_t> tree_node(reply.nodes.size(), CallTree::kNoNode);
     std::vector<uint32_t> thread_of(reply.nodes.size(), 0);
-    uint64_t measured = 0, removed = 0, calls = 0, unreturned = 0, thrown = 0;
+    TraceTotals totals;
+    uint64_t thrown = 0;
     std::vector<size_t> order(reply.nodes.size());
     for (size_t i = 0; i < order.size(); ++i) order[i] = i;
     std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
@@ -333,15 +334,11 @@ class JavaTraceExtension final : public RecordExtension {
       thread_of[i] = t;
       // Calibration: o_in per ended call of this node, o_out per call made from it.
       const double take = o_in_ * static_cast<double>(n.ended) + o_out_ * child_calls[i];
-      const uint64_t take_ns = std::min<uint64_t>(n.self_ns, static_cast<uint64_t>(take));
-      tree.Add(v, 0, calls_type, n.calls);
-      tree.Add(v, 0, wall_type, n.self_ns - take_ns);
-      measured += n.self_ns;
-      removed += take_ns;
-      calls += n.calls;
-      unreturned += n.unreturned;
+      AddTraceValues(tree, v, calls_type, wall_type, n.calls, n.self_ns, n.unreturned, take, &totals);
       thrown += n.thrown;
     }
+    const uint64_t measured = totals.measured, removed = totals.removed, calls = totals.calls,
+                   unreturned = totals.unreturned;
     auto& c = window.counters;
     auto counter = [&](const char* name) {
       auto it = reply.counters.find(name);

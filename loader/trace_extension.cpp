@@ -480,7 +480,7 @@ class TraceExtension final : public RecordExtension {
     std::vector<uint32_t> tree_node(nodes.size(), CallTree::kNoNode);
     std::vector<uint32_t> thread_of(nodes.size(), UINT32_MAX);
     std::unordered_map<uint32_t, TraceThread> thread_context;
-    uint64_t measured = 0, removed = 0, calls = 0, unreturned = 0;
+    TraceTotals totals;
     for (uint32_t id = 0; id < nodes.size(); ++id) {
       const trace_node& n = nodes[id];
       if (n.tgid != pid_ || n.func >= functions_.size() || n.calls == 0) continue;
@@ -507,14 +507,10 @@ class TraceExtension final : public RecordExtension {
       // made from it; never below zero.
       const int kind = Decoded(n.func).first_is_push ? 0 : 1;
       const double take = calibrated_ ? o_in_[kind] * static_cast<double>(n.returns) + child_take[id] : 0.0;
-      const uint64_t take_ns = std::min<uint64_t>(n.self_ns, static_cast<uint64_t>(take));
-      tree.Add(v, 0, calls_type, n.calls);
-      tree.Add(v, 0, wall_type, n.self_ns - take_ns);
-      measured += n.self_ns;
-      removed += take_ns;
-      calls += n.calls;
-      unreturned += n.unreturned;
+      AddTraceValues(tree, v, calls_type, wall_type, n.calls, n.self_ns, n.unreturned, take, &totals);
     }
+    const uint64_t measured = totals.measured, removed = totals.removed, calls = totals.calls,
+                   unreturned = totals.unreturned;
     auto& c = window.counters;
     c["trace.functions_probed"] = static_cast<int64_t>(probed_.size());
     c["trace.functions_added_late"] = static_cast<int64_t>(added_late_);

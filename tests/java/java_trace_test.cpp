@@ -44,11 +44,7 @@ class JavaChild {
     if (pid_ == 0) {
       dup2(in[0], 0);
       dup2(out[1], 1);
-      std::vector<char*> a;
-      for (const auto& s : argv) a.push_back(const_cast<char*>(s.c_str()));
-      a.push_back(nullptr);
-      execv(a[0], a.data());
-      _exit(127);
+      ExecArgv(argv);
     }
     close(in[0]);
     close(out[1]);

@@ -85,6 +85,15 @@ class Subprocess {
   std::string stderr_;
 };
 
+// In a forked child: runs argv (argv[0] a path); exits 127 when it cannot.
+[[noreturn]] inline void ExecArgv(const std::vector<std::string>& argv) {
+  std::vector<char*> a;
+  for (const auto& s : argv) a.push_back(const_cast<char*>(s.c_str()));
+  a.push_back(nullptr);
+  execv(a[0], a.data());
+  _exit(127);
+}
+
 // Runs argv to completion; returns {exit code, stdout}.
 inline std::pair<int, std::string> RunCapture(const std::vector<std::string>& argv) {
   int out[2];
@@ -92,11 +101,7 @@ inline std::pair<int, std::string> RunCapture(const std::vector<std::string>& ar
   pid_t pid = fork();
   if (pid == 0) {
     dup2(out[1], 1);
-    std::vector<char*> a;
-    for (const auto& s : argv) a.push_back(const_cast<char*>(s.c_str()));
-    a.push_back(nullptr);
-    execv(a[0], a.data());
-    _exit(127);
+    ExecArgv(argv);
   }
   close(out[1]);
   std::string text;
