@@ -112,16 +112,15 @@ Tree ReadTree(const Profile& p, const std::string& root) {
   if (!calls_type || !wall_type) return out;
   for (const ThreadRecord& t : p.threads) {
     const auto& nodes = t.tree.nodes();
-    std::vector<uint8_t> under(nodes.size(), 0);
+    const std::vector<uint8_t> under = UnderRoot(p, t, root);
     std::vector<uint64_t> incl(nodes.size(), 0);
     for (uint32_t v = 1; v < nodes.size(); ++v) incl[v] = t.tree.value(v, *wall_type);
     for (uint32_t v = static_cast<uint32_t>(nodes.size()) - 1; v >= 1; --v) {
       if (nodes[v].parent) incl[nodes[v].parent] += incl[v];
     }
     for (uint32_t v = 1; v < nodes.size(); ++v) {
-      const std::string& name = p.frames.at(nodes[v].frame).symbol;
-      under[v] = under[nodes[v].parent] || name == root;
       if (!under[v]) continue;
+      const std::string& name = p.frames.at(nodes[v].frame).symbol;
       out.calls[name] += t.tree.value(v, *calls_type);
       out.incl_wall[name] += incl[v];
     }

@@ -66,6 +66,17 @@ class TempDir {
   std::string path_;
 };
 
+// Which nodes of a thread's call tree lie under a frame named `root` (the
+// root's own nodes included): trace captures hang their trees there.
+inline std::vector<uint8_t> UnderRoot(const Profile& p, const ThreadRecord& t, const std::string& root) {
+  const auto& nodes = t.tree.nodes();
+  std::vector<uint8_t> under(nodes.size(), 0);
+  for (uint32_t v = 1; v < nodes.size(); ++v) {
+    under[v] = under[nodes[v].parent] || p.frames.at(nodes[v].frame).symbol == root;
+  }
+  return under;
+}
+
 inline Profile LoadCapture(const std::string& path) {
   auto p = ReadCapture(path);
   EXPECT_TRUE(p.ok()) << (p.ok() ? "" : p.error().message);

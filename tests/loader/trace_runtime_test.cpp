@@ -45,11 +45,10 @@ Counts CountCalls(const Profile& p, const std::string& root) {
   if (!calls_type || !wall_type) return out;
   for (const ThreadRecord& t : p.threads) {
     const auto& nodes = t.tree.nodes();
-    std::vector<uint8_t> under(nodes.size(), 0);
+    const std::vector<uint8_t> under = UnderRoot(p, t, root);
     for (uint32_t v = 1; v < nodes.size(); ++v) {
       const std::string& name = p.frames.at(nodes[v].frame).symbol;
       const bool is_root = name == root;
-      under[v] = under[nodes[v].parent] || is_root;
       const uint64_t c = t.tree.value(v, *calls_type);
       if (under[v]) {
         out.calls[name] += c;
