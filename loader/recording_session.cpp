@@ -241,6 +241,19 @@ struct RecordingSession::State {
   size_t fold_above = 0;
   std::unordered_map<std::string, uint32_t> fold_names;  // process name -> tid under kFoldedPid
   uint64_t threads_folded = 0;
+  // The record of an exited process's name under "[exited processes]".
+  ThreadRecord FoldedByName(const std::string& name) {
+    ThreadRecord g;
+    g.pid = kFoldedPid;
+    g.process_comm = "[exited processes]";
+    auto it = fold_names.find(name);
+    if (it == fold_names.end() && fold_names.size() < kFoldNames) {
+      it = fold_names.emplace(name, static_cast<uint32_t>(fold_names.size() + 1)).first;
+    }
+    g.tid = it != fold_names.end() ? it->second : 0;
+    g.comm = it != fold_names.end() ? name : "[other processes]";
+    return g;
+  }
   void FoldExitedThreads(uint64_t now) {
     const size_t budget = options.max_thread_records;
     if (budget == 0 || now < next_fold_check) return;
@@ -294,15 +307,7 @@ struct RecordingSession::State {
         g.cmdline = t.cmdline;
         return g;
       }
-      g.pid = kFoldedPid;
-      g.process_comm = "[exited processes]";
-      auto it = fold_names.find(name);
-      if (it == fold_names.end() && fold_names.size() < kFoldNames) {
-        it = fold_names.emplace(name, static_cast<uint32_t>(fold_names.size() + 1)).first;
-      }
-      g.tid = it != fold_names.end() ? it->second : 0;
-      g.comm = it != fold_names.end() ? name : "[other processes]";
-      return g;
+      return FoldedByName(name);
     });
     threads_folded += folded;
     fold_above = processor->window().threads.size() + budget / 2;
@@ -643,6 +648,12 @@ Result<std::unique_ptr<RecordingSession>> RecordingSession::Start(const RecordOp
                                          : std::make_unique<Unwinder>(s.spaces, s.symbolizer);
   s.unwinder->SetFrameSteppers(runtimes::MakeFrameSteppers());
   s.processor = std::make_unique<SampleProcessor>(s.symbolizer, s.mode, s.unwinder.get());
+  // A pid reused by a new process: the earlier one's records fold by its
+  // name (its pid now names the new one); never by spaces.Process(), which
+  // already describes the new one.
+  s.processor->SetRetire([&s](const ThreadRecord& t) {
+    return s.FoldedByName(!t.process_comm.empty() ? t.process_comm : t.comm);
+  });
   if (auto ok = s.sampler->OpenSideband([&s](const perf_event_header* h) {
         if (auto ev = DecodeSidebandRecord(h, h->size)) s.sideband.Push(std::move(*ev));
       });

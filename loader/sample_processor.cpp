@@ -289,6 +289,9 @@ void SampleProcessor::Process(const StackSample& e) {
     root_pcs_.push_back(i > 0 ? ip_at(i) - 1 : ip_at(i));
     root_user_index_.push_back(-1);
   }
+  // Before the thread paths and the record are looked up: retiring folds
+  // records, which moves them.
+  RetireEarlierIncarnation(e);
   ThreadPath& path = paths_[((static_cast<uint64_t>(e.pid) << 32 | e.tid) * 0x9e3779b97f4a7c15ull >> 56) &
                             (paths_.size() - 1)];
   size_t reused = 0;
@@ -589,6 +592,23 @@ model::ProcessIdentity ProcessIdentityOf(const ProcessInfo& p) {
   return id;
 }
 
+void SampleProcessor::RetireEarlierIncarnation(const StackSample& e) {
+  if (!retire_ || e.pid == 0) return;
+  const uint64_t born = symbolizer_.spaces().Incarnation(e.pid, e.timestamp_ns);
+  auto [it, inserted] = incarnations_.try_emplace(static_cast<uint64_t>(e.pid) << 32 | e.tid, born);
+  // A sample of the earlier process drained after the new one's (samples
+  // of different CPUs race by a few microseconds) stays where it is.
+  if (inserted || born <= it->second) return;
+  it->second = born;
+  // The key is in incarnations_ only while the window holds its record.
+  window_.FoldThreads([&](const ThreadRecord& t) -> std::optional<ThreadRecord> {
+    if (t.pid != e.pid || t.tid != e.tid) return std::nullopt;
+    return retire_(t);
+  });
+  ++epoch_;  // the stack cache and thread paths index threads and their nodes
+  ++incarnations_retired_;
+}
+
 void SampleProcessor::Rename(ThreadRecord& t, std::string_view comm) {
   t.comm = comm;
   if (const ProcessInfo* p = symbolizer_.spaces().Process(t.pid)) {
@@ -620,7 +640,11 @@ size_t SampleProcessor::WindowBytes() const {
 
 size_t SampleProcessor::FoldThreads(
     const std::function<std::optional<ThreadRecord>(const ThreadRecord&)>& group_of) {
-  const size_t folded = window_.FoldThreads(group_of);
+  const size_t folded = window_.FoldThreads([&](const ThreadRecord& t) {
+    std::optional<ThreadRecord> g = group_of(t);
+    if (g) incarnations_.erase(static_cast<uint64_t>(t.pid) << 32 | t.tid);
+    return g;
+  });
   if (folded > 0) ++epoch_;  // the stack cache and thread paths index threads and their nodes
   return folded;
 }
@@ -703,8 +727,13 @@ Profile SampleProcessor::TakeWindow() {
                       std::string(UnknownReasonName(static_cast<UnknownReason>(r)))] +=
         static_cast<int64_t>(unknown_frames_[static_cast<size_t>(r)]);
   }
+  if (incarnations_retired_ > 0) {
+    window_.counters["threads_of_reused_pids_retired"] += static_cast<int64_t>(incarnations_retired_);
+    incarnations_retired_ = 0;
+  }
   Profile out = std::move(window_);
   window_ = Profile();
+  incarnations_.clear();
   // Every cached index points into the window just handed over.
   frame_ids_.clear();
   ++epoch_;

@@ -76,6 +76,13 @@ class SampleProcessor : public StackSink {
   // (model::Profile::FoldThreads); the caches that index its threads start
   // over. Returns how many threads were folded.
   size_t FoldThreads(const std::function<std::optional<model::ThreadRecord>(const model::ThreadRecord&)>& group_of);
+  // A pid reused by a new process (AddressSpaces::Incarnation): the record
+  // of the earlier process's thread is folded into the record `retire`
+  // returns for it before the new process's first sample opens its own, so
+  // that a record never holds two programs. Without it, a record of (pid,
+  // tid) takes every process that held them in the window.
+  using Retire = std::function<model::ThreadRecord(const model::ThreadRecord&)>;
+  void SetRetire(Retire retire) { retire_ = std::move(retire); }
   // About how many heap bytes the open window holds (threads, tree nodes
   // with their values and child index, frames and their names): what a
   // daemon compares with its window limit. Walks the window: call it
@@ -98,6 +105,9 @@ class SampleProcessor : public StackSink {
   void ElideMiddle();
   static SymbolizedFrame ElidedFrame();
   void Rename(model::ThreadRecord& t, std::string_view comm);
+  // Folds the record of (pid, tid) away when it is of an earlier process
+  // than the one that held pid at the sample's time (SetRetire).
+  void RetireEarlierIncarnation(const StackSample& e);
 
   struct FrameKey {
     const char* module;
@@ -122,6 +132,11 @@ class SampleProcessor : public StackSink {
   uint64_t runtime_samples_ = 0, runtime_unmatched_ = 0, runtime_unplaced_ = 0;
   std::array<uint64_t, 5> runtime_status_{};  // by ARCPROF_RUNTIME_* status
   model::Profile window_;
+  Retire retire_;
+  // The incarnation (AddressSpaces::Incarnation) of each (pid, tid) record
+  // of the open window, while retire_ is set.
+  std::unordered_map<uint64_t, uint64_t> incarnations_;
+  uint64_t incarnations_retired_ = 0;
   uint64_t epoch_ = 1;  // window number: cache entries of other windows are stale
   CallGraphMode mode_;
   Unwinder* unwinder_;

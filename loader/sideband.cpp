@@ -151,7 +151,9 @@ void SidebandQueue::ApplyTo(AddressSpaces& spaces) {
   for (const SidebandEvent& ev : pending_) {
     if (filtering_) {
       if (ev.kind == SidebandEvent::Kind::kFork && ev.pid != ev.parent_pid && followed_.count(ev.parent_pid)) {
-        followed_.insert(ev.pid);
+        // A followed child reusing the pid of one that exited since the
+        // last TakeExited(): the BPF filter holds it again, it stays there.
+        if (followed_.insert(ev.pid).second) std::erase(exited_, ev.pid);
       } else if (!followed_.count(ev.pid)) {
         ++skipped_;
         continue;

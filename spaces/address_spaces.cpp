@@ -318,6 +318,15 @@ uint64_t AddressSpaces::ProcessVersion(uint32_t pid) const {
   return process ? process->version + 1 : 0;
 }
 
+uint64_t AddressSpaces::Incarnation(uint32_t pid, uint64_t t_ns) const {
+  const TimelineProcess* process = impl_->timeline.Find(pid);
+  if (!process || process->generations.empty()) return 0;
+  // Execs keep the process; the generation before them is its birth.
+  size_t i = Timeline::LiveGeneration(*process, t_ns);
+  while (i > 0 && process->generations[i].from_exec) --i;
+  return process->generations[i].start_ns;
+}
+
 std::map<std::string, std::string> AddressSpaces::ModuleBuildIds() const {
   return {impl_->build_ids.begin(), impl_->build_ids.end()};
 }

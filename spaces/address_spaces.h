@@ -96,6 +96,10 @@ class AddressSpaces {
   // Changes whenever anything known about pid's address space changes (exec,
   // mappings, exit): answers for its native code hold while it does not.
   uint64_t ProcessVersion(uint32_t pid) const;
+  // Which process held pid at t_ns: the start of its incarnation (the fork
+  // that made it, or the first exec seen; 0 when it was found running or is
+  // unknown). A pid reused by a new process has a later incarnation.
+  uint64_t Incarnation(uint32_t pid, uint64_t t_ns) const;
 
   // Module name (as frames carry it) -> GNU build-id (hex) of every mapped
   // file that has one (forgotten processes' files included), for captures

@@ -24,6 +24,7 @@ const std::string kArcprof = ARCPROF_BIN;
 const std::string kGroundTruth = std::string(ARCPROF_TEST_PROGRAMS) + "/ground_truth";
 const std::string kStormChild = std::string(ARCPROF_TEST_PROGRAMS) + "/storm_child";
 const std::string kThreadChurn = std::string(ARCPROF_TEST_PROGRAMS) + "/thread_churn";
+const std::string kPidReuse = std::string(ARCPROF_TEST_PROGRAMS) + "/pid_reuse";
 // ShortCommandPeakRssIsSmall's threshold (KiB): see there.
 constexpr long kShortCommandPeakRssKib = 60 * 1024;
 
@@ -310,6 +311,40 @@ TEST(RecordRuntime, ExitedThreadsFoldPastTheRecordBudget) {
   EXPECT_GT(work, 1500u);
   EXPECT_GT(group, 0u);
   EXPECT_GE(static_cast<double>(group_work), 0.8 * static_cast<double>(group)) << group_work << " of " << group;
+}
+
+// Two programs one after the other under the same pid in one record
+// (tests/programs/pid_reuse.c chooses the pid with clone3's set_tid): each
+// record holds one program's samples and name, never both.
+TEST(RecordRuntime, ReusedPidGetsARecordOfItsOwn) {
+  ARCPROF_REQUIRE_RECORD_CAPABLE();
+  TempDir tmp;
+  const std::string db = tmp.path("reuse.db");
+  Subprocess rec({kArcprof, "record", "-q", "-o", db, "--", kPidReuse, "1"});
+  const int code = rec.Wait();
+  if (code == 77 && !InCi()) GTEST_SKIP() << "clone3 with set_tid is refused here: " << rec.stderr_text();
+  ASSERT_EQ(code, 0) << rec.stderr_text();
+  Profile p = LoadCapture(db);
+  uint64_t first = 0, second = 0;
+  for (const ThreadRecord& t : p.threads) {
+    uint64_t in_first = 0, in_second = 0;
+    for (const auto& [stack, n] : Stacks(p, [&](const ThreadRecord& r) { return &r == &t; })) {
+      for (const std::string& f : stack) {
+        if (f == "first_program_work") in_first += n;
+        if (f == "second_program_work") in_second += n;
+      }
+    }
+    if (in_first + in_second == 0) continue;
+    std::cout << t.pid << "/" << t.tid << " " << t.comm << " (" << t.process_comm << "): " << in_first
+              << " first, " << in_second << " second\n";
+    EXPECT_TRUE(in_first == 0 || in_second == 0) << "one record holds both programs: " << t.comm;
+    EXPECT_EQ(t.comm, in_first > 0 ? "reuse_first" : "reuse_second");
+    first += in_first;
+    second += in_second;
+  }
+  // A CPU-second of each at 999 Hz.
+  EXPECT_GT(first, 500u);
+  EXPECT_GT(second, 500u);
 }
 
 TEST(RecordRuntime, CtrlCWritesCompleteCaptureAndDetaches) {

@@ -173,6 +173,40 @@ TEST(Sideband, FollowAppliesOnlyTheFollowedTree) {
   EXPECT_EQ(queue.applied(), 4u);
 }
 
+// A followed child exits and another followed child takes its pid in the
+// same batch: the pid stays followed (the BPF filter holds the new one), and
+// samples tell the two processes apart by their incarnation.
+TEST(Sideband, FollowedPidReusedByAFollowedChildStays) {
+  AddressSpacesOptions options;
+  options.proc_root = "/nonexistent-proc";
+  AddressSpaces spaces(options);
+  SidebandQueue queue;
+  queue.Follow({10});
+  auto event = [](SidebandEvent::Kind kind, uint32_t pid, uint64_t t) {
+    SidebandEvent e;
+    e.kind = kind;
+    e.pid = e.tid = pid;
+    e.parent_pid = 10;
+    e.comm = "child";
+    e.time_ns = t;
+    return e;
+  };
+  queue.Push(event(SidebandEvent::Kind::kFork, 20, 100));
+  queue.Push(event(SidebandEvent::Kind::kExec, 20, 110));
+  queue.Push(event(SidebandEvent::Kind::kExit, 20, 200));
+  queue.Push(event(SidebandEvent::Kind::kFork, 20, 300));  // the same pid again
+  queue.Push(event(SidebandEvent::Kind::kExec, 20, 310));
+  queue.ApplyTo(spaces);
+  EXPECT_TRUE(queue.follows(20));
+  EXPECT_TRUE(queue.TakeExited().empty());
+  EXPECT_EQ(spaces.Incarnation(20, 150), 100u);  // after its exec: still the first
+  EXPECT_EQ(spaces.Incarnation(20, 350), 300u);
+  EXPECT_EQ(spaces.Incarnation(99, 350), 0u);  // unknown
+  queue.Push(event(SidebandEvent::Kind::kExit, 20, 400));
+  queue.ApplyTo(spaces);
+  EXPECT_EQ(queue.TakeExited(), std::vector<uint32_t>{20});
+}
+
 TEST(Sideband, RejectsTruncatedAndUnterminated) {
   std::vector<uint8_t> body;
   Put<uint32_t>(body, 9);

@@ -1,0 +1,120 @@
+// Two programs one after the other under the same pid (pid reuse made
+// deterministic): the parent creates a child with clone3's set_tid (root in
+// its pid namespace may choose the pid), the child runs as "reuse_first" in
+// first_program_work; once it is reaped, a second child takes the same pid
+// and runs as "reuse_second" in second_program_work. Each child execs this
+// program again, so each is a fresh image (fork, exec, comm as in real churn).
+//   pid_reuse SECONDS         the parent (each child spins SECONDS of CPU); prints "pid N" for the reused pid
+//   pid_reuse first|second S  a child (run by the parent)
+// Exit 77 when the pid cannot be chosen (no CAP_SYS_ADMIN, no clone3).
+#define _GNU_SOURCE
+#include <errno.h>
+#include <linux/sched.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static volatile uint64_t sink;
+
+// CPU time: each program is sampled for about as long on a loaded machine.
+static double Now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+__attribute__((noinline)) static void first_program_work(double seconds) {
+  const double end = Now() + seconds;
+  uint64_t x = 1;
+  while (Now() < end) {
+    for (int i = 0; i < 2000000; ++i) x = x * 6364136223846793005ull + 1;
+    sink = x;
+  }
+}
+
+__attribute__((noinline)) static void second_program_work(double seconds) {
+  const double end = Now() + seconds;
+  uint64_t x = 3;
+  while (Now() < end) {
+    for (int i = 0; i < 2000000; ++i) x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    sink = x;
+  }
+}
+
+// A child at pid `want` that execs this program as `mode`; -1 with errno.
+static pid_t Spawn(pid_t want, const char* mode, const char* seconds) {
+  pid_t tids[1] = {want};
+  struct clone_args args;
+  memset(&args, 0, sizeof(args));
+  args.exit_signal = SIGCHLD;
+  args.set_tid = (uint64_t)(uintptr_t)tids;
+  args.set_tid_size = 1;
+  long r = syscall(SYS_clone3, &args, sizeof(args));
+  if (r == 0) {
+    execl("/proc/self/exe", "pid_reuse", mode, seconds, (char*)NULL);
+    _exit(127);
+  }
+  return (pid_t)r;
+}
+
+static int Reap(pid_t pid) {
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) return -1;
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+}
+
+int main(int argc, char** argv) {
+  if (argc == 3) {
+    const double seconds = atof(argv[2]);
+    if (strcmp(argv[1], "first") == 0) {
+      prctl(PR_SET_NAME, "reuse_first");
+      first_program_work(seconds);
+      return 0;
+    }
+    if (strcmp(argv[1], "second") == 0) {
+      prctl(PR_SET_NAME, "reuse_second");
+      second_program_work(seconds);
+      return 0;
+    }
+    return 2;
+  }
+  if (argc != 2 || atof(argv[1]) <= 0 || atof(argv[1]) > 60) {
+    fprintf(stderr, "usage: pid_reuse SECONDS (0 < SECONDS <= 60)\n");
+    return 2;
+  }
+  // A free pid a little above ours: at most 1000 tries.
+  pid_t pid = -1, want = getpid() + 1000;
+  for (int tries = 0; tries < 1000; ++tries, ++want) {
+    if (want > 30000) want = 300;
+    pid = Spawn(want, "first", argv[1]);
+    if (pid > 0) break;
+    if (errno == EPERM || errno == ENOSYS || errno == EINVAL) {
+      fprintf(stderr, "pid_reuse: clone3 with set_tid: %s\n", strerror(errno));
+      return 77;
+    }
+    if (errno != EEXIST) break;
+  }
+  if (pid <= 0) {
+    fprintf(stderr, "pid_reuse: no free pid: %s\n", strerror(errno));
+    return 1;
+  }
+  if (Reap(pid) != 0) return 1;
+  // Reaped: the pid is free again; the second program takes it.
+  pid_t again = Spawn(pid, "second", argv[1]);
+  if (again != pid) {
+    fprintf(stderr, "pid_reuse: pid %d not reused: %s\n", pid, strerror(errno));
+    return 1;
+  }
+  if (Reap(again) != 0) return 1;
+  printf("pid %d\n", pid);
+  return 0;
+}
