@@ -477,6 +477,19 @@ class TraceExtension final : public RecordExtension {
       if (n.parent == 0 || n.parent - 1 >= nodes.size() || n.func >= functions_.size()) continue;
       child_take[n.parent - 1] += o_out_[Decoded(n.func).first_is_push ? 0 : 1] * static_cast<double>(n.calls);
     }
+    // A calibration that would take out at least all the time the probes
+    // measured did not measure this run's probes (a probe's cost on a loaded
+    // VM varies severalfold from one second to the next): the times are then
+    // given as measured, and the report says so.
+    bool apply_calibration = calibrated_;
+    double estimated_cost = 0, measured_self = 0;
+    for (uint32_t id = 0; id < nodes.size(); ++id) {
+      const trace_node& n = nodes[id];
+      if (n.tgid != pid_ || n.func >= functions_.size() || n.calls == 0) continue;
+      estimated_cost += o_in_[Decoded(n.func).first_is_push ? 0 : 1] * static_cast<double>(n.returns) + child_take[id];
+      measured_self += static_cast<double>(n.self_ns);
+    }
+    if (calibrated_ && measured_self > 0 && estimated_cost >= measured_self) apply_calibration = false;
     std::vector<uint32_t> tree_node(nodes.size(), CallTree::kNoNode);
     std::vector<uint32_t> thread_of(nodes.size(), UINT32_MAX);
     std::unordered_map<uint32_t, TraceThread> thread_context;
@@ -506,7 +519,7 @@ class TraceExtension final : public RecordExtension {
       // Calibration: o_in per returned call of this node, o_out per call
       // made from it; never below zero.
       const int kind = Decoded(n.func).first_is_push ? 0 : 1;
-      const double take = calibrated_ ? o_in_[kind] * static_cast<double>(n.returns) + child_take[id] : 0.0;
+      const double take = apply_calibration ? o_in_[kind] * static_cast<double>(n.returns) + child_take[id] : 0.0;
       AddTraceValues(tree, v, calls_type, wall_type, n.calls, n.self_ns, n.unreturned, take, &totals);
     }
     const uint64_t measured = totals.measured, removed = totals.removed, calls = totals.calls,
@@ -521,6 +534,7 @@ class TraceExtension final : public RecordExtension {
     c["trace.no_storage"] = static_cast<int64_t>(counters.no_storage);
     c["trace.measured_ns"] = static_cast<int64_t>(measured);
     c["trace.calibration_removed_ns"] = static_cast<int64_t>(removed);
+    c["trace.calibration_not_applied"] = calibrated_ && !apply_calibration ? 1 : 0;
     c["trace.calibration_in_ps"] = static_cast<int64_t>(o_in_[0] * 1000);
     c["trace.calibration_out_ps"] = static_cast<int64_t>(o_out_[0] * 1000);
     c["trace.calibration_frameless_in_ps"] = static_cast<int64_t>(o_in_[1] * 1000);
@@ -530,7 +544,12 @@ class TraceExtension final : public RecordExtension {
               EscapeControl(options_.root).c_str());
       if (unreturned) fprintf(stderr, ", %" PRIu64 " never returned", unreturned);
       fprintf(stderr, "\n");
-      if (calibrated_) {
+      if (calibrated_ && !apply_calibration) {
+        fprintf(stderr,
+                "arcprof: trace: calibration %.0f ns per probed call would take out %.3f ms of the %.3f ms "
+                "measured: not applied, times are as measured (probe costs varied during the trace)\n",
+                o_in_[0] + o_out_[0], estimated_cost / 1e6, static_cast<double>(measured) / 1e6);
+      } else if (calibrated_) {
         fprintf(stderr,
                 "arcprof: trace: calibration %.0f ns per probed call (%.0f in the call, %.0f in its caller; "
                 "%.0f, %.0f and %.0f for functions not starting with push): %.3f ms of %.3f ms measured "
