@@ -130,6 +130,8 @@ ReportCommands::ReportCommands(CLI::App& app)
   export_->add_option("--group-by", export_options_.group_by,
                       "folded, svg, html: put the service, container or pod above the process")
       ->check(CLI::IsMember({"service", "container", "pod"}));
+  export_->add_flag("--lines", export_options_.lines,
+                    "folded: Python and JavaScript frames with their file and line");
   export_->add_flag("--by-tid", export_timeline_by_tid_, "timeline-svg: one line per thread");
   AddStoreRangeOptions(export_, export_range_);
   export_->add_option("--metric", export_options_.metric,

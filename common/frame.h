@@ -13,7 +13,23 @@ enum class FrameKind : uint8_t {
   kJit = 2,
   kInterpreted = 3,
   kUnknown = 4,
+  // Interpreted runtimes' own frames (runtimes/, capture schema 7+): a
+  // Python function, a JavaScript function. The module is the source file,
+  // the symbol the function, the address the source line (low 32 bits) and
+  // column (high 32 bits, 0 when not known); see SourceLine().
+  kPython = 5,
+  kJs = 6,
 };
+inline constexpr int kFrameKindCount = 7;
+
+// A runtime's frame (kPython, kJs): named by function, file and line.
+constexpr bool IsRuntimeKind(FrameKind k) { return k == FrameKind::kPython || k == FrameKind::kJs; }
+// The source line and column a runtime frame's address holds.
+constexpr uint32_t SourceLine(uint64_t address) { return static_cast<uint32_t>(address); }
+constexpr uint32_t SourceColumn(uint64_t address) { return static_cast<uint32_t>(address >> 32); }
+constexpr uint64_t SourceAddress(uint32_t line, uint32_t column = 0) {
+  return static_cast<uint64_t>(column) << 32 | line;
+}
 
 // Why an address could not be named (blazesym's model). kNone for named frames.
 enum class UnknownReason : uint8_t {
@@ -42,6 +58,8 @@ constexpr std::string_view FrameKindName(FrameKind k) {
     case FrameKind::kJit: return "jit";
     case FrameKind::kInterpreted: return "interpreted";
     case FrameKind::kUnknown: return "unknown";
+    case FrameKind::kPython: return "python";
+    case FrameKind::kJs: return "js";
   }
   return "unknown";
 }

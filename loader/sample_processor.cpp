@@ -322,7 +322,9 @@ void SampleProcessor::Process(const StackSample& e) {
       cacheable = false;
       plain = false;
     }
-    if (f.kind == FrameKind::kJit || f.kind == FrameKind::kInterpreted) cacheable = plain = false;
+    if (f.kind == FrameKind::kJit || f.kind == FrameKind::kInterpreted || IsRuntimeKind(f.kind)) {
+      cacheable = plain = false;
+    }
     if (f.inlined) plain = false;
     ++frames_;
     stack_.push_back(InternFrame(f));

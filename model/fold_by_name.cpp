@@ -22,7 +22,8 @@ NameFold FoldByName(const Profile& profile, const ThreadFilter& filter, const Me
     uint32_t& name = name_of_frame[frame_id];
     if (name == kUnmapped) {
       const FrameRecord& frame = profile.frames.at(frame_id);
-      name = fold.names.Intern(FrameDisplayName(frame, profile.frames.module_of(frame)),
+      const std::string_view module = profile.frames.module_of(frame);
+      name = fold.names.Intern(options.lines ? FrameDisplayNameWithLine(frame, module) : FrameDisplayName(frame, module),
                                options.kinds ? NameKindOf(frame) : NameKind::kFunction);
     }
     return name;

@@ -38,12 +38,16 @@ struct FoldOptions {
   // function of one name are two nodes); false: by display name alone, kind
   // NameKind::kFunction.
   bool kinds = true;
+  // A runtime's frames (python, js) named with their line
+  // (FrameDisplayNameWithLine): one function's lines are nodes of their own.
+  bool lines = false;
   // A selected thread whose metric values are all 0 still adds its levels'
   // nodes (arcflow lists every thread); false: it adds nothing.
   bool empty_threads = false;
 };
 
-// Each frame's name is computed once (FrameDisplayName). A frame id outside
+// Each frame's name is computed once (FrameDisplayName, or
+// FrameDisplayNameWithLine with `lines`). A frame id outside
 // the frame table (a capture the reader would refuse) is "[bad frame id]".
 NameFold FoldByName(const Profile& profile, const ThreadFilter& filter, const Metric& metric,
                     const FoldOptions& options = {});

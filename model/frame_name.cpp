@@ -44,6 +44,16 @@ std::string FrameDisplayName(const FrameTable& frames, uint32_t id) {
   return FrameDisplayName(frame, frames.module_of(frame));
 }
 
+std::string FrameDisplayNameWithLine(const FrameRecord& frame, std::string_view module) {
+  std::string name = FrameDisplayName(frame, module);
+  if (IsRuntimeKind(frame.kind) && !frame.symbol.empty()) {
+    name += " (";
+    name += module;
+    name += ':' + std::to_string(SourceLine(frame.address)) + ')';
+  }
+  return name;
+}
+
 bool IsUnknownFrame(const FrameRecord& frame) {
   return frame.symbol.empty() || frame.reason != UnknownReason::kNone;
 }

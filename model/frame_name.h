@@ -23,6 +23,11 @@ namespace arcprof::model {
 std::string FrameDisplayName(const FrameRecord& frame, std::string_view module);
 // Frame `id` of `frames`.
 std::string FrameDisplayName(const FrameTable& frames, uint32_t id);
+// The display name with the source line of a runtime's named frame (python,
+// js: its module is the file), as py-spy writes it: "alpha (/srv/app.py:12)";
+// FrameDisplayName for every other frame. Views that show lines (folded
+// `--lines`) name frames by it, so one function's lines are names of their own.
+std::string FrameDisplayNameWithLine(const FrameRecord& frame, std::string_view module);
 
 // Rule 3 alone: "[libfoo.so+0x1a2b]" (module base name, the instruction's file
 // vaddr that the capture keeps) for an unnamed native frame; "" for named

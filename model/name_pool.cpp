@@ -12,6 +12,10 @@ NameKind NameKindOf(const FrameRecord& frame) {
     case FrameKind::kKernel: return NameKind::kKernel;
     case FrameKind::kJit: return NameKind::kJit;
     case FrameKind::kInterpreted: return NameKind::kInterpreted;
+    // A runtime's own frames read as the code they stand for: a Python
+    // function is interpreted code, a JavaScript function JIT code.
+    case FrameKind::kPython: return NameKind::kInterpreted;
+    case FrameKind::kJs: return NameKind::kJit;
     case FrameKind::kUnknown: return NameKind::kUnknown;
     case FrameKind::kNative: break;
   }

@@ -31,7 +31,8 @@ enum class NameKind : uint8_t {
 };
 
 // The kind of a frame as the views tell frames apart: inlined first, then its
-// FrameKind; a native frame without a name (IsUnknownFrame) is kUnknown.
+// FrameKind (a python frame is kInterpreted, a js frame kJit); a native frame
+// without a name (IsUnknownFrame) is kUnknown.
 NameKind NameKindOf(const FrameRecord& frame);
 
 class NamePool {

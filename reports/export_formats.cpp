@@ -124,7 +124,7 @@ Result<void> ExportOtlp(const Profile& profile, const ExportOptions& options, st
 Result<void> ExportFolded(const Profile& profile, const ExportOptions& options, std::ostream& out) {
   auto selection = Select(profile, options);
   if (!selection) return selection.error();
-  WriteFolded(*selection->profile, selection->filter, out, selection->metric, options.group_by);
+  WriteFolded(*selection->profile, selection->filter, out, selection->metric, options.group_by, options.lines);
   return {};
 }
 

@@ -29,6 +29,10 @@ struct ExportOptions {
   // --group-by: folded stacks and flame graphs put "service", "container" or
   // "pod" above the process (reports/folded.h, FoldedGroupName); "" = none.
   std::string group_by;
+  // --lines: folded stacks name a runtime's frames (python, js) with their
+  // file and line, "alpha (/srv/app.py:12)"; without it a function is one
+  // element whatever its lines.
+  bool lines = false;
 };
 
 // Renders `profile` (the whole capture: the writer applies `options`) to

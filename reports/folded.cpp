@@ -53,9 +53,11 @@ std::string FoldedName(const std::string& display_name, NameKind kind) {
 
 }  // namespace
 
-std::string FoldedFrameName(const FrameTable& frames, uint32_t id) {
+std::string FoldedFrameName(const FrameTable& frames, uint32_t id, bool lines) {
   const FrameRecord& frame = frames.at(id);
-  return FoldedName(FrameDisplayName(frame, frames.module_of(frame)), NameKindOf(frame));
+  const std::string_view module = frames.module_of(frame);
+  return FoldedName(lines ? FrameDisplayNameWithLine(frame, module) : FrameDisplayName(frame, module),
+                    NameKindOf(frame));
 }
 
 std::string FoldedProcessName(const ThreadRecord& thread) {
@@ -104,8 +106,10 @@ namespace {
 // once.
 class FoldedTree {
  public:
-  FoldedTree(const Profile& profile, const ThreadFilter& filter, const Metric& metric, std::string_view group_by) {
+  FoldedTree(const Profile& profile, const ThreadFilter& filter, const Metric& metric, std::string_view group_by,
+             bool lines) {
     FoldOptions options;
+    options.lines = lines;
     options.levels = [group_by](const ThreadRecord& thread, std::vector<std::string>& levels) {
       std::string top = FoldedProcessName(thread);
       if (const std::string group = FoldedGroupName(thread, group_by); !group.empty()) top = group + ";" + top;
@@ -176,17 +180,17 @@ class FoldedTree {
 }  // namespace
 
 std::map<std::string, uint64_t> FoldStacks(const Profile& profile, const ThreadFilter& filter,
-                                           const Metric& metric, std::string_view group_by) {
+                                           const Metric& metric, std::string_view group_by, bool lines) {
   std::map<std::string, uint64_t> stacks;
-  FoldedTree(profile, filter, metric, group_by).Walk([&](std::string_view line, uint64_t count) {
+  FoldedTree(profile, filter, metric, group_by, lines).Walk([&](std::string_view line, uint64_t count) {
     stacks[std::string(line)] += count;
   });
   return stacks;
 }
 
 void WriteFolded(const Profile& profile, const ThreadFilter& filter, std::ostream& out,
-                 const Metric& metric, std::string_view group_by) {
-  FoldedTree(profile, filter, metric, group_by).Walk([&](std::string_view line, uint64_t count) {
+                 const Metric& metric, std::string_view group_by, bool lines) {
+  FoldedTree(profile, filter, metric, group_by, lines).Walk([&](std::string_view line, uint64_t count) {
     out << line << ' ' << count << '\n';
   });
 }

@@ -17,7 +17,10 @@ namespace arcprof::reports {
 
 // The frame as a folded-stack element: model::FrameDisplayName with ';' -> ':'
 // and control characters -> '?', then the FlameGraph color suffix: "_[i]" inlined, "_[k]" kernel, "_[j]" JIT or interpreted.
-std::string FoldedFrameName(const model::FrameTable& frames, uint32_t id);
+// With `lines`, a runtime's frame (python, js) also says its file and line,
+// as py-spy does: "alpha (/srv/app.py:12)"; one function's lines are then
+// stacks of their own.
+std::string FoldedFrameName(const model::FrameTable& frames, uint32_t id, bool lines = false);
 // The first element of every line: the process name, spaces -> '_'.
 std::string FoldedProcessName(const model::ThreadRecord& thread);
 // In a merge of several hosts (ThreadRecord::host) the host comes first, as
@@ -37,8 +40,9 @@ inline constexpr uint32_t kMaxFoldedDepth = 1024;
 // stack merge) and their counts in `metric` (samples unless told); processes
 // in name order, stacks of a process depth first with callees in name order.
 std::map<std::string, uint64_t> FoldStacks(const model::Profile& profile, const model::ThreadFilter& filter,
-                                           const model::Metric& metric = {}, std::string_view group_by = {});
+                                           const model::Metric& metric = {}, std::string_view group_by = {},
+                                           bool lines = false);
 void WriteFolded(const model::Profile& profile, const model::ThreadFilter& filter, std::ostream& out,
-                 const model::Metric& metric = {}, std::string_view group_by = {});
+                 const model::Metric& metric = {}, std::string_view group_by = {}, bool lines = false);
 
 }  // namespace arcprof::reports

@@ -105,12 +105,14 @@ class Dictionary {
     int32_t& id = function_of_frame_[frame_id];
     if (id != 0) return id;
     const std::string name = ExportFunctionName(profile_.frames, frame_id);
-    auto [it, inserted] = function_by_name_.try_emplace(name, 0);
+    const std::string file = ExportSourceFile(profile_.frames, profile_.frames.at(frame_id));
+    auto [it, inserted] = function_by_name_.try_emplace(file.empty() ? name : name + '\0' + file, 0);
     if (inserted) {
       it->second = out_.function_table_size();
       pb::Function* f = out_.add_function_table();
       f->set_name_strindex(String(name));
       f->set_system_name_strindex(f->name_strindex());
+      if (!file.empty()) f->set_filename_strindex(String(file));
     }
     return id = it->second;
   }
@@ -138,7 +140,7 @@ class Dictionary {
     pb::Location* loc = out_.add_location_table();
     const uint32_t physical = frames.back();
     const FrameRecord& frame = profile_.frames.at(physical);
-    loc->set_address(frame.address);
+    loc->set_address(ExportAddress(frame));
     const int32_t mapping = Mapping(physical);
     loc->set_mapping_index(mapping);
     if (mapping != 0) {
@@ -146,7 +148,11 @@ class Dictionary {
       range.low = std::min(range.low, frame.address);
       range.high = std::max(range.high, frame.address);
     }
-    for (uint32_t f : frames) loc->add_lines()->set_function_index(Function(f));
+    for (uint32_t f : frames) {
+      pb::Line* line = loc->add_lines();
+      line->set_function_index(Function(f));
+      line->set_line(ExportSourceLine(profile_.frames.at(f)));
+    }
     return id;
   }
 

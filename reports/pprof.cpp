@@ -76,13 +76,15 @@ class PprofBuilder {
     uint64_t& id = function_of_frame_[frame_id];
     if (id != 0) return id;
     const std::string name = ExportFunctionName(profile_.frames, frame_id);
-    auto [it, inserted] = function_by_name_.try_emplace(name, 0);
+    const std::string file = ExportSourceFile(profile_.frames, profile_.frames.at(frame_id));
+    auto [it, inserted] = function_by_name_.try_emplace(file.empty() ? name : name + '\0' + file, 0);
     if (inserted) {
       pb::Function* f = out_.add_function();
       it->second = static_cast<uint64_t>(out_.function_size());
       f->set_id(it->second);
       f->set_name(strings_.Index(name));
       f->set_system_name(f->name());
+      if (!file.empty()) f->set_filename(strings_.Index(file));
     }
     id = it->second;
     return id;
@@ -117,7 +119,7 @@ class PprofBuilder {
     loc->set_id(id);
     const uint32_t physical = frames.back();
     const FrameRecord& frame = profile_.frames.at(physical);
-    loc->set_address(frame.address);
+    loc->set_address(ExportAddress(frame));
     const uint64_t mapping = MappingId(physical);
     loc->set_mapping_id(mapping);
     if (mapping != 0) {
@@ -126,7 +128,11 @@ class PprofBuilder {
       range.high = std::max(range.high, frame.address);
       range.inlined = range.inlined || frames.size() > 1;
     }
-    for (uint32_t f : frames) loc->add_line()->set_function_id(FunctionId(f));
+    for (uint32_t f : frames) {
+      pb::Line* line = loc->add_line();
+      line->set_function_id(FunctionId(f));
+      line->set_line(ExportSourceLine(profile_.frames.at(f)));
+    }
     return id;
   }
 

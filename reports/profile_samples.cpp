@@ -109,12 +109,24 @@ std::string ExportFunctionName(const FrameTable& frames, uint32_t id) {
 }
 
 std::string ExportMappingName(const FrameTable& frames, const FrameRecord& frame) {
-  if (frame.kind == FrameKind::kJit || frame.kind == FrameKind::kInterpreted) return "";
+  if (frame.kind == FrameKind::kJit || frame.kind == FrameKind::kInterpreted || IsRuntimeKind(frame.kind)) {
+    return "";
+  }
   const std::string& module = frames.module_of(frame);
   if (frame.kind == FrameKind::kKernel) {
     return module == "vmlinux" || module.empty() ? "[kernel.kallsyms]" : "[" + module + "]";
   }
   return module;
 }
+
+std::string ExportSourceFile(const FrameTable& frames, const FrameRecord& frame) {
+  return IsRuntimeKind(frame.kind) ? ValidUtf8(frames.module_of(frame)) : std::string();
+}
+
+int64_t ExportSourceLine(const FrameRecord& frame) {
+  return IsRuntimeKind(frame.kind) ? SourceLine(frame.address) : 0;
+}
+
+uint64_t ExportAddress(const FrameRecord& frame) { return IsRuntimeKind(frame.kind) ? 0 : frame.address; }
 
 }  // namespace arcprof::reports

@@ -67,5 +67,12 @@ std::string ExportFunctionName(const model::FrameTable& frames, uint32_t id);
 // conventional "[kernel.kallsyms]"; JIT and interpreted frames and frames
 // without a module have none ("").
 std::string ExportMappingName(const model::FrameTable& frames, const model::FrameRecord& frame);
+// The source file of a runtime's frame (python, js: its module), valid UTF-8;
+// "" for other frames. A function is its name and this file.
+std::string ExportSourceFile(const model::FrameTable& frames, const model::FrameRecord& frame);
+// The source line of a runtime's frame, 0 for other frames.
+int64_t ExportSourceLine(const model::FrameRecord& frame);
+// A location's address: none (0) for a runtime's frame, whose address is a line.
+uint64_t ExportAddress(const model::FrameRecord& frame);
 
 }  // namespace arcprof::reports

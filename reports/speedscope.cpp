@@ -3,10 +3,12 @@
 #include "model/frame_name.h"
 
 #include <map>
+#include <tuple>
 #include <ostream>
 #include <vector>
 
 #include "reports/json_writer.h"
+#include "reports/profile_samples.h"
 
 namespace arcprof::reports {
 using namespace arcprof::model;
@@ -32,19 +34,23 @@ bool StackOf(const std::vector<CallTree::Node>& nodes, size_t leaf, size_t frame
 void WriteSpeedscope(const Profile& profile, const ThreadFilter& filter, std::ostream& out,
                      const Metric& metric) {
   std::vector<int64_t> frame_index(profile.frames.size(), -1);
-  // Frames are keyed by index in speedscope, so equal (name, file) pairs share
-  // one; the file is keyed by its module id.
-  std::map<std::pair<std::string, uint32_t>, int64_t> shared;
+  // Frames are keyed by index in speedscope, so equal (name, file, line)
+  // share one; the file is keyed by its module id (the line: a runtime's
+  // frames, python and js; 0 for others).
+  std::map<std::tuple<std::string, uint32_t, int64_t>, int64_t> shared;
   Json frames = Json::array();
   auto index_of = [&](uint32_t frame_id) {
     int64_t& index = frame_index[frame_id];
     if (index >= 0) return index;
     const FrameRecord& frame = profile.frames.at(frame_id);
-    std::pair<std::string, uint32_t> key{FrameDisplayName(profile.frames, frame_id), frame.module};
+    std::tuple<std::string, uint32_t, int64_t> key{FrameDisplayName(profile.frames, frame_id), frame.module,
+                                                   ExportSourceLine(frame)};
     auto [it, inserted] = shared.try_emplace(key, static_cast<int64_t>(shared.size()));
     if (inserted) {
-      Json item = {{"name", key.first}};
+      Json item = {{"name", std::get<0>(key)}};
       if (frame.module != 0) item["file"] = profile.frames.module(frame.module);
+      if (std::get<2>(key) > 0) item["line"] = std::get<2>(key);
+      if (SourceColumn(frame.address) > 0 && IsRuntimeKind(frame.kind)) item["col"] = SourceColumn(frame.address);
       frames.push_back(std::move(item));
     }
     index = it->second;

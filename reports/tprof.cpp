@@ -42,13 +42,20 @@ struct Leaf {
   uint64_t ticks;
 };
 
+// A runtime's frames (python, js) show their kind as their module, as Java's
+// compiled code shows JITCODE; their source file goes with the function.
 std::string ModuleDisplay(const Leaf& leaf) {
+  if (leaf.frame && IsRuntimeKind(leaf.frame->kind)) return std::string(FrameKindName(leaf.frame->kind));
   if (leaf.module == nullptr || leaf.module->empty()) return "[unknown]";
   return *leaf.module;
 }
 
-// The module as a row key: its id (0, "", for no frame), not a copy of its path.
-std::string ModuleKey(const Leaf& leaf) { return std::to_string(leaf.frame ? leaf.frame->module : 0); }
+// The module as a row key: its id (0, "", for no frame), not a copy of its
+// path; a runtime's kind for its frames.
+std::string ModuleKey(const Leaf& leaf) {
+  if (leaf.frame && IsRuntimeKind(leaf.frame->kind)) return std::string(FrameKindName(leaf.frame->kind));
+  return std::to_string(leaf.frame ? leaf.frame->module : 0);
+}
 
 std::string SymbolDisplay(const Leaf& leaf) {
   if (leaf.frame == nullptr) return "[no frames]";
@@ -110,7 +117,11 @@ void FillRow(TprofRow& row, TprofLevel level, const Leaf& leaf, bool module_abov
       row.name = SymbolDisplay(leaf);
       // Without a MOD level above, "main" of two programs must stay apart and
       // say where it comes from.
-      if (!module_above) row.name += " (" + BaseName(row.module) + ")";
+      if (leaf.frame && IsRuntimeKind(leaf.frame->kind)) {
+        row.name += " (" + BaseName(*leaf.module) + ")";  // its source file
+      } else if (!module_above) {
+        row.name += " (" + BaseName(row.module) + ")";
+      }
       break;
   }
 }
@@ -125,8 +136,8 @@ std::string RowKey(TprofLevel level, const Leaf& leaf) {
       return leaf.thread->host + '\0' + std::to_string(leaf.thread->pid) + "/" + std::to_string(leaf.thread->tid);
     case TprofLevel::kModule:
       return ModuleKey(leaf);
-    case TprofLevel::kSymbol:
-      return ModuleKey(leaf) + '\0' + SymbolDisplay(leaf);
+    case TprofLevel::kSymbol:  // by file: two files' "main" stay apart
+      return std::to_string(leaf.frame ? leaf.frame->module : 0) + '\0' + SymbolDisplay(leaf);
     case TprofLevel::kContainer:
       return leaf.thread->host + '\0' + leaf.thread->identity.container_id;
     case TprofLevel::kService:

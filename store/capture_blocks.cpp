@@ -197,7 +197,7 @@ Result<void> DecodeFrameBlock(std::string_view raw, size_t module_count,
     uint64_t flags = 0;
     if (!in.Varint(flags)) return Bad("a truncated frame block");
     const uint64_t kind = flags & 7, reason = flags >> 3 & 15;
-    if (flags >> 8 || kind > static_cast<uint64_t>(FrameKind::kUnknown) ||
+    if (flags >> 8 || kind >= static_cast<uint64_t>(kFrameKindCount) ||
         reason >= static_cast<uint64_t>(kUnknownReasonCount)) {
       return Bad("a frame with an invalid kind, reason or inlined flag");
     }

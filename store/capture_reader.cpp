@@ -356,6 +356,12 @@ Result<void> Reader::ReadFrameBlocks(const std::vector<uint32_t>& modules, Profi
         }
         for (auto& [module, frame] : decoded) {
           if (frame_ids.size() >= CallTree::kNoFrame) return Corrupt("too many frames");
+          // Runtime frame kinds (python, js) came with schema 7.
+          if (schema_version_ < 7 && IsRuntimeKind(frame.kind)) {
+            return Corrupt("frame block " + std::to_string(next_block - 1) + " holds a " +
+                           std::string(FrameKindName(frame.kind)) + " frame, which schema " +
+                           std::to_string(schema_version_) + " does not have");
+          }
           if (auto r = Spend(sizeof(FrameRecord) + frame.symbol.size()); !r) return r;
           frame.module = modules[module];
           frame.symbol = EscapeControl(frame.symbol);
@@ -652,7 +658,7 @@ Result<Profile> Reader::ReadAll() {
                 return Corrupt("frame " + std::to_string(frame_ids.size()) + " names module " +
                                std::to_string(module) + ", which does not exist");
               }
-              if (kind < 0 || kind > static_cast<int64_t>(FrameKind::kUnknown) || reason < 0 ||
+              if (kind < 0 || kind > static_cast<int64_t>(FrameKind::kUnknown) || reason < 0 ||  // schema 1 only
                   reason >= kUnknownReasonCount || (inlined != 0 && inlined != 1)) {
                 return Corrupt("frame " + std::to_string(frame_ids.size()) +
                                " has an invalid kind, reason or inlined flag");

@@ -37,6 +37,14 @@ uint32_t Thread(Profile& p, uint32_t pid, uint32_t tid, std::string comm, std::s
 
 }  // namespace
 
+uint32_t SourceFrame(Profile& p, const std::string& file, const std::string& symbol, FrameKind kind, uint32_t line) {
+  FrameRecord f;
+  f.symbol = symbol;
+  f.kind = kind;
+  f.address = SourceAddress(line);
+  return p.frames.Intern(file, f);
+}
+
 Profile SampleProfile() {
   Profile p;
   p.meta.host = "testhost";

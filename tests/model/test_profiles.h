@@ -16,6 +16,9 @@ namespace arcprof::testing {
 // java 890 (main 650, compiler 240), systemd 15; 1995 in all.
 Profile SampleProfile();
 
+// A runtime's frame (python, js) of `file` at `line`, interned in p.
+uint32_t SourceFrame(Profile& p, const std::string& file, const std::string& symbol, FrameKind kind, uint32_t line);
+
 // `distinct_stacks` stacks of `depth` frames spread over 4 threads, with
 // `samples` samples in all: the shape of a long capture of a busy machine.
 Profile LargeProfile(uint64_t samples, int distinct_stacks, int depth);

@@ -382,6 +382,60 @@ TEST(Pprof, SampleTypesTotalsLabelsAndInlinedLines) {
   EXPECT_EQ(by_comm["busy loop"], 1090);
 }
 
+// A runtime's frames (python, js) carry function, file and line: pprof's
+// Function.filename and Line.line, speedscope's file and line. One function's
+// two lines are one Function with two lines.
+Profile RuntimeProfile() {
+  Profile p = SampleProfile();
+  const uint32_t drive = testing::SourceFrame(p, "/srv/app.py", "drive", FrameKind::kPython, 30);
+  const uint32_t a12 = testing::SourceFrame(p, "/srv/app.py", "alpha", FrameKind::kPython, 12);
+  const uint32_t a13 = testing::SourceFrame(p, "/srv/app.py", "alpha", FrameKind::kPython, 13);
+  p.threads[0].tree.AddStack(std::vector<uint32_t>{drive, a12}, 300);
+  p.threads[0].tree.AddStack(std::vector<uint32_t>{drive, a13}, 200);
+  return p;
+}
+
+TEST(Pprof, RuntimeFramesCarryFileAndLine) {
+  auto file = PprofFile(RuntimeProfile(), {});
+  ASSERT_TRUE(file.ok());
+  perftools::profiles::Profile p;
+  ASSERT_TRUE(p.ParseFromString(Gunzip(*file)));
+  const auto str = [&](int64_t i) { return p.string_table(static_cast<int>(i)); };
+  std::map<uint64_t, const perftools::profiles::Function*> functions;
+  int alphas = 0;
+  for (const auto& f : p.function()) {
+    functions[f.id()] = &f;
+    if (str(f.name()) == "alpha") {
+      ++alphas;
+      EXPECT_EQ(str(f.filename()), "/srv/app.py");
+    }
+  }
+  EXPECT_EQ(alphas, 1);
+  std::set<int64_t> alpha_lines;
+  for (const auto& l : p.location()) {
+    for (const auto& line : l.line()) {
+      if (str(functions.at(line.function_id())->name()) == "alpha") {
+        alpha_lines.insert(line.line());
+        EXPECT_EQ(l.mapping_id(), 0u);
+      }
+    }
+  }
+  EXPECT_EQ(alpha_lines, (std::set<int64_t>{12, 13}));
+}
+
+TEST(Speedscope, RuntimeFramesCarryFileAndLine) {
+  std::ostringstream out;
+  WriteSpeedscope(RuntimeProfile(), {}, out);
+  const auto json = nlohmann::json::parse(out.str());
+  std::set<int64_t> lines;
+  for (const auto& f : json["shared"]["frames"]) {
+    if (f["name"] != "alpha") continue;
+    EXPECT_EQ(f["file"], "/srv/app.py");
+    lines.insert(f["line"].get<int64_t>());
+  }
+  EXPECT_EQ(lines, (std::set<int64_t>{12, 13}));
+}
+
 TEST(Pprof, FilterSelectsThreads) {
   ThreadFilter filter;
   filter.tids = {4170};

@@ -41,6 +41,18 @@ TEST(FoldedNames, SuffixesFollowFlameGraphConventions) {
   EXPECT_EQ(Folded(inlined), "helper_[i]");
 }
 
+// A runtime's frame: its function, and with --lines its file and line.
+TEST(FoldedNames, RuntimeFramesWithAndWithoutLines) {
+  FrameRecord py = Named("/srv/app.py", "Server.handle", FrameKind::kPython);
+  py.address = SourceAddress(42);
+  FrameRecord js = Named("/srv/app.js", "render", FrameKind::kJs);
+  js.address = SourceAddress(7, 3);
+  EXPECT_EQ(Folded(py), "Server.handle_[j]");
+  EXPECT_EQ(Folded(js), "render_[j]");
+  EXPECT_EQ(FoldedFrameName(Table(), Table().Intern(py), true), "Server.handle (/srv/app.py:42)_[j]");
+  EXPECT_EQ(FoldedFrameName(Table(), Table().Intern(js), true), "render (/srv/app.js:7)_[j]");
+}
+
 TEST(FoldedNames, UnknownFramesShowTheirModule) {
   FrameRecord f = Named("/usr/lib/libz.so.1", "", FrameKind::kNative);
   f.reason = UnknownReason::kStripped;

@@ -97,6 +97,32 @@ TEST(Tprof, TicksGoToTheLeafFrameAndNestByLevel) {
   EXPECT_EQ(report.unknown_frames.by_reason.at("stack truncated"), 5u);
 }
 
+// A runtime's frames (python, js) show their kind in the module column, as
+// Java's compiled code shows JITCODE; a function row names its file, and one
+// function's lines (frames of their own) are one row.
+TEST(Tprof, RuntimeKindsAreTheirModule) {
+  Profile p = SampleProfile();
+  const uint32_t a12 = testing::SourceFrame(p, "/srv/app.py", "alpha", FrameKind::kPython, 12);
+  const uint32_t a13 = testing::SourceFrame(p, "/srv/app.py", "alpha", FrameKind::kPython, 13);
+  const uint32_t b = testing::SourceFrame(p, "/srv/other.py", "alpha", FrameKind::kPython, 3);
+  const uint32_t js = testing::SourceFrame(p, "/srv/app.js", "render", FrameKind::kJs, 7);
+  ThreadRecord& t = p.threads[0];
+  t.tree.AddStack(std::vector<uint32_t>{a12}, 3000);
+  t.tree.AddStack(std::vector<uint32_t>{a13}, 2000);
+  t.tree.AddStack(std::vector<uint32_t>{b}, 1000);
+  t.tree.AddStack(std::vector<uint32_t>{js}, 1500);
+  const TprofReport report = BuildTprof(p, Options("mod,sym"));
+  ASSERT_GE(report.rows.size(), 2u);
+  EXPECT_EQ(report.rows[0].name, "python");
+  EXPECT_EQ(report.rows[0].ticks, 6000u);
+  ASSERT_EQ(report.rows[0].children.size(), 2u);
+  EXPECT_EQ(report.rows[0].children[0].name, "alpha (app.py)");
+  EXPECT_EQ(report.rows[0].children[0].ticks, 5000u);
+  EXPECT_EQ(report.rows[0].children[1].name, "alpha (other.py)");
+  EXPECT_EQ(report.rows[1].name, "js");
+  EXPECT_EQ(report.rows[1].children[0].name, "render (app.js)");
+}
+
 // A deep stack's "[frames elided]" marker is not code: counted apart from
 // truncations, and never a leaf of its own.
 TEST(Tprof, ElidedFramesMarkerIsCountedUnderItsOwnName) {

@@ -190,7 +190,7 @@ TEST(CaptureStore, Schema1RoundTrips) {
   EXPECT_EQ(read->meta.schema_version, 1);
 }
 
-// The profile of the fixtures large-schema{1..5}.db: 3,000 stacks of 20
+// The profile of the fixtures large-schema{1..6}.db: 3,000 stacks of 20
 // frames and off-CPU time on every fifth node.
 Profile LargeFixtureProfile() {
   Profile profile = testing::LargeProfile(100'000, 3'000, 20);
@@ -224,6 +224,61 @@ TEST(CaptureStore, OlderSchemasReadTheSame) {
   }
   EXPECT_LT(sizes[3], sizes[2]);  // schema 4's trees are smaller than schema 3's
   EXPECT_LT(sizes[4], sizes[3]);  // schema 5: sparse off-CPU values, NUL-ended symbols, small tables as blocks
+}
+
+// Schema 7: python and js frames keep their kind, file, function and line
+// (and column). A file of an older schema that holds them is refused: no
+// writer of those schemas had the kinds.
+TEST(CaptureStore, RuntimeFrameKindsRoundTrip) {
+  TempDir dir;
+  Profile original = SampleProfile();
+  FrameRecord py;
+  py.symbol = "Server.handle";
+  py.kind = FrameKind::kPython;
+  py.address = SourceAddress(42);
+  FrameRecord js;
+  js.symbol = "render";
+  js.kind = FrameKind::kJs;
+  js.address = SourceAddress(7, 15);
+  const uint32_t py_id = original.frames.Intern("/srv/app.py", py);
+  const uint32_t js_id = original.frames.Intern("/srv/app.js", js);
+  original.threads[0].tree.AddStack(std::vector<uint32_t>{py_id, js_id}, 5);
+  const std::string path = dir.File("rt.db");
+  ASSERT_TRUE(WriteCapture(path, original).ok());
+  auto read = ReadCapture(path);
+  ASSERT_TRUE(read.ok()) << read.error().message;
+  ExpectSameProfile(original, *read);
+  int found = 0;
+  for (const FrameRecord& f : read->frames.all()) {
+    if (f.symbol == "Server.handle") {
+      ++found;
+      EXPECT_EQ(f.kind, FrameKind::kPython);
+      EXPECT_EQ(read->frames.module_of(f), "/srv/app.py");
+      EXPECT_EQ(SourceLine(f.address), 42u);
+    } else if (f.symbol == "render") {
+      ++found;
+      EXPECT_EQ(f.kind, FrameKind::kJs);
+      EXPECT_EQ(read->frames.module_of(f), "/srv/app.js");
+      EXPECT_EQ(SourceLine(f.address), 7u);
+      EXPECT_EQ(SourceColumn(f.address), 15u);
+    }
+  }
+  EXPECT_EQ(found, 2);
+  // The schema before: its fixture (written by the schema 6 writer) reads the
+  // same; the capture above relabelled as schema 6 is refused.
+  const std::string v6 = dir.File("v6.db");
+  testing::CopyFixture("schema6.db", v6);
+  auto six = ReadCapture(v6);
+  ASSERT_TRUE(six.ok()) << six.error().message;
+  ExpectSameProfile(SampleProfile(), *six);
+  EXPECT_EQ(six->meta.schema_version, 6);
+  static_assert(kCaptureSchemaVersion == 7, "the file below stands for the schema before runtime kinds");
+  ExecSql(path, "PRAGMA user_version = 6; UPDATE meta SET value = '6' WHERE capture_id = 0 AND key = 'schema_version'");
+  Restamp(path);
+  auto old = ReadCapture(path);
+  ASSERT_FALSE(old.ok());
+  EXPECT_NE(old.error().message.find(" frame, which schema 6 does not have"), std::string::npos)
+      << old.error().message;
 }
 
 // Schema 6: each thread keeps its process's identity (container, pod,
@@ -479,16 +534,19 @@ TEST(CaptureErrors, NewerSchemaVersionInTheHeader) {
   TempDir dir;
   const std::string path = dir.File("arcprof.db");
   ASSERT_TRUE(WriteCapture(path, SampleProfile()).ok());
-  ExecSql(path, "PRAGMA user_version = 7;");
-  ExpectCaptureError(path, "capture schema version 7 is newer than this arcprof reads (6); upgrade arcprof");
+  const std::string newer = std::to_string(kCaptureSchemaVersion + 1);
+  ExecSql(path, "PRAGMA user_version = " + newer + ";");
+  ExpectCaptureError(path, "capture schema version " + newer + " is newer than this arcprof reads (" +
+                               std::to_string(kCaptureSchemaVersion) + "); upgrade arcprof");
 }
 
 TEST(CaptureErrors, NewerSchemaVersionInMeta) {
   TempDir dir;
   const std::string path = dir.File("arcprof.db");
   ASSERT_TRUE(WriteCapture(path, SampleProfile()).ok());
-  ExecSql(path, "UPDATE meta SET value = '7' WHERE capture_id = 0 AND key = 'schema_version';");
-  ExpectCaptureError(path, "capture schema version 7 is newer");
+  const std::string newer = std::to_string(kCaptureSchemaVersion + 1);
+  ExecSql(path, "UPDATE meta SET value = '" + newer + "' WHERE capture_id = 0 AND key = 'schema_version';");
+  ExpectCaptureError(path, "capture schema version " + newer + " is newer");
 }
 
 TEST(CaptureErrors, MissingTable) {
