@@ -1,4 +1,4 @@
-/* CPython 3.11+ at sample time (included by sample.bpf.c; docs/python.md).
+/* CPython 3.7+ at sample time (included by sample.bpf.c; docs/python.md).
  * For a process user space recognized as CPython (runtime_procs), the sampled
  * thread's interpreter frames are read from its thread state: thread state ->
  * current frame -> previous ..., at most ARCPROF_RUNTIME_MAX_FRAMES, one read
@@ -27,6 +27,15 @@ static __always_inline __u64 ns_tid_of(struct task_struct *task)
 	int nr = 0;
 	bpf_core_read(&nr, sizeof(nr), &p->numbers[level & 31].nr);
 	return (__u64)(__u32)nr;
+}
+
+/* What PyThreadState.native_thread_id (3.11+) or .thread_id (before:
+ * pthread_self(), the thread's fsbase) holds for the sampled thread. */
+static __always_inline __u64 py_thread_id(const struct runtime_proc *rp, struct task_struct *task)
+{
+	if (rp->version < ARCPROF_PY_FRAME_OBJECTS)
+		return BPF_CORE_READ(task, thread.fsbase);
+	return ns_tid_of(task);
 }
 
 static __always_inline __u64 py_thread_state(const struct runtime_proc *rp, __u64 key, __u64 ns_tid)
@@ -68,7 +77,7 @@ static __always_inline __u32 read_python_frames(__u8 *data, __u32 off, struct ta
 	*flags |= ARCPROF_SAMPLE_HAS_RUNTIME;
 
 	__u64 key = (__u64)tgid << 32 | tid;
-	__u64 ts = py_thread_state(rp, key, ns_tid_of(task));
+	__u64 ts = py_thread_state(rp, key, py_thread_id(rp, task));
 	h->thread = ts;
 	if (!ts) {
 		h->status = ARCPROF_RUNTIME_NO_THREAD;
@@ -85,6 +94,9 @@ static __always_inline __u32 read_python_frames(__u8 *data, __u32 off, struct ta
 	__u16 o_owner = rp->off[ARCPROF_PY_FRAME_OWNER];
 	__u16 o_entry = rp->off[ARCPROF_PY_FRAME_ENTRY];
 	__u16 o_file = rp->off[ARCPROF_PY_CODE_FILENAME];
+	/* The name is the second or third word of the 24 bytes read at co_filename. */
+	__u32 name_word = ((__u32)(rp->off[ARCPROF_PY_CODE_NAME] - o_file) >> 3) & 3;
+	int frame_objects = rp->version < ARCPROF_PY_FRAME_OBJECTS;
 	/* One entry per frame, so that the verifier sees as many states as
 	 * iterations (the entry count is the loop count). */
 	__u32 n = 0;
@@ -102,7 +114,7 @@ static __always_inline __u32 read_python_frames(__u8 *data, __u32 off, struct ta
 		struct runtime_frame *f =
 			(struct runtime_frame *)(data + ((off + ARCPROF_RUNTIME_HEADER_SIZE +
 							  (i & 63) * ARCPROF_RUNTIME_FRAME_SIZE) & 4095));
-		if (o_entry == ARCPROF_PY_NO_OFFSET && owner == ARCPROF_PY_OWNED_BY_CSTACK) {
+		if (!frame_objects && o_entry == ARCPROF_PY_NO_OFFSET && owner == ARCPROF_PY_OWNED_BY_CSTACK) {
 			/* 3.12+: the shim an activation of the interpreter pushes
 			 * below the frames it runs: a marker. */
 			f->code = 0;
@@ -111,13 +123,23 @@ static __always_inline __u32 read_python_frames(__u8 *data, __u32 off, struct ta
 		} else {
 			__u64 *names = (__u64 *)(sb->data + ARCPROF_PY_FRAME_READ);
 			names[0] = 0;
+			names[1] = 0;
 			names[2] = 0;
+			names[3] = 0;
 			bpf_probe_read_user(names, 24, (void *)(code + o_file));
+			__u64 name = names[name_word];
 			f->code = code;
-			/* 3.11: the first frame its activation ran (is_entry),
-			 * in the low bit of the 2-byte aligned instruction. */
-			f->instr = field_u64(sb->data, o_instr) | (entry ? ARCPROF_RUNTIME_ENTRY_BIT : 0);
-			f->stamp = names[0] ^ (names[2] << 1 | names[2] >> 63);
+			if (frame_objects) {
+				/* Before 3.11 each frame has its own activation;
+				 * f_lasti is an int. */
+				f->instr = (__u64)(__u32)field_u64(sb->data, o_instr) << 1 | ARCPROF_RUNTIME_ENTRY_BIT;
+			} else {
+				/* 3.11: the first frame its activation ran
+				 * (is_entry), in the low bit of the 2-byte aligned
+				 * instruction. */
+				f->instr = field_u64(sb->data, o_instr) | (entry ? ARCPROF_RUNTIME_ENTRY_BIT : 0);
+			}
+			f->stamp = names[0] ^ (name << 1 | name >> 63);
 		}
 		n = i + 1;
 		frame = prev;

@@ -40,11 +40,18 @@ enum arcprof_py_off {
 	ARCPROF_PY_FRAME_INSTR,                   /* .prev_instr / .instr_ptr */
 	ARCPROF_PY_FRAME_OWNER,                   /* .owner (3.12+: 3 is a C stack shim) */
 	ARCPROF_PY_FRAME_ENTRY,                   /* .is_entry (3.11); 0xffff: none */
-	ARCPROF_PY_CODE_FILENAME,                 /* co_filename; co_name, co_qualname follow */
+	ARCPROF_PY_CODE_FILENAME,                 /* co_filename */
+	ARCPROF_PY_CODE_NAME,                     /* co_qualname (3.11+), co_name: 8 or 16 bytes after co_filename */
 	ARCPROF_PY_OFF_COUNT = 16,
 };
+/* Before 3.11 (runtime_proc.version < ARCPROF_PY_FRAME_OBJECTS) a frame is a
+ * PyFrameObject and the fields above stand for: TSTATE_NATIVE_TID
+ * PyThreadState.thread_id (pthread_self(): the thread's fsbase),
+ * TSTATE_FRAME .frame, FRAME_CODE f_code, FRAME_PREVIOUS f_back, FRAME_INSTR
+ * f_lasti (an int); every frame is run by an activation of its own. */
+#define ARCPROF_PY_FRAME_OBJECTS 0x30b
 #define ARCPROF_PY_NO_OFFSET 0xffff
-#define ARCPROF_PY_FRAME_READ 80      /* bytes of a frame read at once: every field above lies below */
+#define ARCPROF_PY_FRAME_READ 112     /* bytes of a frame read at once: every field above lies below */
 #define ARCPROF_PY_OWNED_BY_CSTACK 3  /* 3.12+: an entry shim, not a Python frame */
 #define ARCPROF_PY_MAX_THREADS 128    /* thread states searched for a thread not seen yet */
 
@@ -88,12 +95,13 @@ struct runtime_frames_header {
 #define ARCPROF_RUNTIME_HEADER_SIZE 16
 
 /* One interpreter frame: CPython's code object, the instruction pointer of
- * the frame and a stamp of the code object (co_filename ^ co_qualname, read at
- * sample time: user space names the code object only when it still holds
- * them). The frames one native activation of the interpreter
- * (_PyEval_EvalFrameDefault) runs end after a frame whose instr has
- * ARCPROF_RUNTIME_ENTRY_BIT (3.11's is_entry), or at a marker, code == 0
- * (3.12+: the activation's shim frame). */
+ * the frame and a stamp of the code object (co_filename ^ co_qualname, or
+ * co_name before 3.11, read at sample time: user space names the code object
+ * only when it still holds them). The frames one native activation of the
+ * interpreter (_PyEval_EvalFrameDefault) runs end after a frame whose instr
+ * has ARCPROF_RUNTIME_ENTRY_BIT (3.11's is_entry; every frame before 3.11),
+ * or at a marker, code == 0 (3.12+: the activation's shim frame). Before
+ * 3.11 instr is f_lasti shifted left by one. */
 #define ARCPROF_RUNTIME_ENTRY_BIT 1ull
 struct runtime_frame {
 	__u64 code;

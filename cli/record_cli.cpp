@@ -160,6 +160,8 @@ RecordCommand::RecordCommand(CLI::App& app) {
   record->add_flag_callback("--no-java", [&rec] { rec.java = false; },
                             "Do not attach to JVMs (jitdumps and perf maps are still read)");
   record->get_option("--java")->excludes(record->get_option("--no-java"));
+  record->add_flag_callback("--no-runtimes", [&rec] { rec.runtimes = false; },
+                            "Do not name Python and JavaScript frames (native frames only)");
 
   // -p and a command are mutually exclusive; CLI11 cannot express "option vs
   // positional" on one subcommand via excludes(self), so check after parsing.

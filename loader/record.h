@@ -54,6 +54,9 @@ struct RecordOptions {
   // Load the JVMTI agent into running HotSpot JVMs (docs/java.md). Unset: on.
   // Existing jitdumps and perf maps are read either way.
   std::optional<bool> java;
+  // Name interpreted runtimes' frames with no flag (runtimes/: CPython, V8). Off:
+  // native frames only (the benchmark's baseline).
+  bool runtimes = true;
   // With DEBUGINFOD_URLS set: how long (from the start) stripped modules may
   // be looked up; lookups run in the background, the capture waits for what
   // is left of it at the end. 0: no debuginfod.

@@ -29,7 +29,7 @@ std::vector<std::unique_ptr<RecordExtension>> MakeRecordExtensions(const RecordO
   }
   if (PttEnabled(options)) extensions.push_back(MakePttExtension(PttExtensionOptionsOf(options)));
   extensions.push_back(MakeJavaExtension(JavaAttachEnabled(options), options.quiet));
-  extensions.push_back(MakeRuntimeExtension());
+  if (options.runtimes) extensions.push_back(MakeRuntimeExtension());
   if (!options.trace.root.empty()) {
     extensions.push_back(options.trace.java
                              ? MakeJavaTraceExtension(options.trace, !options.command.empty(), options.quiet)

@@ -26,6 +26,7 @@ class RuntimeExtension : public RecordExtension {
  public:
   ~RuntimeExtension() override {
     if (symbolizer_) symbolizer_->spaces().SetMappingObserver(this, nullptr);
+    if (symbolizer_) symbolizer_->SetJitFrameRefiner(this, nullptr);
     if (processor_) processor_->SetRuntimes({});
   }
 
@@ -47,6 +48,13 @@ class RuntimeExtension : public RecordExtension {
         }
       }
     }, /*replay_known=*/true);
+    // A perf map entry of a recognized process may be its runtime's own code
+    // of a known shape (CPython's -X perf trampolines): the runtime says how
+    // the unwinder steps it.
+    symbolizer_->SetJitFrameRefiner(this, [this](uint32_t pid, JitSymbol& code) {
+      if (!recognized_.count(pid)) return;
+      for (const auto& rt : runtimes_) rt->RefineJitFrame(pid, code);
+    });
     // Processes already running (replayed above) are recognized before the
     // first poll: their samples are named from the start.
     RecognizePending(MonotonicNs());
@@ -80,6 +88,7 @@ class RuntimeExtension : public RecordExtension {
     }
     if (last) {
       if (symbolizer_) symbolizer_->spaces().SetMappingObserver(this, nullptr);
+      if (symbolizer_) symbolizer_->SetJitFrameRefiner(this, nullptr);
       symbolizer_ = nullptr;
     }
     return {};

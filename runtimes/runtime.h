@@ -49,6 +49,11 @@ class Runtime {
   // memory, bounded; the answer's views stay valid for the runtime's life.
   virtual SymbolizedFrame Name(uint32_t pid, const runtime_frame& frame) = 0;
 
+  // A JIT symbol of pid (a perf map entry) that may be this runtime's own
+  // code of a known shape: marks it for the runtime's FrameStepper (frame
+  // size, rbp kept), so that the walk goes on past it with the caller's CFI.
+  virtual void RefineJitFrame(uint32_t pid, JitSymbol& code) {}
+
   // The process exited: its state and cached names go.
   virtual void Forget(uint32_t pid) = 0;
   // Counters since the last call ("python.frames_named", ...), then reset.

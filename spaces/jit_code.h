@@ -34,6 +34,10 @@ struct JitSymbol {
   // above the stack pointer, which tells the body from its prologue and
   // epilogue.
   bool rbp_frame_pointer = false;
+  // The frame of frame_size bytes holds the return address at its top and
+  // does not save rbp (a runtime's fixed trampoline, e.g. CPython's -X perf
+  // one: `sub $8,%rsp; call *%rcx; add $8,%rsp; ret`): stepping it keeps rbp.
+  bool keeps_rbp = false;
 };
 
 class JitCodeLookup {

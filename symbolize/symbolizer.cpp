@@ -92,6 +92,7 @@ struct Symbolizer::Impl : AddressSpaces::Listener {
   };
   uint32_t file_cache_bits;  // an eighth of the answer cache's slots
   std::vector<FileCacheEntry> file_cache;
+  std::vector<std::pair<const void*, Symbolizer::JitFrameRefiner>> jit_refiners;  // by owner
   // Bumped to drop every cached user answer at once (cheaper than touching
   // the 64 Ki slots: a forget pass runs every 5 s under churn).
   uint32_t cache_epoch = 1;
@@ -222,7 +223,11 @@ std::optional<JitSymbol> Symbolizer::FindJitCode(uint32_t pid, uint64_t addr, ui
   if (!process) return std::nullopt;
   const Timeline::Hit hit = Timeline::Lookup(*process, addr, t_ns);
   if (!hit.mapping || hit.mapping->kind != MappingKind::kAnonExec) return std::nullopt;
-  return impl.jit.Find(impl.spaces.Info(pid), addr, t_ns);
+  auto code = impl.jit.Find(impl.spaces.Info(pid), addr, t_ns);
+  if (code) {
+    for (auto& [owner, refine] : impl.jit_refiners) refine(pid, *code);
+  }
+  return code;
 }
 
 std::optional<std::string_view> Symbolizer::JavaMethodName(uint32_t pid, uint64_t method, uint64_t t_ns) {
@@ -235,6 +240,12 @@ void Symbolizer::SetJitSymbolSourceFactory(JitSymbolSourceFactory factory) {
   impl_->jit.SetFactory(std::move(factory));
   // Cached kJitNoMap answers predate the source.
   ++impl_->cache_epoch;
+}
+
+void Symbolizer::SetJitFrameRefiner(const void* owner, JitFrameRefiner refiner) {
+  auto& all = impl_->jit_refiners;
+  std::erase_if(all, [owner](const auto& o) { return o.first == owner; });
+  if (refiner) all.emplace_back(owner, std::move(refiner));
 }
 
 size_t Symbolizer::ReleaseNames(size_t budget_bytes) {

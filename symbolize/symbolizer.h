@@ -101,6 +101,13 @@ class Symbolizer : public JitCodeLookup {
   // Installs the source of JIT symbols for anonymous executable memory.
   void SetJitSymbolSourceFactory(JitSymbolSourceFactory factory);
 
+  // Called on every JIT symbol FindJitCode returns, so that the runtime
+  // owning the process can say how to step a frame its perf map only names
+  // (runtimes/: CPython's -X perf trampolines). One refiner per owner; an
+  // empty one removes the owner's.
+  using JitFrameRefiner = std::function<void(uint32_t pid, JitSymbol& code)>;
+  void SetJitFrameRefiner(const void* owner, JitFrameRefiner refiner);
+
   const SymbolizerStats& stats() const;
   // Walks every remembered process and JIT source: for a window close, not
   // for every sample.

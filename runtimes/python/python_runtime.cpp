@@ -4,9 +4,10 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <algorithm>
 #include <string>
 #include <unordered_map>
-#include <unordered_set>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -22,6 +23,7 @@ constexpr uint16_t kNone = ARCPROF_PY_NO_OFFSET;
 // version's Include/internal headers.
 PythonOffsets Row(uint32_t minor, std::initializer_list<uint16_t> bpf, uint16_t firstlineno,
                   uint16_t linetable, uint16_t adaptive, uint16_t ascii, uint16_t compact) {
+  // bpf: the ARCPROF_PY_* offsets in enum order, up to ARCPROF_PY_CODE_NAME.
   PythonOffsets o;
   o.minor = minor;
   size_t i = 0;
@@ -42,8 +44,13 @@ PythonOffsets Row(uint32_t minor, std::initializer_list<uint16_t> bpf, uint16_t 
 constexpr const char* kOffNames[] = {
     "runtime_interpreters_head", "interp_threads_head", "tstate_next",  "tstate_native_thread_id",
     "tstate_current_frame",      "cframe_current_frame", "frame_code", "frame_previous",
-    "frame_instr",               "frame_owner",          "frame_entry", "code_filename"};
-static_assert(sizeof(kOffNames) / sizeof(kOffNames[0]) == ARCPROF_PY_CODE_FILENAME + 1);
+    "frame_instr",               "frame_owner",          "frame_entry", "code_filename",
+    "code_name"};
+static_assert(sizeof(kOffNames) / sizeof(kOffNames[0]) == ARCPROF_PY_CODE_NAME + 1);
+
+// The oldest version named: 3.7 brought _PyRuntime (3.6 keeps its
+// interpreter list in a static variable).
+constexpr uint32_t kOldestMinor = 7;
 
 // The bytes of a file at an ELF virtual address.
 bool ReadFileAt(const MappedFile& file, const std::vector<LoadSegment>& loads, uint64_t vaddr,
@@ -70,29 +77,57 @@ uint32_t MinorInName(std::string_view path) {
   return digits == 0 ? 0 : minor;
 }
 
+// CPython 3.12+'s -X perf trampoline (Python/asm_trampoline.S), copied for
+// every code object: on x86-64 `[endbr64;] sub $8,%rsp; call *%rcx; add
+// $8,%rsp; ret`, a 16-byte frame that keeps rbp. The offset at which the
+// frame is set up (after the sub), when the file's trampoline is exactly
+// that; -1 otherwise (another architecture or layout: not stepped).
+int32_t TrampolineSetup(Elf* elf, const MappedFile& file, const std::vector<LoadSegment>& loads) {
+  const auto start = FindSymbolValue(elf, "_Py_trampoline_func_start");
+  if (!start) return -1;
+  uint8_t bytes[15] = {};
+  if (!ReadFileAt(file, loads, *start, bytes, sizeof(bytes))) return -1;
+  static constexpr uint8_t kEndbr[] = {0xf3, 0x0f, 0x1e, 0xfa};
+  static constexpr uint8_t kBody[] = {0x48, 0x83, 0xec, 0x08, 0xff, 0xd1, 0x48, 0x83, 0xc4, 0x08, 0xc3};
+  const size_t skip = memcmp(bytes, kEndbr, sizeof(kEndbr)) == 0 ? sizeof(kEndbr) : 0;
+  if (memcmp(bytes + skip, kBody, sizeof(kBody)) != 0) return -1;
+  return static_cast<int32_t>(skip + 4);
+}
+
 class PythonRuntime final : public Runtime {
  public:
   std::string_view name() const override { return "python"; }
   uint32_t id() const override { return ARCPROF_RUNTIME_PYTHON; }
 
-  bool MayHost(std::string_view path) const override { return MinorInName(path) >= 11; }
+  bool MayHost(std::string_view path) const override { return MinorInName(path) >= kOldestMinor; }
 
   std::optional<runtime_proc> Recognize(uint32_t pid, const MappedFile& file) override {
     const uint32_t name_minor = MinorInName(file.path);
-    if (name_minor < 11 || file.fd < 0) return std::nullopt;
+    if (name_minor < kOldestMinor || file.fd < 0) return std::nullopt;
     auto elf = OpenElfFd(file.fd);
     if (!elf) return std::nullopt;
     auto info = ReadElfHeaderInfo(elf->get());
     if (!info) return std::nullopt;
     const auto runtime = FindSymbolValue(elf->get(), "_PyRuntime");
-    const auto version = FindSymbolValue(elf->get(), "Py_Version");
     const auto code_type = FindSymbolValue(elf->get(), "PyCode_Type");
-    if (!runtime || !version || !code_type) return std::nullopt;  // not CPython 3.11+
-    uint64_t hex = 0;
-    if (!ReadFileAt(file, info->loads, *version, &hex, 4)) return std::nullopt;
-    hex &= 0xffffffffu;
-    const uint32_t major = static_cast<uint32_t>(hex >> 24), minor = static_cast<uint32_t>(hex >> 16 & 0xff);
-    if (major != 3 || minor != name_minor) return std::nullopt;
+    if (!runtime || !code_type) return std::nullopt;  // not CPython 3.7+
+    uint32_t minor = name_minor;
+    if (name_minor >= 11) {
+      // 3.11+ says its version in Py_Version.
+      const auto version = FindSymbolValue(elf->get(), "Py_Version");
+      uint64_t hex = 0;
+      if (!version || !ReadFileAt(file, info->loads, *version, &hex, 4)) return std::nullopt;
+      hex &= 0xffffffffu;
+      const uint32_t major = static_cast<uint32_t>(hex >> 24);
+      minor = static_cast<uint32_t>(hex >> 16 & 0xff);
+      if (major != 3 || minor != name_minor) return std::nullopt;
+    } else if (FindSymbolValue(elf->get(), "Py_Version") ||
+               !FindSymbolValue(elf->get(), "_PyEval_EvalFrameDefault")) {
+      // Before 3.11: the file's name says the version; a file that has
+      // Py_Version is newer than its name, one without the evaluation loop
+      // is not CPython.
+      return std::nullopt;
+    }
     std::optional<PythonOffsets> offsets;
     if (minor >= 13) {
       // The interpreter documents its offsets: _Py_DebugOffsets opens _PyRuntime.
@@ -113,8 +148,23 @@ class PythonRuntime final : public Runtime {
     p = Proc{};
     p.offsets = *offsets;
     p.code_type = *code_type + file.load_bias;
+    p.trampoline_setup = TrampolineSetup(elf->get(), file, info->loads);
     ++recognized_;
     return rp;
+  }
+
+  // -X perf (3.12+): every perf map entry "py::..." is a copy of the
+  // interpreter's trampoline, whose frame is fixed (TrampolineSetup).
+  void RefineJitFrame(uint32_t pid, JitSymbol& code) override {
+    auto p = procs_.find(pid);
+    if (p == procs_.end() || p->second.trampoline_setup < 0 || !code.name.starts_with("py::") ||
+        code.frame_size != 0) {
+      return;
+    }
+    code.frame_size = 16;
+    code.frame_complete = p->second.trampoline_setup;
+    code.rbp_unreliable = true;
+    code.keeps_rbp = true;
   }
 
   bool IsHostFrame(std::string_view symbol) const override {
@@ -123,41 +173,47 @@ class PythonRuntime final : public Runtime {
 
   SymbolizedFrame Name(uint32_t pid, const runtime_frame& frame) override {
     SymbolizedFrame f;
-    f.kind = FrameKind::kInterpreted;
+    f.kind = FrameKind::kPython;
     f.module = "[python]";
-    f.address = frame.code;
+    f.address = 0;
     f.offset = frame.code;
     const NameKey key{pid, frame.code, frame.stamp};
-    if (auto it = cache_.find(key); it != cache_.end()) {
-      ++named_;
-      f.symbol = it->second.symbol;
-      f.module = it->second.file;
-      f.address = it->second.line;
-      return f;
+    auto it = cache_.find(key);
+    if (it == cache_.end()) {
+      auto p = procs_.find(pid);
+      if (p == procs_.end()) {
+        f.reason = UnknownReason::kNoProcess;
+        ++unreadable_;
+        return f;
+      }
+      Cached c;
+      if (!ReadCode(pid, p->second, frame, c)) {
+        f.reason = UnknownReason::kNoSymbols;
+        return f;
+      }
+      if (cache_.size() >= kMaxCached || table_bytes_ + c.table.size() > kMaxTableBytes) {
+        cache_.clear();
+        lines_.clear();
+        table_bytes_ = 0;
+      }
+      table_bytes_ += c.table.size();
+      it = cache_.emplace(key, std::move(c)).first;
     }
-    auto p = procs_.find(pid);
-    if (p == procs_.end()) {
-      f.reason = UnknownReason::kNoProcess;
-      ++unreadable_;
-      return f;
-    }
-    NamedFrame c;
-    if (!ReadCode(pid, p->second, frame, c)) {
-      f.reason = UnknownReason::kNoSymbols;
-      return f;
-    }
-    if (cache_.size() >= kMaxCached) cache_.clear();
-    cache_.emplace(key, c);
     ++named_;
+    const Cached& c = it->second;
     f.symbol = c.symbol;
     f.module = c.file;
-    f.address = c.line;
+    f.address = SourceAddress(Line(key, c, frame.instr));
     return f;
   }
 
   void Forget(uint32_t pid) override {
     procs_.erase(pid);
-    std::erase_if(cache_, [pid](const auto& kv) { return kv.first.pid == pid; });
+    std::erase_if(cache_, [this, pid](const auto& kv) {
+      if (kv.first.pid == pid) table_bytes_ -= kv.second.table.size();
+      return kv.first.pid == pid;
+    });
+    std::erase_if(lines_, [pid](const auto& kv) { return kv.first.code.pid == pid; });
   }
 
   void TakeCounters(const std::function<void(std::string_view, int64_t)>& add) override {
@@ -171,17 +227,35 @@ class PythonRuntime final : public Runtime {
   }
 
   size_t HeldBytes() const override {
-    return names_.HeldBytes() + cache_.size() * (sizeof(NameKey) + sizeof(NamedFrame) + 32) +
-           procs_.size() * sizeof(Proc);
+    return names_.HeldBytes() + cache_.size() * (sizeof(NameKey) + sizeof(Cached) + 32) + table_bytes_ +
+           lines_.size() * (sizeof(LineKey) + 16) + procs_.size() * sizeof(Proc);
   }
 
  private:
   struct Proc {
     PythonOffsets offsets;
+    int32_t trampoline_setup = -1;  // -X perf: where its trampoline's frame is set up, -1 unknown
     uint64_t code_type = 0;  // &PyCode_Type in the process
     ProcessMemory mem;
   };
+  struct Cached {
+    std::string_view symbol, file;
+    uint32_t first_line = 0;
+    uint32_t minor = 0;
+    uint64_t first_instr = 0;    // 3.11+: the address of the first instruction
+    std::vector<uint8_t> table;  // the line table (co_linetable, co_lnotab)
+  };
+  struct LineKey {
+    NameKey code;
+    uint64_t instr;
+    bool operator==(const LineKey&) const = default;
+  };
+  struct LineKeyHash {
+    size_t operator()(const LineKey& k) const { return NameKeyHash()(k.code) ^ (k.instr * 0x94d049bb133111ebull); }
+  };
   static constexpr size_t kMaxCached = 1 << 16;
+  static constexpr size_t kMaxTableBytes = 16u << 20;
+  static constexpr size_t kMaxTable = 64u << 10;  // one code object's line table, at most
   static constexpr size_t kMaxNameBytes = 16u << 20;
   static constexpr size_t kMaxChars = 1024;  // a longer name or path is cut
 
@@ -230,16 +304,39 @@ class PythonRuntime final : public Runtime {
     return true;
   }
 
+  // The line of the instruction the sampler read: from 3.11 an address in
+  // the code object, before it f_lasti (instr >> 1; bytes before 3.10, code
+  // units from 3.10).
+  uint32_t Line(const NameKey& key, const Cached& c, uint64_t instr) {
+    const LineKey lk{key, instr};
+    if (auto it = lines_.find(lk); it != lines_.end()) return it->second;
+    int64_t addr = -1;
+    if (c.minor >= 11) {
+      const uint64_t ip = instr & ~ARCPROF_RUNTIME_ENTRY_BIT;
+      if (ip >= c.first_instr && ip - c.first_instr < (uint64_t{1} << 31)) addr = static_cast<int64_t>(ip - c.first_instr);
+    } else {
+      const int32_t lasti = static_cast<int32_t>(static_cast<uint32_t>(instr >> 1));
+      addr = c.minor >= 10 ? int64_t{lasti} * 2 : lasti;
+    }
+    const int line = PythonLine(c.minor, c.table, static_cast<int>(c.first_line), addr);
+    const uint32_t out = line > 0 ? static_cast<uint32_t>(line) : c.first_line;
+    if (lines_.size() >= kMaxCached) lines_.clear();
+    lines_.emplace(lk, out);
+    return out;
+  }
+
+
   // The code object as it is now, named only when it is still the object
   // the sampler saw: a code object (its type) holding the same filename and
   // qualified name (the stamp). A freed object, or another one at the same
   // address since, is not misnamed.
-  bool ReadCode(uint32_t pid, Proc& p, const runtime_frame& frame, NamedFrame& out) {
+  bool ReadCode(uint32_t pid, Proc& p, const runtime_frame& frame, Cached& out) {
     const PythonOffsets& o = p.offsets;
     const uint16_t file_off = o.off[ARCPROF_PY_CODE_FILENAME];
+    const uint16_t name_off = o.off[ARCPROF_PY_CODE_NAME];
     uint8_t code[256];
-    const size_t len = std::max<size_t>(file_off + 24, o.code_firstlineno + 4);
-    if (len > sizeof(code) || !ReadMem(p, pid, frame.code, code, len)) {
+    const size_t len = std::max<size_t>({file_off + 24u, o.code_firstlineno + 4u, o.code_linetable + 8u});
+    if (len > sizeof(code) || name_off + 8 > len || !ReadMem(p, pid, frame.code, code, len)) {
       ++unreadable_;
       return false;
     }
@@ -247,7 +344,7 @@ class PythonRuntime final : public Runtime {
     int32_t first_line = 0;
     memcpy(&type, code + 8, 8);
     memcpy(&filename, code + file_off, 8);
-    memcpy(&qualname, code + file_off + 16, 8);
+    memcpy(&qualname, code + name_off, 8);
     memcpy(&first_line, code + o.code_firstlineno, 4);
     if (type != p.code_type || (filename ^ (qualname << 1 | qualname >> 63)) != frame.stamp) {
       ++stale_;
@@ -263,26 +360,126 @@ class PythonRuntime final : public Runtime {
     if (!n || !f) return false;
     out.symbol = *n;
     out.file = *f;
-    out.line = first_line > 0 ? static_cast<uint64_t>(first_line) : 0;
+    out.first_line = first_line > 0 ? static_cast<uint32_t>(first_line) : 0;
+    out.minor = o.minor;
+    out.first_instr = o.code_adaptive != kNone ? frame.code + o.code_adaptive : 0;
+    // The line table: a bytes object; without it (unreadable, too large) a
+    // frame is its function's first line.
+    uint64_t table = 0;
+    memcpy(&table, code + o.code_linetable, 8);
+    uint8_t head[40];
+    int64_t size = 0;
+    if (o.bytes_sval <= sizeof(head) && o.bytes_size + 8u <= o.bytes_sval && ReadMem(p, pid, table, head, o.bytes_sval)) {
+      memcpy(&size, head + o.bytes_size, 8);
+      if (size > 0 && static_cast<uint64_t>(size) <= kMaxTable) {
+        out.table.resize(static_cast<size_t>(size));
+        if (!ReadMem(p, pid, table + o.bytes_sval, out.table.data(), out.table.size())) out.table.clear();
+      }
+    }
     return true;
   }
 
   std::unordered_map<uint32_t, Proc> procs_;
-  NameCache cache_;
+  std::unordered_map<NameKey, Cached, NameKeyHash> cache_;
+  std::unordered_map<LineKey, uint32_t, LineKeyHash> lines_;  // by code object and instruction
+  size_t table_bytes_ = 0;
   NameStore names_{kMaxNameBytes};
   uint64_t recognized_ = 0, named_ = 0, stale_ = 0, unreadable_ = 0, debug_offsets_missing_ = 0;
 };
 
 }  // namespace
 
+namespace {
+
+// 3.11+ (Objects/locations.md): a varint of 6-bit chunks, bit 6 continuing.
+bool ReadVarint(std::span<const uint8_t> t, size_t& at, uint32_t& out) {
+  out = 0;
+  for (uint32_t shift = 0; at < t.size() && shift < 32; shift += 6) {
+    const uint8_t b = t[at++];
+    out |= static_cast<uint32_t>(b & 63) << shift;
+    if (!(b & 64)) return true;
+  }
+  return false;
+}
+
+int LocationTableLine(std::span<const uint8_t> t, int first_line, int64_t addr) {
+  int64_t end = 0;
+  int line = first_line;
+  size_t at = 0;
+  while (at < t.size()) {
+    const uint8_t head = t[at++];
+    if (!(head & 0x80)) return first_line;  // not the start of an entry: a corrupt table
+    const int code = head >> 3 & 15;
+    const int64_t start = end;
+    end += ((head & 7) + 1) * 2;
+    bool has_line = true;
+    if (code == 15) {
+      has_line = false;  // no location
+    } else if (code == 14 || code == 13) {  // long form, no columns: a signed line delta
+      uint32_t v = 0;
+      if (!ReadVarint(t, at, v)) return first_line;
+      line += (v & 1) ? -static_cast<int>(v >> 1) : static_cast<int>(v >> 1);
+    } else if (code >= 10) {
+      line += code - 10;  // one-line forms
+    }
+    while (at < t.size() && !(t[at] & 0x80)) ++at;  // the rest of the entry (columns)
+    if (addr >= start && addr < end) return has_line ? line : first_line;
+  }
+  return first_line;
+}
+
+// 3.10 (Objects/lnotab_notes.txt): (bytes, signed line delta) pairs; a delta
+// of -128 is no line.
+int LineTable310(std::span<const uint8_t> t, int first_line, int64_t addr) {
+  int64_t end = 0;
+  int line = first_line;
+  for (size_t at = 0; at + 1 < t.size(); at += 2) {
+    const int64_t start = end;
+    end += t[at];
+    const int delta = static_cast<int8_t>(t[at + 1]);
+    const bool has_line = delta != -128;
+    if (has_line) line += delta;
+    if (addr >= start && addr < end) return has_line ? line : first_line;
+  }
+  return first_line;
+}
+
+// 3.7-3.9: co_lnotab, (address increment, signed line increment) pairs.
+int Lnotab(std::span<const uint8_t> t, int first_line, int64_t addr) {
+  int64_t at_addr = 0;
+  int line = first_line;
+  for (size_t at = 0; at + 1 < t.size(); at += 2) {
+    at_addr += t[at];
+    if (at_addr > addr) break;
+    line += static_cast<int8_t>(t[at + 1]);
+  }
+  return line;
+}
+
+}  // namespace
+
+int PythonLine(uint32_t minor, std::span<const uint8_t> table, int first_line, int64_t addr) {
+  if (addr < 0) return first_line;
+  if (minor >= 11) return LocationTableLine(table, first_line, addr);
+  if (minor == 10) return LineTable310(table, first_line, addr);
+  return Lnotab(table, first_line, addr);
+}
+
 std::optional<PythonOffsets> PythonOffsetsFor(uint32_t minor) {
   switch (minor) {
+    case 7:
+      return Row(7, {24, 8, 8, 176, 24, kNone, 32, 24, 104, kNone, kNone, 96, 104}, 36, 112, kNone, 48, 72);
+    case 8:
+    case 9:
+      return Row(minor, {32, 8, 8, 176, 24, kNone, 32, 24, 104, kNone, kNone, 104, 112}, 40, 120, kNone, 48, 72);
+    case 10:
+      return Row(10, {32, 8, 8, 176, 24, kNone, 32, 24, 96, kNone, kNone, 104, 112}, 40, 120, kNone, 48, 72);
     case 11:
-      return Row(11, {40, 16, 8, 160, 56, 8, 32, 48, 56, 69, 68, 112}, 72, 136, 184, 48, 72);
+      return Row(11, {40, 16, 8, 160, 56, 8, 32, 48, 56, 69, 68, 112, 128}, 72, 136, 184, 48, 72);
     case 12:
-      return Row(12, {40, 72, 8, 144, 56, 0, 0, 8, 56, 70, kNone, 112}, 68, 136, 192, 40, 56);
+      return Row(12, {40, 72, 8, 144, 56, 0, 0, 8, 56, 70, kNone, 112, 128}, 68, 136, 192, 40, 56);
     case 13:
-      return Row(13, {632, 7344, 8, 160, 72, kNone, 0, 8, 56, 70, kNone, 112}, 68, 136, 200, 40, 56);
+      return Row(13, {632, 7344, 8, 160, 72, kNone, 0, 8, 56, 70, kNone, 112, 128}, 68, 136, 200, 40, 56);
     default:
       return std::nullopt;
   }
@@ -300,7 +497,7 @@ std::optional<PythonOffsets> PythonOffsetsFromDebug(std::span<const uint8_t> byt
   }
   auto fits = [](uint64_t v) { return v < 0xffff; };
   const uint64_t picks[] = {w[5], w[9], w[21], w[25], w[23], w[29], w[30], w[31], w[33], w[35],
-                            w[39], w[38], w[43], w[68], w[69], w[70], w[65], w[66]};
+                            w[37], w[39], w[38], w[43], w[68], w[69], w[70], w[65], w[66]};
   for (uint64_t v : picks) {
     if (!fits(v)) return std::nullopt;
   }
@@ -318,6 +515,7 @@ std::optional<PythonOffsets> PythonOffsetsFromDebug(std::span<const uint8_t> byt
   o->off[ARCPROF_PY_FRAME_OWNER] = static_cast<uint16_t>(w[33]);
   o->off[ARCPROF_PY_FRAME_ENTRY] = kNone;
   o->off[ARCPROF_PY_CODE_FILENAME] = static_cast<uint16_t>(w[35]);
+  o->off[ARCPROF_PY_CODE_NAME] = static_cast<uint16_t>(w[37]);  // co_qualname
   o->code_firstlineno = static_cast<uint16_t>(w[39]);
   o->code_linetable = static_cast<uint16_t>(w[38]);
   o->code_adaptive = static_cast<uint16_t>(w[43]);
@@ -332,7 +530,9 @@ std::optional<PythonOffsets> PythonOffsetsFromDebug(std::span<const uint8_t> byt
     if (o->off[i] + 8 > ARCPROF_PY_FRAME_READ) return std::nullopt;
   }
   if (o->off[ARCPROF_PY_FRAME_OWNER] >= ARCPROF_PY_FRAME_READ || o->code_firstlineno + 4 > 256 ||
-      o->off[ARCPROF_PY_CODE_FILENAME] + 24 > 256 || o->unicode_ascii_size > 128) {
+      o->off[ARCPROF_PY_CODE_FILENAME] + 24 > 256 || o->unicode_ascii_size > 128 ||
+      o->off[ARCPROF_PY_CODE_NAME] <= o->off[ARCPROF_PY_CODE_FILENAME] ||
+      o->off[ARCPROF_PY_CODE_NAME] > o->off[ARCPROF_PY_CODE_FILENAME] + 16) {
     return std::nullopt;
   }
   return o;
@@ -340,11 +540,10 @@ std::optional<PythonOffsets> PythonOffsetsFromDebug(std::span<const uint8_t> byt
 
 std::string PythonOffsetsText(const PythonOffsets& o) {
   std::string out = fmt::format("version 3.{}\n", o.minor);
-  for (int i = 0; i <= ARCPROF_PY_CODE_FILENAME; ++i) {
-    out += fmt::format("{} {}\n", kOffNames[i], o.off[i] == kNone ? -1 : static_cast<int>(o.off[i]));
-  }
+  auto value = [](uint16_t v) { return v == kNone ? -1 : static_cast<int>(v); };
+  for (int i = 0; i <= ARCPROF_PY_CODE_NAME; ++i) out += fmt::format("{} {}\n", kOffNames[i], value(o.off[i]));
   out += fmt::format("code_firstlineno {}\ncode_linetable {}\ncode_adaptive {}\n", o.code_firstlineno,
-                     o.code_linetable, o.code_adaptive);
+                     o.code_linetable, value(o.code_adaptive));
   out += fmt::format("unicode_state {}\nunicode_length {}\nunicode_ascii_size {}\nunicode_compact_size {}\n",
                      o.unicode_state, o.unicode_length, o.unicode_ascii_size, o.unicode_compact_size);
   out += fmt::format("bytes_size {}\nbytes_sval {}\n", o.bytes_size, o.bytes_sval);

@@ -40,6 +40,13 @@ std::optional<PythonOffsets> PythonOffsetsFromDebug(std::span<const uint8_t> byt
 // The offsets as the probe prints them ("name value" lines).
 std::string PythonOffsetsText(const PythonOffsets& o);
 
+// The source line of the instruction at byte offset `addr` of a code object
+// of 3.minor, from its line table (co_lnotab before 3.10, co_linetable after:
+// three formats) and co_firstlineno; first_line when the table does not say
+// (an offset before the first instruction, a table cut short). Bounded by
+// the table's size whatever its bytes.
+int PythonLine(uint32_t minor, std::span<const uint8_t> table, int first_line, int64_t addr);
+
 std::unique_ptr<Runtime> MakePythonRuntime();
 
 }  // namespace arcprof::runtimes

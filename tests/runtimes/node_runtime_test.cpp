@@ -25,7 +25,7 @@ const std::string kArcprof = ARCPROF_BIN;
 const std::string kProgram = std::string(ARCPROF_NODE_PROGRAMS) + "/split.js";
 const std::string kNode = "/usr/bin/node";
 
-std::vector<SampledStack> UserStacks(const Profile& p) { return ProgramStacks(p, "split.js", "split.js"); }
+std::vector<SampledStack> UserStacks(const Profile& p) { return ProgramStacks(p, "split.js", "split.js", FrameKind::kInterpreted); }
 
 struct Measures {
   uint64_t js = 0;  // main-thread samples with a function of split.js

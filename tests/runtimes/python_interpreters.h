@@ -1,5 +1,5 @@
 // The CPython interpreters of this machine the Python tests run: Debian's
-// /usr/bin/python3 (3.11) and pyenv's 3.11-3.13 under $HOME/.pyenv/versions.
+// /usr/bin/python3 (3.11) and pyenv's 3.7-3.13 under $HOME/.pyenv/versions.
 #pragma once
 
 #include <unistd.h>
@@ -43,13 +43,14 @@ inline std::vector<Interpreter> Interpreters() {
   if (access("/usr/bin/python3.11", X_OK) == 0) debian.binary = "/usr/bin/python3.11";
   if (access("/usr/include/python3.11/internal/pycore_frame.h", R_OK) == 0) debian.include = "/usr/include/python3.11";
   out.push_back(debian);
-  for (uint32_t minor : {11u, 12u, 13u}) {
+  for (uint32_t minor : {7u, 8u, 9u, 10u, 11u, 12u, 13u}) {
     Interpreter py{"pyenv-3." + std::to_string(minor), minor, "", ""};
     const std::string prefix = PyenvPrefix(minor);
     const std::string m = "3." + std::to_string(minor);
     if (!prefix.empty() && access((prefix + "/bin/python" + m).c_str(), X_OK) == 0) py.binary = prefix + "/bin/python" + m;
-    if (!prefix.empty() && access((prefix + "/include/python" + m + "/internal/pycore_frame.h").c_str(), R_OK) == 0) {
-      py.include = prefix + "/include/python" + m;
+    // 3.7 keeps its headers in python3.7m; internal/ holds what the probe reads.
+    for (const std::string& dir : {prefix + "/include/python" + m, prefix + "/include/python" + m + "m"}) {
+      if (!prefix.empty() && access((dir + "/internal").c_str(), R_OK) == 0) py.include = dir;
     }
     out.push_back(py);
   }

@@ -6,6 +6,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <sstream>
 #include <string>
 
 #include "common/scoped_fd.h"
@@ -43,7 +44,58 @@ TEST(PythonOffsets, MatchTheHeaders) {
     EXPECT_EQ(printed, runtimes::PythonOffsetsText(*table));
     ++checked;
   }
-  if (checked == 0) GTEST_SKIP() << "no CPython 3.11+ headers installed (python3.11-dev, or pyenv)";
+  if (checked == 0) GTEST_SKIP() << "no CPython 3.7+ headers installed (python3.11-dev, or pyenv)";
+}
+
+std::vector<uint8_t> Unhex(const std::string& hex) {
+  std::vector<uint8_t> out;
+  for (size_t i = 0; i + 1 < hex.size(); i += 2) out.push_back(static_cast<uint8_t>(std::stoul(hex.substr(i, 2), nullptr, 16)));
+  return out;
+}
+
+// Line numbers from each version's line table (co_lnotab, 3.10's
+// co_linetable, 3.11+'s location table) as CPython itself gives them, for
+// every instruction offset of a few code objects.
+TEST(PythonLines, AgreeWithTheInterpreter) {
+  int checked = 0;
+  for (const Interpreter& py : Interpreters()) {
+    if (py.binary.empty()) continue;
+    SCOPED_TRACE(py.label);
+    auto [status, printed] = RunCapture({py.binary, std::string(ARCPROF_PY_PROGRAMS) + "/line_table.py"});
+    ASSERT_EQ(status, 0) << printed;
+    std::istringstream lines(printed);
+    std::string line;
+    int codes = 0;
+    while (std::getline(lines, line)) {
+      std::istringstream in(line);
+      int first = 0;
+      std::string hex, pair;
+      in >> first >> hex;
+      const std::vector<uint8_t> table = Unhex(hex);
+      int offsets = 0;
+      while (in >> pair) {
+        const size_t colon = pair.find(':');
+        const int64_t off = std::stoll(pair.substr(0, colon));
+        const int want = std::stoi(pair.substr(colon + 1));
+        EXPECT_EQ(runtimes::PythonLine(py.minor, table, first, off), want) << "offset " << off << " of " << line;
+        ++offsets;
+      }
+      EXPECT_GE(offsets, 8);
+      ++codes;
+    }
+    EXPECT_EQ(codes, 3);
+    ++checked;
+  }
+  if (checked == 0) GTEST_SKIP() << "no CPython interpreter installed";
+}
+
+// A table of any bytes: an answer, within its bounds, never a crash.
+TEST(PythonLines, CorruptTablesAreBounded) {
+  const std::vector<uint8_t> junk = {0xff, 0xff, 0xff, 0xff, 0xf0, 0x7f, 0x7f, 0x7f, 0x7f, 0x7f, 0x7f, 0x7f};
+  for (uint32_t minor : {9u, 10u, 12u}) {
+    for (int64_t addr : {-1, 0, 2, 1000}) (void)runtimes::PythonLine(minor, junk, 5, addr);
+    EXPECT_EQ(runtimes::PythonLine(minor, {}, 5, 4), 5);
+  }
 }
 
 // 3.13 documents its offsets in _PyRuntime: read from the library's file as
@@ -78,9 +130,15 @@ TEST(PythonOffsets, DebugOffsetsThatDoNotFitAreRefused) {
   uint64_t w[71] = {};
   memcpy(w, "xdebugpy", 8);
   w[1] = 0x030d00f0;
+  w[37] = 16;  // co_qualname, 16 bytes after co_filename (BPF reads both at once)
   memcpy(bytes.data(), w, sizeof(w));
   EXPECT_FALSE(runtimes::PythonOffsetsFromDebug(bytes, 12).has_value()) << "version mismatch";
   EXPECT_TRUE(runtimes::PythonOffsetsFromDebug(bytes, 13).has_value()) << "all zero offsets fit";
+  w[37] = 40;  // a name BPF's 24-byte read at co_filename does not reach
+  memcpy(bytes.data(), w, sizeof(w));
+  EXPECT_FALSE(runtimes::PythonOffsetsFromDebug(bytes, 13).has_value());
+  w[37] = 16;
+  memcpy(bytes.data(), w, sizeof(w));
   w[2] = 1;  // free-threaded
   memcpy(bytes.data(), w, sizeof(w));
   EXPECT_FALSE(runtimes::PythonOffsetsFromDebug(bytes, 13).has_value());

@@ -2,11 +2,13 @@
 // pyenv's 3.11-3.13) recorded with `record -- pythonX split.py`, their Python
 // frames read in BPF and put in place of _PyEval_EvalFrameDefault.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <set>
 
 #include "tests/loader/runtime_util.h"
@@ -20,7 +22,9 @@ namespace {
 const std::string kArcprof = ARCPROF_BIN;
 const std::string kProgram = std::string(ARCPROF_PY_PROGRAMS) + "/split.py";
 
-std::vector<SampledStack> UserStacks(const Profile& p) { return ProgramStacks(p, "split.py", ".py"); }
+std::vector<SampledStack> UserStacks(const Profile& p, std::string_view program = "split.py") {
+  return ProgramStacks(p, program, ".py", FrameKind::kPython);
+}
 
 struct Measures {
   uint64_t python = 0;     // main-thread samples with any Python frame
@@ -57,9 +61,10 @@ Measures Measure(const Profile& p) {
 
 std::string Describe(const Profile& p) { return DescribeStacks(p, UserStacks(p), "[py]", {"python.", "runtimes."}); }
 
-Profile Record(const TempDir& tmp, const Interpreter& py, const std::vector<std::string>& args) {
+Profile Record(const TempDir& tmp, const Interpreter& py, const std::vector<std::string>& args,
+               const std::string& program = kProgram) {
   const std::string db = tmp.path(py.label + ".db");
-  std::vector<std::string> argv = {kArcprof, "record", "-q", "-o", db, "--", py.binary, kProgram};
+  std::vector<std::string> argv = {kArcprof, "record", "-q", "-o", db, "--", py.binary, program};
   argv.insert(argv.end(), args.begin(), args.end());
   Subprocess rec(argv);
   EXPECT_EQ(rec.Wait(), 0) << rec.stderr_text();
@@ -79,13 +84,15 @@ TEST_P(PythonNoFlag, SplitAndFullChains) {
   const Interpreter& py = GetParam();
   REQUIRE_INTERPRETER(py);
   TempDir tmp;
-  Profile p = Record(tmp, py, {"3"});
+  Profile p = Record(tmp, py, {"cpu=3"});
   const Measures m = Measure(p);
   printf("measured %s split %.4f full %.4f python %llu\n", py.label.c_str(), m.split(), m.full_share(),
          static_cast<unsigned long long>(m.python));
   ASSERT_GT(m.python, 200u) << Describe(p);
   // 40 runs (10 per interpreter) on the loaded build machine: split
   // 0.638-0.767 (39 of 40 within 0.712-0.767), full chains 0.982-1.000.
+  // 3.7-3.10, 10 runs each at load 14-24: split 0.725-0.805, full
+  // 0.983-1.000.
   // The goals are 2 points and 97% (docs/performance.md); these thresholds
   // guard against regressions with margin below the worst run.
   EXPECT_NEAR(m.split(), 0.75, 0.15) << m.alpha << " alpha, " << m.beta << " beta\n" << Describe(p);
@@ -98,7 +105,7 @@ TEST_P(PythonNoFlag, SecondThreadHasItsOwnChain) {
   const Interpreter& py = GetParam();
   REQUIRE_INTERPRETER(py);
   TempDir tmp;
-  Profile p = Record(tmp, py, {"3", "thread"});
+  Profile p = Record(tmp, py, {"cpu=3", "thread"});
   const Measures m = Measure(p);
   printf("measured %s thread side %.4f full %.4f side %llu\n", py.label.c_str(),
          m.side ? static_cast<double>(m.side_full) / m.side : 0.0, m.full_share(),
@@ -106,11 +113,113 @@ TEST_P(PythonNoFlag, SecondThreadHasItsOwnChain) {
   ASSERT_GT(m.python, 150u) << Describe(p);
   ASSERT_GT(m.side, 150u) << Describe(p);
   // 40 runs: the thread's own chain 0.979-1.000, the main thread's 0.982-1.000.
+  // 3.7-3.10, 10 runs each at load 14-24: the thread's 0.976-1.000, the
+  // main thread's 0.981-1.000.
   EXPECT_GE(static_cast<double>(m.side_full) / m.side, 0.95) << m.side_full << " of " << m.side << "\n" << Describe(p);
   EXPECT_EQ(m.side_with_module, 0u) << Describe(p);
   EXPECT_GE(m.full_share(), 0.95) << m.full << " of " << m.python << "\n" << Describe(p);
 }
 
+// The line of the first line of `path` that ends with `marker`.
+uint32_t LineOf(const std::string& path, const std::string& marker) {
+  std::ifstream in(path);
+  std::string text;
+  for (uint32_t n = 1; std::getline(in, text); ++n) {
+    if (text.ends_with(marker)) return n;
+  }
+  return 0;
+}
+
+// Line numbers: hot()'s two lines (three calls of sum() and one) each get
+// their own share, from the line table at the frame's instruction.
+TEST_P(PythonNoFlag, TwoHotLinesEachGetTheirShare) {
+  const Interpreter& py = GetParam();
+  REQUIRE_INTERPRETER(py);
+  TempDir tmp;
+  const std::string program = std::string(ARCPROF_PY_PROGRAMS) + "/lines.py";
+  const uint32_t line_a = LineOf(program, "# line A"), line_b = LineOf(program, "# line B");
+  ASSERT_GT(line_a, 0u);
+  Profile p = Record(tmp, py, {"cpu=3"}, program);
+  uint64_t a = 0, b = 0, other = 0;
+  for (const SampledStack& s : UserStacks(p, "lines.py")) {
+    const StackFrame* leaf = nullptr;
+    for (const StackFrame& f : s.frames) {
+      if (f.runtime) leaf = &f;
+    }
+    if (leaf == nullptr || leaf->name != "hot") continue;
+    (leaf->line == line_a ? a : leaf->line == line_b ? b : other) += s.n;
+  }
+  const double share = a + b ? static_cast<double>(a) / (a + b) : 0;
+  printf("measured %s lines A %.4f (%llu A, %llu B, %llu other)\n", py.label.c_str(), share,
+         static_cast<unsigned long long>(a), static_cast<unsigned long long>(b), static_cast<unsigned long long>(other));
+  ASSERT_GT(a + b, 150u) << Describe(p);
+  // 10 runs per interpreter (80 in all) at load 14-24, 3 s of wall time
+  // each: 0.698-0.829 per run, pooled 0.740-0.766 per interpreter
+  // (docs/performance.md, "Python"). The goal is 3 points (pooled); this
+  // guards with margin beyond the worst run.
+  EXPECT_NEAR(share, 0.75, 0.13) << Describe(p);
+}
+
+// A process already running when the recording starts (-p, and so a whole
+// machine: the same snapshot) is recognized from its mappings and named.
+TEST_P(PythonNoFlag, RunningProcessIsNamed) {
+  const Interpreter& py = GetParam();
+  REQUIRE_INTERPRETER(py);
+  TempDir tmp;
+  // Long enough for arcprof to load and attach on a loaded machine (seconds);
+  // killed when the test ends.
+  Subprocess target({py.binary, kProgram, "60"}, false);
+  usleep(1'000'000);  // started, running drive()
+  const std::string db = tmp.path(py.label + "-p.db");
+  Subprocess rec({kArcprof, "record", "-q", "-o", db, "-d", "3", "-p", std::to_string(target.pid())});
+  ASSERT_EQ(rec.Wait(), 0) << rec.stderr_text();
+  Profile p = LoadCapture(db);
+  const Measures m = Measure(p);
+  printf("measured %s running split %.4f full %.4f python %llu\n", py.label.c_str(), m.split(), m.full_share(),
+         static_cast<unsigned long long>(m.python));
+  // 10 runs per interpreter at load 14-24: split 0.712-0.800, full
+  // 0.976-1.000, 229-1,439 samples (3 s of a loaded machine).
+  ASSERT_GT(m.python, 150u) << Describe(p);
+  EXPECT_NEAR(m.split(), 0.75, 0.15) << Describe(p);
+  EXPECT_GE(m.full_share(), 0.95) << m.full << " of " << m.python << "\n" << Describe(p);
+}
+
+// python -X perf (3.12+): its perf-map trampolines, in an interpreter built
+// without frame pointers, are stepped by their fixed frame and the walk goes
+// on with CFI: the same complete chains as with no flag, no stack starting
+// at a trampoline.
+TEST_P(PythonNoFlag, PerfTrampolinesDoNotEndTheWalk) {
+  const Interpreter& py = GetParam();
+  REQUIRE_INTERPRETER(py);
+  if (py.minor < 12) GTEST_SKIP() << py.label << " has no -X perf (3.12+)";
+  TempDir tmp;
+  const std::string db = tmp.path(py.label + "-perf.db");
+  Subprocess rec({kArcprof, "record", "-q", "-o", db, "--", py.binary, "-X", "perf", kProgram, "cpu=3"});
+  ASSERT_EQ(rec.Wait(), 0) << rec.stderr_text();
+  Profile p = LoadCapture(db);
+  const Measures m = Measure(p);
+  uint64_t trampolines = 0, from_trampoline = 0;
+  for (const SampledStack& s : UserStacks(p)) {
+    bool any = false;
+    for (const StackFrame& f : s.frames) any = any || f.name.rfind("py::", 0) == 0;
+    if (any) trampolines += s.n;
+    if (!s.frames.empty() && s.frames[0].name.rfind("py::", 0) == 0) from_trampoline += s.n;
+  }
+  const double cut = trampolines ? static_cast<double>(from_trampoline) / trampolines : 1;
+  printf("measured %s -X perf split %.4f full %.4f python %llu trampolines %llu cut %.4f\n", py.label.c_str(),
+         m.split(), m.full_share(), static_cast<unsigned long long>(m.python),
+         static_cast<unsigned long long>(trampolines), cut);
+  ASSERT_GT(m.python, 200u) << Describe(p);
+  EXPECT_GT(trampolines, m.python / 2) << "the perf map was not used\n" << Describe(p);
+  // The walks that still stop at a trampoline: a leaf in a PLT stub, whose
+  // CFI is an expression, goes to libdwfl, which cannot step the trampoline
+  // (docs/python.md). 10 runs each of 3.12 and 3.13 at load 6-9 (cpu=3,
+  // 2,500-2,960 samples): cut 0.000-0.014, split 0.725-0.768, full chains
+  // 0.972-0.991.
+  EXPECT_LE(cut, 0.05) << Describe(p);
+  EXPECT_NEAR(m.split(), 0.75, 0.15) << Describe(p);
+  EXPECT_GE(m.full_share(), 0.90) << m.full << " of " << m.python << "\n" << Describe(p);
+}
 
 // A "python3.11" exporting CPython's symbols over corrupt frame chains: a
 // chain that loops, one into unmapped memory, code pointers to objects that
@@ -140,7 +249,7 @@ TEST_P(HostilePython, CorruptChainsAreBoundedAndCounted) {
   // Frames it could not name are counted, not invented.
   EXPECT_GT(Counter(p, "python.frames_code_gone"), 0);
   for (const FrameRecord& f : p.frames.all()) {
-    if (f.kind == FrameKind::kInterpreted) EXPECT_TRUE(f.symbol.empty()) << f.symbol;
+    if (f.kind == FrameKind::kPython) EXPECT_TRUE(f.symbol.empty()) << f.symbol;
   }
 }
 

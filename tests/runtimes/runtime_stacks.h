@@ -16,6 +16,7 @@ namespace arcprof::testing {
 struct StackFrame {
   std::string name;
   bool runtime = false;  // a frame of the program's own interpreted code
+  uint32_t line = 0;     // a runtime frame's source line
 };
 
 struct SampledStack {
@@ -31,10 +32,10 @@ inline bool IsThreadStart(const std::string& name) {
 }
 
 // Every sampled user stack of the threads whose command line holds
-// `cmdline`; a frame is the program's when it is interpreted and its module
-// (the source file) ends with `module_suffix`.
+// `cmdline`; a frame is the program's when it is of `kind` (the runtime's)
+// and its module (the source file) ends with `module_suffix`.
 inline std::vector<SampledStack> ProgramStacks(const Profile& p, std::string_view cmdline,
-                                               std::string_view module_suffix) {
+                                               std::string_view module_suffix, FrameKind kind) {
   std::vector<SampledStack> out;
   for (const ThreadRecord& t : p.threads) {
     if (t.cmdline.find(cmdline) == std::string::npos) continue;
@@ -46,8 +47,8 @@ inline std::vector<SampledStack> ProgramStacks(const Profile& p, std::string_vie
       for (size_t cur = n; cur != 0; cur = nodes[cur].parent) {
         const FrameRecord& f = p.frames.at(nodes[cur].frame);
         if (f.kind == FrameKind::kKernel) continue;
-        s.frames.push_back({f.symbol.empty() ? "[unknown]" : f.symbol,
-                            f.kind == FrameKind::kInterpreted && p.frames.module_of(f).ends_with(module_suffix)});
+        const bool runtime = f.kind == kind && p.frames.module_of(f).ends_with(module_suffix);
+        s.frames.push_back({f.symbol.empty() ? "[unknown]" : f.symbol, runtime, runtime ? SourceLine(f.address) : 0});
       }
       std::reverse(s.frames.begin(), s.frames.end());
       out.push_back(std::move(s));

@@ -1,6 +1,7 @@
 // Fuzzes what the Python runtime reads from outside: a sample record with a
 // runtime block (bpf/runtimes.h) through the one decoder, and the bytes of a
-// file's _PyRuntime read as 3.13's _Py_DebugOffsets.
+// file's _PyRuntime read as 3.13's _Py_DebugOffsets, and line tables of every
+// format (a process's co_linetable / co_lnotab).
 #include <cstdint>
 #include <cstring>
 #include <vector>
@@ -21,6 +22,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (uint32_t minor : {12u, 13u, 14u}) {
     if (auto o = arcprof::runtimes::PythonOffsetsFromDebug({data, size}, minor)) {
       (void)arcprof::runtimes::PythonOffsetsText(*o);
+    }
+  }
+  for (uint32_t minor : {9u, 10u, 11u}) {
+    for (int64_t addr : {int64_t{0}, int64_t{6}, int64_t{size}}) {
+      (void)arcprof::runtimes::PythonLine(minor, {data, size}, 1, addr);
     }
   }
   return 0;

@@ -1,7 +1,10 @@
 # The 3:1 program of the Python runtime tests: drive() calls alpha() three
 # times for each beta(); both have the same body. With "thread", a second
 # threading.Thread runs side() -> gamma() meanwhile. The first argument is
-# how many seconds to run.
+# how many seconds to run ("cpu=S": S seconds of each thread's own CPU time,
+# at most 4 S of wall time, so that a loaded machine still gives the tests
+# their samples); "rounds=N" instead runs N rounds of drive() and prints its
+# CPU seconds (bench/python_bench.sh: a fixed amount of work).
 import sys
 import threading
 import time
@@ -28,26 +31,49 @@ def gamma(n):
     return x
 
 
-def drive(seconds):
-    end = time.monotonic() + seconds
-    while time.monotonic() < end:
+def running(spec):
+    """A test of whether to go on, for the calling thread."""
+    if spec.startswith("cpu="):
+        cpu = float(spec[4:])
+        start, end = time.thread_time(), time.monotonic() + 4 * cpu
+        return lambda: time.thread_time() - start < cpu and time.monotonic() < end
+    end = time.monotonic() + float(spec)
+    return lambda: time.monotonic() < end
+
+
+def drive(spec):
+    go_on = running(spec)
+    while go_on():
         alpha(3000)
         alpha(3000)
         alpha(3000)
         beta(3000)
 
 
-def side(seconds):
-    end = time.monotonic() + seconds
-    while time.monotonic() < end:
+def side(spec):
+    go_on = running(spec)
+    while go_on():
         gamma(3000)
 
 
-seconds = float(sys.argv[1]) if len(sys.argv) > 1 else 3.0
+def rounds(n):
+    for _ in range(n):
+        alpha(3000)
+        alpha(3000)
+        alpha(3000)
+        beta(3000)
+
+
+if len(sys.argv) > 1 and sys.argv[1].startswith("rounds="):
+    start = time.process_time()
+    rounds(int(sys.argv[1][7:]))
+    print("%.4f" % (time.process_time() - start))
+    sys.exit(0)
+spec = sys.argv[1] if len(sys.argv) > 1 else "3"
 if len(sys.argv) > 2 and sys.argv[2] == "thread":
-    t = threading.Thread(target=side, args=(seconds,))
+    t = threading.Thread(target=side, args=(spec,))
     t.start()
-    drive(seconds)
+    drive(spec)
     t.join()
 else:
-    drive(seconds)
+    drive(spec)
