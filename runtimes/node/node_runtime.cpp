@@ -96,7 +96,7 @@ class NodeRuntime final : public Runtime {
 
   SymbolizedFrame Name(uint32_t pid, const runtime_frame& frame) override {
     SymbolizedFrame f;
-    f.kind = FrameKind::kInterpreted;
+    f.kind = FrameKind::kJs;
     f.module = "[js]";
     f.address = frame.code;
     f.offset = frame.code;
@@ -120,7 +120,7 @@ class NodeRuntime final : public Runtime {
     ++named_;
     f.symbol = it->second.symbol;
     f.module = it->second.file;
-    f.address = it->second.line;
+    f.address = SourceAddress(static_cast<uint32_t>(it->second.line));
     return f;
   }
 

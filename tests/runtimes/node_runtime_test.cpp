@@ -25,7 +25,7 @@ const std::string kArcprof = ARCPROF_BIN;
 const std::string kProgram = std::string(ARCPROF_NODE_PROGRAMS) + "/split.js";
 const std::string kNode = "/usr/bin/node";
 
-std::vector<SampledStack> UserStacks(const Profile& p) { return ProgramStacks(p, "split.js", "split.js", FrameKind::kInterpreted); }
+std::vector<SampledStack> UserStacks(const Profile& p) { return ProgramStacks(p, "split.js", "split.js", FrameKind::kJs); }
 
 struct Measures {
   uint64_t js = 0;  // main-thread samples with a function of split.js
@@ -154,7 +154,7 @@ TEST(NodeNoFlag, NamesCarryFileAndLine) {
   Profile p = RecordCommand(tmp, {}, {"2"});
   std::map<std::string, uint64_t> lines;
   for (const FrameRecord& f : p.frames.all()) {
-    if (f.kind == FrameKind::kInterpreted && p.frames.module_of(f) == kProgram) lines[f.symbol] = f.address;
+    if (f.kind == FrameKind::kJs && p.frames.module_of(f) == kProgram) lines[f.symbol] = SourceLine(f.address);
   }
   EXPECT_EQ(lines["alpha"], 13u) << Describe(p);
   EXPECT_EQ(lines["beta"], 47u) << Describe(p);
@@ -190,7 +190,7 @@ TEST_P(HostileNodeChains, BoundedAndCounted) {
     EXPECT_GT(Counter(p, "node.frames_named"), 0) << Describe(p);
     EXPECT_GT(Counter(p, "node.names_truncated"), 0) << Describe(p);
     for (const FrameRecord& f : p.frames.all()) {
-      if (f.kind == FrameKind::kInterpreted) EXPECT_LE(f.symbol.size(), 1024u + 3);
+      if (f.kind == FrameKind::kJs) EXPECT_LE(f.symbol.size(), 1024u + 3);
     }
     return;
   }
@@ -198,7 +198,7 @@ TEST_P(HostileNodeChains, BoundedAndCounted) {
   EXPECT_EQ(Counter(p, "node.frames_named"), 0) << Describe(p);
   EXPECT_GT(Counter(p, "node.frames_function_gone"), 0) << Describe(p);
   for (const FrameRecord& f : p.frames.all()) {
-    if (f.kind == FrameKind::kInterpreted) EXPECT_TRUE(f.symbol.empty()) << f.symbol;
+    if (f.kind == FrameKind::kJs) EXPECT_TRUE(f.symbol.empty()) << f.symbol;
   }
 }
 
