@@ -100,33 +100,22 @@ class NodeRuntime final : public Runtime {
     f.module = "[js]";
     f.address = frame.code;
     f.offset = frame.code;
-    const NameKey key{pid, frame.code, frame.stamp};
-    auto it = cache_.find(key);
-    if (it == cache_.end()) {
-      auto p = procs_.find(pid);
-      if (p == procs_.end()) {
-        f.reason = UnknownReason::kNoProcess;
-        ++unreadable_;
-        return f;
-      }
-      NamedFrame c;
-      if (!ReadFunction(pid, p->second, frame, c)) {
-        f.reason = UnknownReason::kNoSymbols;
-        return f;
-      }
-      if (cache_.size() >= kMaxCached) cache_.clear();
-      it = cache_.emplace(key, c).first;
+    const NamedFrame* c = cache_.Find(
+        pid, frame, procs_, [&](Proc& p, NamedFrame& out) { return ReadFunction(pid, p, frame, out); }, &f.reason);
+    if (c == nullptr) {
+      if (f.reason == UnknownReason::kNoProcess) ++unreadable_;
+      return f;
     }
     ++named_;
-    f.symbol = it->second.symbol;
-    f.module = it->second.file;
-    f.address = SourceAddress(static_cast<uint32_t>(it->second.line));
+    f.symbol = c->symbol;
+    f.module = c->file;
+    f.address = SourceAddress(static_cast<uint32_t>(c->line));
     return f;
   }
 
   void Forget(uint32_t pid) override {
     procs_.erase(pid);
-    std::erase_if(cache_, [pid](const auto& kv) { return kv.first.pid == pid; });
+    cache_.Forget(pid);
     std::erase_if(lines_, [pid](const auto& kv) { return kv.first.pid == pid; });
   }
 
@@ -142,7 +131,7 @@ class NodeRuntime final : public Runtime {
   }
 
   size_t HeldBytes() const override {
-    size_t bytes = names_.HeldBytes() + cache_.size() * (sizeof(NameKey) + sizeof(NamedFrame) + 32) +
+    size_t bytes = names_.HeldBytes() + cache_.HeldBytes() +
                    procs_.size() * sizeof(Proc);
     for (const auto& [k, v] : lines_) bytes += sizeof(k) + 48 + v.capacity() * sizeof(uint32_t);
     return bytes;
@@ -397,7 +386,7 @@ class NodeRuntime final : public Runtime {
 
   std::unordered_map<uint32_t, Proc> procs_;
   std::unordered_map<uint32_t, std::optional<V8Layout>> layouts_;  // by MappedFile::file_id
-  NameCache cache_;
+  FrameNameCache<NamedFrame> cache_{kMaxCached};
   std::unordered_map<ScriptKey, std::vector<uint32_t>, ScriptKeyHash> lines_;
   NameStore names_{kMaxNameBytes};
   uint64_t recognized_ = 0, not_v8_ = 0, named_ = 0, stale_ = 0, unreadable_ = 0, truncated_ = 0;

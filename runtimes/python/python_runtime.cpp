@@ -177,42 +177,22 @@ class PythonRuntime final : public Runtime {
     f.module = "[python]";
     f.address = 0;
     f.offset = frame.code;
-    const NameKey key{pid, frame.code, frame.stamp};
-    auto it = cache_.find(key);
-    if (it == cache_.end()) {
-      auto p = procs_.find(pid);
-      if (p == procs_.end()) {
-        f.reason = UnknownReason::kNoProcess;
-        ++unreadable_;
-        return f;
-      }
-      Cached c;
-      if (!ReadCode(pid, p->second, frame, c)) {
-        f.reason = UnknownReason::kNoSymbols;
-        return f;
-      }
-      if (cache_.size() >= kMaxCached || table_bytes_ + c.table.size() > kMaxTableBytes) {
-        cache_.clear();
-        lines_.clear();
-        table_bytes_ = 0;
-      }
-      table_bytes_ += c.table.size();
-      it = cache_.emplace(key, std::move(c)).first;
+    const Cached* c = cache_.Find(
+        pid, frame, procs_, [&](Proc& p, Cached& out) { return ReadCode(pid, p, frame, out); }, &f.reason);
+    if (c == nullptr) {
+      if (f.reason == UnknownReason::kNoProcess) ++unreadable_;
+      return f;
     }
     ++named_;
-    const Cached& c = it->second;
-    f.symbol = c.symbol;
-    f.module = c.file;
-    f.address = SourceAddress(Line(key, c, frame.instr));
+    f.symbol = c->symbol;
+    f.module = c->file;
+    f.address = SourceAddress(Line(NameKey{pid, frame.code, frame.stamp}, *c, frame.instr));
     return f;
   }
 
   void Forget(uint32_t pid) override {
     procs_.erase(pid);
-    std::erase_if(cache_, [this, pid](const auto& kv) {
-      if (kv.first.pid == pid) table_bytes_ -= kv.second.table.size();
-      return kv.first.pid == pid;
-    });
+    cache_.Forget(pid);
     std::erase_if(lines_, [pid](const auto& kv) { return kv.first.code.pid == pid; });
   }
 
@@ -227,7 +207,7 @@ class PythonRuntime final : public Runtime {
   }
 
   size_t HeldBytes() const override {
-    return names_.HeldBytes() + cache_.size() * (sizeof(NameKey) + sizeof(Cached) + 32) + table_bytes_ +
+    return names_.HeldBytes() + cache_.HeldBytes() +
            lines_.size() * (sizeof(LineKey) + 16) + procs_.size() * sizeof(Proc);
   }
 
@@ -244,6 +224,7 @@ class PythonRuntime final : public Runtime {
     uint32_t minor = 0;
     uint64_t first_instr = 0;    // 3.11+: the address of the first instruction
     std::vector<uint8_t> table;  // the line table (co_linetable, co_lnotab)
+    size_t HeldBytes() const { return table.size(); }
   };
   struct LineKey {
     NameKey code;
@@ -380,9 +361,8 @@ class PythonRuntime final : public Runtime {
   }
 
   std::unordered_map<uint32_t, Proc> procs_;
-  std::unordered_map<NameKey, Cached, NameKeyHash> cache_;
+  FrameNameCache<Cached> cache_{kMaxCached, kMaxTableBytes};
   std::unordered_map<LineKey, uint32_t, LineKeyHash> lines_;  // by code object and instruction
-  size_t table_bytes_ = 0;
   NameStore names_{kMaxNameBytes};
   uint64_t recognized_ = 0, named_ = 0, stale_ = 0, unreadable_ = 0, debug_offsets_missing_ = 0;
 };
