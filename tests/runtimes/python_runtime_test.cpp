@@ -26,38 +26,7 @@ std::vector<SampledStack> UserStacks(const Profile& p, std::string_view program 
   return ProgramStacks(p, program, ".py", FrameKind::kPython);
 }
 
-struct Measures {
-  uint64_t python = 0;     // main-thread samples with any Python frame
-  uint64_t alpha = 0, beta = 0;
-  uint64_t full = 0;       // <module> -> drive -> alpha|beta in order, reaching thread start
-  uint64_t side = 0, side_full = 0;  // the second thread: side -> gamma, reaching thread start
-  uint64_t side_with_module = 0;     // its stacks naming <module> (the main thread's)
-  double split() const { return alpha + beta ? static_cast<double>(alpha) / (alpha + beta) : 0; }
-  double full_share() const { return python ? static_cast<double>(full) / python : 0; }
-};
-
-Measures Measure(const Profile& p) {
-  Measures m;
-  for (const SampledStack& s : UserStacks(p)) {
-    const auto py = ProgramFrames(s);
-    if (py.empty()) continue;
-    if (!s.main_thread) {
-      m.side += s.n;
-      if (std::find(py.begin(), py.end(), "<module>") != py.end()) m.side_with_module += s.n;
-      auto at = std::find(py.begin(), py.end(), "side");
-      if (at != py.end() && at + 1 != py.end() && *(at + 1) == "gamma" && ReachesThreadStart(s)) m.side_full += s.n;
-      continue;
-    }
-    m.python += s.n;
-    if (py.back() == "alpha") m.alpha += s.n;
-    if (py.back() == "beta") m.beta += s.n;
-    if (py.size() == 3 && py[0] == "<module>" && py[1] == "drive" && (py[2] == "alpha" || py[2] == "beta") &&
-        ReachesThreadStart(s)) {
-      m.full += s.n;
-    }
-  }
-  return m;
-}
+SplitMeasures Measure(const Profile& p) { return MeasureSplit(UserStacks(p), "<module>"); }
 
 std::string Describe(const Profile& p) { return DescribeStacks(p, UserStacks(p), "[py]", {"python.", "runtimes."}); }
 
@@ -85,10 +54,10 @@ TEST_P(PythonNoFlag, SplitAndFullChains) {
   REQUIRE_INTERPRETER(py);
   TempDir tmp;
   Profile p = Record(tmp, py, {"cpu=3"});
-  const Measures m = Measure(p);
+  const SplitMeasures m = Measure(p);
   printf("measured %s split %.4f full %.4f python %llu\n", py.label.c_str(), m.split(), m.full_share(),
-         static_cast<unsigned long long>(m.python));
-  ASSERT_GT(m.python, 200u) << Describe(p);
+         static_cast<unsigned long long>(m.main));
+  ASSERT_GT(m.main, 200u) << Describe(p);
   // 40 runs (10 per interpreter) on the loaded build machine: split
   // 0.638-0.767 (39 of 40 within 0.712-0.767), full chains 0.982-1.000.
   // 3.7-3.10, 10 runs each at load 14-24: split 0.725-0.805, full
@@ -96,7 +65,7 @@ TEST_P(PythonNoFlag, SplitAndFullChains) {
   // The goals are 2 points and 97% (docs/performance.md); these thresholds
   // guard against regressions with margin below the worst run.
   EXPECT_NEAR(m.split(), 0.75, 0.15) << m.alpha << " alpha, " << m.beta << " beta\n" << Describe(p);
-  EXPECT_GE(m.full_share(), 0.95) << m.full << " of " << m.python << "\n" << Describe(p);
+  EXPECT_GE(m.full_share(), 0.95) << m.full << " of " << m.main << "\n" << Describe(p);
 }
 
 // A threading.Thread has its own chain (side -> gamma, from its own thread
@@ -106,18 +75,18 @@ TEST_P(PythonNoFlag, SecondThreadHasItsOwnChain) {
   REQUIRE_INTERPRETER(py);
   TempDir tmp;
   Profile p = Record(tmp, py, {"cpu=3", "thread"});
-  const Measures m = Measure(p);
+  const SplitMeasures m = Measure(p);
   printf("measured %s thread side %.4f full %.4f side %llu\n", py.label.c_str(),
          m.side ? static_cast<double>(m.side_full) / m.side : 0.0, m.full_share(),
          static_cast<unsigned long long>(m.side));
-  ASSERT_GT(m.python, 150u) << Describe(p);
+  ASSERT_GT(m.main, 150u) << Describe(p);
   ASSERT_GT(m.side, 150u) << Describe(p);
   // 40 runs: the thread's own chain 0.979-1.000, the main thread's 0.982-1.000.
   // 3.7-3.10, 10 runs each at load 14-24: the thread's 0.976-1.000, the
   // main thread's 0.981-1.000.
   EXPECT_GE(static_cast<double>(m.side_full) / m.side, 0.95) << m.side_full << " of " << m.side << "\n" << Describe(p);
-  EXPECT_EQ(m.side_with_module, 0u) << Describe(p);
-  EXPECT_GE(m.full_share(), 0.95) << m.full << " of " << m.python << "\n" << Describe(p);
+  EXPECT_EQ(m.side_with_main, 0u) << Describe(p);
+  EXPECT_GE(m.full_share(), 0.95) << m.full << " of " << m.main << "\n" << Describe(p);
 }
 
 // The line of the first line of `path` that ends with `marker`.
@@ -174,14 +143,14 @@ TEST_P(PythonNoFlag, RunningProcessIsNamed) {
   Subprocess rec({kArcprof, "record", "-q", "-o", db, "-d", "3", "-p", std::to_string(target.pid())});
   ASSERT_EQ(rec.Wait(), 0) << rec.stderr_text();
   Profile p = LoadCapture(db);
-  const Measures m = Measure(p);
+  const SplitMeasures m = Measure(p);
   printf("measured %s running split %.4f full %.4f python %llu\n", py.label.c_str(), m.split(), m.full_share(),
-         static_cast<unsigned long long>(m.python));
+         static_cast<unsigned long long>(m.main));
   // 10 runs per interpreter at load 14-24: split 0.712-0.800, full
   // 0.976-1.000, 229-1,439 samples (3 s of a loaded machine).
-  ASSERT_GT(m.python, 150u) << Describe(p);
+  ASSERT_GT(m.main, 150u) << Describe(p);
   EXPECT_NEAR(m.split(), 0.75, 0.15) << Describe(p);
-  EXPECT_GE(m.full_share(), 0.95) << m.full << " of " << m.python << "\n" << Describe(p);
+  EXPECT_GE(m.full_share(), 0.95) << m.full << " of " << m.main << "\n" << Describe(p);
 }
 
 // python -X perf (3.12+): its perf-map trampolines, in an interpreter built
@@ -197,7 +166,7 @@ TEST_P(PythonNoFlag, PerfTrampolinesDoNotEndTheWalk) {
   Subprocess rec({kArcprof, "record", "-q", "-o", db, "--", py.binary, "-X", "perf", kProgram, "cpu=3"});
   ASSERT_EQ(rec.Wait(), 0) << rec.stderr_text();
   Profile p = LoadCapture(db);
-  const Measures m = Measure(p);
+  const SplitMeasures m = Measure(p);
   uint64_t trampolines = 0, from_trampoline = 0;
   for (const SampledStack& s : UserStacks(p)) {
     bool any = false;
@@ -207,10 +176,10 @@ TEST_P(PythonNoFlag, PerfTrampolinesDoNotEndTheWalk) {
   }
   const double cut = trampolines ? static_cast<double>(from_trampoline) / trampolines : 1;
   printf("measured %s -X perf split %.4f full %.4f python %llu trampolines %llu cut %.4f\n", py.label.c_str(),
-         m.split(), m.full_share(), static_cast<unsigned long long>(m.python),
+         m.split(), m.full_share(), static_cast<unsigned long long>(m.main),
          static_cast<unsigned long long>(trampolines), cut);
-  ASSERT_GT(m.python, 200u) << Describe(p);
-  EXPECT_GT(trampolines, m.python / 2) << "the perf map was not used\n" << Describe(p);
+  ASSERT_GT(m.main, 200u) << Describe(p);
+  EXPECT_GT(trampolines, m.main / 2) << "the perf map was not used\n" << Describe(p);
   // The walks that still stop at a trampoline: a leaf in a PLT stub, whose
   // CFI is an expression, goes to libdwfl, which cannot step the trampoline
   // (docs/python.md). 10 runs each of 3.12 and 3.13 at load 6-9 (cpu=3,
@@ -218,7 +187,7 @@ TEST_P(PythonNoFlag, PerfTrampolinesDoNotEndTheWalk) {
   // 0.972-0.991.
   EXPECT_LE(cut, 0.05) << Describe(p);
   EXPECT_NEAR(m.split(), 0.75, 0.15) << Describe(p);
-  EXPECT_GE(m.full_share(), 0.90) << m.full << " of " << m.python << "\n" << Describe(p);
+  EXPECT_GE(m.full_share(), 0.90) << m.full << " of " << m.main << "\n" << Describe(p);
 }
 
 // A "python3.11" exporting CPython's symbols over corrupt frame chains: a

@@ -71,6 +71,48 @@ inline std::vector<std::string> ProgramFrames(const SampledStack& s) {
   return out;
 }
 
+// What the runtime tests measure of the 3:1 program (split.py, split.js):
+// the main thread's samples in the program's code, the alpha share, the
+// share whose program frames are exactly `top -> drive -> alpha|beta` and
+// reach thread start; the second thread's samples (side -> gamma, or any
+// off the main thread without drive), those with its own chain reaching
+// thread start, and those naming the main thread's code (none expected).
+struct SplitMeasures {
+  uint64_t main = 0;
+  uint64_t alpha = 0, beta = 0;
+  uint64_t full = 0;
+  uint64_t side = 0, side_full = 0;
+  uint64_t side_with_main = 0;
+  double split() const { return alpha + beta ? static_cast<double>(alpha) / (alpha + beta) : 0; }
+  double full_share() const { return main ? static_cast<double>(full) / main : 0; }
+  double side_share() const { return side ? static_cast<double>(side_full) / side : 0; }
+};
+
+// `top`: the program's outermost frame ("<module>", "(top level)").
+inline SplitMeasures MeasureSplit(const std::vector<SampledStack>& stacks, std::string_view top) {
+  SplitMeasures m;
+  for (const SampledStack& s : stacks) {
+    const auto f = ProgramFrames(s);
+    if (f.empty()) continue;
+    const bool has_drive = std::find(f.begin(), f.end(), "drive") != f.end();
+    const auto at = std::find(f.begin(), f.end(), "side");
+    if (at != f.end() || (!s.main_thread && !has_drive)) {
+      m.side += s.n;
+      if (at != f.end() && at + 1 != f.end() && *(at + 1) == "gamma" && ReachesThreadStart(s)) m.side_full += s.n;
+      if (has_drive) m.side_with_main += s.n;
+      continue;
+    }
+    m.main += s.n;
+    if (f.back() == "alpha") m.alpha += s.n;
+    if (f.back() == "beta") m.beta += s.n;
+    if (f.size() == 3 && f[0] == top && f[1] == "drive" && (f[2] == "alpha" || f[2] == "beta") &&
+        ReachesThreadStart(s)) {
+      m.full += s.n;
+    }
+  }
+  return m;
+}
+
 inline int64_t Counter(const Profile& p, const std::string& name) {
   auto it = p.counters.find(name);
   return it == p.counters.end() ? 0 : it->second;
