@@ -13,9 +13,9 @@ mkdir -p "$out"
 rm -f "$out/arcprof.db" "$out/flamegraph.svg" "$out/arcprof.folded"
 
 # The workload: the ground-truth program (f_heavy/f_light 3:1 under outer),
-# stock gzip compressing a generated file and a Python program (drive() calls
-# alpha() 3 times per beta(), named with no flag: docs/python.md), side by
-# side for about 5 seconds.
+# stock gzip compressing a generated file, and a Python and a Node program
+# (drive() calls alpha() 3 times per beta(), named with no flag:
+# docs/python.md, docs/node.md), side by side for about 5 seconds.
 workload() {
   "$build/tests/programs/ground_truth" 5 &
   local gt=$!
@@ -24,12 +24,18 @@ workload() {
     python3 "$(dirname "$0")/../tests/runtimes/programs/split.py" 5 &
     py=$!
   fi
+  local js=""
+  if command -v node > /dev/null; then
+    node "$(dirname "$0")/../tests/runtimes/programs/split.js" 5 &
+    js=$!
+  fi
   local data="$out/workload.bin"
   head -c 64M /dev/urandom | base64 > "$data"
   local end=$((SECONDS + 5))
   while [ $SECONDS -lt $end ]; do gzip -c -6 "$data" > /dev/null; done
   wait "$gt"
   if [ -n "$py" ]; then wait "$py"; fi
+  if [ -n "$js" ]; then wait "$js"; fi
   rm -f "$data"
 }
 
