@@ -43,7 +43,11 @@ class RuntimeExtension : public RecordExtension {
       if (!(m.prot & PROT_EXEC) || recognized_.count(pid)) return;
       for (const auto& rt : runtimes_) {
         if (rt->MayHost(m.path)) {
-          pending_.push_back({pid, m.start});
+          // Recognized at once where the file can be had (the walk in BPF
+          // starts with the next sample, not at the next drain: the first
+          // 100-200 ms of a process were native only); else at a poll.
+          const Pending p{pid, m.start};
+          if (!Recognize(p, MonotonicNs())) pending_.push_back(p);
           return;
         }
       }
