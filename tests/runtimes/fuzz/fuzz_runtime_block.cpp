@@ -25,7 +25,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
   }
   for (uint32_t minor : {9u, 10u, 11u}) {
-    for (int64_t addr : {int64_t{0}, int64_t{6}, int64_t{size}}) {
+    for (int64_t addr : {int64_t{0}, int64_t{6}, static_cast<int64_t>(size)}) {
       (void)arcprof::runtimes::PythonLine(minor, {data, size}, 1, addr);
     }
   }
