@@ -119,6 +119,13 @@ int BPF_PROG(ptt_switch, bool preempt, struct task_struct *prev, struct task_str
 	}
 
 	if (c->curr_known) {
+		/* The kernel does not report every switch (seen on a 6.18 guest:
+		 * a task's switch to idle and the idle task's switch out, each
+		 * missing now and then): the time since the last switch goes to
+		 * `prev`, the task the kernel says was running, and the loader
+		 * learns of it from this counter. */
+		if (prev->pid != c->curr_tid)
+			count(ARCPROF_PTT_CTR_UNSEEN_SWITCH, 1);
 		__u64 hard = c->hardirq_ns - c->hardirq_ns_at_switch;
 		__u64 soft = c->softirq_ns - c->softirq_ns_at_switch;
 		__u64 wall = now - c->last_switch_ns;

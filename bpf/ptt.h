@@ -89,6 +89,7 @@ enum arcprof_ptt_counter {
 	ARCPROF_PTT_CTR_UNBALANCED_IRQ = 4, /* an exit without its entry (attached mid-interrupt) */
 	ARCPROF_PTT_CTR_OPEN_HARDIRQ_AT_SWITCH = 5, /* a hardirq never exited (closed at a switch) */
 	ARCPROF_PTT_CTR_OPEN_SOFTIRQ_AT_SWITCH = 6, /* a softirq never exited (closed at a switch) */
+	ARCPROF_PTT_CTR_UNSEEN_SWITCH = 7, /* prev was not the task the last switch put on the CPU */
 	ARCPROF_PTT_CTR_COUNT = 8,
 };
 

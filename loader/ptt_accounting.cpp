@@ -71,8 +71,22 @@ PttCpuInterval IntervalBetween(uint32_t cpu, const PttCpuTotals& before, uint64_
   row.cpu = cpu;
   row.start_ns = before_ns;
   row.end_ns = after_ns > before_ns ? after_ns : before_ns;
-  row.busy_ns = Minus(after.busy_ns, before.busy_ns);
-  row.idle_ns = Minus(after.idle_ns, before.idle_ns);
+  // Busy and idle each grow at switches, and in between by the estimate of
+  // the task still running. When the kernel leaves out a switch (see
+  // ARCPROF_PTT_CTR_UNSEEN_SWITCH) the estimate credits the wrong side: a
+  // task reported running is in fact idle, and the next switch gives the
+  // whole stretch to idle. One side then shrinks by what the other
+  // overgrew; moving the shortfall across keeps the row's sum to its span.
+  const int64_t busy = static_cast<int64_t>(after.busy_ns - before.busy_ns);
+  const int64_t idle = static_cast<int64_t>(after.idle_ns - before.idle_ns);
+  if (busy < 0 && idle > 0) {
+    row.idle_ns = static_cast<uint64_t>(std::max<int64_t>(idle + busy, 0));
+  } else if (idle < 0 && busy > 0) {
+    row.busy_ns = static_cast<uint64_t>(std::max<int64_t>(busy + idle, 0));
+  } else {
+    row.busy_ns = static_cast<uint64_t>(std::max<int64_t>(busy, 0));
+    row.idle_ns = static_cast<uint64_t>(std::max<int64_t>(idle, 0));
+  }
   row.hardirq_ns = Minus(after.hardirq_ns, before.hardirq_ns);
   row.softirq_ns = Minus(after.softirq_ns, before.softirq_ns);
   row.hardirqs = Minus(after.hardirqs, before.hardirqs);

@@ -46,8 +46,11 @@ PttCpuTotals CpuTotalsAt(const ptt_cpu& state, uint64_t now_ns);
 // The running task's share since its switch-in, up to now_ns.
 PttRunningTask RunningTaskAt(const ptt_cpu& state, uint64_t now_ns);
 
-// The interval row between two snapshots of one CPU. Fields that went
-// backwards (a map read torn by a concurrent update) count as 0.
+// The interval row between two snapshots of one CPU. Busy or idle gone
+// backwards (the previous snapshot's estimate of the running task credited
+// a side that a later switch contradicted) is taken from the other side, so
+// that the row still sums to its span; other fields that went backwards (a
+// torn read) count as 0.
 model::PttCpuInterval IntervalBetween(uint32_t cpu, const PttCpuTotals& before, uint64_t before_ns,
                                const PttCpuTotals& after, uint64_t after_ns);
 

@@ -66,6 +66,7 @@ class PttExtension final : public RecordExtension {
     counters.unbalanced_irqs -= reported_.unbalanced_irqs;
     counters.open_hardirqs_at_switch -= reported_.open_hardirqs_at_switch;
     counters.open_softirqs_at_switch -= reported_.open_softirqs_at_switch;
+    counters.unseen_switches -= reported_.unseen_switches;
     reported_ = total;
     // PTT copies a thread's name when it first sees the thread, which can be
     // before the thread names itself (prctl PR_SET_NAME); the samples carry the
@@ -89,6 +90,7 @@ class PttExtension final : public RecordExtension {
         static_cast<int64_t>(counters.open_hardirqs_at_switch);
     profile.counters["ptt_open_softirqs_at_switch"] =
         static_cast<int64_t>(counters.open_softirqs_at_switch);
+  profile.counters["ptt_unseen_switches"] = static_cast<int64_t>(counters.unseen_switches);
     if (counters.threads_full > 0) {
       fprintf(stderr,
               "arcprof: ptt: %llu context switches of threads that did not fit in the thread "

@@ -417,6 +417,7 @@ PttRecorderCounters PttRecorder::ReadCounters() const {
   out.unbalanced_irqs = read(ARCPROF_PTT_CTR_UNBALANCED_IRQ);
   out.open_hardirqs_at_switch = read(ARCPROF_PTT_CTR_OPEN_HARDIRQ_AT_SWITCH);
   out.open_softirqs_at_switch = read(ARCPROF_PTT_CTR_OPEN_SOFTIRQ_AT_SWITCH);
+  out.unseen_switches = read(ARCPROF_PTT_CTR_UNSEEN_SWITCH);
   return out;
 }
 

@@ -38,6 +38,7 @@ struct PttRecorderCounters {
   uint64_t unbalanced_irqs = 0;       // exits without an entry
   uint64_t open_hardirqs_at_switch = 0;  // entries without an exit, closed at a switch
   uint64_t open_softirqs_at_switch = 0;
+  uint64_t unseen_switches = 0;
 };
 
 // "instructions,cycles" -> names; empty items dropped; errors (exit 1) for more

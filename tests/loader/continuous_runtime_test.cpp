@@ -124,7 +124,9 @@ TEST(ContinuousRuntime, WindowsOnScheduleSumToTheRangeAndCorruptOnesAreSkipped) 
   }
   // Most windows are one second: the schedule holds, late closes are rare.
   EXPECT_GE(one_second * 2, windows.size() - 2) << one_second << " of " << windows.size() - 2;
-  EXPECT_NEAR(static_cast<double>(ptt_ns) / static_cast<double>(ptt_span), 1.0, 0.05);
+  // Exact in 10 of 10 idle and 10 of 10 loaded runs since a shortfall moves
+  // across (docs/ptt.md); before, an idle CI machine came to 1.0515.
+  EXPECT_NEAR(static_cast<double>(ptt_ns) / static_cast<double>(ptt_span), 1.0, 0.01);
 
   // The report over the store is the sum of the windows.
   auto [code, text] = RunCapture({kArcprof, "report", "--store", store, "--since", "1h"});

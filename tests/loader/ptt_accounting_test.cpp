@@ -121,6 +121,24 @@ TEST(PttAccounting, IntervalIsTheDifferenceAndNeverNegative) {
   EXPECT_EQ(IntervalBetween(1, a, 1000, b, 1100).busy_ns, 0u);
 }
 
+// The kernel left out a task's switch to idle: the first snapshot credited
+// 40 ns to the task it believed running, the next switch gave the whole
+// stretch to idle. The row still sums to its span, and idle keeps it.
+TEST(PttAccounting, AShortfallOnOneSideIsTakenFromTheOther) {
+  PttCpuTotals a{140, 200, 10, 5, 3, 1, true};  // busy includes a 40 ns estimate
+  PttCpuTotals b{100, 300, 10, 5, 3, 1, true};  // the switch: 100 ns of idle
+  PttCpuInterval row = IntervalBetween(0, a, 1000, b, 1060);
+  EXPECT_EQ(row.busy_ns, 0u);
+  EXPECT_EQ(row.idle_ns, 60u);
+  EXPECT_EQ(row.busy_ns + row.idle_ns, row.end_ns - row.start_ns);
+  // The other way round: idle overestimated, busy real.
+  std::swap(a.busy_ns, a.idle_ns);
+  std::swap(b.busy_ns, b.idle_ns);
+  row = IntervalBetween(0, a, 1000, b, 1060);
+  EXPECT_EQ(row.idle_ns, 0u);
+  EXPECT_EQ(row.busy_ns, 60u);
+}
+
 TEST(PttAccounting, RunningTaskAddsOneDispatch) {
   PttThread t;
   t.cpu_ns = 10;
