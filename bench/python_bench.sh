@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # CPython named with no flag (docs/python.md), per interpreter installed
-# (Debian's python3.11, pyenv's 3.7-3.13):
+# (Debian's python3.11, pyenv's 2.7 and 3.6-3.13):
 #  - complete chains: of the samples of tests/runtimes/programs/split.py
 #    (`record -F 999 -- python split.py 4`) that carry Python frames, the
 #    share whose Python frames are exactly <module>;drive;alpha|beta and
@@ -27,7 +27,7 @@ trap 'sysctl -q kernel.bpf_stats_enabled="$stats_was"; rm -rf "$tmp"' EXIT
 
 interpreters=()
 [ -x /usr/bin/python3.11 ] && interpreters+=("debian-3.11=/usr/bin/python3.11")
-for v in "$HOME"/.pyenv/versions/3.*; do
+for v in "$HOME"/.pyenv/versions/2.7.* "$HOME"/.pyenv/versions/3.*; do
   [ -d "$v" ] || continue
   m=$(basename "$v" | cut -d. -f1-2)
   [ -x "$v/bin/python$m" ] && interpreters+=("pyenv-$m=$v/bin/python$m")

@@ -1,4 +1,4 @@
-/* CPython 3.7+ at sample time (included by sample.bpf.c; docs/python.md).
+/* CPython 2.7 and 3.6+ at sample time (included by sample.bpf.c; docs/python.md).
  * For a process user space recognized as CPython (runtime_procs), the sampled
  * thread's interpreter frames are read from its thread state: thread state ->
  * current frame -> previous ..., at most ARCPROF_RUNTIME_MAX_FRAMES, one read

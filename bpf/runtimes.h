@@ -29,7 +29,7 @@
 
 /* CPython offsets (runtime_proc.off[]), per version (runtimes/python). */
 enum arcprof_py_off {
-	ARCPROF_PY_RUNTIME_INTERPRETERS_HEAD = 0, /* _PyRuntimeState.interpreters.head */
+	ARCPROF_PY_RUNTIME_INTERPRETERS_HEAD = 0, /* _PyRuntimeState.interpreters.head; 0 (root: interp_head) in 2.7, 3.6 */
 	ARCPROF_PY_INTERP_THREADS_HEAD,           /* PyInterpreterState.threads.head */
 	ARCPROF_PY_TSTATE_NEXT,                   /* PyThreadState.next */
 	ARCPROF_PY_TSTATE_NATIVE_TID,             /* PyThreadState.native_thread_id */
@@ -51,7 +51,7 @@ enum arcprof_py_off {
  * f_lasti (an int); every frame is run by an activation of its own. */
 #define ARCPROF_PY_FRAME_OBJECTS 0x30b
 #define ARCPROF_PY_NO_OFFSET 0xffff
-#define ARCPROF_PY_FRAME_READ 112     /* bytes of a frame read at once: every field above lies below */
+#define ARCPROF_PY_FRAME_READ 128     /* bytes of a frame read at once: every field above lies below (2.7, 3.6: f_lasti at 120) */
 #define ARCPROF_PY_OWNED_BY_CSTACK 3  /* 3.12+: an entry shim, not a Python frame */
 #define ARCPROF_PY_MAX_THREADS 128    /* thread states searched for a thread not seen yet */
 
@@ -77,8 +77,8 @@ enum arcprof_v8_off {
 /* runtime_procs value, by tgid. */
 struct runtime_proc {
 	__u32 runtime;  /* ARCPROF_RUNTIME_* */
-	__u32 version;  /* e.g. 0x030b for 3.11 */
-	__u64 root;     /* the runtime's root object (CPython: &_PyRuntime) */
+	__u32 version;  /* e.g. 0x030b for 3.11, 0x0207 for 2.7 */
+	__u64 root;     /* the runtime's root object (CPython: &_PyRuntime; &interp_head in 2.7, 3.6) */
 	__u16 off[ARCPROF_PY_OFF_COUNT];
 };
 #define ARCPROF_RUNTIME_PROC_SIZE 48

@@ -366,7 +366,7 @@ void SampleProcessor::Process(const StackSample& e) {
   } else if (rt != nullptr) {
     for (size_t k = 0; k < root_pcs_.size(); ++k) {
       if (root_user_index_[k] < 0 || root_pcs_[k] == kElidedPc) continue;
-      if (rt->IsHostFrame(symbolizer_.ResolveUser(e.pid, root_pcs_[k], e.timestamp_ns).symbol)) ++hosts;
+      if (rt->IsHostFrame(e.pid, symbolizer_.ResolveUser(e.pid, root_pcs_[k], e.timestamp_ns).symbol)) ++hosts;
     }
     if (hosts != runtime_groups_.size()) ++runtime_unmatched_;
   }
@@ -391,7 +391,7 @@ void SampleProcessor::Process(const StackSample& e) {
       }
     }
     SymbolizedFrame f = symbolizer_.ResolveUser(e.pid, ip, e.timestamp_ns);
-    if (rt != nullptr && !by_pc && rt->IsHostFrame(f.symbol)) {
+    if (rt != nullptr && !by_pc && rt->IsHostFrame(e.pid, f.symbol)) {
       const size_t from_leaf = hosts - 1 - host_seen++;
       if (from_leaf < runtime_groups_.size()) {
         // This activation's frames in its place, outermost first.

@@ -37,10 +37,11 @@ class Runtime {
   virtual std::optional<runtime_proc> Recognize(uint32_t pid, const MappedFile& file) = 0;
 
   // Where its frames go: a native frame of this symbol runs interpreter
-  // frames. The frames a sample carries, cut at their markers (runtime_frame
-  // code 0), replace such native frames one activation each, innermost with
-  // innermost.
-  virtual bool IsHostFrame(std::string_view symbol) const = 0;
+  // frames of pid (a recognized process; the symbol may depend on its
+  // version). The frames a sample carries, cut at their markers
+  // (runtime_frame code 0), replace such native frames one activation each,
+  // innermost with innermost.
+  virtual bool IsHostFrame(uint32_t pid, std::string_view symbol) const = 0;
   // Or, for a runtime whose frames are native frames themselves (V8 builds
   // them with a frame pointer): the pc of the native frame one frame stands
   // for, which it replaces; 0 for a runtime placed by IsHostFrame.

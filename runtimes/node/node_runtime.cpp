@@ -91,7 +91,7 @@ class NodeRuntime final : public Runtime {
     });
   }
 
-  bool IsHostFrame(std::string_view) const override { return false; }
+  bool IsHostFrame(uint32_t, std::string_view) const override { return false; }
   uint64_t NativePc(const runtime_frame& frame) const override { return frame.instr & ARCPROF_V8_PC_MASK; }
 
   SymbolizedFrame Name(uint32_t pid, const runtime_frame& frame) override {

@@ -48,9 +48,10 @@ constexpr const char* kOffNames[] = {
     "code_name"};
 static_assert(sizeof(kOffNames) / sizeof(kOffNames[0]) == ARCPROF_PY_CODE_NAME + 1);
 
-// The oldest version named: 3.7 brought _PyRuntime (3.6 keeps its
-// interpreter list in a static variable).
-constexpr uint32_t kOldestMinor = 7;
+// The versions named: 2.7, and 3.6 on. 3.7 brought _PyRuntime; 2.7 and 3.6
+// keep their interpreter list in a static variable (interp_head).
+constexpr uint32_t Version(uint32_t major, uint32_t minor) { return major << 8 | minor; }
+constexpr bool Supported(uint32_t version) { return version == Version(2, 7) || version >= Version(3, 6); }
 
 // The bytes of a file at an ELF virtual address.
 bool ReadFileAt(const MappedFile& file, const std::vector<LoadSegment>& loads, uint64_t vaddr,
@@ -60,13 +61,15 @@ bool ReadFileAt(const MappedFile& file, const std::vector<LoadSegment>& loads, u
   return pread(file.fd, out, n, static_cast<off_t>(*off)) == static_cast<ssize_t>(n);
 }
 
-// "python3.11", "libpython3.12.so.1.0", "python3.13d": the 3.X minor in a
-// binary's or library's base name, 0 when none.
-uint32_t MinorInName(std::string_view path) {
+// "python3.11", "libpython3.12.so.1.0", "python3.13d", "python2.7": the
+// version (major << 8 | minor) in a binary's or library's base name, 0 when
+// none.
+uint32_t VersionInName(std::string_view path) {
   const size_t slash = path.rfind('/');
   std::string_view base = slash == std::string_view::npos ? path : path.substr(slash + 1);
   if (base.starts_with("lib")) base.remove_prefix(3);
-  if (!base.starts_with("python3.")) return 0;
+  if (!base.starts_with("python3.") && !base.starts_with("python2.")) return 0;
+  const uint32_t major = static_cast<uint32_t>(base[6] - '0');
   base.remove_prefix(8);
   uint32_t minor = 0;
   size_t digits = 0;
@@ -74,7 +77,7 @@ uint32_t MinorInName(std::string_view path) {
     minor = minor * 10 + static_cast<uint32_t>(base[digits] - '0');
     ++digits;
   }
-  return digits == 0 ? 0 : minor;
+  return digits == 0 ? 0 : Version(major, minor);
 }
 
 // CPython 3.12+'s -X perf trampoline (Python/asm_trampoline.S), copied for
@@ -99,28 +102,43 @@ class PythonRuntime final : public Runtime {
   std::string_view name() const override { return "python"; }
   uint32_t id() const override { return ARCPROF_RUNTIME_PYTHON; }
 
-  bool MayHost(std::string_view path) const override { return MinorInName(path) >= kOldestMinor; }
+  bool MayHost(std::string_view path) const override { return Supported(VersionInName(path)); }
 
   std::optional<runtime_proc> Recognize(uint32_t pid, const MappedFile& file) override {
-    const uint32_t name_minor = MinorInName(file.path);
-    if (name_minor < kOldestMinor || file.fd < 0) return std::nullopt;
+    const uint32_t name_version = VersionInName(file.path);
+    if (!Supported(name_version) || file.fd < 0) return std::nullopt;
+    const uint32_t major = name_version >> 8, name_minor = name_version & 0xff;
     auto elf = OpenElfFd(file.fd);
     if (!elf) return std::nullopt;
     auto info = ReadElfHeaderInfo(elf->get());
     if (!info) return std::nullopt;
-    const auto runtime = FindSymbolValue(elf->get(), "_PyRuntime");
+    std::optional<uint64_t> runtime = FindSymbolValue(elf->get(), "_PyRuntime");
     const auto code_type = FindSymbolValue(elf->get(), "PyCode_Type");
-    if (!runtime || !code_type) return std::nullopt;  // not CPython 3.7+
+    if (!code_type) return std::nullopt;  // not CPython
     uint32_t minor = name_minor;
-    if (name_minor >= 11) {
+    if (name_version < Version(3, 7)) {
+      // 2.7, 3.6: no _PyRuntime; the root is interp_head, found from the
+      // code of PyInterpreterState_Head(). 2.7 has str objects
+      // (PyString_Type) and no _PyEval_EvalFrameDefault, 3.6 the opposite.
+      if (runtime || FindSymbolValue(elf->get(), "Py_Version")) return std::nullopt;  // newer than its name
+      const bool two = FindSymbolValue(elf->get(), "PyString_Type").has_value();
+      const bool pep523 = FindSymbolValue(elf->get(), "_PyEval_EvalFrameDefault").has_value();
+      if (two != (major == 2) || pep523 != (major == 3)) return std::nullopt;
+      const auto head_fn = FindSymbolValue(elf->get(), "PyInterpreterState_Head");
+      uint8_t code[16] = {};
+      if (!head_fn || !ReadFileAt(file, info->loads, *head_fn, code, sizeof(code))) return std::nullopt;
+      runtime = PythonInterpHeadFromCode(code, *head_fn);
+      if (!runtime) return std::nullopt;
+    } else if (!runtime) {
+      return std::nullopt;  // not CPython 3.7+
+    } else if (name_minor >= 11) {
       // 3.11+ says its version in Py_Version.
       const auto version = FindSymbolValue(elf->get(), "Py_Version");
       uint64_t hex = 0;
       if (!version || !ReadFileAt(file, info->loads, *version, &hex, 4)) return std::nullopt;
       hex &= 0xffffffffu;
-      const uint32_t major = static_cast<uint32_t>(hex >> 24);
       minor = static_cast<uint32_t>(hex >> 16 & 0xff);
-      if (major != 3 || minor != name_minor) return std::nullopt;
+      if (hex >> 24 != 3 || minor != name_minor) return std::nullopt;
     } else if (FindSymbolValue(elf->get(), "Py_Version") ||
                !FindSymbolValue(elf->get(), "_PyEval_EvalFrameDefault")) {
       // Before 3.11: the file's name says the version; a file that has
@@ -137,11 +155,11 @@ class PythonRuntime final : public Runtime {
       }
       if (!offsets) ++debug_offsets_missing_;
     }
-    if (!offsets) offsets = PythonOffsetsFor(minor);
+    if (!offsets) offsets = PythonOffsetsFor(major, minor);
     if (!offsets) return std::nullopt;
     runtime_proc rp{};
     rp.runtime = ARCPROF_RUNTIME_PYTHON;
-    rp.version = 0x300 | minor;
+    rp.version = Version(major, minor);
     rp.root = *runtime + file.load_bias;
     memcpy(rp.off, offsets->off, sizeof(rp.off));
     Proc& p = procs_[pid];
@@ -149,6 +167,8 @@ class PythonRuntime final : public Runtime {
     p.offsets = *offsets;
     p.code_type = *code_type + file.load_bias;
     p.trampoline_setup = TrampolineSetup(elf->get(), file, info->loads);
+    // 2.7 has no PEP 523 hook: PyEval_EvalFrameEx runs the frames itself.
+    p.host = major == 2 ? "PyEval_EvalFrameEx" : "_PyEval_EvalFrameDefault";
     ++recognized_;
     return rp;
   }
@@ -167,8 +187,10 @@ class PythonRuntime final : public Runtime {
     code.keeps_rbp = true;
   }
 
-  bool IsHostFrame(std::string_view symbol) const override {
-    return symbol == "_PyEval_EvalFrameDefault";
+  bool IsHostFrame(uint32_t pid, std::string_view symbol) const override {
+    if (symbol != "_PyEval_EvalFrameDefault" && symbol != "PyEval_EvalFrameEx") return false;
+    auto p = procs_.find(pid);
+    return p != procs_.end() && symbol == p->second.host;
   }
 
   SymbolizedFrame Name(uint32_t pid, const runtime_frame& frame) override {
@@ -216,12 +238,13 @@ class PythonRuntime final : public Runtime {
     PythonOffsets offsets;
     int32_t trampoline_setup = -1;  // -X perf: where its trampoline's frame is set up, -1 unknown
     uint64_t code_type = 0;  // &PyCode_Type in the process
+    std::string_view host;   // the native function that runs its frames
     ProcessMemory mem;
   };
   struct Cached {
     std::string_view symbol, file;
     uint32_t first_line = 0;
-    uint32_t minor = 0;
+    uint32_t major = 3, minor = 0;
     uint64_t first_instr = 0;    // 3.11+: the address of the first instruction
     std::vector<uint8_t> table;  // the line table (co_linetable, co_lnotab)
     size_t HeldBytes() const { return table.size(); }
@@ -243,9 +266,19 @@ class PythonRuntime final : public Runtime {
   bool ReadMem(Proc& p, uint32_t pid, uint64_t addr, void* out, size_t n) { return p.mem.Read(pid, addr, out, n); }
 
   // A str object as UTF-8 (compact strings only: every name and path a code
-  // object holds), at most kMaxChars characters.
+  // object holds), at most kMaxChars characters. In 2.7 a str is a
+  // PyStringObject, its bytes as they are (names are ASCII, paths the file
+  // system's bytes; reports make any bytes safe).
   bool ReadString(Proc& p, uint32_t pid, uint64_t addr, std::string& out) {
     const PythonOffsets& o = p.offsets;
+    if (o.major == 2) {
+      int64_t size = 0;
+      if (!ReadMem(p, pid, addr + o.bytes_size, &size, sizeof(size)) || size < 0) return false;
+      out.assign(static_cast<size_t>(std::min<int64_t>(size, kMaxChars)), '\0');
+      if (!out.empty() && !ReadMem(p, pid, addr + o.bytes_sval, out.data(), out.size())) return false;
+      if (size > static_cast<int64_t>(kMaxChars)) out += "...";
+      return true;
+    }
     uint8_t head[128];
     const size_t head_len = std::max(o.unicode_compact_size, o.unicode_ascii_size);
     if (head_len > sizeof(head) || !ReadMem(p, pid, addr, head, head_len)) return false;
@@ -292,14 +325,14 @@ class PythonRuntime final : public Runtime {
     const LineKey lk{key, instr};
     if (auto it = lines_.find(lk); it != lines_.end()) return it->second;
     int64_t addr = -1;
-    if (c.minor >= 11) {
+    if (c.major == 3 && c.minor >= 11) {
       const uint64_t ip = instr & ~ARCPROF_RUNTIME_ENTRY_BIT;
       if (ip >= c.first_instr && ip - c.first_instr < (uint64_t{1} << 31)) addr = static_cast<int64_t>(ip - c.first_instr);
     } else {
       const int32_t lasti = static_cast<int32_t>(static_cast<uint32_t>(instr >> 1));
-      addr = c.minor >= 10 ? int64_t{lasti} * 2 : lasti;
+      addr = c.major == 3 && c.minor >= 10 ? int64_t{lasti} * 2 : lasti;
     }
-    const int line = PythonLine(c.minor, c.table, static_cast<int>(c.first_line), addr);
+    const int line = PythonLine(c.major, c.minor, c.table, static_cast<int>(c.first_line), addr);
     const uint32_t out = line > 0 ? static_cast<uint32_t>(line) : c.first_line;
     if (lines_.size() >= kMaxCached) lines_.clear();
     lines_.emplace(lk, out);
@@ -342,6 +375,7 @@ class PythonRuntime final : public Runtime {
     out.symbol = *n;
     out.file = *f;
     out.first_line = first_line > 0 ? static_cast<uint32_t>(first_line) : 0;
+    out.major = o.major;
     out.minor = o.minor;
     out.first_instr = o.code_adaptive != kNone ? frame.code + o.code_adaptive : 0;
     // The line table: a bytes object; without it (unreadable, too large) a
@@ -424,29 +458,54 @@ int LineTable310(std::span<const uint8_t> t, int first_line, int64_t addr) {
   return first_line;
 }
 
-// 3.7-3.9: co_lnotab, (address increment, signed line increment) pairs.
-int Lnotab(std::span<const uint8_t> t, int first_line, int64_t addr) {
+// 2.7, 3.6-3.9: co_lnotab, (address increment, line increment) pairs; the
+// line increment is signed from 3.6, unsigned in 2.7.
+int Lnotab(std::span<const uint8_t> t, int first_line, int64_t addr, bool signed_lines) {
   int64_t at_addr = 0;
   int line = first_line;
   for (size_t at = 0; at + 1 < t.size(); at += 2) {
     at_addr += t[at];
     if (at_addr > addr) break;
-    line += static_cast<int8_t>(t[at + 1]);
+    line += signed_lines ? static_cast<int8_t>(t[at + 1]) : t[at + 1];
   }
   return line;
 }
 
 }  // namespace
 
-int PythonLine(uint32_t minor, std::span<const uint8_t> table, int first_line, int64_t addr) {
+int PythonLine(uint32_t major, uint32_t minor, std::span<const uint8_t> table, int first_line, int64_t addr) {
   if (addr < 0) return first_line;
+  if (major == 2) return Lnotab(table, first_line, addr, false);
   if (minor >= 11) return LocationTableLine(table, first_line, addr);
   if (minor == 10) return LineTable310(table, first_line, addr);
-  return Lnotab(table, first_line, addr);
+  return Lnotab(table, first_line, addr, true);
 }
 
-std::optional<PythonOffsets> PythonOffsetsFor(uint32_t minor) {
+std::optional<uint64_t> PythonInterpHeadFromCode(std::span<const uint8_t> code, uint64_t addr) {
+  static constexpr uint8_t kEndbr[] = {0xf3, 0x0f, 0x1e, 0xfa};
+  static constexpr uint8_t kMovRip[] = {0x48, 0x8b, 0x05};  // mov disp32(%rip),%rax
+  size_t at = code.size() >= sizeof(kEndbr) && memcmp(code.data(), kEndbr, sizeof(kEndbr)) == 0 ? sizeof(kEndbr) : 0;
+  if (code.size() < at + 8 || memcmp(code.data() + at, kMovRip, sizeof(kMovRip)) != 0 || code[at + 7] != 0xc3) {
+    return std::nullopt;
+  }
+  int32_t disp = 0;
+  memcpy(&disp, code.data() + at + 3, 4);
+  return addr + at + 7 + static_cast<int64_t>(disp);
+}
+
+std::optional<PythonOffsets> PythonOffsetsFor(uint32_t major, uint32_t minor) {
+  if (major == 2) {
+    if (minor != 7) return std::nullopt;
+    PythonOffsets o = Row(7, {0, 8, 0, 144, 16, kNone, 32, 24, 120, kNone, kNone, 80, 88}, 96, 104, kNone, kNone, kNone);
+    o.major = 2;
+    o.unicode_state = o.unicode_length = kNone;
+    o.bytes_sval = 36;  // PyStringObject: ob_shash and ob_sstate before the bytes
+    return o;
+  }
+  if (major != 3) return std::nullopt;
   switch (minor) {
+    case 6:
+      return Row(6, {0, 8, 8, 152, 24, kNone, 32, 24, 120, kNone, kNone, 96, 104}, 36, 112, kNone, 48, 72);
     case 7:
       return Row(7, {24, 8, 8, 176, 24, kNone, 32, 24, 104, kNone, kNone, 96, 104}, 36, 112, kNone, 48, 72);
     case 8:
@@ -481,7 +540,7 @@ std::optional<PythonOffsets> PythonOffsetsFromDebug(std::span<const uint8_t> byt
   for (uint64_t v : picks) {
     if (!fits(v)) return std::nullopt;
   }
-  auto o = PythonOffsetsFor(minor);
+  auto o = PythonOffsetsFor(3, minor);
   if (!o) return std::nullopt;
   o->off[ARCPROF_PY_RUNTIME_INTERPRETERS_HEAD] = static_cast<uint16_t>(w[5]);
   o->off[ARCPROF_PY_INTERP_THREADS_HEAD] = static_cast<uint16_t>(w[9]);
@@ -519,13 +578,14 @@ std::optional<PythonOffsets> PythonOffsetsFromDebug(std::span<const uint8_t> byt
 }
 
 std::string PythonOffsetsText(const PythonOffsets& o) {
-  std::string out = fmt::format("version 3.{}\n", o.minor);
+  std::string out = fmt::format("version {}.{}\n", o.major, o.minor);
   auto value = [](uint16_t v) { return v == kNone ? -1 : static_cast<int>(v); };
   for (int i = 0; i <= ARCPROF_PY_CODE_NAME; ++i) out += fmt::format("{} {}\n", kOffNames[i], value(o.off[i]));
   out += fmt::format("code_firstlineno {}\ncode_linetable {}\ncode_adaptive {}\n", o.code_firstlineno,
                      o.code_linetable, value(o.code_adaptive));
   out += fmt::format("unicode_state {}\nunicode_length {}\nunicode_ascii_size {}\nunicode_compact_size {}\n",
-                     o.unicode_state, o.unicode_length, o.unicode_ascii_size, o.unicode_compact_size);
+                     value(o.unicode_state), value(o.unicode_length), value(o.unicode_ascii_size),
+                     value(o.unicode_compact_size));
   out += fmt::format("bytes_size {}\nbytes_sval {}\n", o.bytes_size, o.bytes_sval);
   return out;
 }

@@ -1,5 +1,5 @@
 // The CPython interpreters of this machine the Python tests run: Debian's
-// /usr/bin/python3 (3.11) and pyenv's 3.7-3.13 under $HOME/.pyenv/versions.
+// /usr/bin/python3 (3.11) and pyenv's 2.7 and 3.6-3.13 under $HOME/.pyenv/versions.
 #pragma once
 
 #include <unistd.h>
@@ -13,10 +13,11 @@
 namespace arcprof::testing {
 
 struct Interpreter {
-  std::string label;    // "debian-3.11", "pyenv-3.12"
+  std::string label;    // "debian-3.11", "pyenv-3.12", "pyenv-2.7"
+  uint32_t major = 3;
   uint32_t minor = 0;
   std::string binary;   // absent: empty
-  std::string include;  // .../include/python3.X (with internal/), "" when absent
+  std::string include;  // .../include/pythonX.Y (with internal/ from 3.7), "" when absent
 };
 
 inline std::string PyenvRoot() {
@@ -24,11 +25,11 @@ inline std::string PyenvRoot() {
   return std::string(home && *home ? home : "/root") + "/.pyenv/versions";
 }
 
-// The newest pyenv install of 3.minor, "" when none.
-inline std::string PyenvPrefix(uint32_t minor) {
+// The newest pyenv install of major.minor, "" when none.
+inline std::string PyenvPrefix(uint32_t minor, uint32_t major = 3) {
   std::vector<std::string> found;
   std::error_code ec;
-  const std::string want = "3." + std::to_string(minor) + ".";
+  const std::string want = std::to_string(major) + "." + std::to_string(minor) + ".";
   for (const auto& e : std::filesystem::directory_iterator(PyenvRoot(), ec)) {
     const std::string name = e.path().filename();
     if (name.rfind(want, 0) == 0) found.push_back(e.path());
@@ -39,18 +40,22 @@ inline std::string PyenvPrefix(uint32_t minor) {
 
 inline std::vector<Interpreter> Interpreters() {
   std::vector<Interpreter> out;
-  Interpreter debian{"debian-3.11", 11, "", ""};
+  Interpreter debian{"debian-3.11", 3, 11, "", ""};
   if (access("/usr/bin/python3.11", X_OK) == 0) debian.binary = "/usr/bin/python3.11";
   if (access("/usr/include/python3.11/internal/pycore_frame.h", R_OK) == 0) debian.include = "/usr/include/python3.11";
   out.push_back(debian);
-  for (uint32_t minor : {7u, 8u, 9u, 10u, 11u, 12u, 13u}) {
-    Interpreter py{"pyenv-3." + std::to_string(minor), minor, "", ""};
-    const std::string prefix = PyenvPrefix(minor);
-    const std::string m = "3." + std::to_string(minor);
+  const std::pair<uint32_t, uint32_t> versions[] = {{2, 7}, {3, 6}, {3, 7}, {3, 8}, {3, 9},
+                                                     {3, 10}, {3, 11}, {3, 12}, {3, 13}};
+  for (const auto& [major, minor] : versions) {
+    const std::string m = std::to_string(major) + "." + std::to_string(minor);
+    Interpreter py{"pyenv-" + m, major, minor, "", ""};
+    const std::string prefix = PyenvPrefix(minor, major);
     if (!prefix.empty() && access((prefix + "/bin/python" + m).c_str(), X_OK) == 0) py.binary = prefix + "/bin/python" + m;
-    // 3.7 keeps its headers in python3.7m; internal/ holds what the probe reads.
+    // 3.6 and 3.7 keep their headers in python3.Xm; from 3.7 internal/ holds
+    // what the probe reads (2.7 and 3.6 have it all in pystate.h).
+    const bool internal = major == 3 && minor >= 7;
     for (const std::string& dir : {prefix + "/include/python" + m, prefix + "/include/python" + m + "m"}) {
-      if (!prefix.empty() && access((dir + "/internal").c_str(), R_OK) == 0) py.include = dir;
+      if (!prefix.empty() && access((dir + (internal ? "/internal" : "/pystate.h")).c_str(), R_OK) == 0) py.include = dir;
     }
     out.push_back(py);
   }

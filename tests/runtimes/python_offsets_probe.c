@@ -1,9 +1,11 @@
-/* Prints the struct offsets arcprof reads in a CPython 3.7+ process, from
+/* Prints the struct offsets arcprof reads in a CPython 2.7 or 3.6+ process, from
  * that version's own headers: the source of the per-version table in
  * runtimes/python/python_runtime.cpp, and the check that it still holds (test
  * PythonOffsets.MatchTheHeaders compiles this against each installed
  * version's headers and compares). Build: cc -DPy_BUILD_CORE
  * -I<prefix>/include/python3.X -I<prefix>/include/python3.X/internal.
+ * 2.7 and 3.6 have no _PyRuntime: the root is the interpreter list's head
+ * (interp_head), so runtime_interpreters_head is 0.
  * Before 3.11 the names below stand for the fields that play their part:
  * tstate_native_thread_id is PyThreadState.thread_id (pthread_self()),
  * tstate_current_frame is PyThreadState.frame, a frame is a PyFrameObject
@@ -20,7 +22,9 @@
 #include "pycore_code.h"
 #else
 #include <frameobject.h>
-#if PY_MINOR_VERSION >= 9
+#if PY_MAJOR_VERSION == 2 || PY_MINOR_VERSION <= 6
+/* no _PyRuntimeState: PyInterpreterState and PyThreadState are in pystate.h */
+#elif PY_MINOR_VERSION >= 9
 #include "pycore_runtime.h"
 #include "pycore_interp.h"
 #elif PY_MINOR_VERSION == 8
@@ -32,7 +36,12 @@
 
 int main(void) {
   printf("version %d.%d\n", PY_MAJOR_VERSION, PY_MINOR_VERSION);
+#if PY_MAJOR_VERSION == 2 || PY_MINOR_VERSION <= 6
+  /* The root is interp_head itself (PyInterpreterState_Head() returns it). */
+  printf("runtime_interpreters_head %d\n", 0);
+#else
   printf("runtime_interpreters_head %d\n", (int)offsetof(_PyRuntimeState, interpreters.head));
+#endif
 #if PY_MINOR_VERSION >= 11
   printf("interp_threads_head %d\n", (int)offsetof(PyInterpreterState, threads.head));
   printf("tstate_next %d\n", (int)offsetof(PyThreadState, next));
@@ -94,12 +103,19 @@ int main(void) {
 #else
   printf("code_adaptive %d\n", -1);
 #endif
+#if PY_MAJOR_VERSION >= 3
   printf("unicode_state %d\n", (int)offsetof(PyASCIIObject, state));
   printf("unicode_length %d\n", (int)offsetof(PyASCIIObject, length));
   printf("unicode_ascii_size %d\n", (int)sizeof(PyASCIIObject));
   printf("unicode_compact_size %d\n", (int)sizeof(PyCompactUnicodeObject));
   printf("bytes_size %d\n", (int)offsetof(PyVarObject, ob_size));
   printf("bytes_sval %d\n", (int)offsetof(PyBytesObject, ob_sval));
+#else
+  /* 2.7: names, paths and co_lnotab are all str (PyStringObject) objects. */
+  printf("unicode_state %d\nunicode_length %d\nunicode_ascii_size %d\nunicode_compact_size %d\n", -1, -1, -1, -1);
+  printf("bytes_size %d\n", (int)offsetof(PyVarObject, ob_size));
+  printf("bytes_sval %d\n", (int)offsetof(PyStringObject, ob_sval));
+#endif
   /* BPF reads the code object's 24 bytes from co_filename: the name (co_name,
    * co_qualname from 3.11) must lie within them. */
   return offsetof(PyCodeObject, co_filename) < offsetof(PyCodeObject, co_name) &&

@@ -32,19 +32,20 @@ TEST(PythonOffsets, MatchTheHeaders) {
     const std::string exe = tmpl;
     // Debian keeps pyconfig.h under the multiarch include directory.
     const std::vector<std::string> cc = {ARCPROF_CC, "-w", "-I" + py.include, "-I" + py.include + "/internal",
-                                         "-I/usr/include/x86_64-linux-gnu/python3." + std::to_string(py.minor),
+                                         "-I/usr/include/x86_64-linux-gnu/python" + std::to_string(py.major) + "." +
+                                             std::to_string(py.minor),
                                          ARCPROF_PY_PROBE, "-o", exe};
     auto [cc_status, cc_out] = RunCapture(cc);
     ASSERT_EQ(cc_status, 0) << cc_out;
     auto [status, printed] = RunCapture({exe});
     unlink(exe.c_str());
     EXPECT_EQ(status, 0) << "co_name and co_qualname no longer follow co_filename";
-    auto table = runtimes::PythonOffsetsFor(py.minor);
+    auto table = runtimes::PythonOffsetsFor(py.major, py.minor);
     ASSERT_TRUE(table.has_value());
     EXPECT_EQ(printed, runtimes::PythonOffsetsText(*table));
     ++checked;
   }
-  if (checked == 0) GTEST_SKIP() << "no CPython 3.7+ headers installed (python3.11-dev, or pyenv)";
+  if (checked == 0) GTEST_SKIP() << "no CPython 2.7 or 3.6+ headers installed (python3.11-dev, or pyenv)";
 }
 
 std::vector<uint8_t> Unhex(const std::string& hex) {
@@ -77,7 +78,7 @@ TEST(PythonLines, AgreeWithTheInterpreter) {
         const size_t colon = pair.find(':');
         const int64_t off = std::stoll(pair.substr(0, colon));
         const int want = std::stoi(pair.substr(colon + 1));
-        EXPECT_EQ(runtimes::PythonLine(py.minor, table, first, off), want) << "offset " << off << " of " << line;
+        EXPECT_EQ(runtimes::PythonLine(py.major, py.minor, table, first, off), want) << "offset " << off << " of " << line;
         ++offsets;
       }
       EXPECT_GE(offsets, 8);
@@ -92,9 +93,9 @@ TEST(PythonLines, AgreeWithTheInterpreter) {
 // A table of any bytes: an answer, within its bounds, never a crash.
 TEST(PythonLines, CorruptTablesAreBounded) {
   const std::vector<uint8_t> junk = {0xff, 0xff, 0xff, 0xff, 0xf0, 0x7f, 0x7f, 0x7f, 0x7f, 0x7f, 0x7f, 0x7f};
-  for (uint32_t minor : {9u, 10u, 12u}) {
-    for (int64_t addr : {-1, 0, 2, 1000}) (void)runtimes::PythonLine(minor, junk, 5, addr);
-    EXPECT_EQ(runtimes::PythonLine(minor, {}, 5, 4), 5);
+  for (auto [major, minor] : {std::pair{2u, 7u}, {3u, 6u}, {3u, 9u}, {3u, 10u}, {3u, 12u}}) {
+    for (int64_t addr : {-1, 0, 2, 1000}) (void)runtimes::PythonLine(major, minor, junk, 5, addr);
+    EXPECT_EQ(runtimes::PythonLine(major, minor, {}, 5, 4), 5);
   }
 }
 
@@ -118,7 +119,7 @@ TEST(PythonOffsets, DebugOffsetsAgreeWithTheHeaders) {
   ASSERT_EQ(pread(fd.get(), bytes.data(), bytes.size(), static_cast<off_t>(*at)), static_cast<ssize_t>(bytes.size()));
   auto debug = runtimes::PythonOffsetsFromDebug(bytes, 13);
   ASSERT_TRUE(debug.has_value()) << "no _Py_DebugOffsets at _PyRuntime";
-  EXPECT_EQ(runtimes::PythonOffsetsText(*debug), runtimes::PythonOffsetsText(*runtimes::PythonOffsetsFor(13)));
+  EXPECT_EQ(runtimes::PythonOffsetsText(*debug), runtimes::PythonOffsetsText(*runtimes::PythonOffsetsFor(3, 13)));
 }
 
 // A cookie with another version, a free-threaded build, offsets too large to

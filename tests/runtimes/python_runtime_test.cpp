@@ -47,7 +47,7 @@ class PythonPerfFlag : public ::testing::TestWithParam<Interpreter> {};
 std::vector<Interpreter> PerfFlagInterpreters() {
   std::vector<Interpreter> out;
   for (const Interpreter& py : Interpreters()) {
-    if (py.minor >= 12) out.push_back(py);
+    if (py.major == 3 && py.minor >= 12) out.push_back(py);
   }
   return out;
 }

@@ -2,6 +2,10 @@
 # (co_lnotab before 3.10, co_linetable after), co_firstlineno, and the line
 # CPython itself gives each instruction offset (co_lines() from 3.10,
 # dis.findlinestarts before): the reference PythonLine is checked against.
+# Runs on 2.7 too (its instructions are 1 or 3 bytes: every offset).
+from __future__ import print_function
+
+import binascii
 import dis
 import sys
 
@@ -44,7 +48,8 @@ def lines(co):
         starts = list(dis.findlinestarts(co))
         line = co.co_firstlineno
         at = 0
-        for off in range(0, len(co.co_code), 2):
+        step = 2 if sys.version_info >= (3, 6) else 1
+        for off in range(0, len(co.co_code), step):
             while at < len(starts) and starts[at][0] <= off:
                 line = starts[at][1]
                 at += 1
@@ -54,5 +59,5 @@ def lines(co):
 
 module = compile(open(__file__).read(), __file__, "exec")
 for co in (branchy.__code__, long_jumps.__code__, module):
-    print(co.co_firstlineno, table(co).hex(),
+    print(co.co_firstlineno, binascii.hexlify(table(co)).decode("ascii"),
           " ".join("%d:%d" % kv for kv in sorted(lines(co).items())))

@@ -4,10 +4,26 @@
 # how many seconds to run ("cpu=S": S seconds of each thread's own CPU time,
 # at most 4 S of wall time, so that a loaded machine still gives the tests
 # their samples); "rounds=N" instead runs N rounds of drive() and prints its
-# CPU seconds (bench/python_bench.sh: a fixed amount of work).
+# CPU seconds (bench/python_bench.sh: a fixed amount of work). One program
+# for every version, 2.7 included (no f-strings, print of one string).
 import sys
 import threading
 import time
+
+try:
+    range = xrange  # 2.7: no list per call
+except NameError:
+    pass
+# time.thread_time and time.monotonic are 3.7+ and 3.3+: 2.7 and 3.6 take
+# the thread's CPU time from getrusage(RUSAGE_THREAD), and wall time.
+thread_time = getattr(time, "thread_time", None)
+if thread_time is None:
+    import resource
+
+    def thread_time():
+        r = resource.getrusage(getattr(resource, "RUSAGE_THREAD", 1))
+        return r.ru_utime + r.ru_stime
+monotonic = getattr(time, "monotonic", time.time)
 
 
 def alpha(n):
@@ -35,10 +51,10 @@ def running(spec):
     """A test of whether to go on, for the calling thread."""
     if spec.startswith("cpu="):
         cpu = float(spec[4:])
-        start, end = time.thread_time(), time.monotonic() + 4 * cpu
-        return lambda: time.thread_time() - start < cpu and time.monotonic() < end
-    end = time.monotonic() + float(spec)
-    return lambda: time.monotonic() < end
+        start, end = thread_time(), monotonic() + 4 * cpu
+        return lambda: thread_time() - start < cpu and monotonic() < end
+    end = monotonic() + float(spec)
+    return lambda: monotonic() < end
 
 
 def drive(spec):
@@ -65,9 +81,10 @@ def rounds(n):
 
 
 if len(sys.argv) > 1 and sys.argv[1].startswith("rounds="):
-    start = time.process_time()
+    process_time = getattr(time, "process_time", time.clock if sys.version_info < (3,) else None)
+    start = process_time()
     rounds(int(sys.argv[1][7:]))
-    print("%.4f" % (time.process_time() - start))
+    print("%.4f" % (process_time() - start))
     sys.exit(0)
 spec = sys.argv[1] if len(sys.argv) > 1 else "3"
 if len(sys.argv) > 2 and sys.argv[2] == "thread":
