@@ -202,7 +202,8 @@ TEST_P(PythonPerfFlag, PerfTrampolinesDoNotEndTheWalk) {
 // A "python3.11" exporting CPython's symbols over corrupt frame chains: a
 // chain that loops, one into unmapped memory, code pointers to objects that
 // are not code objects. The walk stops at its bound with a counted reason,
-// nothing is named, the recording ends normally and on time.
+// nothing is named, the recording ends normally and on time. "2.7:" the
+// same chains in a "python2.7" (2.7's layout and root).
 class HostilePython : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(HostilePython, CorruptChainsAreBoundedAndCounted) {
@@ -210,16 +211,18 @@ TEST_P(HostilePython, CorruptChainsAreBoundedAndCounted) {
   TempDir tmp;
   const std::string db = tmp.path("fake.db");
   const auto t0 = std::chrono::steady_clock::now();
-  Subprocess rec({kArcprof, "record", "-q", "-o", db, "--", ARCPROF_FAKE_PYTHON, GetParam(), "2"});
+  const bool two = GetParam().starts_with("2.7:");
+  const std::string mode = two ? GetParam().substr(4) : GetParam();
+  Subprocess rec({kArcprof, "record", "-q", "-o", db, "--", two ? ARCPROF_FAKE_PYTHON27 : ARCPROF_FAKE_PYTHON, mode, "2"});
   ASSERT_EQ(rec.Wait(), 0) << rec.stderr_text();
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(30));
   Profile p = LoadCapture(db);
   EXPECT_EQ(Counter(p, "python.processes_recognized"), 1);
   EXPECT_EQ(Counter(p, "python.frames_named"), 0);
   EXPECT_GT(Counter(p, "runtimes.samples"), 100);
-  if (GetParam() == "loop") {
+  if (mode == "loop") {
     EXPECT_EQ(Counter(p, "runtimes.truncated_walks.max depth"), Counter(p, "runtimes.samples"));
-  } else if (GetParam() == "fault") {
+  } else if (mode == "fault") {
     EXPECT_EQ(Counter(p, "runtimes.truncated_walks.read fault"), Counter(p, "runtimes.samples"));
   } else {
     EXPECT_EQ(Counter(p, "runtimes.walks.complete"), Counter(p, "runtimes.samples"));
@@ -231,7 +234,8 @@ TEST_P(HostilePython, CorruptChainsAreBoundedAndCounted) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Chains, HostilePython, ::testing::Values("loop", "fault", "garbage"));
+INSTANTIATE_TEST_SUITE_P(Chains, HostilePython,
+                         ::testing::Values("loop", "fault", "garbage", "2.7:loop", "2.7:fault", "2.7:garbage"));
 
 // A binary named python3.11 that is not CPython (a copy of dash): not
 // recognized, recorded as any program.
