@@ -69,10 +69,12 @@ enum arcprof_v8_off {
 };
 #define ARCPROF_V8_FRAME_BELOW 48 /* bytes of a frame read below its frame pointer (every slot above lies within) */
 #define ARCPROF_V8_MAX_WALK 160   /* frame pointers followed at most (native frames included) */
-/* runtime_frame.instr of a V8 frame: the frame's pc in the low 48 bits, and
- * for a frame whose bytecode-offset slot holds a small Smi, that offset + 1
- * in the high 16 bits (0: none). */
-#define ARCPROF_V8_PC_MASK 0xffffffffffffull
+/* runtime_frame.instr of a V8 frame: the frame's pc in the low 47 bits (a
+ * user address), bit 47 set when that pc is a return address (every frame
+ * but the sampled one), and for a frame whose bytecode-offset slot holds a
+ * small Smi, that Smi + 1 in the high 16 bits (0: none). */
+#define ARCPROF_V8_PC_MASK 0x7fffffffffffull
+#define ARCPROF_V8_RETURN_BIT (1ull << 47)
 
 /* runtime_procs value, by tgid. */
 struct runtime_proc {

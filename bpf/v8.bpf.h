@@ -19,6 +19,7 @@ struct v8_walk {
 	__u32 n;
 	__u32 status;
 	__u32 ended;
+	__u32 returned; /* pc is a return address (every frame but the first) */
 	__u16 o_func, o_ctx, o_bo, o_shared, o_name, o_script;
 };
 
@@ -63,6 +64,8 @@ static long v8_step(__u64 i, void *ctx)
 				return 1;
 			struct runtime_frame *f = (struct runtime_frame *)(data + at);
 			__u64 instr = w->pc & ARCPROF_V8_PC_MASK;
+			if (w->returned)
+				instr |= ARCPROF_V8_RETURN_BIT;
 			/* A Smi (upper 32 bits) in the bytecode-offset slot. */
 			if ((bo & 0xffffffffull) == 0 && (bo >> 32) < 0xfffe)
 				instr |= ((bo >> 32) + 1) << 48;
@@ -84,6 +87,7 @@ static long v8_step(__u64 i, void *ctx)
 	}
 	w->fp = saved;
 	w->pc = ret;
+	w->returned = 1;
 	return 0;
 }
 

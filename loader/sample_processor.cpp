@@ -384,9 +384,10 @@ void SampleProcessor::Process(const StackSample& e) {
     if (by_pc && runtime_by_pc_[k] >= 0) {
       // The function this frame ran, in place of the code that ran it (the
       // interpreter's trampoline, a bytecode handler, JIT code).
-      SymbolizedFrame jf = rt->Name(e.pid, e.runtime_frames[static_cast<size_t>(runtime_by_pc_[k])]);
-      if (!jf.symbol.empty()) {
-        add(jf, ip);
+      // With the functions inlined into it, each a frame of its own.
+      rt->NameInlined(e.pid, e.runtime_frames[static_cast<size_t>(runtime_by_pc_[k])], runtime_names_);
+      if (!runtime_names_.empty() && !runtime_names_[0].symbol.empty()) {
+        for (const SymbolizedFrame& jf : runtime_names_) add(jf, ip);
         continue;
       }
     }

@@ -129,6 +129,7 @@ class SampleProcessor : public StackSink {
   // A runtime placed by pc (Runtime::NativePc): for each entry of
   // root_pcs_, the runtime frame standing for it, -1 for none.
   std::vector<int32_t> runtime_by_pc_;
+  std::vector<SymbolizedFrame> runtime_names_;  // one runtime frame with its inlined frames
   uint64_t runtime_samples_ = 0, runtime_unmatched_ = 0, runtime_unplaced_ = 0;
   std::array<uint64_t, 5> runtime_status_{};  // by ARCPROF_RUNTIME_* status
   model::Profile window_;

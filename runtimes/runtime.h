@@ -49,6 +49,12 @@ class Runtime {
   // Names one frame the sampler read (not a marker). Reads the process's
   // memory, bounded; the answer's views stay valid for the runtime's life.
   virtual SymbolizedFrame Name(uint32_t pid, const runtime_frame& frame) = 0;
+  // The same with the frames the runtime's compiler inlined into it where
+  // it records them (V8's optimized code): the frame's own function first,
+  // then each inlined callee after its caller.
+  virtual void NameInlined(uint32_t pid, const runtime_frame& frame, std::vector<SymbolizedFrame>& out) {
+    out.assign(1, Name(pid, frame));
+  }
 
   // A JIT symbol of pid (a perf map entry) that may be this runtime's own
   // code of a known shape: marks it for the runtime's FrameStepper (frame

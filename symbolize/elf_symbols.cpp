@@ -279,7 +279,7 @@ void ForEachDefinedSymbol(Elf* elf, Fn&& fn) {
         if (sym.st_shndx == SHN_UNDEF || sym.st_value == 0) continue;
         const char* n = elf_strptr(elf, shdr.sh_link, sym.st_name);
         if (n == nullptr) continue;
-        switch (fn(std::string_view(n), static_cast<uint64_t>(sym.st_value))) {
+        switch (fn(std::string_view(n), static_cast<uint64_t>(sym.st_value), static_cast<uint64_t>(sym.st_size))) {
           case SymbolVisit::kStop: return;
           case SymbolVisit::kTaken: any = true; break;
           case SymbolVisit::kNext: break;
@@ -293,10 +293,16 @@ void ForEachDefinedSymbol(Elf* elf, Fn&& fn) {
 }  // namespace
 
 std::optional<uint64_t> FindSymbolValue(Elf* elf, std::string_view name) {
-  std::optional<uint64_t> out;
-  ForEachDefinedSymbol(elf, [&](std::string_view n, uint64_t value) {
+  auto sym = FindSymbolValueAndSize(elf, name);
+  if (!sym) return std::nullopt;
+  return sym->first;
+}
+
+std::optional<std::pair<uint64_t, uint64_t>> FindSymbolValueAndSize(Elf* elf, std::string_view name) {
+  std::optional<std::pair<uint64_t, uint64_t>> out;
+  ForEachDefinedSymbol(elf, [&](std::string_view n, uint64_t value, uint64_t size) {
     if (n != name) return SymbolVisit::kNext;
-    out = value;
+    out.emplace(value, size);
     return SymbolVisit::kStop;
   });
   return out;
@@ -305,7 +311,7 @@ std::optional<uint64_t> FindSymbolValue(Elf* elf, std::string_view name) {
 std::vector<std::pair<std::string, uint64_t>> FindSymbolValuesWithPrefix(Elf* elf, std::string_view prefix,
                                                                           size_t max) {
   std::vector<std::pair<std::string, uint64_t>> out;
-  ForEachDefinedSymbol(elf, [&](std::string_view n, uint64_t value) {
+  ForEachDefinedSymbol(elf, [&](std::string_view n, uint64_t value, uint64_t) {
     if (out.size() >= max) return SymbolVisit::kStop;
     if (!n.starts_with(prefix)) return SymbolVisit::kNext;
     out.emplace_back(n, value);

@@ -24,6 +24,8 @@ namespace arcprof {
 // from .dynsym, else .symtab: the data a runtime exports (CPython's
 // _PyRuntime, Py_Version). nullopt when neither section defines it.
 std::optional<uint64_t> FindSymbolValue(Elf* elf, std::string_view name);
+// The same with the symbol's size (st_size): an exported table's extent.
+std::optional<std::pair<uint64_t, uint64_t>> FindSymbolValueAndSize(Elf* elf, std::string_view name);
 // Every defined symbol whose name starts with `prefix` (at most `max`), in
 // one pass: from .dynsym, else .symtab when .dynsym has none. A runtime's
 // many exported constants (V8's v8dbg_*) without one scan each.

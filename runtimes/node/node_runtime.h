@@ -11,10 +11,14 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "runtimes/runtime.h"
 
 namespace arcprof::runtimes {
+
+// Bytes of a Code object read at once (every field naming uses lies within).
+constexpr size_t kV8CodeHeaderRead = 128;
 
 // What naming needs of one V8 build: every field from the binary's v8dbg_*
 // constants (V8Layout::Read) except the ScopeInfo flag bits, which V8 does
@@ -33,6 +37,29 @@ struct V8Layout {
            one_byte_tag = 0;
   uint16_t scope_first_vars = 0, scope_ncontextlocals = 0;
   uint32_t smi_shift = 0;  // kSmiShiftSize + kSmiTagSize (32 without pointer compression)
+
+  // Lines (docs/node.md, "Lines"); without these a frame gets its
+  // function's first line. Exported: the SharedFunctionInfo's function data,
+  // the bytecode's start, the Code fields for deoptimization data and source
+  // positions, an InstructionStream's first instruction, the types, the
+  // code kinds and the deoptimization data's indexes. Derived, V8 11.x
+  // (not exported, and every read through them is checked: an
+  // InstructionStream's instructions must be where its Code says): the
+  // BytecodeArray's source positions after its length, constant pool and
+  // handler table; the Code's InstructionStream, instruction start, flags
+  // and instruction size after its source positions.
+  bool lines = false;
+  uint16_t sfi_function_data = 0, array_length = 0, array_data = 0;
+  uint16_t bytecode_positions = 0, bytecode_data = 0;
+  uint16_t code_deopt = 0, code_positions = 0, code_stream = 0, code_start = 0, code_flags = 0, code_size = 0;
+  uint16_t stream_start = 0;
+  uint16_t type_code = 0, type_stream = 0, type_bytecode = 0, type_byte_array = 0, type_fixed_array = 0,
+           type_weak_fixed_array = 0;
+  uint16_t kind_mask = 0, kind_shift = 0, kind_baseline = 0, kind_interpreted = 0;
+  uint16_t deopt_inlined_count = 0, deopt_literals = 0, deopt_sfi = 0, deopt_inlining = 0;
+  // V8's kBytecodeSizes[3][count] (its symbol in the binary): baseline
+  // code's lines; empty when the binary lacks it.
+  std::vector<uint8_t> bytecode_sizes;
 
   // The constants as `lookup` (symbol name -> value) gives them; nullopt when
   // one is missing (not V8, or a build without post-mortem metadata), for

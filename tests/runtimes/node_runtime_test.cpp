@@ -7,8 +7,11 @@
 
 #include <algorithm>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <map>
 #include <set>
 #include <thread>
@@ -25,11 +28,32 @@ const std::string kArcprof = ARCPROF_BIN;
 const std::string kProgram = std::string(ARCPROF_NODE_PROGRAMS) + "/split.js";
 const std::string kNode = "/usr/bin/node";
 
-std::vector<SampledStack> UserStacks(const Profile& p) { return ProgramStacks(p, "split.js", "split.js", FrameKind::kJs); }
+std::vector<SampledStack> UserStacks(const Profile& p, uint32_t pid = 0) {
+  return ProgramStacks(p, "split.js", "split.js", FrameKind::kJs, pid);
+}
 
-SplitMeasures Measure(const Profile& p) { return MeasureSplit(UserStacks(p), "(top level)"); }
+SplitMeasures Measure(const Profile& p, uint32_t pid = 0) { return MeasureSplit(UserStacks(p, pid), "(top level)"); }
 
-std::string Describe(const Profile& p) { return DescribeStacks(p, UserStacks(p), "[js]", {"node.", "runtimes."}); }
+std::string Describe(const Profile& p, uint32_t pid = 0) {
+  return DescribeStacks(p, UserStacks(p, pid), "[js]", {"node.", "runtimes."});
+}
+
+// A process's CPU time so far (user + system), -1 once it is gone.
+double CpuSeconds(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat;
+  std::getline(in, stat);
+  const size_t close = stat.rfind(')');
+  if (close == std::string::npos) return -1;
+  std::istringstream rest(stat.substr(close + 2));
+  std::string field;
+  unsigned long long utime = 0, stime = 0;
+  for (int i = 3; i <= 15 && rest >> field; ++i) {
+    if (i == 14) utime = std::stoull(field);
+    if (i == 15) stime = std::stoull(field);
+  }
+  return static_cast<double>(utime + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
 
 #define REQUIRE_NODE()                                                                          \
   do {                                                                                          \
@@ -49,30 +73,51 @@ Profile RecordCommand(const TempDir& tmp, const std::vector<std::string>& flags,
   return LoadCapture(db);
 }
 
-// The whole machine for `seconds` while node runs split.js (started first,
-// so that it is recognized from its mappings as an existing process).
-Profile RecordMachine(const TempDir& tmp, double seconds) {
-  const std::string db = tmp.path("machine.db");
-  Subprocess node({kNode, kProgram, std::to_string(seconds + 6)});
-  std::this_thread::sleep_for(std::chrono::milliseconds(1000));
-  // A whole loaded machine: a ring large enough that node's samples are kept.
-  Subprocess rec({kArcprof, "record", "-q", "-a", "-d", std::to_string(seconds), "--buffer-mb", "64", "-o", db});
+// `record -- node PROGRAM 3` (one of the test programs).
+Profile RecordProgram(const TempDir& tmp, const std::string& program) {
+  const std::string db = tmp.path("program.db");
+  Subprocess rec({kArcprof, "record", "-q", "-o", db, "--", kNode, program, "3"});
   EXPECT_EQ(rec.Wait(), 0) << rec.stderr_text();
   return LoadCapture(db);
 }
 
-void ExpectSplitAndChains(const Profile& p, const char* mode) {
-  const SplitMeasures m = Measure(p);
+// The whole machine while node runs split.js (started first, so that it is
+// recognized from its mappings as an existing process), from when arcprof
+// records until node has used `cpu_seconds` more of CPU time: as many
+// samples of node at load 14 as on an idle machine (a fixed wall time gave
+// too few: the test failed 3 runs in 4 at load 14). Sets *pid to node's.
+Profile RecordMachine(const TempDir& tmp, double cpu_seconds, uint32_t* pid) {
+  const std::string db = tmp.path("machine.db");
+  Subprocess node({kNode, kProgram, "120"}, false);
+  *pid = static_cast<uint32_t>(node.pid());
+  std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+  // A whole loaded machine: a ring large enough that node's samples are kept.
+  Subprocess rec({kArcprof, "record", "-a", "--buffer-mb", "64", "-o", db});
+  EXPECT_TRUE(rec.WaitForStderr("recording system", 120)) << rec.stderr_text();
+  const double from = CpuSeconds(node.pid());
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(90);
+  while (std::chrono::steady_clock::now() < deadline) {
+    const double now = CpuSeconds(node.pid());
+    if (now < 0 || now - from >= cpu_seconds) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  kill(rec.pid(), SIGINT);
+  EXPECT_EQ(rec.Wait(), 0) << rec.stderr_text();
+  return LoadCapture(db);
+}
+
+void ExpectSplitAndChains(const Profile& p, const char* mode, uint32_t pid = 0) {
+  const SplitMeasures m = Measure(p, pid);
   printf("measured %s split %.4f full %.4f js %llu\n", mode, m.split(), m.full_share(),
          static_cast<unsigned long long>(m.main));
-  ASSERT_GT(m.main, 150u) << Describe(p);
+  ASSERT_GT(m.main, 150u) << Describe(p, pid);
   // 10 runs of each mode on the loaded build machine (load 16-20 on 2
   // cores, 160-740 samples a run): split 0.703-0.810 (pooled 0.751-0.762),
   // full chains 0.984-0.998. The goals are 2 points (pooled) and 97%
   // (docs/performance.md); these thresholds guard against regressions with
   // margin below the worst run.
-  EXPECT_NEAR(m.split(), 0.75, 0.12) << m.alpha << " alpha, " << m.beta << " beta\n" << Describe(p);
-  EXPECT_GE(m.full_share(), 0.95) << m.full << " of " << m.main << "\n" << Describe(p);
+  EXPECT_NEAR(m.split(), 0.75, 0.12) << m.alpha << " alpha, " << m.beta << " beta\n" << Describe(p, pid);
+  EXPECT_GE(m.full_share(), 0.95) << m.full << " of " << m.main << "\n" << Describe(p, pid);
 }
 
 TEST(NodeNoFlag, SplitAndFullChains) {
@@ -84,7 +129,10 @@ TEST(NodeNoFlag, SplitAndFullChains) {
 TEST(NodeNoFlag, WholeMachine) {
   REQUIRE_NODE();
   TempDir tmp;
-  ExpectSplitAndChains(RecordMachine(tmp, 3), "machine");
+  uint32_t pid = 0;
+  // Only the test's node: other node processes may run split.js meanwhile.
+  const Profile p = RecordMachine(tmp, 2.0, &pid);
+  ExpectSplitAndChains(p, "machine", pid);
 }
 
 // --perf-basic-prof: JIT code is named by the perf map, and interpreted
@@ -113,19 +161,118 @@ TEST(NodeNoFlag, WorkerHasItsOwnChain) {
   EXPECT_GE(m.full_share(), 0.90) << m.full << " of " << m.main << "\n" << Describe(p);
 }
 
-// Names carry the file and the function's line.
+// Names carry the file and the line running: within the function's body,
+// and a caller at its call: drive() at the line that calls beta() whenever
+// beta() runs (a return address into drive's code, optimized on stack).
 TEST(NodeNoFlag, NamesCarryFileAndLine) {
   REQUIRE_NODE();
   TempDir tmp;
   Profile p = RecordCommand(tmp, {}, {"2"});
-  std::map<std::string, uint64_t> lines;
+  const uint32_t beta_call = LineOf(kProgram, "sink += beta(30000);");
+  ASSERT_GT(beta_call, 0u);
+  std::map<std::string, std::set<uint32_t>> lines;
   for (const FrameRecord& f : p.frames.all()) {
-    if (f.kind == FrameKind::kJs && p.frames.module_of(f) == kProgram) lines[f.symbol] = SourceLine(f.address);
+    if (f.kind == FrameKind::kJs && p.frames.module_of(f) == kProgram) lines[f.symbol].insert(SourceLine(f.address));
   }
-  EXPECT_EQ(lines["alpha"], 13u) << Describe(p);
-  EXPECT_EQ(lines["beta"], 47u) << Describe(p);
-  EXPECT_EQ(lines["drive"], 115u) << Describe(p);
-  EXPECT_EQ(lines["(top level)"], 1u) << Describe(p);
+  auto within = [&](const std::string& fn, uint32_t first, uint32_t last) {
+    EXPECT_FALSE(lines[fn].empty()) << fn << "\n" << Describe(p);
+    for (uint32_t line : lines[fn]) EXPECT_TRUE(line >= first && line <= last) << fn << " at " << line;
+  };
+  within("alpha", 13, 44);
+  within("beta", 47, 78);
+  within("drive", 115, 131);
+  uint64_t at_call = 0, beta = 0;
+  for (const SampledStack& s : UserStacks(p)) {
+    const auto f = ProgramFrames(s);
+    if (f.size() < 2 || f.back() != "beta") continue;
+    beta += s.n;
+    for (const StackFrame& fr : s.frames) {
+      if (fr.runtime && fr.name == "drive" && fr.line == beta_call) at_call += s.n;
+    }
+  }
+  printf("measured caller line %.4f (%llu of %llu)\n", beta ? static_cast<double>(at_call) / beta : 0.0,
+         static_cast<unsigned long long>(at_call), static_cast<unsigned long long>(beta));
+  ASSERT_GT(beta, 20u) << Describe(p);
+  // 10 runs at load 11-15: 1.000 every time (82-144 samples of beta).
+  EXPECT_GE(at_call, beta * 9 / 10) << Describe(p);
+}
+
+// Line numbers: hot()'s two lines (three calls of work() and one) each get
+// their own share, from the position of the return address in hot's code:
+// its bytecode offset (interpreted), the bytecode of its pc (baseline), the
+// source position of its pc (TurboFan).
+TEST(NodeNoFlag, TwoHotLinesEachGetTheirShare) {
+  REQUIRE_NODE();
+  TempDir tmp;
+  const std::string program = std::string(ARCPROF_NODE_PROGRAMS) + "/lines.js";
+  const uint32_t line_a = LineOf(program, "// line A"), line_b = LineOf(program, "// line B");
+  ASSERT_GT(line_a, 0u);
+  Profile p = RecordProgram(tmp, program);
+  const auto stacks = ProgramStacks(p, "lines.js", "lines.js", FrameKind::kJs);
+  uint64_t a = 0, b = 0, other = 0;
+  for (const SampledStack& s : stacks) {
+    // hot's frame under work's (the leaf).
+    const StackFrame* caller = nullptr;
+    const StackFrame* leaf = nullptr;
+    for (const StackFrame& f : s.frames) {
+      if (!f.runtime) continue;
+      caller = leaf;
+      leaf = &f;
+    }
+    if (leaf == nullptr || leaf->name != "work" || caller == nullptr || caller->name != "hot") continue;
+    (caller->line == line_a ? a : caller->line == line_b ? b : other) += s.n;
+  }
+  const double share = a + b ? static_cast<double>(a) / (a + b) : 0;
+  printf("measured lines A %.4f (%llu A, %llu B, %llu other)\n", share, static_cast<unsigned long long>(a),
+         static_cast<unsigned long long>(b), static_cast<unsigned long long>(other));
+  const std::string why = DescribeStacks(p, stacks, "[js]", {"node.", "runtimes."});
+  ASSERT_GT(a + b, 200u) << why;
+  // 20 runs at load 9-15, 557-992 samples: 0.725-0.776 (pooled 0.740 over
+  // the last 10), no other line. The goal is 3 points; this guards with
+  // margin beyond the worst run.
+  EXPECT_NEAR(share, 0.75, 0.10) << why;
+  EXPECT_LE(other, (a + b) / 10) << why;
+}
+
+// Inlined functions: ta() and tb() are small enough that TurboFan inlines
+// them into outer() (outer into drive's on-stack-replaced code): each is
+// still a frame of its own under outer, from the inlining positions of the
+// optimized code's deoptimization data, and ta() has its 3:1 share.
+TEST(NodeNoFlag, InlinedFunctionsAreFramesOfTheirOwn) {
+  REQUIRE_NODE();
+  TempDir tmp;
+  const std::string program = std::string(ARCPROF_NODE_PROGRAMS) + "/inline.js";
+  Profile p = RecordProgram(tmp, program);
+  const auto stacks = ProgramStacks(p, "inline.js", "inline.js", FrameKind::kJs);
+  uint64_t outer = 0, ta = 0, tb = 0, misplaced = 0;
+  for (const SampledStack& s : stacks) {
+    const auto f = ProgramFrames(s);
+    const auto at = std::find(f.begin(), f.end(), "outer");
+    if (at == f.end()) {
+      if (!f.empty() && (f.back() == "ta" || f.back() == "tb")) misplaced += s.n;
+      continue;
+    }
+    outer += s.n;
+    if (at + 2 != f.end()) continue;
+    if (*(at + 1) == "ta") ta += s.n;
+    if (*(at + 1) == "tb") tb += s.n;
+  }
+  const double inlined = outer ? static_cast<double>(ta + tb) / outer : 0;
+  const double split = ta + tb ? static_cast<double>(ta) / (ta + tb) : 0;
+  printf("measured inlined %.4f split %.4f (%llu ta, %llu tb, %llu outer)\n", inlined, split,
+         static_cast<unsigned long long>(ta), static_cast<unsigned long long>(tb),
+         static_cast<unsigned long long>(outer));
+  const std::string why = DescribeStacks(p, stacks, "[js]", {"node.", "runtimes."});
+  ASSERT_GT(outer, 150u) << why;
+  // 20 runs at load 9-15: inlined 0.35-0.79 of outer's samples (less when
+  // TurboFan, slowed by the load, leaves outer longer in baseline code whose
+  // own loop costs more), split 0.79-0.88: between two calls optimized code
+  // has no positions (docs/node.md, "Lines"), and what follows an inlined
+  // body goes to it.
+  EXPECT_GE(inlined, 0.15) << why;
+  EXPECT_NEAR(split, 0.75, 0.20) << why;
+  EXPECT_EQ(misplaced, 0u) << why;
+  EXPECT_GT(Counter(p, "node.frames_inlined"), 0) << why;
 }
 
 // A "node" exporting V8's constants over crafted frame chains: a chain that
@@ -219,6 +366,31 @@ TEST(V8Layout, FromTheBinaryOrNothing) {
   EXPECT_EQ(l->fp_function, 16);
   EXPECT_EQ(l->fp_bytecode_offset, 40);
   EXPECT_EQ(l->smi_shift, 32u);
+  // Lines need more constants (this machine's node exports them all): the
+  // names do not.
+  EXPECT_FALSE(l->lines);
+  auto lines = c;
+  for (const auto& [k, v] : std::map<std::string, int64_t>{
+           {"class_SharedFunctionInfo__function_data__Object", 8}, {"class_FixedArrayBase__length__SMI", 8},
+           {"class_FixedArray__data__uintptr_t", 16}, {"class_BytecodeArray__data__uintptr_t", 54},
+           {"class_Code__deoptimization_data__FixedArray", 16}, {"class_Code__source_position_table__ByteArray", 24},
+           {"class_InstructionStream__instruction_start__uintptr_t", 16}, {"type_Code__CODE_TYPE", 245},
+           {"type_InstructionStream__INSTRUCTION_STREAM_TYPE", 252}, {"type_BytecodeArray__BYTECODE_ARRAY_TYPE", 191},
+           {"type_ByteArray__BYTE_ARRAY_TYPE", 190}, {"type_FixedArray__FIXED_ARRAY_TYPE", 175},
+           {"type_WeakFixedArray__WEAK_FIXED_ARRAY_TYPE", 240}, {"CodeKindFieldMask", 15}, {"CodeKindFieldShift", 0},
+           {"CodeKindBaseline", 11}, {"CodeKindInterpretedFunction", 10},
+           {"DeoptimizationDataInlinedFunctionCountIndex", 1}, {"DeoptimizationDataLiteralArrayIndex", 2},
+           {"DeoptimizationDataSharedFunctionInfoIndex", 6}, {"DeoptimizationDataInliningPositionsIndex", 7}}) {
+    lines[k] = v;
+  }
+  auto with_lines = read(lines);
+  ASSERT_TRUE(with_lines);
+  EXPECT_TRUE(with_lines->lines);
+  EXPECT_EQ(with_lines->bytecode_positions, 32);  // V8 11.x's, derived
+  EXPECT_EQ(with_lines->code_start, 40);
+  EXPECT_EQ(with_lines->code_size, 56);
+  lines["class_Code__source_position_table__ByteArray"] = 4000;  // the Code's fields beyond what is read
+  EXPECT_FALSE(read(lines)->lines);
   auto without = c;
   without.erase("class_JSFunction__shared__SharedFunctionInfo");
   EXPECT_FALSE(read(without));

@@ -99,16 +99,6 @@ TEST_P(PythonNoFlag, SecondThreadHasItsOwnChain) {
   EXPECT_GE(m.full_share(), 0.95) << m.full << " of " << m.main << "\n" << Describe(p);
 }
 
-// The line of the first line of `path` that ends with `marker`.
-uint32_t LineOf(const std::string& path, const std::string& marker) {
-  std::ifstream in(path);
-  std::string text;
-  for (uint32_t n = 1; std::getline(in, text); ++n) {
-    if (text.ends_with(marker)) return n;
-  }
-  return 0;
-}
-
 // Line numbers: hot()'s two lines (three calls of sum() and one) each get
 // their own share, from the line table at the frame's instruction.
 TEST_P(PythonNoFlag, TwoHotLinesEachGetTheirShare) {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <algorithm>
+#include <fstream>
 #include <map>
 #include <set>
 #include <string>
@@ -34,11 +35,13 @@ inline bool IsThreadStart(const std::string& name) {
 // Every sampled user stack of the threads whose command line holds
 // `cmdline`; a frame is the program's when it is of `kind` (the runtime's)
 // and its module (the source file) ends with `module_suffix`.
+// With `pid`, only that process's threads (a whole machine may hold other
+// processes running the same program).
 inline std::vector<SampledStack> ProgramStacks(const Profile& p, std::string_view cmdline,
-                                               std::string_view module_suffix, FrameKind kind) {
+                                               std::string_view module_suffix, FrameKind kind, uint32_t pid = 0) {
   std::vector<SampledStack> out;
   for (const ThreadRecord& t : p.threads) {
-    if (t.cmdline.find(cmdline) == std::string::npos) continue;
+    if (t.cmdline.find(cmdline) == std::string::npos || (pid != 0 && t.pid != pid)) continue;
     const auto& nodes = t.tree.nodes();
     for (size_t n = 1; n < nodes.size(); ++n) {
       const uint64_t v = t.tree.value(static_cast<uint32_t>(n), kSamplesValue);
@@ -111,6 +114,16 @@ inline SplitMeasures MeasureSplit(const std::vector<SampledStack>& stacks, std::
     }
   }
   return m;
+}
+
+// The line of the first line of `path` that ends with `marker`.
+inline uint32_t LineOf(const std::string& path, const std::string& marker) {
+  std::ifstream in(path);
+  std::string text;
+  for (uint32_t n = 1; std::getline(in, text); ++n) {
+    if (text.ends_with(marker)) return n;
+  }
+  return 0;
 }
 
 inline int64_t Counter(const Profile& p, const std::string& name) {
