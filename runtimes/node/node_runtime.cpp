@@ -696,9 +696,12 @@ class NodeRuntime final : public Runtime {
     for (uint64_t scanned = 0; scanned < kMaxCodeScan && top > kLines * kCodeAlignment; scanned += kLines * kCodeAlignment) {
       // Headers of candidates top, top - 64, ..., top - 62 * 64.
       const uint64_t lo = top - (kLines - 1) * kCodeAlignment - 16;
-      if (!ReadMem(p, pid, lo, buf, top - lo)) break;
+      // A block that starts below its mapping (code near the start of a
+      // code space) is read header by header, down to where memory ends.
+      const bool whole = ReadMem(p, pid, lo, buf, top - lo);
       for (uint64_t k = 0; k < kLines; ++k) {
         const uint64_t start = top - k * kCodeAlignment;
+        if (!whole && !ReadMem(p, pid, start - 16, buf + (start - 16 - lo), 16)) return NoCode(p, pc);
         uint64_t map = 0, code = 0;
         std::memcpy(&map, buf + (start - 16 - lo), 8);
         std::memcpy(&code, buf + (start - 8 - lo), 8);
@@ -767,12 +770,15 @@ class NodeRuntime final : public Runtime {
       // the machine code size of each bytecode.
       const uint64_t bytecode = word(l.code_deopt);
       out.baseline = true;
-      if (bytecode != BytecodeOf(p, pid, sfi) ||
-          !ReadBytes(p, pid, word(l.code_positions), l.type_byte_array, l.array_data, out.offsets) ||
-          !ReadBytes(p, pid, bytecode, l.type_bytecode, l.bytecode_data, out.bytecodes)) {
-        return true;  // code of no function known (sfi 0)
-      }
+      if (bytecode != BytecodeOf(p, pid, sfi)) return true;  // code of no function known (sfi 0)
+      // The function's code from here on, lines or not (kept: not read again).
       out.sfi = sfi;
+      if (!ReadBytes(p, pid, word(l.code_positions), l.type_byte_array, l.array_data, out.offsets) ||
+          !ReadBytes(p, pid, bytecode, l.type_bytecode, l.bytecode_data, out.bytecodes)) {
+        ++tables_bad_;
+        out.offsets.clear();
+        out.bytecodes.clear();
+      }
       return true;
     }
     if (kind == l.kind_interpreted) return true;
@@ -788,14 +794,14 @@ class NodeRuntime final : public Runtime {
     if (SmiValue(p, len_word) <= last) return true;
     std::vector<uint64_t> slots(last + 1u);
     if (!ReadMem(p, pid, deopt - 1 + l.array_data, slots.data(), slots.size() * 8)) return true;
-    if (slots[l.deopt_sfi] != sfi) {
-      out.sfi = slots[l.deopt_sfi];  // another function's code: never used for sfi
-      return true;
-    }
+    out.sfi = slots[l.deopt_sfi];  // another function's code: never used for sfi
+    if (out.sfi != sfi) return true;
+    // The function's code from here on, lines or not (kept: not read again).
     std::vector<uint8_t> bytes;
     if (!ReadBytes(p, pid, word(l.code_positions), l.type_byte_array, l.array_data, bytes) ||
         !DecodeSourcePositions(bytes, kMaxTableEntries, out.positions)) {
       ++tables_bad_;
+      out.positions.clear();
       return true;
     }
     const uint64_t count_word = slots[l.deopt_inlined_count];
@@ -819,7 +825,6 @@ class NodeRuntime final : public Runtime {
       }
       for (uint64_t& f : out.inlined) f = (f & 3) == 3 ? f & ~2ull : f;
     }
-    out.sfi = sfi;
     return true;
   }
 

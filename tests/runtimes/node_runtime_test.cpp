@@ -277,8 +277,9 @@ TEST(NodeNoFlag, InlinedFunctionsAreFramesOfTheirOwn) {
 
 // A "node" exporting V8's constants over crafted frame chains: a chain that
 // loops, one deeper than the walk's bound, one into unmapped memory, functions
-// whose shared info is not a SharedFunctionInfo, and a 100,000-character
-// name. The walk stops at its bound with a counted reason, nothing is
+// whose shared info is not a SharedFunctionInfo, a 100,000-character name,
+// and frames in crafted JIT code (lying headers, endless and oversized
+// position tables, inlining ids that go round). The walk stops at its bound with a counted reason, nothing is
 // misnamed, the huge name is cut and counted, the recording ends on time.
 class HostileNodeChains : public ::testing::TestWithParam<std::string> {};
 
@@ -299,6 +300,20 @@ TEST_P(HostileNodeChains, BoundedAndCounted) {
   if (mode == "loop") EXPECT_GT(Counter(p, "runtimes.truncated_walks.bad chain"), samples / 2) << Describe(p);
   if (mode == "deep") EXPECT_GT(Counter(p, "runtimes.truncated_walks.max depth"), samples / 2) << Describe(p);
   if (mode == "fault") EXPECT_GT(Counter(p, "runtimes.truncated_walks.read fault"), samples / 2) << Describe(p);
+  if (mode == "code") {
+    // Frames in crafted JIT code: named (their function is well formed),
+    // their lines not: each lie counted.
+    printf("measured code named %lld tables_bad %lld code_not_found %lld function_start %lld\n",
+           static_cast<long long>(Counter(p, "node.frames_named")),
+           static_cast<long long>(Counter(p, "node.position_tables_bad")),
+           static_cast<long long>(Counter(p, "node.code_not_found")),
+           static_cast<long long>(Counter(p, "node.lines_function_start")));
+    EXPECT_GT(Counter(p, "node.frames_named"), 0) << Describe(p);
+    EXPECT_GT(Counter(p, "node.position_tables_bad"), 0) << Describe(p);
+    EXPECT_GT(Counter(p, "node.code_not_found"), 0) << Describe(p);
+    EXPECT_EQ(Counter(p, "node.frames_inlined"), 0) << Describe(p);
+    return;
+  }
   if (mode == "huge") {
     EXPECT_GT(Counter(p, "node.frames_named"), 0) << Describe(p);
     EXPECT_GT(Counter(p, "node.names_truncated"), 0) << Describe(p);
@@ -315,7 +330,8 @@ TEST_P(HostileNodeChains, BoundedAndCounted) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Chains, HostileNodeChains, ::testing::Values("loop", "deep", "fault", "garbage", "huge"));
+INSTANTIATE_TEST_SUITE_P(Chains, HostileNodeChains,
+                         ::testing::Values("loop", "deep", "fault", "garbage", "huge", "code"));
 
 // A binary named node that is not node (a copy of dash): not recognized,
 // recorded as any program.
