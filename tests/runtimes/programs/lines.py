@@ -6,20 +6,8 @@
 import sys
 import time
 
-try:
-    range = xrange  # 2.7: no list per call
-except NameError:
-    pass
-# time.thread_time and time.monotonic are 3.7+ and 3.3+: 2.7 and 3.6 take
-# the thread's CPU time from getrusage(RUSAGE_THREAD), and wall time.
-thread_time = getattr(time, "thread_time", None)
-if thread_time is None:
-    import resource
-
-    def thread_time():
-        r = resource.getrusage(getattr(resource, "RUSAGE_THREAD", 1))
-        return r.ru_utime + r.ru_stime
-monotonic = getattr(time, "monotonic", time.time)
+sys.dont_write_bytecode = True  # no .pyc of pycompat in the source tree
+from pycompat import monotonic, range, thread_time  # noqa: E402
 
 
 def hot(data, spec):
