@@ -174,6 +174,10 @@ struct AddressSpaces::Impl {
       m.ino = entry.inode;
       m.path = entry.path;
       AddMapping(pid, t_ns, m, /*dedupe=*/true);
+      // Observers hear of it as of a side-band mapping: a process whose
+      // mmap records the side band lost (a busy machine) is known from
+      // /proc only, and its runtime must still be recognized.
+      for (auto& [owner, observer] : mapping_observers) observer(pid, m);
     }
   }
 
