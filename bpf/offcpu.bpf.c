@@ -3,7 +3,10 @@
  * time"): a sched_switch program that writes the stack of a thread going off
  * CPU once per key and sums the time until it runs again under that key. Its
  * records are stack records like samples (stack_record.bpf.h), in the
- * sampler's ring and through its pid and cgroup filter. */
+ * sampler's ring and through its pid and cgroup filter. A thread of a
+ * recognized interpreter (runtimes.bpf.h: CPython, V8) has its interpreter
+ * frames read at each switch by the sampler's own walk: they are part of the
+ * key and its record carries them like a sample's. */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
@@ -11,6 +14,48 @@
 
 #include "events.h"
 #include "offcpu.h"
+#include "runtimes.bpf.h"
+
+/* The interpreter frames of the thread going off CPU (read_runtime_frames:
+ * header and frames), read once per switch into this per-CPU block: hashed
+ * into the key, and copied into the record when the key is new. The walk
+ * writes frames at masked offsets (below 4 KiB past its start, the V8 walk's
+ * offset being unknown to the verifier in its callback), hence the room. */
+struct offcpu_rt_block {
+	__u8 data[4096 + ARCPROF_RUNTIME_HEADER_SIZE + ARCPROF_RUNTIME_MAX_FRAMES * ARCPROF_RUNTIME_FRAME_SIZE];
+	__u32 size; /* 0: none (not a recognized runtime's thread) */
+	__u16 flags;
+	__u16 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct offcpu_rt_block);
+} offcpu_rt SEC(".maps");
+
+/* emit_record's hook (stack_record.bpf.h): the block read at this switch,
+ * after the frames. Returns its size. */
+static __always_inline __u32 offcpu_runtime_frames(__u8 *data, __u32 off, struct task_struct *task,
+						    __u32 tgid, __u32 tid, __u16 *flags)
+{
+	__u32 zero = 0;
+	struct offcpu_rt_block *b = bpf_map_lookup_elem(&offcpu_rt, &zero);
+	if (!b)
+		return 0;
+	__u64 n = b->size;
+	if (n == 0 || n > ARCPROF_RUNTIME_HEADER_SIZE + ARCPROF_RUNTIME_MAX_FRAMES * ARCPROF_RUNTIME_FRAME_SIZE)
+		return 0;
+	asm volatile("" : "+r"(n));
+	if (n == 0 || n > 2047)
+		return 0;
+	if (bpf_probe_read_kernel(data + (off & 4095), n, b->data))
+		return 0;
+	*flags |= b->flags;
+	return (__u32)n & 2047;
+}
+#define ARCPROF_RECORD_RUNTIME_FRAMES offcpu_runtime_frames
 #include "stack_record.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
@@ -25,9 +70,10 @@ struct offcpu_start {
 	__u64 pending_count; /* ... not yet in offcpu_time */
 	__u64 known;
 	/* What `key` was hashed from (but the thread): state << 32 | syscall,
-	 * then user ip, sp and bp. A switch that finds the same four values
-	 * has the same key and skips the hash. */
-	__u64 where[4];
+	 * then user ip, sp and bp, and the hash of the interpreter frames (0:
+	 * none). A switch that finds the same five values has the same key and
+	 * skips the hash. */
+	__u64 where[5];
 };
 
 struct {
@@ -193,6 +239,37 @@ static __always_inline struct pt_regs *user_regs_of(struct task_struct *t)
 	return bpf_rdonly_cast((void *)(stack + off), bpf_core_type_id_kernel(struct pt_regs));
 }
 
+/* Reads the interpreter frames of `t` (the current task) into this CPU's
+ * offcpu_rt block with the sampler's walk (read_runtime_frames) and returns
+ * their hash (code, instruction and stamp of each frame; never 0), or 0 when
+ * `t` is no recognized runtime's thread. */
+static __always_inline __u64 offcpu_read_runtime(struct task_struct *t, __u32 tgid, __u32 tid)
+{
+	__u32 zero = 0;
+	struct offcpu_rt_block *b = bpf_map_lookup_elem(&offcpu_rt, &zero);
+	if (!b)
+		return 0;
+	__u16 flags = 0;
+	__u32 size = read_runtime_frames(b->data, 0, t, tgid, tid, &flags);
+	b->flags = flags;
+	b->size = size;
+	if (size < ARCPROF_RUNTIME_HEADER_SIZE)
+		return 0;
+	struct runtime_frames_header *h = (struct runtime_frames_header *)b->data;
+	__u64 hash = mix64(0x72756e74696d65ull, (__u64)h->runtime << 16 | h->status);
+	__u32 count = h->count;
+	for (int i = 0; i < ARCPROF_RUNTIME_MAX_FRAMES; i++) {
+		if (i >= count)
+			break;
+		struct runtime_frame *f =
+			(struct runtime_frame *)(b->data + ARCPROF_RUNTIME_HEADER_SIZE + i * ARCPROF_RUNTIME_FRAME_SIZE);
+		hash = mix64(hash, f->code);
+		hash = mix64(hash, f->instr);
+		hash = mix64(hash, f->stamp);
+	}
+	return hash | 1;
+}
+
 /* At every context switch: `prev` (the current task) goes off CPU, `next`
  * comes back from wherever it was. Everything stays cheap but for the first
  * time a key is seen: then its stack is written, with the same record and
@@ -202,7 +279,9 @@ static __always_inline struct pt_regs *user_regs_of(struct task_struct *t)
  * same stack. A thread that keeps blocking at one place (a ping-pong, a
  * worker loop) costs two array lookups in offcpu_slots (inlined, no call),
  * one load of the run queue's clock and four loads of its user registers
- * compared with those of its last switch, no kernel call; its time is summed in its slot (or task
+ * compared with those of its last switch, no kernel call (a thread of a
+ * recognized interpreter also has its interpreter frames read and hashed at
+ * every switch: see offcpu_read_runtime); its time is summed in its slot (or task
  * storage) and added to offcpu_time once a millisecond has built up, when it
  * blocks elsewhere, or at its last switch. Only targeted threads have a state:
  * a switch between untargeted threads (or the idle task, pid 0) costs two
@@ -253,7 +332,7 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 	if (!now)
 		now = switch_clock(prev);
 	__s64 nr = -1;
-	__u64 ip = 0, sp = 0, bp = 0;
+	__u64 ip = 0, sp = 0, bp = 0, rt = 0;
 	if (prev->mm) {
 		/* Plain loads, no probe-read helper calls. */
 		struct pt_regs *regs = user_regs_of(prev);
@@ -261,10 +340,18 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 		ip = regs->ip;
 		sp = regs->sp;
 		bp = regs->bp;
+		/* An interpreter's thread: where it blocked in its own code
+		 * (alpha's sleep and beta's leave the same native stack). */
+		rt = offcpu_read_runtime(prev, tgid, tid);
+	} else {
+		__u32 zero = 0;
+		struct offcpu_rt_block *b = bpf_map_lookup_elem(&offcpu_rt, &zero);
+		if (b)
+			b->size = 0;
 	}
 	__u64 state_nr = (__u64)state << 32 | (__u32)nr;
 	if (st->known && st->where[0] == state_nr && st->where[1] == ip && st->where[2] == sp &&
-	    st->where[3] == bp) {
+	    st->where[3] == bp && st->where[4] == rt) {
 		/* Where it blocked last time: same key, nothing to hash. */
 		st->ts = now ? now | 1 : 0;
 		return 0;
@@ -274,6 +361,8 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 	key = mix64(key, ip);
 	key = mix64(key, sp);
 	key = mix64(key, bp);
+	if (rt)
+		key = mix64(key, rt);
 
 	if (!st->known || st->key != key) {
 		offcpu_flush(st); /* the previous key's time */
@@ -307,6 +396,7 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 	st->where[1] = ip;
 	st->where[2] = sp;
 	st->where[3] = bp;
+	st->where[4] = rt;
 	/* 0 means "on CPU" (or not timed), so a start is never 0. */
 	st->ts = now ? now | 1 : 0;
 	return 0;

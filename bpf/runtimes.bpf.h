@@ -14,7 +14,7 @@ struct {
 } runtime_procs SEC(".maps");
 
 struct rt_scratch_buf {
-	__u8 data[ARCPROF_PY_FRAME_READ + 64];
+	__u8 data[ARCPROF_PY_FRAME_READ + 64 > ARCPROF_V8_SCAN_BYTES ? ARCPROF_PY_FRAME_READ + 64 : ARCPROF_V8_SCAN_BYTES];
 	__u32 size;
 	__u32 pad;
 };

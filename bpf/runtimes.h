@@ -69,6 +69,7 @@ enum arcprof_v8_off {
 };
 #define ARCPROF_V8_FRAME_BELOW 48 /* bytes of a frame read below its frame pointer (every slot above lies within) */
 #define ARCPROF_V8_MAX_WALK 160   /* frame pointers followed at most (native frames included) */
+#define ARCPROF_V8_SCAN_BYTES 512 /* stack searched for a saved frame pointer when rbp holds none (v8.bpf.h) */
 /* runtime_frame.instr of a V8 frame: the frame's pc in the low 47 bits (a
  * user address), bit 47 set when that pc is a return address (every frame
  * but the sampled one), and for a frame whose bytecode-offset slot holds a

@@ -91,6 +91,47 @@ static long v8_step(__u64 i, void *ctx)
 	return 0;
 }
 
+/* A thread stopped in a library built without frame pointers (glibc: a
+ * system call, off CPU or sampled in the kernel) has no frame pointer in rbp,
+ * which such code uses as a plain register; the first function of it that
+ * did so saved the caller's, a real one, on the stack. The search: the first
+ * word of the ARCPROF_V8_SCAN_BYTES above sp that points up the stack (less
+ * than a MiB) at a word that again points further up, with a return address
+ * above it: the start of a frame-pointer chain. */
+struct v8_scan {
+	__u64 *words; /* the bytes read at sp */
+	__u64 sp;
+	__u64 fp;     /* found: 0 none */
+};
+
+static long v8_scan_step(__u64 i, void *ctx)
+{
+	struct v8_scan *s = ctx;
+	__u64 *words = s->words;
+	if (!words)
+		return 1;
+	__u64 at = s->sp + i * 8;
+	__u64 v = words[i & (ARCPROF_V8_SCAN_BYTES / 8 - 1)];
+	if ((v & 7) || v <= at || v - at >= (1u << 20))
+		return 0;
+	__u64 link[2] = {};
+	if (bpf_probe_read_user(link, sizeof(link), (void *)v))
+		return 0;
+	if (link[0] <= v || link[0] - v >= (1u << 20) || (link[0] & 7) || link[1] < 4096)
+		return 0;
+	s->fp = v;
+	return 1;
+}
+
+static __always_inline __u64 v8_scan_fp(__u8 *buf, __u64 sp)
+{
+	if (!buf || (sp & 7) || bpf_probe_read_user(buf, ARCPROF_V8_SCAN_BYTES, (void *)sp))
+		return 0;
+	struct v8_scan s = {(__u64 *)buf, sp, 0};
+	bpf_loop(ARCPROF_V8_SCAN_BYTES / 8, v8_scan_step, &s, 0);
+	return s.fp;
+}
+
 static __always_inline __u32 read_v8_frames(__u8 *data, __u32 off, struct task_struct *task,
 					    const struct runtime_proc *rp, __u16 *flags)
 {
@@ -113,6 +154,13 @@ static __always_inline __u32 read_v8_frames(__u8 *data, __u32 off, struct task_s
 	w.off = off;
 	w.fp = BPF_CORE_READ(regs, bp);
 	w.pc = BPF_CORE_READ(regs, ip);
+	__u64 sp = BPF_CORE_READ(regs, sp);
+	if (w.fp <= sp || w.fp - sp >= (1u << 20)) {
+		/* No frame pointer in rbp: a saved one from the stack. The
+		 * frame it starts is a caller's, so no pc goes with it. */
+		w.fp = v8_scan_fp(sb->data, sp);
+		w.pc = 0;
+	}
 	w.status = ARCPROF_RUNTIME_COMPLETE;
 	w.o_func = rp->off[ARCPROF_V8_FP_FUNCTION];
 	w.o_ctx = rp->off[ARCPROF_V8_FP_CONTEXT];

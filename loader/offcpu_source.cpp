@@ -42,6 +42,8 @@ class OffCpuSource final : public ValueSource {
     skel_.reset(offcpu__open());
     if (!skel_) return MakeError(std::string("cannot open the off-CPU BPF object: ") + strerror(errno));
     if (auto ok = context.sampler->ShareRecordMaps(skel_->obj); !ok) return ok.error();
+    // The interpreter walk (bpf/runtimes.bpf.h) sees the sampler's runtimes.
+    if (auto ok = context.sampler->ShareRuntimeMaps(skel_->obj); !ok) return ok.error();
     // The switch path reads user registers through bpf_rdonly_cast where
     // the kernel has it (bpf/offcpu.bpf.c, user_regs_of).
     btf* vmlinux = btf__load_vmlinux_btf();

@@ -180,14 +180,18 @@ uint32_t SampleProcessor::InternInlined(const SymbolizedFrame& f, std::string_vi
 }
 
 runtimes::Runtime* SampleProcessor::SampleRuntime(const StackSample& e) {
-  if (!(e.flags & ARCPROF_SAMPLE_HAS_RUNTIME) || e.source != 0) return nullptr;
+  if (!(e.flags & ARCPROF_SAMPLE_HAS_RUNTIME)) return nullptr;
   runtimes::Runtime* rt = nullptr;
   for (const auto& r : runtimes_) {
     if (r->id() == e.runtime) rt = r.get();
   }
   if (rt == nullptr) return nullptr;
-  ++runtime_samples_;
-  if (e.runtime_status < runtime_status_.size()) ++runtime_status_[e.runtime_status];
+  // The runtimes.* counters count samples (a value source's stacks are
+  // named the same way, uncounted).
+  if (e.source == 0) {
+    ++runtime_samples_;
+    if (e.runtime_status < runtime_status_.size()) ++runtime_status_[e.runtime_status];
+  }
   runtime_groups_.clear();
   // Frames placed by their pc form no groups.
   if (!e.runtime_frames.empty() && rt->NativePc(e.runtime_frames[0]) != 0) return rt;
@@ -206,6 +210,108 @@ runtimes::Runtime* SampleProcessor::SampleRuntime(const StackSample& e) {
   // did not reach (too deep, a read fault).
   if (begin < frames.size()) runtime_groups_.emplace_back(begin, static_cast<uint32_t>(frames.size()));
   return rt;
+}
+
+void SampleProcessor::RootPcs(const StackSample& e, size_t kstack_len) {
+  // Root first: the user stack from its outermost frame, then the kernel stack.
+  // Frames after the leaf are return addresses: look up ip-1 so that a call at
+  // the very end of a function is attributed to that function; except frames
+  // that resume at their pc (a signal trampoline, the frame a signal
+  // interrupted): ip-1 is another instruction there, often of another
+  // function (glibc's __restore_rt is preceded by a nop outside it).
+  root_pcs_.clear();
+  root_user_index_.clear();
+  for (size_t i = user_pcs_.size(); i-- > 0;) {
+    const uint64_t pc = user_pcs_[i];
+    if (pc == 0) continue;
+    root_pcs_.push_back(i > 0 && pc != kElidedPc && !Resumes(i) ? pc - 1 : pc);
+    root_user_index_.push_back(static_cast<int32_t>(i));
+  }
+  const auto& k = e.kernel_pcs;
+  for (size_t i = std::min(kstack_len, k.size()); i-- > 0;) {
+    if (k[i] == 0) continue;
+    root_pcs_.push_back(i > 0 ? k[i] - 1 : k[i]);
+    root_user_index_.push_back(-1);
+  }
+}
+
+template <class Emit>
+void SampleProcessor::NameFrames(const StackSample& e, runtimes::Runtime* rt, size_t from, Emit&& emit) {
+  // The runtime's activations, matched from the leaf: the innermost native
+  // frame that runs interpreter frames runs the first group. Counting them
+  // first (the answers are cached) keeps a walk that lost its outermost
+  // frames matched.
+  size_t hosts = 0, host_seen = 0;
+  const bool by_pc = rt != nullptr && !e.runtime_frames.empty() && rt->NativePc(e.runtime_frames[0]) != 0;
+  if (by_pc) {
+    // Each frame in place of the native frame with its pc, matched from the
+    // leaf in order; a frame the native walk did not see is left out.
+    runtime_by_pc_.assign(root_pcs_.size(), -1);
+    size_t j = 0, placed = 0;
+    const auto frames = e.runtime_frames;
+    for (size_t k = root_pcs_.size(); k-- > 0 && j < frames.size();) {
+      const int32_t i = root_user_index_[k];
+      if (i < 0 || root_pcs_[k] == kElidedPc) continue;
+      const uint64_t pc = user_pcs_[static_cast<size_t>(i)];
+      for (size_t m = j; m < frames.size() && m < j + 8; ++m) {
+        if (rt->NativePc(frames[m]) != pc) continue;
+        runtime_by_pc_[k] = static_cast<int32_t>(m);
+        j = m + 1;
+        ++placed;
+        break;
+      }
+    }
+    if (e.source == 0) runtime_unplaced_ += frames.size() - placed;
+  } else if (rt != nullptr) {
+    for (size_t k = 0; k < root_pcs_.size(); ++k) {
+      if (root_user_index_[k] < 0 || root_pcs_[k] == kElidedPc) continue;
+      if (rt->IsHostFrame(e.pid, symbolizer_.ResolveUser(e.pid, root_pcs_[k], e.timestamp_ns).symbol)) ++hosts;
+    }
+    if (hosts != runtime_groups_.size() && e.source == 0) ++runtime_unmatched_;
+  }
+  for (size_t k = from; k < root_pcs_.size(); ++k) {
+    const uint64_t ip = root_pcs_[k];
+    const int32_t i = root_user_index_[k];
+    if (i < 0) {
+      emit(symbolizer_.ResolveKernel(ip), ip);
+      continue;
+    }
+    if (ip == kElidedPc) {
+      emit(ElidedFrame(), ip);
+      continue;
+    }
+    if (by_pc && runtime_by_pc_[k] >= 0) {
+      // The function this frame ran, in place of the code that ran it (the
+      // interpreter's trampoline, a bytecode handler, JIT code).
+      // With the functions inlined into it, each a frame of its own.
+      rt->NameInlined(e.pid, e.runtime_frames[static_cast<size_t>(runtime_by_pc_[k])], runtime_names_);
+      if (!runtime_names_.empty() && !runtime_names_[0].symbol.empty()) {
+        for (const SymbolizedFrame& jf : runtime_names_) emit(jf, ip);
+        continue;
+      }
+    }
+    SymbolizedFrame f = symbolizer_.ResolveUser(e.pid, ip, e.timestamp_ns);
+    if (rt != nullptr && !by_pc && rt->IsHostFrame(e.pid, f.symbol)) {
+      const size_t from_leaf = hosts - 1 - host_seen++;
+      if (from_leaf < runtime_groups_.size()) {
+        // This activation's frames in its place, outermost first.
+        const auto [begin, end] = runtime_groups_[from_leaf];
+        for (uint32_t j = end; j-- > begin;) emit(rt->Name(e.pid, e.runtime_frames[j]), ip);
+        if (begin != end) continue;
+      }
+    }
+    // An interpreted Java frame: named by the Method* its frame holds.
+    if (f.kind == FrameKind::kInterpreted && static_cast<size_t>(i) < user_methods_.size() &&
+        user_methods_[static_cast<size_t>(i)] != 0) {
+      if (auto name = symbolizer_.JavaMethodName(e.pid, user_methods_[static_cast<size_t>(i)], e.timestamp_ns)) {
+        f.symbol = *name;
+        ++interpreted_named_;
+      } else {
+        ++interpreted_unnamed_;
+      }
+    }
+    emit(f, ip);
+  }
 }
 
 bool SampleProcessor::Process(const void* data, size_t size) {
@@ -270,25 +376,7 @@ void SampleProcessor::Process(const StackSample& e) {
     return;
   }
 
-  // Root first: the user stack from its outermost frame, then the kernel stack.
-  // Frames after the leaf are return addresses: look up ip-1 so that a call at
-  // the very end of a function is attributed to that function; except frames
-  // that resume at their pc (a signal trampoline, the frame a signal
-  // interrupted): ip-1 is another instruction there, often of another
-  // function (glibc's __restore_rt is preceded by a nop outside it).
-  root_pcs_.clear();
-  root_user_index_.clear();
-  for (size_t i = user_pcs_.size(); i-- > 0;) {
-    const uint64_t pc = user_pcs_[i];
-    if (pc == 0) continue;
-    root_pcs_.push_back(i > 0 && pc != kElidedPc && !Resumes(i) ? pc - 1 : pc);
-    root_user_index_.push_back(static_cast<int32_t>(i));
-  }
-  for (size_t i = kstack_len; i-- > 0;) {
-    if (ip_at(i) == 0) continue;
-    root_pcs_.push_back(i > 0 ? ip_at(i) - 1 : ip_at(i));
-    root_user_index_.push_back(-1);
-  }
+  RootPcs(e, kstack_len);
   // Before the thread paths and the record are looked up: retiring folds
   // records, which moves them.
   RetireEarlierIncarnation(e);
@@ -338,81 +426,7 @@ void SampleProcessor::Process(const StackSample& e) {
       for (std::string_view method : *f.inlined) stack_.push_back(InternInlined(f, method));
     }
   };
-  // The runtime's activations, matched from the leaf: the innermost native
-  // frame that runs interpreter frames runs the first group. Counting them
-  // first (the answers are cached) keeps a walk that lost its outermost
-  // frames matched.
-  size_t hosts = 0, host_seen = 0;
-  const bool by_pc = rt != nullptr && !e.runtime_frames.empty() && rt->NativePc(e.runtime_frames[0]) != 0;
-  if (by_pc) {
-    // Each frame in place of the native frame with its pc, matched from the
-    // leaf in order; a frame the native walk did not see is left out.
-    runtime_by_pc_.assign(root_pcs_.size(), -1);
-    size_t j = 0, placed = 0;
-    const auto frames = e.runtime_frames;
-    for (size_t k = root_pcs_.size(); k-- > 0 && j < frames.size();) {
-      const int32_t i = root_user_index_[k];
-      if (i < 0 || root_pcs_[k] == kElidedPc) continue;
-      const uint64_t pc = user_pcs_[static_cast<size_t>(i)];
-      for (size_t m = j; m < frames.size() && m < j + 8; ++m) {
-        if (rt->NativePc(frames[m]) != pc) continue;
-        runtime_by_pc_[k] = static_cast<int32_t>(m);
-        j = m + 1;
-        ++placed;
-        break;
-      }
-    }
-    runtime_unplaced_ += frames.size() - placed;
-  } else if (rt != nullptr) {
-    for (size_t k = 0; k < root_pcs_.size(); ++k) {
-      if (root_user_index_[k] < 0 || root_pcs_[k] == kElidedPc) continue;
-      if (rt->IsHostFrame(e.pid, symbolizer_.ResolveUser(e.pid, root_pcs_[k], e.timestamp_ns).symbol)) ++hosts;
-    }
-    if (hosts != runtime_groups_.size()) ++runtime_unmatched_;
-  }
-  for (size_t k = reused; k < root_pcs_.size(); ++k) {
-    const uint64_t ip = root_pcs_[k];
-    const int32_t i = root_user_index_[k];
-    if (i < 0) {
-      add(symbolizer_.ResolveKernel(ip), ip);
-      continue;
-    }
-    if (ip == kElidedPc) {
-      add(ElidedFrame(), ip);
-      continue;
-    }
-    if (by_pc && runtime_by_pc_[k] >= 0) {
-      // The function this frame ran, in place of the code that ran it (the
-      // interpreter's trampoline, a bytecode handler, JIT code).
-      // With the functions inlined into it, each a frame of its own.
-      rt->NameInlined(e.pid, e.runtime_frames[static_cast<size_t>(runtime_by_pc_[k])], runtime_names_);
-      if (!runtime_names_.empty() && !runtime_names_[0].symbol.empty()) {
-        for (const SymbolizedFrame& jf : runtime_names_) add(jf, ip);
-        continue;
-      }
-    }
-    SymbolizedFrame f = symbolizer_.ResolveUser(e.pid, ip, e.timestamp_ns);
-    if (rt != nullptr && !by_pc && rt->IsHostFrame(e.pid, f.symbol)) {
-      const size_t from_leaf = hosts - 1 - host_seen++;
-      if (from_leaf < runtime_groups_.size()) {
-        // This activation's frames in its place, outermost first.
-        const auto [begin, end] = runtime_groups_[from_leaf];
-        for (uint32_t j = end; j-- > begin;) add(rt->Name(e.pid, e.runtime_frames[j]), ip);
-        if (begin != end) continue;
-      }
-    }
-    // An interpreted Java frame: named by the Method* its frame holds.
-    if (f.kind == FrameKind::kInterpreted && static_cast<size_t>(i) < user_methods_.size() &&
-        user_methods_[static_cast<size_t>(i)] != 0) {
-      if (auto name = symbolizer_.JavaMethodName(e.pid, user_methods_[static_cast<size_t>(i)], e.timestamp_ns)) {
-        f.symbol = *name;
-        ++interpreted_named_;
-      } else {
-        ++interpreted_unnamed_;
-      }
-    }
-    add(f, ip);
-  }
+  NameFrames(e, rt, reused, add);
 
   const uint32_t thread = window_.ThreadIndex(e.pid, e.tid);
   CallTree& tree = window_.threads[thread].tree;
@@ -437,17 +451,12 @@ SourceStack SampleProcessor::Stack(const StackSample& e) {
   out.pid = e.pid;
   out.tid = e.tid;
   out.comm = e.comm;
-  out.user.reserve(user_pcs_.size());
-  for (size_t i = user_pcs_.size(); i-- > 0;) {
-    uint64_t ip = user_pcs_[i];
-    if (ip == 0) continue;
-    if (ip == kElidedPc) {
-      out.user.push_back(ElidedFrame());
-      continue;
-    }
-    if (i > 0 && !Resumes(i)) ip -= 1;
-    out.user.push_back(symbolizer_.ResolveUser(e.pid, ip, e.timestamp_ns));
-  }
+  // The user frames named as a sample's are (NameFrames): interpreter
+  // frames in place of the native frames that run them.
+  runtimes::Runtime* const rt = SampleRuntime(e);
+  RootPcs(e, 0);
+  out.user.reserve(root_pcs_.size());
+  NameFrames(e, rt, 0, [&out](const SymbolizedFrame& f, uint64_t) { out.user.push_back(f); });
   // The stack is taken inside a tracepoint or probe: its leaf frames are
   // the BPF program and the tracing glue, not the workload.
   const auto& k = e.kernel_pcs;

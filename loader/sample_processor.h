@@ -105,6 +105,16 @@ class SampleProcessor : public StackSink {
   void ElideMiddle();
   static SymbolizedFrame ElidedFrame();
   void Rename(model::ThreadRecord& t, std::string_view comm);
+  // Fills root_pcs_ and root_user_index_: user_pcs_ (after UserStack) then
+  // the first kstack_len kernel pcs of `e`, root first, each the address
+  // its frame is named at.
+  void RootPcs(const StackSample& e, size_t kstack_len);
+  // Names root_pcs_ from index `from` on, root first, calling emit(frame,
+  // pc) for each frame: the runtime's frames (SampleRuntime) in place of the
+  // native frames that run them, interpreted Java frames by their method.
+  // One path for samples (Process) and value sources' stacks (Stack).
+  template <class Emit>
+  void NameFrames(const StackSample& e, runtimes::Runtime* rt, size_t from, Emit&& emit);
   // Folds the record of (pid, tid) away when it is of an earlier process
   // than the one that held pid at the sample's time (SetRetire).
   void RetireEarlierIncarnation(const StackSample& e);

@@ -408,30 +408,44 @@ SamplerCounters Sampler::ReadCounters() const {
 
 uint64_t Sampler::ReadCounter(uint32_t index) const { return SumPerCpuCounter(skel_->maps.counters, index); }
 
+namespace {
+
+bpf_map* FindMap(bpf_object* object, const char* name) {
+  bpf_map* m = nullptr;
+  bpf_object__for_each_map(m, object) {
+    if (strcmp(bpf_map__name(m), name) == 0) return m;
+  }
+  return nullptr;
+}
+
+// Makes `source`'s map of the same name as `ours` use ours.
+Result<void> ShareMap(bpf_object* source, const bpf_map* ours, const char* header) {
+  bpf_map* theirs = FindMap(source, bpf_map__name(ours));
+  if (theirs == nullptr || bpf_map__value_size(theirs) != bpf_map__value_size(ours)) {
+    return MakeError(std::string("BPF object ") + bpf_object__name(source) + " does not share the map " +
+                     bpf_map__name(ours) + " (" + header + ")");
+  }
+  if (int err = bpf_map__reuse_fd(theirs, bpf_map__fd(ours)); err != 0) {
+    return MakeError(std::string("cannot share the map ") + bpf_map__name(ours) + ": " + strerror(-err));
+  }
+  return {};
+}
+
+}  // namespace
+
 Result<void> Sampler::ShareRecordMaps(bpf_object* source, bool own_scratch) const {
   // The maps every stack record goes through (bpf/stack_record.bpf.h).
   const bpf_map* shared[] = {skel_->maps.sample_rings, skel_->maps.scratch, skel_->maps.counters,
                              skel_->maps.target_cgroups, skel_->maps.data_record};
-  auto find = [source](const bpf_map* ours) -> bpf_map* {
-    bpf_map* m = nullptr;
-    bpf_object__for_each_map(m, source) {
-      if (strcmp(bpf_map__name(m), bpf_map__name(ours)) == 0) return m;
-    }
-    return nullptr;
-  };
+  auto find = [source](const bpf_map* ours) { return FindMap(source, bpf_map__name(ours)); };
   for (const bpf_map* ours : shared) {
-    bpf_map* theirs = find(ours);
-    if (own_scratch && ours == skel_->maps.scratch && theirs != nullptr) {
-      bpf_map__set_max_entries(theirs, static_cast<uint32_t>(std::max(1, libbpf_num_possible_cpus())));
-      continue;
+    if (own_scratch && ours == skel_->maps.scratch) {
+      if (bpf_map* theirs = find(ours); theirs != nullptr) {
+        bpf_map__set_max_entries(theirs, static_cast<uint32_t>(std::max(1, libbpf_num_possible_cpus())));
+        continue;
+      }
     }
-    if (theirs == nullptr || bpf_map__value_size(theirs) != bpf_map__value_size(ours)) {
-      return MakeError(std::string("BPF object ") + bpf_object__name(source) + " does not share the record map " +
-                       bpf_map__name(ours) + " (bpf/stack_record.bpf.h)");
-    }
-    if (int err = bpf_map__reuse_fd(theirs, bpf_map__fd(ours)); err != 0) {
-      return MakeError(std::string("cannot share the record map ") + bpf_map__name(ours) + ": " + strerror(-err));
-    }
+    if (auto ok = ShareMap(source, ours, "bpf/stack_record.bpf.h"); !ok) return ok.error();
   }
   // The settings: a copy, frozen with the source's object at its load.
   bpf_map* rodata = find(skel_->maps.rodata_record);
@@ -443,6 +457,13 @@ Result<void> Sampler::ShareRecordMaps(bpf_object* source, bool own_scratch) cons
                      " does not share the record settings (.rodata.record)");
   }
   return {};
+}
+
+Result<void> Sampler::ShareRuntimeMaps(bpf_object* source) const {
+  // Not the thread-state cache (an LRU map, which takes a lock to insert):
+  // a sample taken in an NMI (a hardware event) could interrupt the other
+  // program holding that lock on the same CPU. Each object keeps its own.
+  return ShareMap(source, skel_->maps.runtime_procs, "bpf/runtimes.bpf.h");
 }
 
 }  // namespace arcprof

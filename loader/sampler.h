@@ -114,6 +114,11 @@ class Sampler {
   // (one per CPU; ARCPROF_RECORD_OWN_SCRATCH). Errors: a map missing or of
   // another size.
   Result<void> ShareRecordMaps(bpf_object* source, bool own_scratch = false) const;
+  // Points an object that runs the interpreter walk too (it includes
+  // bpf/runtimes.bpf.h; off-CPU) at this sampler's recognized processes
+  // (runtime_procs, which the runtime extension fills), so both walks see
+  // the same runtimes. Errors as above.
+  Result<void> ShareRuntimeMaps(bpf_object* source) const;
   uint64_t sideband_lost() const { return sideband_lost_; }
   // The sample ring in use, and how many times it was replaced by a larger one.
   uint64_t ring_bytes() const { return ring_.bytes; }

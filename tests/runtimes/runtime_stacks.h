@@ -36,20 +36,28 @@ inline bool IsThreadStart(const std::string& name) {
 // `cmdline`; a frame is the program's when it is of `kind` (the runtime's)
 // and its module (the source file) ends with `module_suffix`.
 // With `pid`, only that process's threads (a whole machine may hold other
-// processes running the same program).
+// processes running the same program). With `value` ("offcpu"), a stack's n
+// is that value (ns off CPU) instead of samples.
 inline std::vector<SampledStack> ProgramStacks(const Profile& p, std::string_view cmdline,
-                                               std::string_view module_suffix, FrameKind kind, uint32_t pid = 0) {
+                                               std::string_view module_suffix, FrameKind kind, uint32_t pid = 0,
+                                               std::string_view value = {}) {
   std::vector<SampledStack> out;
+  size_t index = kSamplesValue;
+  if (!value.empty()) {
+    const auto found = p.ValueIndex(value);
+    if (!found) return out;
+    index = *found;
+  }
   for (const ThreadRecord& t : p.threads) {
     if (t.cmdline.find(cmdline) == std::string::npos || (pid != 0 && t.pid != pid)) continue;
     const auto& nodes = t.tree.nodes();
     for (size_t n = 1; n < nodes.size(); ++n) {
-      const uint64_t v = t.tree.value(static_cast<uint32_t>(n), kSamplesValue);
+      const uint64_t v = t.tree.value(static_cast<uint32_t>(n), index);
       if (v == 0) continue;
       SampledStack s{t.tid, t.tid == t.pid, {}, v};
       for (size_t cur = n; cur != 0; cur = nodes[cur].parent) {
         const FrameRecord& f = p.frames.at(nodes[cur].frame);
-        if (f.kind == FrameKind::kKernel) continue;
+        if (f.kind == FrameKind::kKernel) continue;  // and off CPU's reason, a kernel pseudo-frame
         const bool runtime = f.kind == kind && p.frames.module_of(f).ends_with(module_suffix);
         s.frames.push_back({f.symbol.empty() ? "[unknown]" : f.symbol, runtime, runtime ? SourceLine(f.address) : 0});
       }
