@@ -357,6 +357,9 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 		return 0;
 	}
 	__u64 key = mix64(0x9e3779b97f4a7c15ull, (__u64)tgid << 32 | tid);
+	/* The thread's start: a thread (or process) that reuses the tid of
+	 * one that exited never takes its keys, and so its stacks. */
+	key = mix64(key, prev->start_time);
 	key = mix64(key, state_nr);
 	key = mix64(key, ip);
 	key = mix64(key, sp);

@@ -378,8 +378,12 @@ void SampleProcessor::Process(const StackSample& e) {
 
   RootPcs(e, kstack_len);
   // Before the thread paths and the record are looked up: retiring folds
-  // records, which moves them.
-  RetireEarlierIncarnation(e);
+  // records, which moves them. A sample of the earlier process drained
+  // after the new one's (samples of different CPUs race by a few
+  // microseconds) stays in the new one's record.
+  if (retire_ && e.pid != 0) {
+    RetireEarlierIncarnation(e.pid, e.tid, symbolizer_.spaces().Incarnation(e.pid, e.timestamp_ns));
+  }
   ThreadPath& path = paths_[((static_cast<uint64_t>(e.pid) << 32 | e.tid) * 0x9e3779b97f4a7c15ull >> 56) &
                             (paths_.size() - 1)];
   size_t reused = 0;
@@ -450,6 +454,7 @@ SourceStack SampleProcessor::Stack(const StackSample& e) {
   SourceStack out;
   out.pid = e.pid;
   out.tid = e.tid;
+  out.t_ns = e.timestamp_ns;
   out.comm = e.comm;
   // The user frames named as a sample's are (NameFrames): interpreter
   // frames in place of the native frames that run them.
@@ -483,7 +488,10 @@ void SampleProcessor::Keep(uint32_t source, uint64_t key, const SourceStack& sta
   KeptStack& kept = kept_stacks_[SourceKey{source, key}];
   kept.pid = stack.pid;
   kept.tid = stack.tid;
+  kept.born = symbolizer_.spaces().Incarnation(stack.pid, stack.t_ns);
   kept.comm = std::string(stack.comm);
+  const ProcessInfo* process = symbolizer_.spaces().Process(stack.pid);
+  kept.process_comm = stack.tid == stack.pid ? kept.comm : process != nullptr ? process->comm : std::string();
   ReleaseFrames(kept.frames);
   kept.frames.clear();
   auto add = [&](const SymbolizedFrame& f) {
@@ -520,7 +528,26 @@ bool SampleProcessor::Add(uint32_t source, uint64_t key, std::span<const SourceV
   auto it = kept_stacks_.find(SourceKey{source, key});
   if (it == kept_stacks_.end()) return false;
   const KeptStack& kept = it->second;
-  const uint32_t thread = window_.ThreadIndex(kept.pid, kept.tid);
+  uint32_t thread;
+  if (RetireEarlierIncarnation(kept.pid, kept.tid, kept.born)) {
+    thread = window_.ThreadIndex(kept.pid, kept.tid);
+  } else {
+    // A process that exited, its pid now another's whose record the window
+    // holds: its last values go where its record was folded.
+    ThreadRecord earlier;
+    earlier.pid = kept.pid;
+    earlier.tid = kept.tid;
+    earlier.comm = kept.comm;
+    earlier.process_comm = kept.process_comm;
+    ThreadRecord g = retire_(earlier);
+    thread = window_.ThreadIndex(g.pid, g.tid);
+    ThreadRecord& t = window_.threads[thread];
+    if (t.comm.empty()) {
+      t.comm = g.comm;
+      t.process_comm = g.process_comm;
+      t.cmdline = g.cmdline;
+    }
+  }
   CallTree& tree = window_.threads[thread].tree;
   uint32_t node = 0;
   for (uint32_t f : kept.frames) {
@@ -604,21 +631,20 @@ model::ProcessIdentity ProcessIdentityOf(const ProcessInfo& p) {
   return id;
 }
 
-void SampleProcessor::RetireEarlierIncarnation(const StackSample& e) {
-  if (!retire_ || e.pid == 0) return;
-  const uint64_t born = symbolizer_.spaces().Incarnation(e.pid, e.timestamp_ns);
-  auto [it, inserted] = incarnations_.try_emplace(static_cast<uint64_t>(e.pid) << 32 | e.tid, born);
-  // A sample of the earlier process drained after the new one's (samples
-  // of different CPUs race by a few microseconds) stays where it is.
-  if (inserted || born <= it->second) return;
+bool SampleProcessor::RetireEarlierIncarnation(uint32_t pid, uint32_t tid, uint64_t born) {
+  if (!retire_ || pid == 0) return true;
+  auto [it, inserted] = incarnations_.try_emplace(static_cast<uint64_t>(pid) << 32 | tid, born);
+  if (inserted || born == it->second) return true;
+  if (born < it->second) return false;
   it->second = born;
   // The key is in incarnations_ only while the window holds its record.
   window_.FoldThreads([&](const ThreadRecord& t) -> std::optional<ThreadRecord> {
-    if (t.pid != e.pid || t.tid != e.tid) return std::nullopt;
+    if (t.pid != pid || t.tid != tid) return std::nullopt;
     return retire_(t);
   });
   ++epoch_;  // the stack cache and thread paths index threads and their nodes
   ++incarnations_retired_;
+  return true;
 }
 
 void SampleProcessor::Rename(ThreadRecord& t, std::string_view comm) {

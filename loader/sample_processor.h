@@ -115,9 +115,10 @@ class SampleProcessor : public StackSink {
   // One path for samples (Process) and value sources' stacks (Stack).
   template <class Emit>
   void NameFrames(const StackSample& e, runtimes::Runtime* rt, size_t from, Emit&& emit);
-  // Folds the record of (pid, tid) away when it is of an earlier process
-  // than the one that held pid at the sample's time (SetRetire).
-  void RetireEarlierIncarnation(const StackSample& e);
+  // Folds the window's record of (pid, tid) away when it is of an earlier
+  // process than `born` (AddressSpaces::Incarnation; SetRetire). False when
+  // `born` is earlier than the record's: the record is a later process's.
+  bool RetireEarlierIncarnation(uint32_t pid, uint32_t tid, uint64_t born);
 
   struct FrameKey {
     const char* module;
@@ -217,7 +218,9 @@ class SampleProcessor : public StackSink {
   struct KeptStack {
     uint32_t pid = 0;
     uint32_t tid = 0;
+    uint64_t born = 0;  // the pid's incarnation when kept
     std::string comm;
+    std::string process_comm;
     std::vector<uint32_t> frames;  // ids in kept_frames_
   };
   struct SourceKey {

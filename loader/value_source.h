@@ -30,6 +30,7 @@ struct StackSample;
 struct SourceStack {
   uint32_t pid = 0;
   uint32_t tid = 0;
+  uint64_t t_ns = 0;  // the record's time: which process held pid then
   std::string_view comm;
   std::vector<SymbolizedFrame> user;
   std::vector<SymbolizedFrame> kernel;
@@ -57,7 +58,9 @@ class StackSink {
   // across windows, replacing what the key held.
   virtual void Keep(uint32_t source, uint64_t key, const SourceStack& stack, std::span<const LeafFrame> leaf) = 0;
   // Adds values at the kept stack of (source, key) in the open window, in
-  // its thread. False (nothing added) when the key holds no stack.
+  // its thread: the record of the process that held the pid when the stack
+  // was kept, never a later process's that reused the pid. False (nothing
+  // added) when the key holds no stack.
   virtual bool Add(uint32_t source, uint64_t key, std::span<const SourceValue> values) = 0;
   virtual void Forget(uint32_t source, uint64_t key) = 0;
   virtual bool Keeps(uint32_t source, uint64_t key) const = 0;

@@ -313,38 +313,70 @@ TEST(RecordRuntime, ExitedThreadsFoldPastTheRecordBudget) {
   EXPECT_GE(static_cast<double>(group_work), 0.8 * static_cast<double>(group)) << group_work << " of " << group;
 }
 
-// Two programs one after the other under the same pid in one record
-// (tests/programs/pid_reuse.c chooses the pid with clone3's set_tid): each
-// record holds one program's samples and name, never both.
-TEST(RecordRuntime, ReusedPidGetsARecordOfItsOwn) {
-  ARCPROF_REQUIRE_RECORD_CAPABLE();
+// Records `pid_reuse 1 [sleep]` (tests/programs/pid_reuse.c: two programs one
+// after the other under the same pid, chosen with clone3's set_tid) and
+// checks that each record holds one program's `metric` and name, never
+// both. Returns each program's total, 0 and 0 when skipped.
+std::pair<uint64_t, uint64_t> RecordReusedPid(const std::vector<std::string>& args, const char* metric,
+                                              const std::string& first_fn, const std::string& second_fn) {
   TempDir tmp;
   const std::string db = tmp.path("reuse.db");
-  Subprocess rec({kArcprof, "record", "-q", "-o", db, "--", kPidReuse, "1"});
+  std::vector<std::string> argv = {kArcprof, "record", "-q", "-o", db};
+  argv.insert(argv.end(), args.begin(), args.end());
+  Subprocess rec(argv);
   const int code = rec.Wait();
-  if (code == 77 && !InCi()) GTEST_SKIP() << "clone3 with set_tid is refused here: " << rec.stderr_text();
-  ASSERT_EQ(code, 0) << rec.stderr_text();
+  if (code == 77 && !InCi()) {
+    std::cout << "clone3 with set_tid is refused here: " << rec.stderr_text();
+    return {0, 0};
+  }
+  EXPECT_EQ(code, 0) << rec.stderr_text();
   Profile p = LoadCapture(db);
   uint64_t first = 0, second = 0;
   for (const ThreadRecord& t : p.threads) {
     uint64_t in_first = 0, in_second = 0;
-    for (const auto& [stack, n] : Stacks(p, [&](const ThreadRecord& r) { return &r == &t; })) {
+    for (const auto& [stack, n] : Stacks(p, [&](const ThreadRecord& r) { return &r == &t; }, metric)) {
       for (const std::string& f : stack) {
-        if (f == "first_program_work") in_first += n;
-        if (f == "second_program_work") in_second += n;
+        if (f == first_fn) in_first += n;
+        if (f == second_fn) in_second += n;
       }
     }
     if (in_first + in_second == 0) continue;
     std::cout << t.pid << "/" << t.tid << " " << t.comm << " (" << t.process_comm << "): " << in_first
-              << " first, " << in_second << " second\n";
+              << " first, " << in_second << " second (" << metric << ")\n";
     EXPECT_TRUE(in_first == 0 || in_second == 0) << "one record holds both programs: " << t.comm;
     EXPECT_EQ(t.comm, in_first > 0 ? "reuse_first" : "reuse_second");
     first += in_first;
     second += in_second;
   }
+  return {first, second};
+}
+
+#define SKIP_WITHOUT_SET_TID(totals) \
+  if ((totals).first + (totals).second == 0 && !InCi()) GTEST_SKIP() << "clone3 with set_tid is refused here"
+
+// Samples: each program spins a CPU-second.
+TEST(RecordRuntime, ReusedPidGetsARecordOfItsOwn) {
+  ARCPROF_REQUIRE_RECORD_CAPABLE();
+  const auto [first, second] =
+      RecordReusedPid({"--", kPidReuse, "1"}, "samples", "first_program_work", "second_program_work");
+  SKIP_WITHOUT_SET_TID(std::make_pair(first, second));
   // A CPU-second of each at 999 Hz.
   EXPECT_GT(first, 500u);
   EXPECT_GT(second, 500u);
+}
+
+// Off CPU: each program sleeps a second; the time each spent asleep is in a
+// record of its own (the off-CPU stacks kept for the first are of its
+// incarnation). Without that, the second program's time went into the
+// first's record (before the fix: one record held both, 0.98 s and 1.00 s).
+TEST(RecordRuntime, ReusedPidGetsOffCpuRecordsOfItsOwn) {
+  ARCPROF_REQUIRE_RECORD_CAPABLE();
+  const auto [first, second] = RecordReusedPid({"--off-cpu", "--", kPidReuse, "1", "sleep"}, "offcpu",
+                                               "first_program_sleep", "second_program_sleep");
+  SKIP_WITHOUT_SET_TID(std::make_pair(first, second));
+  // THRESHOLD: of a second asleep each (us).
+  EXPECT_GT(first, 500'000u);
+  EXPECT_GT(second, 500'000u);
 }
 
 TEST(RecordRuntime, CtrlCWritesCompleteCaptureAndDetaches) {

@@ -4,8 +4,9 @@
 // first_program_work; once it is reaped, a second child takes the same pid
 // and runs as "reuse_second" in second_program_work. Each child execs this
 // program again, so each is a fresh image (fork, exec, comm as in real churn).
-//   pid_reuse SECONDS         the parent (each child spins SECONDS of CPU); prints "pid N" for the reused pid
-//   pid_reuse first|second S  a child (run by the parent)
+//   pid_reuse SECONDS [sleep]        the parent (each child spins SECONDS of CPU, or with
+//                                    "sleep" sleeps SECONDS in 9-10 ms naps); prints "pid N" for the reused pid
+//   pid_reuse first|second S [sleep] a child (run by the parent)
 // Exit 77 when the pid cannot be chosen (no CAP_SYS_ADMIN, no clone3).
 #define _GNU_SOURCE
 #include <errno.h>
@@ -48,8 +49,32 @@ __attribute__((noinline)) static void second_program_work(double seconds) {
   }
 }
 
-// A child at pid `want` that execs this program as `mode`; -1 with errno.
-static pid_t Spawn(pid_t want, const char* mode, const char* seconds) {
+// Off CPU: SECONDS of wall time asleep, in naps of `ms`.
+static inline __attribute__((always_inline)) void Nap(double seconds, long ms) {
+  struct timespec start, now, nap = {0, ms * 1000 * 1000};
+  clock_gettime(CLOCK_MONOTONIC, &start);
+  do {
+    nanosleep(&nap, NULL);
+    clock_gettime(CLOCK_MONOTONIC, &now);
+  } while ((double)(now.tv_sec - start.tv_sec) + (now.tv_nsec - start.tv_nsec) / 1e9 < seconds);
+}
+
+// Each its own frame (the store after the naps keeps them from being tail
+// calls) and its own body (naps of different lengths: identical bodies are
+// folded into one function by the compiler).
+__attribute__((noinline)) static void first_program_sleep(double seconds) {
+  Nap(seconds, 10);
+  sink = 1;
+}
+
+__attribute__((noinline)) static void second_program_sleep(double seconds) {
+  Nap(seconds, 9);
+  sink = 2;
+}
+
+// A child at pid `want` that execs this program as `mode` (`sleep`: NULL
+// or "sleep"); -1 with errno.
+static pid_t Spawn(pid_t want, const char* mode, const char* seconds, const char* sleep) {
   pid_t tids[1] = {want};
   struct clone_args args;
   memset(&args, 0, sizeof(args));
@@ -58,7 +83,7 @@ static pid_t Spawn(pid_t want, const char* mode, const char* seconds) {
   args.set_tid_size = 1;
   long r = syscall(SYS_clone3, &args, sizeof(args));
   if (r == 0) {
-    execl("/proc/self/exe", "pid_reuse", mode, seconds, (char*)NULL);
+    execl("/proc/self/exe", "pid_reuse", mode, seconds, sleep, (char*)NULL);
     _exit(127);
   }
   return (pid_t)r;
@@ -73,29 +98,30 @@ static int Reap(pid_t pid) {
 }
 
 int main(int argc, char** argv) {
-  if (argc == 3) {
+  if ((argc == 3 || argc == 4) && (strcmp(argv[1], "first") == 0 || strcmp(argv[1], "second") == 0)) {
     const double seconds = atof(argv[2]);
+    const int sleep = argc == 4 && strcmp(argv[3], "sleep") == 0;
     if (strcmp(argv[1], "first") == 0) {
       prctl(PR_SET_NAME, "reuse_first");
-      first_program_work(seconds);
+      if (sleep) first_program_sleep(seconds);
+      else first_program_work(seconds);
       return 0;
     }
-    if (strcmp(argv[1], "second") == 0) {
-      prctl(PR_SET_NAME, "reuse_second");
-      second_program_work(seconds);
-      return 0;
-    }
-    return 2;
+    prctl(PR_SET_NAME, "reuse_second");
+    if (sleep) second_program_sleep(seconds);
+    else second_program_work(seconds);
+    return 0;
   }
-  if (argc != 2 || atof(argv[1]) <= 0 || atof(argv[1]) > 60) {
-    fprintf(stderr, "usage: pid_reuse SECONDS (0 < SECONDS <= 60)\n");
+  const char* sleep = argc == 3 && strcmp(argv[2], "sleep") == 0 ? "sleep" : NULL;
+  if ((argc != 2 && !sleep) || atof(argv[1]) <= 0 || atof(argv[1]) > 60) {
+    fprintf(stderr, "usage: pid_reuse SECONDS [sleep] (0 < SECONDS <= 60)\n");
     return 2;
   }
   // A free pid a little above ours: at most 1000 tries.
   pid_t pid = -1, want = getpid() + 1000;
   for (int tries = 0; tries < 1000; ++tries, ++want) {
     if (want > 30000) want = 300;
-    pid = Spawn(want, "first", argv[1]);
+    pid = Spawn(want, "first", argv[1], sleep);
     if (pid > 0) break;
     if (errno == EPERM || errno == ENOSYS || errno == EINVAL) {
       fprintf(stderr, "pid_reuse: clone3 with set_tid: %s\n", strerror(errno));
@@ -109,7 +135,7 @@ int main(int argc, char** argv) {
   }
   if (Reap(pid) != 0) return 1;
   // Reaped: the pid is free again; the second program takes it.
-  pid_t again = Spawn(pid, "second", argv[1]);
+  pid_t again = Spawn(pid, "second", argv[1], sleep);
   if (again != pid) {
     fprintf(stderr, "pid_reuse: pid %d not reused: %s\n", pid, strerror(errno));
     return 1;
