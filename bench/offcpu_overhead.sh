@@ -23,6 +23,10 @@
 # At the end one more --off-cpu run with kernel.bpf_stats_enabled=1 gives the
 # sched_switch program's own run time per switch (bpftool), all switches of
 # the machine included.
+# PYTHON=INTERPRETER: the same ping-pong in Python (bench/workloads/
+# python_pingpong.py) instead: every thread going off CPU has Python frames,
+# which --off-cpu reads at each switch (the interpreter walk of the sampler;
+# docs/performance.md "Off-CPU time"), where the C ping-pong has none.
 # ANCHOR=ARCPROF: another build's arcprof, run in every round right after this
 # build's two runs (its own --no-off-cpu and --off-cpu), so both builds' slowdowns
 # come from the same minutes of a busy machine. TOOL=0 skips offcputime.
@@ -38,6 +42,11 @@ offcputime=/usr/sbin/offcputime
 for f in "$arcprof" "$pingpong"; do
   [ -x "$f" ] || { echo "offcpu_overhead: $f missing: build first (cmake --build $build)" >&2; exit 1; }
 done
+workload=("$pingpong")
+if [ -n "${PYTHON:-}" ]; then
+  [ -x "$PYTHON" ] || { echo "offcpu_overhead: PYTHON=$PYTHON is not an executable" >&2; exit 1; }
+  workload=("$PYTHON" "$(dirname "$0")/workloads/python_pingpong.py")
+fi
 case $pin in
   same | split) pin_arg=$pin ;;
   none) pin_arg= ;;
@@ -55,11 +64,11 @@ cleanup() {
 trap cleanup EXIT
 
 # "RATE CPU_NS_PER_TRIP" of one run
-fields() { sed -n 's/.*ptt_pingpong .* rate=\([0-9.]*\) cpu_ns_per_trip=\([0-9.]*\).*/\1 \2/p'; }
+fields() { sed -n 's/.*_pingpong .* rate=\([0-9.]*\) cpu_ns_per_trip=\([0-9.]*\).*/\1 \2/p'; }
 anchor=${ANCHOR:-}
-recorded() { "$arcprof" record -q --no-ptt "$@" -o "$tmp/c.db" -- "${rt[@]}" "$pingpong" "$trips" $pin_arg 2>&1 | fields; }
-recorded_anchor() { "$anchor" record -q --no-ptt "$@" -o "$tmp/c.db" -- "${rt[@]}" "$pingpong" "$trips" $pin_arg 2>&1 | fields; }
-plain() { "${rt[@]}" "$pingpong" "$trips" $pin_arg 2>&1 | fields; }
+recorded() { "$arcprof" record -q --no-ptt "$@" -o "$tmp/c.db" -- "${rt[@]}" "${workload[@]}" "$trips" $pin_arg 2>&1 | fields; }
+recorded_anchor() { "$anchor" record -q --no-ptt "$@" -o "$tmp/c.db" -- "${rt[@]}" "${workload[@]}" "$trips" $pin_arg 2>&1 | fields; }
+plain() { "${rt[@]}" "${workload[@]}" "$trips" $pin_arg 2>&1 | fields; }
 median() { sort -g | awk '{v[NR]=$1} END {print (NR%2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
 range() { sort -g | awk 'NR==1 {lo=$1} {hi=$1} END {printf "%s-%s", lo, hi}'; }
 pct() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", (1 - b / a) * 100}'; }
@@ -94,7 +103,7 @@ if command -v bpftool >/dev/null; then
   switch_ids() { { bpftool prog show name on_switch 2>/dev/null || true; } | sed -n 's/^\([0-9]*\): .*/\1/p' | sort; }
   ids_before=$(switch_ids)
   # long enough to still switch 2 s after the start
-  "$arcprof" record -q --no-ptt --off-cpu -o "$tmp/s.db" -- "${rt[@]}" "$pingpong" $((trips * 10)) $pin_arg \
+  "$arcprof" record -q --no-ptt --off-cpu -o "$tmp/s.db" -- "${rt[@]}" "${workload[@]}" $((trips * 10)) $pin_arg \
     >/dev/null 2>&1 &
   rec=$!
   sleep 1  # loaded, attached and switching
@@ -119,7 +128,7 @@ m_with=$(printf '%s\n' "${with[@]}" | median)
 cm_without=$(printf '%s\n' "${c_without[@]}" | median)
 cm_with=$(printf '%s\n' "${c_with[@]}" | median)
 slowdown=$(pct "$m_without" "$m_with")
-echo "offcpu_overhead: pipe ping-pong, $trips round trips x $rounds runs each, alternating, pinning: $pin${rt:+, SCHED_FIFO}"
+echo "offcpu_overhead: pipe ping-pong (${workload[*]##*/}), $trips round trips x $rounds runs each, alternating, pinning: $pin${rt:+, SCHED_FIFO}"
 echo "  load average: $(cut -d' ' -f1-3 /proc/loadavg) (other work on the machine makes single runs vary)"
 echo "  record --no-off-cpu: median $m_without round trips/s (range $(printf '%s\n' "${without[@]}" | range)), CPU per round trip $cm_without ns"
 echo "  record --off-cpu:    median $m_with round trips/s (range $(printf '%s\n' "${with[@]}" | range)), CPU per round trip $cm_with ns"
