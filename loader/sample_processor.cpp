@@ -183,7 +183,7 @@ runtimes::Runtime* SampleProcessor::SampleRuntime(const StackSample& e) {
   if (!(e.flags & ARCPROF_SAMPLE_HAS_RUNTIME)) return nullptr;
   runtimes::Runtime* rt = nullptr;
   for (const auto& r : runtimes_) {
-    if (r->id() == e.runtime) rt = r.get();
+    if (r->id() == e.runtime && e.runtime != ARCPROF_RUNTIME_NONE) rt = r.get();
   }
   if (rt == nullptr) return nullptr;
   // The runtimes.* counters count samples (a value source's stacks are
@@ -300,10 +300,12 @@ void SampleProcessor::NameFrames(const StackSample& e, runtimes::Runtime* rt, si
         if (begin != end) continue;
       }
     }
-    // An interpreted Java frame: named by the Method* its frame holds.
+    // An interpreted frame: named by the method its frame holds, as its
+    // runtime's FrameStepper read it (HotSpot's Method*; the counters keep
+    // the java.* names captures have always had).
     if (f.kind == FrameKind::kInterpreted && static_cast<size_t>(i) < user_methods_.size() &&
         user_methods_[static_cast<size_t>(i)] != 0) {
-      if (auto name = symbolizer_.JavaMethodName(e.pid, user_methods_[static_cast<size_t>(i)], e.timestamp_ns)) {
+      if (auto name = symbolizer_.InterpretedMethodName(e.pid, user_methods_[static_cast<size_t>(i)], e.timestamp_ns)) {
         f.symbol = *name;
         ++interpreted_named_;
       } else {

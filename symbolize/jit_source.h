@@ -19,8 +19,9 @@ class JitSymbolSource {
  public:
   virtual ~JitSymbolSource() = default;
   virtual std::optional<JitSymbol> Find(uint64_t addr, uint64_t t_ns) = 0;
-  // A Java method's name by HotSpot's Method* (interpreted frames hold it),
-  // as known at t_ns; the view stays valid for the source's lifetime.
+  // A method's name by the id an interpreted frame holds (HotSpot's Method*,
+  // from the agent's side file), as known at t_ns; the view stays valid for
+  // the source's lifetime.
   virtual std::optional<std::string_view> MethodName(uint64_t method, uint64_t t_ns) { return std::nullopt; }
   // About how many heap bytes the source holds (a daemon's -v accounting).
   virtual size_t bytes() const { return 0; }

@@ -230,7 +230,7 @@ std::optional<JitSymbol> Symbolizer::FindJitCode(uint32_t pid, uint64_t addr, ui
   return code;
 }
 
-std::optional<std::string_view> Symbolizer::JavaMethodName(uint32_t pid, uint64_t method, uint64_t t_ns) {
+std::optional<std::string_view> Symbolizer::InterpretedMethodName(uint32_t pid, uint64_t method, uint64_t t_ns) {
   Impl& impl = *impl_;
   if (!impl.spaces.KnowsProcess(pid)) return std::nullopt;
   return impl.jit.MethodName(impl.spaces.Info(pid), method, t_ns);

@@ -95,8 +95,10 @@ class Symbolizer : public JitCodeLookup {
   // JIT code (anonymous executable memory with a JIT source) at addr in pid
   // at t_ns, with its frame facts for the unwinder; nullopt otherwise.
   std::optional<JitSymbol> FindJitCode(uint32_t pid, uint64_t addr, uint64_t t_ns) override;
-  // A Java method's name by its Method* in pid (interpreted frames).
-  std::optional<std::string_view> JavaMethodName(uint32_t pid, uint64_t method, uint64_t t_ns);
+  // The name of the method an interpreted frame of pid holds, by the id its
+  // runtime's FrameStepper read (UnwindResult::methods: HotSpot's Method*),
+  // from the process's JIT source (JitSymbolSource::MethodName).
+  std::optional<std::string_view> InterpretedMethodName(uint32_t pid, uint64_t method, uint64_t t_ns);
 
   // Installs the source of JIT symbols for anonymous executable memory.
   void SetJitSymbolSourceFactory(JitSymbolSourceFactory factory);
