@@ -12,7 +12,6 @@
 #include <ctime>
 #include <optional>
 
-#include "loader/java_extension.h"
 #include "loader/capabilities.h"
 #include "loader/recording_session.h"
 #include "model/profile_merge.h"

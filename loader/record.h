@@ -99,6 +99,10 @@ struct RecordOptions {
 // Whether these options record off-CPU time.
 bool OffCpuEnabled(const RecordOptions& options);
 
+// Whether these options load agents into runtimes' processes (--java /
+// --no-java, on by default: runtimes/java attaches to JVMs).
+inline bool JavaAttachEnabled(const RecordOptions& options) { return options.java.value_or(true); }
+
 // Checks that this process may load BPF programs and open perf events, and
 // that the kernel has BTF. One-line errors that say what to do.
 Result<void> CheckRecordPreconditions();

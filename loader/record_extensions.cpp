@@ -1,7 +1,6 @@
 #include "loader/record.h"
 #include "loader/record_extension.h"
 #include "loader/alloc_source.h"
-#include "loader/java_extension.h"
 #include "loader/offcpu_source.h"
 #include "loader/ptt_extension.h"
 #include "loader/runtime_extension.h"
@@ -28,8 +27,7 @@ std::vector<std::unique_ptr<RecordExtension>> MakeRecordExtensions(const RecordO
                                           options.pids.empty() && options.command.empty(), options.quiet}));
   }
   if (PttEnabled(options)) extensions.push_back(MakePttExtension(PttExtensionOptionsOf(options)));
-  extensions.push_back(MakeJavaExtension(JavaAttachEnabled(options), options.quiet));
-  if (options.runtimes) extensions.push_back(MakeRuntimeExtension());
+  extensions.push_back(MakeRuntimeExtension({options.runtimes, JavaAttachEnabled(options), options.quiet}));
   if (!options.trace.root.empty()) {
     extensions.push_back(options.trace.java
                              ? MakeJavaTraceExtension(options.trace, !options.command.empty(), options.quiet)

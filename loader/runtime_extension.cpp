@@ -2,6 +2,7 @@
 
 #include <sys/mman.h>
 
+#include <optional>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -9,6 +10,7 @@
 #include <spdlog/spdlog.h>
 
 #include "common/clock.h"
+#include "loader/jit_sources.h"
 #include "loader/sample_processor.h"
 #include "loader/sampler.h"
 #include "model/profile.h"
@@ -24,6 +26,16 @@ constexpr uint64_t kForgetAfterExitNs = 3'000'000'000;
 
 class RuntimeExtension : public RecordExtension {
  public:
+  explicit RuntimeExtension(const RuntimeExtensionOptions& options)
+      : options_(options),
+        jit_([this](uint32_t pid, JitProcessSource& s) { for (const auto& rt : runtimes_) rt->JitSourceOpened(pid, s); },
+             [this](uint32_t pid, JitProcessSource& s) { for (const auto& rt : runtimes_) rt->JitSourceClosing(pid, s); }) {
+    // With --no-runtimes, only the runtimes with nothing to read at sample
+    // time (Java: its agent, its thread names) run.
+    for (auto& rt : runtimes::MakeRuntimes()) {
+      if (options.frames || rt->id() == ARCPROF_RUNTIME_NONE) runtimes_.push_back(std::move(rt));
+    }
+  }
   ~RuntimeExtension() override {
     if (symbolizer_) symbolizer_->spaces().SetMappingObserver(this, nullptr);
     if (symbolizer_) symbolizer_->SetJitFrameRefiner(this, nullptr);
@@ -33,11 +45,14 @@ class RuntimeExtension : public RecordExtension {
   std::string_view name() const override { return "runtimes"; }
 
   Result<void> Start(RecordContext& context) override {
+    jit_.Start(context.symbolizer);
     if (context.sampler == nullptr || context.processor == nullptr) return {};
-    runtimes_ = runtimes::MakeRuntimes();
     symbolizer_ = &context.symbolizer;
     sampler_ = context.sampler;
     processor_ = context.processor;
+    host_.emplace(runtimes::RuntimeHost{context.symbolizer.spaces(), context.system_wide, context.target_pids,
+                                        options_.attach, options_.quiet, context.drain,
+                                        [&context](uint32_t pid) { context.held_pids.insert(pid); }});
     processor_->SetRuntimes(runtimes_);
     symbolizer_->spaces().SetMappingObserver(this, [this](uint32_t pid, const MappingEvent& m) {
       if (!(m.prot & PROT_EXEC) || recognized_.count(pid)) return;
@@ -62,20 +77,30 @@ class RuntimeExtension : public RecordExtension {
     // Processes already running (replayed above) are recognized before the
     // first poll: their samples are named from the start.
     RecognizePending(MonotonicNs());
+    // Then each runtime's own start (Java attaches to the JVMs running now,
+    // draining the ring meanwhile).
+    for (const auto& rt : runtimes_) rt->Start(*host_);
     return {};
   }
 
   void Poll(RecordContext& context) override {
     const uint64_t now = MonotonicNs();
-    RecognizePending(now);
+    if (host_) {
+      RecognizePending(now);
+      // Before the sources are tailed: a JVM attached just now has its
+      // jitdump looked for at once (JitProcessSource::Rediscover).
+      for (const auto& rt : runtimes_) rt->Poll(*host_, now);
+    }
+    jit_.Poll(JitMonotonicNowNs());
+    if (!host_) return;
     // Exited processes leave the BPF map at once and their names a little later.
     for (auto it = recognized_.begin(); it != recognized_.end();) {
       const uint32_t pid = it->first;
-      if (it->second == 0 && symbolizer_->spaces().ProcessExited(pid)) {
-        sampler_->RemoveRuntimeProcess(pid);
-        it->second = now;
+      if (it->second.exited_ns == 0 && symbolizer_->spaces().ProcessExited(pid)) {
+        if (it->second.in_sampler) sampler_->RemoveRuntimeProcess(pid);
+        it->second.exited_ns = now;
       }
-      if (it->second != 0 && now - it->second > kForgetAfterExitNs) {
+      if (it->second.exited_ns != 0 && now - it->second.exited_ns > kForgetAfterExitNs) {
         for (const auto& rt : runtimes_) rt->Forget(pid);
         it = recognized_.erase(it);
         continue;
@@ -87,9 +112,17 @@ class RuntimeExtension : public RecordExtension {
   Result<void> CloseWindow(RecordContext& context, model::Profile& window, bool last) override {
     // At the last window the sampler may be gone already: nothing of it is
     // touched here.
+    jit_.CloseWindow(window.counters);
+    if (host_) {
+      std::vector<runtimes::WindowThread> threads;
+      threads.reserve(window.threads.size());
+      for (model::ThreadRecord& t : window.threads) threads.push_back({t.pid, t.tid, &t.comm});
+      for (const auto& rt : runtimes_) rt->CloseWindow(*host_, threads, last);
+    }
     for (const auto& rt : runtimes_) {
       rt->TakeCounters([&window](std::string_view name, int64_t v) { window.counters[std::string(name)] += v; });
     }
+    if (!last) jit_.ForgetExited();
     if (last) {
       if (symbolizer_) symbolizer_->spaces().SetMappingObserver(this, nullptr);
       if (symbolizer_) symbolizer_->SetJitFrameRefiner(this, nullptr);
@@ -109,6 +142,10 @@ class RuntimeExtension : public RecordExtension {
     uint32_t pid;
     uint64_t start;  // the mapping's start
     uint32_t tries = 0;
+  };
+  struct Recognized {
+    uint64_t exited_ns = 0;  // when its exit was seen (0: live)
+    bool in_sampler = false;  // its runtime reads at sample time (runtime_procs)
   };
   // Polls a mapping the symbolizer cannot give yet (its file not open, the
   // mapping not in the timeline yet) is asked for again.
@@ -133,30 +170,37 @@ class RuntimeExtension : public RecordExtension {
       auto proc = rt->Recognize(p.pid, *file);
       const uint64_t took = MonotonicNs() - t0;
       if (!proc) continue;
-      if (auto ok = sampler_->SetRuntimeProcess(p.pid, *proc); !ok) {
-        spdlog::debug("{}", ok.error().message);
-        return true;
+      // A runtime with nothing to read at sample time (Java) has no entry.
+      const bool reads = proc->runtime != ARCPROF_RUNTIME_NONE;
+      if (reads) {
+        if (auto ok = sampler_->SetRuntimeProcess(p.pid, *proc); !ok) {
+          spdlog::debug("{}", ok.error().message);
+          return true;
+        }
       }
       spdlog::debug("process {}: {} {:#x} ({}, recognized in {} ms)", p.pid, rt->name(), proc->version, file->path,
                     took / 1'000'000);
-      recognized_.emplace(p.pid, 0);
+      recognized_.emplace(p.pid, Recognized{0, reads});
       return true;
     }
     return true;
   }
 
+  RuntimeExtensionOptions options_;
   std::vector<std::unique_ptr<runtimes::Runtime>> runtimes_;
+  JitSources jit_;  // after runtimes_: its listeners call them
+  std::optional<runtimes::RuntimeHost> host_;
   Symbolizer* symbolizer_ = nullptr;
   Sampler* sampler_ = nullptr;
   SampleProcessor* processor_ = nullptr;
   std::vector<Pending> pending_;
-  std::unordered_map<uint32_t, uint64_t> recognized_;  // pid -> when its exit was seen (0: live)
+  std::unordered_map<uint32_t, Recognized> recognized_;
 };
 
 }  // namespace
 
-std::unique_ptr<RecordExtension> MakeRuntimeExtension() {
-  return std::make_unique<RuntimeExtension>();
+std::unique_ptr<RecordExtension> MakeRuntimeExtension(const RuntimeExtensionOptions& options) {
+  return std::make_unique<RuntimeExtension>(options);
 }
 
 }  // namespace arcprof

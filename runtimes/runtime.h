@@ -1,15 +1,19 @@
-// One interpreted runtime seen from outside its processes, with no flag: how
-// arcprof recognizes a process of it, what the sampler must read at sample
-// time, how what was read becomes frames, and where those frames go in the
-// native stack (docs/design.md, "Runtimes"). A runtime is one folder here
-// (its BPF side in bpf/, e.g. bpf/python.bpf.h) plus one line in
-// MakeRuntimes() (registry.cpp). The generic unwinder knows no runtime.
+// One runtime seen from outside its processes, with no flag: how arcprof
+// recognizes a process of it, what the sampler must read at sample time, how
+// what was read becomes frames, where those frames go in the native stack,
+// how the unwinder steps its JIT code, and what it does to its processes
+// during a recording (loading an agent) (docs/design.md, "Runtimes"). A
+// runtime is one folder here (its BPF side, if any, in bpf/, e.g.
+// bpf/python.bpf.h) plus one line in MakeRuntimes() (registry.cpp). The
+// generic unwinder knows no runtime.
 #pragma once
 
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -17,13 +21,46 @@
 #include "symbolize/symbol_types.h"
 #include "unwind/frame_stepper.h"
 
+namespace arcprof {
+class AddressSpaces;
+class JitProcessSource;
+}  // namespace arcprof
+
 namespace arcprof::runtimes {
+
+// What a recording gives its runtimes (loader/runtime_extension.cpp), for
+// those that act on their processes besides naming samples (Java attaches
+// its agent). Everything here outlives the calls it is passed to.
+struct RuntimeHost {
+  AddressSpaces& spaces;
+  bool system_wide = true;            // false with -p or a command
+  std::vector<uint32_t> target_pids;  // -p pids, or the launched command's pid
+  // Whether runtimes may load an agent into their processes (--java/--no-java).
+  bool attach = true;
+  // No line per process attached (-q; continuous without --verbose-java).
+  bool quiet = false;
+  // Sampling runs while Start runs: one that blocks calls drain() meanwhile,
+  // and hold(pid) keeps pid's samples aside until every runtime has started
+  // (their code is named by what the attach brings).
+  std::function<void()> drain;
+  std::function<void(uint32_t pid)> hold;
+};
+
+// A thread of the window being closed, whose name a runtime may know better
+// than the kernel's 15 characters (Java's thread names).
+struct WindowThread {
+  uint32_t pid = 0;
+  uint32_t tid = 0;
+  std::string* comm = nullptr;
+};
 
 class Runtime {
  public:
   virtual ~Runtime() = default;
   virtual std::string_view name() const = 0;
-  // ARCPROF_RUNTIME_*: the runtime a sample's frames were read for.
+  // ARCPROF_RUNTIME_*: the runtime a sample's frames were read for;
+  // ARCPROF_RUNTIME_NONE for a runtime with nothing to read at sample time
+  // (Java: the stack copy and its JIT records name its frames).
   virtual uint32_t id() const = 0;
 
   // Recognition, in two steps. A cheap test of a newly mapped file's path
@@ -33,7 +70,9 @@ class Runtime {
   // Then the file itself (symbols, version, constants; never the process's
   // memory, which may still be starting): what the sampler must read in pid,
   // or nothing when the file is not this runtime (a binary named python that
-  // is not CPython) or a version it does not know.
+  // is not CPython) or a version it does not know. A runtime of id
+  // ARCPROF_RUNTIME_NONE answers a runtime_proc of that id: recognized,
+  // nothing for the sampler.
   virtual std::optional<runtime_proc> Recognize(uint32_t pid, const MappedFile& file) = 0;
 
   // Where its frames go: a native frame of this symbol runs interpreter
@@ -61,6 +100,25 @@ class Runtime {
   // size, rbp kept), so that the walk goes on past it with the caller's CFI.
   virtual void RefineJitFrame(uint32_t pid, JitSymbol& code) {}
 
+  // How the unwinder steps a frame of this runtime's JIT code that neither
+  // CFI nor rbp steps (unwind/frame_stepper.h); nullptr for none. Asked once
+  // per recording, in registry order.
+  virtual std::unique_ptr<FrameStepper> MakeFrameStepper() const { return nullptr; }
+
+  // During a recording, for runtimes that act on their processes (all
+  // optional). Start: once sampling runs, after the processes already
+  // running were recognized. Poll: on every drain tick. CloseWindow: when a
+  // window closes, its threads' names may be replaced; `last`: sampling has
+  // stopped, finish what runs in the background.
+  virtual void Start(RuntimeHost& host) {}
+  virtual void Poll(RuntimeHost& host, uint64_t now_ns) {}
+  virtual void CloseWindow(RuntimeHost& host, std::span<const WindowThread> threads, bool last) {}
+  // A process's JIT symbols (perf map, jitdump and arcprof's side file:
+  // symbolize/jit_process_source.h) were opened, or are let go (the process
+  // exited or exec'd). The source stays valid from one call to the other.
+  virtual void JitSourceOpened(uint32_t pid, JitProcessSource& source) {}
+  virtual void JitSourceClosing(uint32_t pid, JitProcessSource& source) {}
+
   // The process exited: its state and cached names go.
   virtual void Forget(uint32_t pid) = 0;
   // Counters since the last call ("python.frames_named", ...), then reset.
@@ -71,9 +129,8 @@ class Runtime {
 // Every runtime arcprof knows, one line each.
 std::vector<std::unique_ptr<Runtime>> MakeRuntimes();
 
-// The runtimes whose JIT code's frames the unwinder cannot step by rbp or
-// CFI (unwind/frame_stepper.h), one line each; the recording session gives
-// them to its Unwinder.
+// The frame steppers of MakeRuntimes() (Runtime::MakeFrameStepper), in its
+// order; the recording session gives them to its Unwinder.
 std::vector<std::unique_ptr<FrameStepper>> MakeFrameSteppers();
 
 }  // namespace arcprof::runtimes

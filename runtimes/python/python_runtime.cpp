@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "runtimes/naming.h"
+#include "runtimes/python/trampoline_stepper.h"
 #include "symbolize/elf_symbols.h"
 
 namespace arcprof::runtimes {
@@ -172,6 +173,8 @@ class PythonRuntime final : public Runtime {
     ++recognized_;
     return rp;
   }
+
+  std::unique_ptr<FrameStepper> MakeFrameStepper() const override { return MakePythonTrampolineStepper(); }
 
   // -X perf (3.12+): every perf map entry "py::..." is a copy of the
   // interpreter's trampoline, whose frame is fixed (TrampolineSetup).

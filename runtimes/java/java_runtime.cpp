@@ -1,71 +1,44 @@
-#include "loader/java_extension.h"
+#include "runtimes/java/java_runtime.h"
 
 #include <signal.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
-
 #include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <future>
 #include <map>
+#include <mutex>
 #include <set>
 #include <sstream>
-#include <utility>
-#include <spdlog/fmt/fmt.h>
-#include <spdlog/spdlog.h>
 #include <string>
 #include <thread>
+#include <utility>
 
+#include "common/text.h"
+#include "runtimes/java/hotspot_stepper.h"
 #include "runtimes/java/java_attach.h"
-#include "loader/record.h"
-#include "model/profile.h"
+#include "spaces/address_spaces.h"
 #include "symbolize/jit_process_source.h"
 #include "symbolize/jitdump_format.h"
-#include "symbolize/symbolizer.h"
-#include "common/text.h"
 
-namespace arcprof {
-using namespace arcprof::model;
+namespace arcprof::runtimes {
 namespace {
 
 // New JVMs are looked for on every drain tick: samples taken before the
 // agent is in (its replay) cannot be named later. Whole-machine sessions learn
-// of them from the side band (a process mapping libjvm.so), which costs no
-// /proc read; every kFullScanEveryNs they also list /proc, for mappings the
-// side band lost.
+// of them from the side band (a process mapping libjvm.so: Recognize), which
+// costs no /proc read; every kFullScanEveryNs they also list /proc, for
+// mappings the side band lost.
 constexpr uint64_t kScanEveryNs = 100'000'000;
 constexpr uint64_t kFullScanEveryNs = 5'000'000'000;
-
-// Whether a mapping is the executable code of a JVM (HotSpot or OpenJ9).
-bool MapsJvmLibrary(const MappingEvent& m) {
-  if ((m.prot & PROT_EXEC) == 0) return false;
-  std::string_view path = m.path;
-  const size_t slash = path.rfind('/');
-  if (slash != std::string_view::npos) path = path.substr(slash + 1);
-  return path == "libjvm.so" || path.starts_with("libj9vm");
-}
 // A process that just exec'd java maps libjvm.so and installs its signal
 // handlers within a fraction of a second; re-check it for this long.
 constexpr uint64_t kStartupGraceNs = 10'000'000'000;
 
-// The Symbolizer owns its sources; the extension tails them too, so both
-// hold the same object.
-class SharedSource : public JitSymbolSource {
- public:
-  explicit SharedSource(std::shared_ptr<JitProcessSource> source) : source_(std::move(source)) {}
-  std::optional<JitSymbol> Find(uint64_t addr, uint64_t t_ns) override { return source_->Find(addr, t_ns); }
-  std::optional<std::string_view> MethodName(uint64_t method, uint64_t t_ns) override {
-    return source_->MethodName(method, t_ns);
-  }
-  size_t bytes() const override { return source_->bytes(); }
-
- private:
-  std::shared_ptr<JitProcessSource> source_;
-};
+bool Gone(uint32_t pid) { return kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH; }
 
 // Host tid -> tid in the innermost pid namespace, for pid's live tasks.
 std::map<uint32_t, uint32_t> NamespaceTids(uint32_t pid) {
@@ -93,33 +66,42 @@ std::string ReadComm(uint32_t pid) {
   return comm;
 }
 
-class JavaExtension : public RecordExtension {
+class JavaRuntime final : public Runtime {
  public:
-  JavaExtension(bool attach, bool quiet) : attach_(attach), quiet_(quiet) {}
-  ~JavaExtension() override {
-    if (symbolizer_) symbolizer_->spaces().SetMappingObserver(this, nullptr);
+  ~JavaRuntime() override {
+    for (auto& f : pending_) f.wait();
   }
 
   std::string_view name() const override { return "java"; }
+  uint32_t id() const override { return ARCPROF_RUNTIME_NONE; }
 
-  Result<void> Start(RecordContext& context) override {
-    context.symbolizer.SetJitSymbolSourceFactory([this](const ProcessInfo& process) {
-      auto source = std::make_shared<JitProcessSource>(process);
-      source->Poll(JitMonotonicNowNs());
-      sources_[process.pid] = Source{source, {}, false};  // replaces the one of an earlier image (exec)
-      Report(*source);
-      return std::make_unique<SharedSource>(source);
-    });
-    if (!attach_) return {};
-    symbolizer_ = &context.symbolizer;
-    context.symbolizer.spaces().SetMappingObserver(this, [this](uint32_t pid, const MappingEvent& mapping) {
-      if (MapsJvmLibrary(mapping)) mapped_jvm_.insert(pid);
-    });
-    // JVMs already running are attached before sampling starts, so that the
+  // The executable code of a JVM (HotSpot, or OpenJ9, which is counted but
+  // not attached to).
+  bool MayHost(std::string_view path) const override {
+    const size_t slash = path.rfind('/');
+    if (slash != std::string_view::npos) path = path.substr(slash + 1);
+    return path == "libjvm.so" || path.starts_with("libj9vm");
+  }
+  // A process that maps a JVM is looked at by the next scan (the file itself
+  // says nothing more: whether the JVM can be attached to is read from /proc).
+  std::optional<runtime_proc> Recognize(uint32_t pid, const MappedFile&) override {
+    mapped_jvm_.insert(pid);
+    runtime_proc none{};
+    none.runtime = ARCPROF_RUNTIME_NONE;
+    return none;
+  }
+  bool IsHostFrame(uint32_t, std::string_view) const override { return false; }
+  SymbolizedFrame Name(uint32_t, const runtime_frame&) override { return {}; }
+  std::unique_ptr<FrameStepper> MakeFrameStepper() const override { return MakeHotSpotFrameStepper(); }
+
+  void Start(RuntimeHost& host) override {
+    if (!host.attach) return;
+    quiet_ = host.quiet;
+    // JVMs already running are attached before sampling goes on, so that the
     // replay of their existing code is stamped before the first sample.
     const uint64_t now = JitMonotonicNowNs();
     std::vector<std::future<void>> started;
-    for (uint32_t pid : Candidates(context)) {
+    for (uint32_t pid : Candidates(host)) {
       auto jvm = InspectJvm(pid);
       if (!jvm.ok()) continue;
       if (jvm->hotspot && !jvm->catches_sigquit) {
@@ -128,16 +110,16 @@ class JavaExtension : public RecordExtension {
         continue;
       }
       attempted_.insert(pid);
-      context.held_pids.insert(pid);
+      if (host.hold) host.hold(pid);
       started.push_back(std::async(std::launch::async, [this, pid] { AttachOne(pid); }));
     }
     // Sampling already runs: drain while the attaches take their time.
     for (auto& f : started) {
       while (f.wait_for(std::chrono::milliseconds(50)) != std::future_status::ready) {
-        if (context.drain) context.drain();
+        if (host.drain) host.drain();
       }
     }
-    if (context.system_wide) {
+    if (host.system_wide) {
       // Everything else running now is not a JVM; only a process that is
       // still becoming one (named java, libjvm.so not mapped yet) is looked at again.
       for (uint32_t pid : ListPids()) {
@@ -148,10 +130,9 @@ class JavaExtension : public RecordExtension {
     last_scan_ns_ = now;
     last_full_scan_ns_ = now;
     FlushMessages();
-    return {};
   }
 
-  void Poll(RecordContext& context) override {
+  void Poll(RuntimeHost& host, uint64_t) override {
     const uint64_t now = JitMonotonicNowNs();
     {
       // A JVM attached just now writes its jitdump: look for it at once
@@ -162,51 +143,36 @@ class JavaExtension : public RecordExtension {
       }
       just_attached_.clear();
     }
-    for (auto& [pid, entry] : sources_) {
-      entry.source->Poll(now);
-      Report(*entry.source);
-    }
-    if (now - last_retire_ns_ >= kRetireEveryNs) {
-      last_retire_ns_ = now;
-      RetireExitedSources(now);
-    }
-    if (attach_) {
+    if (host.attach) {
       for (auto it = pending_.begin(); it != pending_.end();) {
         if (it->wait_for(std::chrono::seconds(0)) == std::future_status::ready) it = pending_.erase(it);
         else ++it;
       }
       if (now - last_scan_ns_ >= kScanEveryNs) {
         last_scan_ns_ = now;
-        ScanForNewJvms(context, now);
+        ScanForNewJvms(host, now);
       }
     }
     FlushMessages();
   }
 
-  Result<void> CloseWindow(RecordContext& context, Profile& window, bool last) override {
+  void CloseWindow(RuntimeHost& host, std::span<const WindowThread> threads, bool last) override {
     if (last) {
       for (auto& f : pending_) f.wait();
       pending_.clear();
     }
-    const uint64_t now = JitMonotonicNowNs();
     Tally tally = std::move(retired_);
     retired_ = Tally();
-    for (auto& [pid, entry] : sources_) {
-      entry.source->Poll(now);
-      Report(*entry.source);
-      Account(entry, last, tally);
-    }
-    const JitSourceStats& delta = tally.delta;
-    const int64_t jvms = tally.jvms, without_fp = tally.without_fp, unwalkable = tally.unwalkable;
+    for (auto& [pid, entry] : sources_) Account(entry, last, tally);
     FlushMessages();
     // Java thread names: the agent knows them by the tid the JVM sees, which
     // is the host tid unless the JVM runs in its own pid namespace; there the
     // last NSpid of each live task maps one to the other.
     std::map<uint32_t, std::map<uint32_t, uint32_t>> ns_tids;  // pid -> host tid -> namespace tid
-    for (ThreadRecord& t : window.threads) {
+    for (const WindowThread& t : threads) {
       auto it = sources_.find(t.pid);
       if (it == sources_.end()) continue;
-      const ProcessInfo* info = context.symbolizer.spaces().Process(t.pid);
+      const ProcessInfo* info = host.spaces.Process(t.pid);
       uint32_t tid = t.tid;
       if (info && info->ns_pid != 0 && info->ns_pid != t.pid) {
         auto [map, added] = ns_tids.try_emplace(t.pid);
@@ -216,13 +182,13 @@ class JavaExtension : public RecordExtension {
         tid = ns->second;
       }
       const auto& names = it->second.source->thread_names();
-      if (auto name = names.find(tid); name != names.end()) t.comm = name->second;
+      if (auto name = names.find(tid); name != names.end()) *t.comm = name->second;
     }
     // JVMs that exited during the window: their thread names were kept.
-    for (ThreadRecord& t : window.threads) {
+    for (const WindowThread& t : threads) {
       auto it = tally.thread_names.find(t.pid);
       if (it == tally.thread_names.end() || sources_.count(t.pid)) continue;
-      if (auto name = it->second.find(t.tid); name != it->second.end()) t.comm = name->second;
+      if (auto name = it->second.find(t.tid); name != it->second.end()) *t.comm = name->second;
     }
     int64_t attached, failed;
     {
@@ -232,45 +198,60 @@ class JavaExtension : public RecordExtension {
       reported_attached_ = attached_;
       reported_failed_ = failed_;
     }
-    auto& c = window.counters;
-    c["java.jvms_attached"] += attached;
-    c["java.attach_failed"] += failed;
-    c["java.jvms_with_agent"] += jvms;
-    c["java.jvms_without_preserve_frame_pointer"] += without_fp;
-    c["java.jvms_unwalkable"] += unwalkable;
-    c["jit.frame_records"] += static_cast<int64_t>(delta.frames);
-    c["jit.method_names"] += static_cast<int64_t>(delta.methods);
-    c["jit.code_loads"] += static_cast<int64_t>(delta.code_loads);
-    c["jit.code_unloads"] += static_cast<int64_t>(delta.unloads);
-    c["jit.inline_records"] += static_cast<int64_t>(delta.inline_records);
-    c["jit.perf_map_entries"] += static_cast<int64_t>(delta.perf_map_entries);
-    if (unwalkable > 0 && !quiet_) {
+    counters_["java.jvms_attached"] += attached;
+    counters_["java.attach_failed"] += failed;
+    counters_["java.jvms_with_agent"] += tally.jvms;
+    counters_["java.jvms_without_preserve_frame_pointer"] += tally.without_fp;
+    counters_["java.jvms_unwalkable"] += tally.unwalkable;
+    if (tally.unwalkable > 0 && !host.quiet) {
       fprintf(stderr,
               "arcprof: %lld JVM(s) ran without -XX:+PreserveFramePointer and without the agent's frame sizes: "
               "their Java stacks end at the first JIT frame\n",
-              static_cast<long long>(unwalkable));
+              static_cast<long long>(tally.unwalkable));
     }
     if (!last) ForgetExitedProcesses();
-    return {};
+  }
+
+  // Every process's JIT source (not only JVMs': a process that becomes a
+  // JVM, a child of the command, is found among them).
+  void JitSourceOpened(uint32_t pid, JitProcessSource& source) override { sources_[pid] = Source{&source}; }
+  // The source of a JVM that exited (or exec'd): what the window still needs
+  // of it (counts, thread names) is kept in retired_.
+  void JitSourceClosing(uint32_t pid, JitProcessSource& source) override {
+    auto it = sources_.find(pid);
+    if (it == sources_.end() || it->second.source != &source) return;
+    Account(it->second, /*last=*/true, retired_);
+    const auto& names = source.thread_names();
+    if (!names.empty()) retired_.thread_names[pid] = names;
+    sources_.erase(it);
+  }
+
+  void Forget(uint32_t pid) override { mapped_jvm_.erase(pid); }
+  void TakeCounters(const std::function<void(std::string_view, int64_t)>& add) override {
+    for (const auto& [name, value] : counters_) add(name, value);
+    counters_.clear();
+  }
+  size_t HeldBytes() const override {
+    return (sources_.size() + attempted_.size() + first_seen_.size() + not_jvm_.size()) * 48;
   }
 
  private:
-  std::vector<uint32_t> Candidates(const RecordContext& context) const {
-    if (context.system_wide) return FindJvmPids();
-    return context.target_pids;
+  std::vector<uint32_t> Candidates(const RuntimeHost& host) const {
+    if (host.system_wide) return FindJvmPids();
+    return host.target_pids;
   }
 
-  void ScanForNewJvms(RecordContext& context, uint64_t now) {
+  void ScanForNewJvms(RuntimeHost& host, uint64_t now) {
     std::vector<uint32_t> pids;
-    if (context.system_wide && now - last_full_scan_ns_ < kFullScanEveryNs) {
+    if (host.system_wide && now - last_full_scan_ns_ < kFullScanEveryNs) {
       // Between full scans: the processes the side band saw mapping a JVM,
       // and JVMs still starting (not handling SIGQUIT yet).
       for (uint32_t pid : mapped_jvm_) pids.push_back(pid);
       mapped_jvm_.clear();
       for (uint32_t pid : starting_) pids.push_back(pid);
-    } else if (context.system_wide) {
+    } else if (host.system_wide) {
       // Only processes not looked at before: reading every process's maps
-      // every second would cost more than the rest of the extension.
+      // every second would cost more than the rest of the runtime.
       last_full_scan_ns_ = now;
       mapped_jvm_.clear();
       std::set<uint32_t> alive;
@@ -283,7 +264,7 @@ class JavaExtension : public RecordExtension {
       }
     } else {
       // The command and -p processes, and their children the symbolizer saw.
-      pids = context.target_pids;
+      pids = host.target_pids;
       for (auto& [pid, entry] : sources_) pids.push_back(pid);
     }
     std::sort(pids.begin(), pids.end());
@@ -321,25 +302,19 @@ class JavaExtension : public RecordExtension {
     }
   }
 
-  // What a window reports of its JVMs: counter deltas, JVMs counted, and the
-  // thread names of JVMs that exited during the window.
+  // What a window reports of its JVMs: JVMs counted, and the thread names of
+  // JVMs that exited during the window.
   struct Tally {
-    JitSourceStats delta;
     int64_t jvms = 0, without_fp = 0, unwalkable = 0;
     std::map<uint32_t, std::map<uint32_t, std::string>> thread_names;  // pid -> tid -> name
   };
-  struct Source;
+  struct Source {
+    JitProcessSource* source = nullptr;  // valid until JitSourceClosing
+    bool counted = false;                // counted in java.jvms_with_agent
+  };
   static void Account(Source& entry, bool last, Tally& tally) {
-    JitProcessSource& source = *entry.source;
+    const JitProcessSource& source = *entry.source;
     const JitSourceStats& s = source.stats();
-    JitSourceStats& delta = tally.delta;
-    delta.code_loads += s.code_loads - entry.reported.code_loads;
-    delta.perf_map_entries += s.perf_map_entries - entry.reported.perf_map_entries;
-    delta.unloads += s.unloads - entry.reported.unloads;
-    delta.inline_records += s.inline_records - entry.reported.inline_records;
-    delta.frames += s.frames - entry.reported.frames;
-    delta.methods += s.methods - entry.reported.methods;
-    entry.reported = s;
     // A JVM counts in the first window that knows its flags and code, so
     // windows sum.
     if (source.vm_flags() && !entry.counted && (s.code_loads > 0 || last)) {
@@ -354,40 +329,13 @@ class JavaExtension : public RecordExtension {
     }
   }
 
-  // Every second: the sources of JVMs that exited are let go at once, not at
-  // the next window close. Each holds the names of every method its JVM
-  // loaded (megabytes); under a JVM restarted every few seconds a minute's
-  // worth of them was 50 MB of a daemon's heap. What the window still needs
-  // of one (counters, thread names) is kept in retired_; the symbolizer's
-  // own reference serves samples still in the ring until it forgets the
-  // process.
-  void RetireExitedSources(uint64_t now) {
-    for (auto it = sources_.begin(); it != sources_.end();) {
-      if (!(kill(static_cast<pid_t>(it->first), 0) != 0 && errno == ESRCH)) {
-        ++it;
-        continue;
-      }
-      it->second.source->Poll(now);
-      Report(*it->second.source);
-      Account(it->second, /*last=*/true, retired_);
-      const auto& names = it->second.source->thread_names();
-      if (!names.empty()) {
-        retired_.thread_names[it->first] = names;
-      }
-      it = sources_.erase(it);
-    }
-  }
-
   // Between windows (a continuous session runs for days): processes that
   // exited are forgotten, so a later process with the same pid is a new
-  // candidate (a restarted JVM is attached again). The symbolizer keeps its
-  // own reference to a source for samples still to come.
+  // candidate (a restarted JVM is attached again).
   void ForgetExitedProcesses() {
-    auto gone = [](uint32_t pid) { return kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH; };
-    for (auto it = sources_.begin(); it != sources_.end();) it = gone(it->first) ? sources_.erase(it) : std::next(it);
-    for (auto it = attempted_.begin(); it != attempted_.end();) it = gone(*it) ? attempted_.erase(it) : std::next(it);
+    for (auto it = attempted_.begin(); it != attempted_.end();) it = Gone(*it) ? attempted_.erase(it) : std::next(it);
     for (auto it = first_seen_.begin(); it != first_seen_.end();) {
-      it = gone(it->first) ? first_seen_.erase(it) : std::next(it);
+      it = Gone(it->first) ? first_seen_.erase(it) : std::next(it);
     }
   }
 
@@ -430,65 +378,36 @@ class JavaExtension : public RecordExtension {
     messages_.push_back(message);
   }
 
-  // A JIT source's warnings are about whatever runtime wrote the files (a
-  // perf map may come from python or node): they say "jit", not "java".
-  void Report(JitProcessSource& source) {
-    for (std::string& w : source.TakeWarnings()) {
-      std::lock_guard<std::mutex> lock(mu_);
-      jit_messages_.push_back(fmt::format("pid {}: {}", source.pid(), w));
-    }
-  }
-
   void FlushMessages() {
     std::lock_guard<std::mutex> lock(mu_);
     for (const std::string& m : messages_) {
-      if (m.rfind("attached", 0) == 0 || m.find("already has") != std::string::npos) {
-        if (!quiet_) fprintf(stderr, "arcprof: java: %s\n", EscapeControl(m).c_str());
-      } else {
-        fprintf(stderr, "arcprof: java: %s\n", EscapeControl(m).c_str());
-      }
-    }
-    for (const std::string& m : jit_messages_) {
-      fprintf(stderr, "arcprof: jit: %s\n", SanitizeAttachText(m, 1000).c_str());  // paths come from /proc/PID/maps
+      const bool attached = m.rfind("attached", 0) == 0 || m.find("already has") != std::string::npos;
+      if (!attached || !quiet_) fprintf(stderr, "arcprof: java: %s\n", EscapeControl(m).c_str());
     }
     messages_.clear();
-    jit_messages_.clear();
   }
 
-  bool attach_;
-  bool quiet_;
-  struct Source {
-    std::shared_ptr<JitProcessSource> source;
-    JitSourceStats reported;  // stats at the previous window
-    bool counted = false;     // counted in java.jvms_with_agent
-  };
+  bool quiet_ = false;
   std::map<uint32_t, Source> sources_;
+  std::map<std::string, int64_t> counters_;  // since TakeCounters
   std::set<uint32_t> attempted_;
   std::map<uint32_t, uint64_t> first_seen_;
-  std::set<uint32_t> not_jvm_;  // looked at for longer than the start-up grace
+  std::set<uint32_t> not_jvm_;     // looked at for longer than the start-up grace
   std::set<uint32_t> mapped_jvm_;  // mapped libjvm.so since the last scan (side band)
   std::set<uint32_t> starting_;    // JVMs not handling SIGQUIT yet: looked at every scan
   uint64_t last_full_scan_ns_ = 0;
-  uint64_t last_retire_ns_ = 0;
-  static constexpr uint64_t kRetireEveryNs = 1'000'000'000;
-  Tally retired_;
-  Symbolizer* symbolizer_ = nullptr;  // holds our mapping observer while attaching
-  std::vector<std::future<void>> pending_;
   uint64_t last_scan_ns_ = 0;
-  std::mutex mu_;  // attach threads report through messages_ and the counters
+  Tally retired_;
+  std::vector<std::future<void>> pending_;
+  std::mutex mu_;  // attach threads report through messages_ and the counts
   int64_t attached_ = 0, failed_ = 0;
   int64_t reported_attached_ = 0, reported_failed_ = 0;
   std::vector<std::string> messages_;
-  std::vector<std::string> jit_messages_;
   std::vector<uint32_t> just_attached_;  // by the attach threads, under mu_
 };
 
 }  // namespace
 
-bool JavaAttachEnabled(const RecordOptions& options) { return options.java.value_or(true); }
+std::unique_ptr<Runtime> MakeJavaRuntime() { return std::make_unique<JavaRuntime>(); }
 
-std::unique_ptr<RecordExtension> MakeJavaExtension(bool attach, bool quiet) {
-  return std::make_unique<JavaExtension>(attach, quiet);
-}
-
-}  // namespace arcprof
+}  // namespace arcprof::runtimes
