@@ -30,6 +30,15 @@ allowed() {
   esac
 }
 
+# Above runtimes/, a runtime is reached through its interface
+# (runtimes/runtime.h, MakeRuntimes) and never through its own folder, so that
+# adding a runtime is its folder plus a line in runtimes/registry.cpp. The
+# files that may include one runtime's folder, and why:
+#   loader/java_trace.cpp  `arcprof trace` of a Java method: the agent's probe
+#                          protocol over the attach (docs/java.md)
+#   cli/java_cli.cpp       the `arcprof java` command (attach, agent path)
+runtime_folder_users="loader/java_trace.cpp cli/java_cli.cpp"
+
 # A layer inside another one's folder (the JVMTI agent, a separate .so, in
 # runtimes/java/) is checked as its own layer, not as its parent's.
 layers="common bpf spaces unwind symbolize runtimes model store loader reports push cli runtimes/java/agent"
@@ -70,7 +79,17 @@ report=$(for layer in $layers; do
         case " $ok " in
           *" $to "*) ;;
           *) echo "$file:$line: $layer may not include \"$target\" ($to is above it; docs/design.md, Layers)"
-             echo bad ;;
+             echo bad
+             continue ;;
+        esac
+        case $layer:$target in
+          runtimes*) ;;
+          *:runtimes/*/*)
+            case " $runtime_folder_users " in
+              *" $file "*) ;;
+              *) echo "$file:$line: $layer may not include \"$target\" (one runtime's folder: use runtimes/runtime.h; docs/design.md, Layers)"
+                 echo bad ;;
+            esac ;;
         esac
       done
   done

@@ -8,7 +8,9 @@
 # the JVMTI agent (runtimes/java/agent/, a layer of its own inside
 # runtimes/) including the runtimes' interface must fail too, and so must the
 # unwinder including a runtime (runtimes step their frames through
-# unwind/frame_stepper.h; the unwinder knows none of them).
+# unwind/frame_stepper.h; the unwinder knows none of them); and the loader
+# including one runtime's folder rather than runtimes/runtime.h (a runtime is
+# its folder plus a line in runtimes/registry.cpp).
 set -eu
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 work=$(mktemp -d)
@@ -70,3 +72,15 @@ case $out in
   *) echo "FAIL: the check failed without naming the bad include: $out" >&2; exit 1 ;;
 esac
 echo "ok: the unwinder including a runtime rejected: $out"
+
+copy
+printf '#include "runtimes/java/java_runtime.h"\n' >> "$work/loader/runtime_extension.cpp"
+if out=$("$work/scripts/check-layers.sh" "$work" 2>&1); then
+  echo "FAIL: the loader including one runtime's folder passed the layer check" >&2
+  exit 1
+fi
+case $out in
+  *'loader/runtime_extension.cpp:'*'loader may not include "runtimes/java/java_runtime.h" (one runtime'*) ;;
+  *) echo "FAIL: the check failed without naming the bad include: $out" >&2; exit 1 ;;
+esac
+echo "ok: the loader including a runtime's folder rejected: $out"
