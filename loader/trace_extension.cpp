@@ -477,21 +477,9 @@ class TraceExtension final : public RecordExtension {
       if (n.parent == 0 || n.parent - 1 >= nodes.size() || n.func >= functions_.size()) continue;
       child_take[n.parent - 1] += o_out_[Decoded(n.func).first_is_push ? 0 : 1] * static_cast<double>(n.calls);
     }
-    // A calibration that would take out at least all the time the probes
-    // measured did not measure this run's probes (a probe's cost on a loaded
-    // VM varies severalfold from one second to the next): the times are then
-    // given as measured, and the report says so.
-    bool apply_calibration = calibrated_;
-    double estimated_cost = 0, measured_self = 0;
-    for (uint32_t id = 0; id < nodes.size(); ++id) {
-      const trace_node& n = nodes[id];
-      if (n.tgid != pid_ || n.func >= functions_.size() || n.calls == 0) continue;
-      estimated_cost += o_in_[Decoded(n.func).first_is_push ? 0 : 1] * static_cast<double>(n.returns) + child_take[id];
-      measured_self += static_cast<double>(n.self_ns);
-    }
-    if (calibrated_ && measured_self > 0 && estimated_cost >= measured_self) apply_calibration = false;
     std::vector<uint32_t> tree_node(nodes.size(), CallTree::kNoNode);
     std::vector<uint32_t> thread_of(nodes.size(), UINT32_MAX);
+    std::vector<uint64_t> taken(calibrated_ ? nodes.size() : 0, 0);
     std::unordered_map<uint32_t, TraceThread> thread_context;
     TraceTotals totals;
     for (uint32_t id = 0; id < nodes.size(); ++id) {
@@ -519,8 +507,21 @@ class TraceExtension final : public RecordExtension {
       // Calibration: o_in per returned call of this node, o_out per call
       // made from it; never below zero.
       const int kind = Decoded(n.func).first_is_push ? 0 : 1;
-      const double take = apply_calibration ? o_in_[kind] * static_cast<double>(n.returns) + child_take[id] : 0.0;
-      AddTraceValues(tree, v, calls_type, wall_type, n.calls, n.self_ns, n.unreturned, take, &totals);
+      const double take = calibrated_ ? o_in_[kind] * static_cast<double>(n.returns) + child_take[id] : 0.0;
+      const uint64_t took = AddTraceValues(tree, v, calls_type, wall_type, n.calls, n.self_ns, n.unreturned, take, &totals);
+      if (calibrated_) taken[id] = took;
+    }
+    // A calibration that would take out at least all the time the probes
+    // measured did not measure this run's probes (a probe's cost on a loaded
+    // VM varies severalfold from one second to the next): the times are then
+    // given as measured, and the report says so.
+    const double estimated_cost = totals.estimated;
+    const bool apply_calibration = !calibrated_ || totals.measured == 0 || estimated_cost < static_cast<double>(totals.measured);
+    if (!apply_calibration) {
+      for (uint32_t id = 0; id < nodes.size(); ++id) {
+        if (taken[id] != 0) window.threads[thread_of[id]].tree.Add(tree_node[id], 0, wall_type, taken[id]);
+      }
+      totals.removed = 0;
     }
     const uint64_t measured = totals.measured, removed = totals.removed, calls = totals.calls,
                    unreturned = totals.unreturned;

@@ -58,8 +58,8 @@ TraceThread TraceThreadOf(RecordContext& context, model::Profile& window, uint32
   return out;
 }
 
-void AddTraceValues(model::CallTree& tree, uint32_t node, size_t calls_type, size_t wall_type, uint64_t calls,
-                    uint64_t self_ns, uint64_t unreturned, double take, TraceTotals* totals) {
+uint64_t AddTraceValues(model::CallTree& tree, uint32_t node, size_t calls_type, size_t wall_type, uint64_t calls,
+                        uint64_t self_ns, uint64_t unreturned, double take, TraceTotals* totals) {
   const uint64_t take_ns = std::min<uint64_t>(self_ns, static_cast<uint64_t>(std::max(0.0, take)));
   tree.Add(node, 0, calls_type, calls);
   tree.Add(node, 0, wall_type, self_ns - take_ns);
@@ -67,6 +67,8 @@ void AddTraceValues(model::CallTree& tree, uint32_t node, size_t calls_type, siz
   totals->removed += take_ns;
   totals->calls += calls;
   totals->unreturned += unreturned;
+  totals->estimated += std::max(0.0, take);
+  return take_ns;
 }
 
 }  // namespace arcprof

@@ -30,13 +30,15 @@ TraceThread TraceThreadOf(RecordContext& context, model::Profile& window, uint32
 struct TraceTotals {
   uint64_t measured = 0;  // self ns as measured
   uint64_t removed = 0;   // ns the calibration took out
+  double estimated = 0;   // ns the calibration would take out, each node's take in full
   uint64_t calls = 0;
   uint64_t unreturned = 0;
 };
 
 // Adds one traced node's values to `node` of `tree`: its calls, and its self
-// time less `take` (the probes' calibrated cost, never below zero).
-void AddTraceValues(model::CallTree& tree, uint32_t node, size_t calls_type, size_t wall_type, uint64_t calls,
-                    uint64_t self_ns, uint64_t unreturned, double take, TraceTotals* totals);
+// time less `take` (the probes' calibrated cost, never below zero). Returns
+// the ns taken out.
+uint64_t AddTraceValues(model::CallTree& tree, uint32_t node, size_t calls_type, size_t wall_type, uint64_t calls,
+                        uint64_t self_ns, uint64_t unreturned, double take, TraceTotals* totals);
 
 }  // namespace arcprof
