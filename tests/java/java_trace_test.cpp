@@ -100,34 +100,6 @@ class JavaChild {
   std::string buf_;
 };
 
-// Per method name under the root frames: calls, and inclusive wall time.
-struct Tree {
-  std::map<std::string, uint64_t> calls, incl_wall;
-};
-
-Tree ReadTree(const Profile& p, const std::string& root) {
-  Tree out;
-  const auto calls_type = p.ValueIndex("calls");
-  const auto wall_type = p.ValueIndex("wall");
-  if (!calls_type || !wall_type) return out;
-  for (const ThreadRecord& t : p.threads) {
-    const auto& nodes = t.tree.nodes();
-    const std::vector<uint8_t> under = UnderRoot(p, t, root);
-    std::vector<uint64_t> incl(nodes.size(), 0);
-    for (uint32_t v = 1; v < nodes.size(); ++v) incl[v] = t.tree.value(v, *wall_type);
-    for (uint32_t v = static_cast<uint32_t>(nodes.size()) - 1; v >= 1; --v) {
-      if (nodes[v].parent) incl[nodes[v].parent] += incl[v];
-    }
-    for (uint32_t v = 1; v < nodes.size(); ++v) {
-      if (!under[v]) continue;
-      const std::string& name = p.frames.at(nodes[v].frame).symbol;
-      out.calls[name] += t.tree.value(v, *calls_type);
-      out.incl_wall[name] += incl[v];
-    }
-  }
-  return out;
-}
-
 // The JVM's main thread (the kernel names it "java"; the leader is the
 // launcher, waiting) under `policy`: SCHED_FIFO while it runs the measured
 // calls, so that what else loads the machine does not put its waits into
@@ -195,7 +167,7 @@ TEST_P(JavaTrace, ExactCountsTimeSplitExceptionsAndProbesRemoved) {
          outside_before, outside_during);
 
   const Profile p = LoadCapture(out);
-  const Tree tree = ReadTree(p, "TraceTarget.root");
+  const TraceCounts tree = CountUnderRoot(p, "TraceTarget.root");
   ASSERT_TRUE(tree.calls.count("TraceTarget.leafA")) << trace.stderr_text();
   // The root was probed before the first call; its callees from the second
   // warm-up on, all of them before the kCalls calls.
@@ -248,7 +220,7 @@ TEST_P(JavaTrace, KilledArcprofLeavesNoProbes) {
   ASSERT_TRUE(again.WaitForStderr("tracing TraceTarget.root", 90)) << again.stderr_text();
   ASSERT_EQ(jvm.Ask("go 8"), "ok");
   ASSERT_EQ(again.Wait(), 0) << again.stderr_text();
-  EXPECT_EQ(ReadTree(LoadCapture(dir.path("t2.db")), "TraceTarget.root").calls["TraceTarget.root"], 8u);
+  EXPECT_EQ(CountUnderRoot(LoadCapture(dir.path("t2.db")), "TraceTarget.root").calls["TraceTarget.root"], 8u);
 }
 
 TEST_P(JavaTrace, MissingRootIsOneLineAndExit2) {

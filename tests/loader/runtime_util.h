@@ -77,6 +77,45 @@ inline std::vector<uint8_t> UnderRoot(const Profile& p, const ThreadRecord& t, c
   return under;
 }
 
+// What a trace capture (`arcprof trace`, native or Java) holds under the
+// frames named `root`, over every thread: per function name its calls and
+// inclusive wall time, per thread the root calls; and the calls of nodes not
+// under a root (which a trace must not count).
+struct TraceCounts {
+  std::map<std::string, uint64_t> calls;      // function -> calls under the root
+  std::map<std::string, uint64_t> incl_wall;  // function -> wall ns of its subtrees under the root
+  std::map<uint32_t, uint64_t> root_calls;    // tid -> root calls
+  uint64_t calls_outside = 0;                 // calls on nodes not under a root
+  uint64_t wall_under_root = 0;               // wall ns of the nodes under the root, each its own
+};
+
+inline TraceCounts CountUnderRoot(const Profile& p, const std::string& root) {
+  TraceCounts out;
+  const auto calls_type = p.ValueIndex("calls");
+  const auto wall_type = p.ValueIndex("wall");
+  if (!calls_type || !wall_type) return out;
+  for (const ThreadRecord& t : p.threads) {
+    const auto& nodes = t.tree.nodes();
+    const std::vector<uint8_t> under = UnderRoot(p, t, root);
+    std::vector<uint64_t> incl(nodes.size(), 0);
+    for (uint32_t v = 1; v < nodes.size(); ++v) incl[v] = t.tree.value(v, *wall_type);
+    for (uint32_t v = static_cast<uint32_t>(nodes.size()); v-- > 1;) incl[nodes[v].parent] += incl[v];
+    for (uint32_t v = 1; v < nodes.size(); ++v) {
+      const std::string& name = p.frames.at(nodes[v].frame).symbol;
+      const uint64_t c = t.tree.value(v, *calls_type);
+      if (under[v]) {
+        out.calls[name] += c;
+        out.incl_wall[name] += incl[v];
+        out.wall_under_root += t.tree.value(v, *wall_type);
+      } else {
+        out.calls_outside += c;
+      }
+      if (name == root && !under[nodes[v].parent]) out.root_calls[t.tid] += c;
+    }
+  }
+  return out;
+}
+
 inline Profile LoadCapture(const std::string& path) {
   auto p = ReadCapture(path);
   EXPECT_TRUE(p.ok()) << (p.ok() ? "" : p.error().message);

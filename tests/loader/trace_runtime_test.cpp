@@ -29,39 +29,6 @@ const std::string kTarget = std::string(ARCPROF_TEST_PROGRAMS) + "/trace_target"
 // (commit body: 10 runs, best of two 0.993-1.000, single rounds up to 1.041).
 constexpr double kOutsideMaxRatio = 1.15;
 
-// Calls per function name in the subtrees under `root` frames, over the
-// threads of `pid`; and per thread the root calls.
-struct Counts {
-  std::map<std::string, uint64_t> calls;         // function -> calls under the root
-  std::map<uint32_t, uint64_t> root_calls;       // tid -> root calls
-  uint64_t calls_outside = 0;                    // calls on nodes not under a root
-  uint64_t wall_under_root = 0;
-};
-
-Counts CountCalls(const Profile& p, const std::string& root) {
-  Counts out;
-  const auto calls_type = p.ValueIndex("calls");
-  const auto wall_type = p.ValueIndex("wall");
-  if (!calls_type || !wall_type) return out;
-  for (const ThreadRecord& t : p.threads) {
-    const auto& nodes = t.tree.nodes();
-    const std::vector<uint8_t> under = UnderRoot(p, t, root);
-    for (uint32_t v = 1; v < nodes.size(); ++v) {
-      const std::string& name = p.frames.at(nodes[v].frame).symbol;
-      const bool is_root = name == root;
-      const uint64_t c = t.tree.value(v, *calls_type);
-      if (under[v]) {
-        out.calls[name] += c;
-        out.wall_under_root += t.tree.value(v, *wall_type);
-      } else {
-        out.calls_outside += c;
-      }
-      if (is_root && !under[nodes[v].parent]) out.root_calls[t.tid] += c;
-    }
-  }
-  return out;
-}
-
 // Program ids and link ids that process `pid` holds (its fds' fdinfo; the
 // bpftool of Debian 12 lists neither uprobe_multi links nor their holders).
 std::pair<std::set<uint64_t>, std::set<uint64_t>> HeldBy(pid_t pid) {
@@ -103,7 +70,7 @@ TEST(TraceRuntime, ExactCountsInAndOnlyInTheSubgraph) {
   const Profile p = LoadCapture(out);
   ASSERT_TRUE(p.ValueIndex("calls")) << "no calls value type";
   ASSERT_TRUE(p.ValueIndex("wall")) << "no wall value type";
-  const Counts c = CountCalls(p, "traced_root");
+  const TraceCounts c = CountUnderRoot(p, "traced_root");
   const uint64_t roots = kThreads * kRoots;
   // Per root call: recurse(kDepth) is kDepth+1 calls, each calling
   // shared_leaf once, and 10 more shared_leaf calls; one throw through
@@ -178,7 +145,7 @@ TEST(TraceRuntime, RunningProcessByPid) {
   ASSERT_EQ(run.Wait(), 0) << run.stderr_text();
   target.Signal(SIGKILL);
   target.Wait();
-  const Counts c = CountCalls(LoadCapture(out), "traced_root");
+  const TraceCounts c = CountUnderRoot(LoadCapture(out), "traced_root");
   ASSERT_GT(c.calls.count("traced_root"), 0u) << run.stderr_text();
   const uint64_t roots = c.calls.at("traced_root");
   EXPECT_GE(roots, 5u);
