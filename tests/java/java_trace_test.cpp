@@ -28,6 +28,11 @@ const std::string kClasses = JAVA_CLASSES;
 // 0.92-1.36 times (the JIT compiling again), below kMaxAfterRatio.
 constexpr double kMinProbedSlowdown = 3.0;
 constexpr double kMaxAfterRatio = 2.0;
+// leafA does three times leafB's work: its share of their calibrated time is
+// 0.75 within kLeafShareTolerance. Set from 10 runs per JDK (load 7.9-10.6 on
+// 2 CPUs): 0.7166-0.7713, and 0.712-0.751 in an earlier series; the worst is
+// 0.038 from 0.75, the tolerance twice that.
+constexpr double kLeafShareTolerance = 0.08;
 
 struct Jdk {
   std::string name, home;
@@ -176,11 +181,11 @@ TEST_P(JavaTrace, ExactCountsTimeSplitExceptionsAndProbesRemoved) {
   EXPECT_GE(tree.calls.at("TraceTarget.leafA"), static_cast<uint64_t>(kCalls));
   EXPECT_LE(tree.calls.at("TraceTarget.leafA"), 3u + kCalls);
   EXPECT_GE(tree.calls.at("TraceTarget.thrower"), static_cast<uint64_t>(kCalls));
-  // leafA does three times leafB's work: 75% of their time, within 5 points.
+  // leafA does three times leafB's work: 75% of their time.
   const double a = static_cast<double>(tree.incl_wall.at("TraceTarget.leafA"));
   const double b = static_cast<double>(tree.incl_wall.at("TraceTarget.leafB"));
   printf("leafA share %.4f of %.0f ms\n", a / (a + b), (a + b) / 1e6);
-  EXPECT_NEAR(a / (a + b), 0.75, 0.05) << a << " " << b;
+  EXPECT_NEAR(a / (a + b), 0.75, kLeafShareTolerance) << a << " " << b;
   // Exceptions: root(i) for i a multiple of 4 throws in thrower, through
   // middle, caught in root; the warm-ups never throw. Both calls end by it.
   EXPECT_EQ(Counter(p, "trace.calls_ended_by_exception"), 2 * kCalls / 4);
