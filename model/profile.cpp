@@ -263,29 +263,60 @@ size_t Profile::DeclareValue(const ValueType& type) {
   return value_types.size() - 1;
 }
 
-uint32_t Profile::ThreadIndex(const std::string& host, uint32_t pid, uint32_t tid) {
-  if (host.empty()) return ThreadIndex(pid, tid);
-  auto [it, inserted] = host_thread_index_.try_emplace({host, pid, tid}, static_cast<uint32_t>(threads.size()));
-  if (inserted) {
-    ThreadRecord t;
-    t.pid = pid;
-    t.tid = tid;
-    t.host = host;
-    threads.push_back(std::move(t));
+uint32_t* Profile::LatestSlot(const std::string& host, uint32_t pid, uint32_t tid, bool* inserted) {
+  if (host.empty()) {
+    auto [it, added] = thread_index_.try_emplace(static_cast<uint64_t>(pid) << 32 | tid, kNoThread);
+    *inserted = added;
+    return &it->second;
   }
-  return it->second;
+  auto [it, added] = host_thread_index_.try_emplace({host, pid, tid}, kNoThread);
+  *inserted = added;
+  return &it->second;
+}
+
+uint32_t Profile::AddThread(uint32_t* slot, const std::string& host, uint32_t pid, uint32_t tid,
+                            uint64_t process_start_ns) {
+  const uint32_t index = static_cast<uint32_t>(threads.size());
+  ThreadRecord t;
+  t.pid = pid;
+  t.tid = tid;
+  t.host = host;
+  t.process_start_ns = process_start_ns;
+  threads.push_back(std::move(t));
+  earlier_.resize(threads.size(), kNoThread);
+  earlier_[index] = *slot;
+  *slot = index;
+  return index;
+}
+
+uint32_t Profile::ThreadIndex(const std::string& host, uint32_t pid, uint32_t tid, uint64_t process_start_ns) {
+  bool inserted = false;
+  uint32_t* slot = LatestSlot(host, pid, tid, &inserted);
+  // The records of these ids, latest first: usually one. Each links to an
+  // earlier (smaller) index, so the walk ends.
+  for (uint32_t i = *slot; i < threads.size(); i = i < earlier_.size() && earlier_[i] < i ? earlier_[i] : kNoThread) {
+    if (threads[i].process_start_ns == process_start_ns) return i;
+  }
+  return AddThread(slot, host, pid, tid, process_start_ns);
 }
 
 uint32_t Profile::ThreadIndex(uint32_t pid, uint32_t tid) {
-  const uint64_t key = static_cast<uint64_t>(pid) << 32 | tid;
-  auto [it, inserted] = thread_index_.try_emplace(key, static_cast<uint32_t>(threads.size()));
-  if (inserted) {
-    ThreadRecord t;
-    t.pid = pid;
-    t.tid = tid;
-    threads.push_back(std::move(t));
+  bool inserted = false;
+  uint32_t* slot = LatestSlot("", pid, tid, &inserted);
+  if (*slot < threads.size()) return *slot;
+  return AddThread(slot, "", pid, tid, 0);
+}
+
+void Profile::Reindex() {
+  thread_index_.clear();
+  host_thread_index_.clear();
+  earlier_.assign(threads.size(), kNoThread);
+  for (uint32_t i = 0; i < threads.size(); ++i) {
+    bool inserted = false;
+    uint32_t* slot = LatestSlot(threads[i].host, threads[i].pid, threads[i].tid, &inserted);
+    earlier_[i] = *slot;
+    *slot = i;
   }
-  return it->second;
 }
 
 size_t Profile::FoldThreads(const std::function<std::optional<ThreadRecord>(const ThreadRecord&)>& group_of) {
@@ -299,24 +330,25 @@ size_t Profile::FoldThreads(const std::function<std::optional<ThreadRecord>(cons
   if (folded == 0) return 0;
   std::vector<ThreadRecord> kept;
   kept.reserve(threads.size() - folded);
-  thread_index_.clear();
   for (size_t i = 0; i < threads.size(); ++i) {
-    if (groups[i]) continue;
-    thread_index_.emplace(static_cast<uint64_t>(threads[i].pid) << 32 | threads[i].tid, kept.size());
-    kept.push_back(std::move(threads[i]));
+    if (!groups[i]) kept.push_back(std::move(threads[i]));
   }
-  for (size_t i = 0; i < threads.size(); ++i) {
+  std::vector<ThreadRecord> from = std::move(threads);
+  threads = std::move(kept);
+  Reindex();
+  // A group is found by its ids and process start (0 for the folded groups
+  // of the recorder), made from the record group_of returned when new.
+  for (size_t i = 0; i < from.size(); ++i) {
     if (!groups[i]) continue;
     ThreadRecord& g = *groups[i];
-    auto [it, inserted] = thread_index_.try_emplace(static_cast<uint64_t>(g.pid) << 32 | g.tid,
-                                                    static_cast<uint32_t>(kept.size()));
-    if (inserted) {
+    const size_t before = threads.size();
+    const uint32_t index = ThreadIndex(g.host, g.pid, g.tid, g.process_start_ns);
+    if (threads.size() != before) {
       g.tree = CallTree();
-      kept.push_back(std::move(g));
+      threads[index] = std::move(g);
     }
-    kept[it->second].tree.Merge(threads[i].tree);
+    threads[index].tree.Merge(from[i].tree);
   }
-  threads = std::move(kept);
   return folded;
 }
 

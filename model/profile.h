@@ -223,6 +223,12 @@ struct ThreadRecord {
   // Its process's container, pod, service, cgroup and namespaced pid
   // (model/process_identity.h); empty in captures older than schema 6.
   ProcessIdentity identity;
+  // When its process started: CLOCK_BOOTTIME ns at the 10 ms of
+  // /proc/PID/stat's starttime (what `ps` shows as START); 0 when unknown (in
+  // captures older than schema 8, and in folded records). With the pid, it
+  // tells apart the processes that held one pid: windows and captures merge
+  // threads by (host, pid, tid, process start).
+  uint64_t process_start_ns = 0;
   // What the thread did: its call tree.
   CallTree tree;
 };
@@ -264,10 +270,20 @@ struct Profile {
   // The index of value type `type`, declaring it when new.
   size_t DeclareValue(const ValueType& type);
 
-  // Returns the index of the thread (pid, tid), adding it when new.
+  // Returns the index of the latest record of thread (pid, tid), whatever
+  // its process start, adding one (start 0) when there is none: a
+  // recording's window holds one process per pid at a time (the recorder
+  // folds an earlier one's records away when a pid is reused).
   uint32_t ThreadIndex(uint32_t pid, uint32_t tid);
-  // The same, for thread (pid, tid) of machine `host` ("" = ThreadIndex(pid, tid)).
-  uint32_t ThreadIndex(const std::string& host, uint32_t pid, uint32_t tid);
+  // The record of thread (pid, tid) of machine `host` ("" in a capture of one
+  // machine) in the process that started at `process_start_ns`
+  // (ThreadRecord::process_start_ns), adding it when new: how captures and
+  // windows are summed (a reused pid's processes stay apart).
+  uint32_t ThreadIndex(const std::string& host, uint32_t pid, uint32_t tid, uint64_t process_start_ns);
+  // The same for the thread `like` names (its host, pid, tid, process start).
+  uint32_t ThreadIndex(const ThreadRecord& like) {
+    return ThreadIndex(like.host, like.pid, like.tid, like.process_start_ns);
+  }
   // Sums threads into group records and removes them: for each thread,
   // group_of returns the record it goes into (pid, tid and names; found by
   // pid and tid, made from these when new), or nothing to keep the thread.
@@ -288,8 +304,16 @@ struct Profile {
       const std::function<std::optional<FrameRecord>(const FrameRecord&)>& rename);
 
  private:
+  // The latest record of each (pid, tid) (host ""), and of each (host, pid,
+  // tid); earlier_[i]: the record of the same ids before record i (another
+  // process that held the pid), kNoThread for none.
+  static constexpr uint32_t kNoThread = UINT32_MAX;
+  uint32_t* LatestSlot(const std::string& host, uint32_t pid, uint32_t tid, bool* inserted);
+  uint32_t AddThread(uint32_t* slot, const std::string& host, uint32_t pid, uint32_t tid, uint64_t process_start_ns);
+  void Reindex();
   std::unordered_map<uint64_t, uint32_t> thread_index_;
   std::map<std::tuple<std::string, uint32_t, uint32_t>, uint32_t> host_thread_index_;
+  std::vector<uint32_t> earlier_;
 };
 
 }  // namespace arcprof::model

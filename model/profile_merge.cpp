@@ -74,7 +74,9 @@ void MergeProfile(Profile& into, const Profile& from) {
   std::vector<size_t> types(from.value_types.size());
   for (size_t i = 0; i < types.size(); ++i) types[i] = into.DeclareValue(from.value_types[i]);
   for (const ThreadRecord& thread : from.threads) {
-    const uint32_t index = into.ThreadIndex(thread.host, thread.pid, thread.tid);
+    // The same thread of the same process: a pid reused by another process
+    // (another start) is another record.
+    const uint32_t index = into.ThreadIndex(thread);
     ThreadRecord& dest = into.threads[index];
     if (!thread.comm.empty()) dest.comm = thread.comm;
     if (!thread.process_comm.empty()) dest.process_comm = thread.process_comm;

@@ -6,8 +6,9 @@
 
 namespace arcprof::model {
 
-// Adds `from` to `into`: frames are interned, threads matched by (host, pid, tid)
-// (host "" except in a merge of several machines, ThreadRecord::host)
+// Adds `from` to `into`: frames are interned, threads matched by (host, pid,
+// tid, process start) (host "" except in a merge of several machines,
+// ThreadRecord::host; the start tells apart the processes that held a pid)
 // (the later names win), trees summed node by node, counters summed by name,
 // build ids united, PTT rows summed (threads by pid/tid, irq vectors by
 // cpu/kind/vector; interval rows appended). The time range becomes the union:

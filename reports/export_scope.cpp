@@ -39,11 +39,11 @@ Result<Profile> ScopeProfile(const Profile& profile, const ExportOptions& option
   // Pass 1: the selected threads, restricted to the --root subtrees.
   for (const ThreadRecord& thread : profile.threads) {
     if (!options.filter.Matches(thread)) continue;
-    const uint32_t index = out.ThreadIndex(thread.pid, thread.tid);
+    const uint32_t index = out.ThreadIndex(thread);
     ThreadRecord& dest = out.threads[index];
     CallTree tree = std::move(dest.tree);
-    dest = ThreadRecord{thread.pid, thread.tid, thread.comm, thread.process_comm, thread.cmdline,
-                        thread.host, thread.identity, {}};
+    dest = ThreadRecord{thread.pid,  thread.tid,      thread.comm,             thread.process_comm, thread.cmdline,
+                        thread.host, thread.identity, thread.process_start_ns, {}};
     // With --root, a node is kept only at or below a matching frame; samples
     // without any frame stay with their thread only without --root.
     if (root_frame.empty()) {

@@ -130,10 +130,14 @@ std::string RowKey(TprofLevel level, const Leaf& leaf) {
   switch (level) {
     case TprofLevel::kHost:
       return leaf.thread->host;
+    // A process is its pid and start: two processes that held one pid (in
+    // two windows of a store) are two rows.
     case TprofLevel::kPid:
-      return leaf.thread->host + '\0' + std::to_string(leaf.thread->pid);
+      return leaf.thread->host + '\0' + std::to_string(leaf.thread->pid) + "@" +
+             std::to_string(leaf.thread->process_start_ns);
     case TprofLevel::kTid:
-      return leaf.thread->host + '\0' + std::to_string(leaf.thread->pid) + "/" + std::to_string(leaf.thread->tid);
+      return leaf.thread->host + '\0' + std::to_string(leaf.thread->pid) + "@" +
+             std::to_string(leaf.thread->process_start_ns) + "/" + std::to_string(leaf.thread->tid);
     case TprofLevel::kModule:
       return ModuleKey(leaf);
     case TprofLevel::kSymbol:  // by file: two files' "main" stay apart

@@ -51,7 +51,10 @@ Result<MergeResult> MergeCaptures(const std::vector<std::string>& paths, bool me
     // Each thread keeps its machine (an input that is a merge keeps its own).
     for (ThreadRecord& thread : in.threads) {
       if (merge_hosts) {
+        // Folded as one machine: equal pid and tid are one thread, whichever
+        // machine's process held them.
         thread.host.clear();
+        thread.process_start_ns = 0;
         continue;
       }
       if (thread.host.empty()) thread.host = in.meta.host.empty() ? "[unknown host]" : in.meta.host;

@@ -4,7 +4,7 @@
 // every view puts the host above the process (host > process > thread >
 // stack); the file holds one capture per host (docs/capture-format.md).
 // With merge_hosts the hosts fold together: threads of equal (pid, tid) on
-// different machines become one, as in a store of one machine.
+// different machines become one, whatever their processes' starts.
 #pragma once
 
 #include <string>
@@ -22,7 +22,8 @@ struct MergeResult {
 
 // Reads every input (a capture file, checked as untrusted, or a continuous
 // store directory: all its windows) and sums them with MergeProfile
-// (model/profile_merge.h): call trees node by node per (host, pid, tid),
+// (model/profile_merge.h): call trees node by node per (host, pid, tid,
+// process start: a pid reused by another process is another thread),
 // counters by name, build ids by module, the time range is the union. Inputs
 // must share the sampling event and frequency (their samples would not add up
 // otherwise). An input that is itself a merge keeps its hosts. Per-thread time

@@ -33,6 +33,7 @@ constexpr size_t kMaxPathBytes = 4096;           // module paths (PATH_MAX)
 constexpr size_t kMaxSymbolBytes = 64 * 1024;    // symbol names (long C++ templates fit)
 constexpr size_t kMaxNameBytes = 4096;           // thread and process names
 constexpr uint64_t kMaxCount = uint64_t{1} << 48;  // n or base of one node
+constexpr uint64_t kMaxProcessStartNs = uint64_t{1} << 62;  // 146 years after boot
 // Memory a report may spend on one capture's contents (strings, frames, nodes).
 constexpr uint64_t kMaxReadBytes = uint64_t{2} << 30;
 // The highest rate a capture can state: -F is at most 100 kHz, -c N of a
@@ -713,9 +714,10 @@ Result<Profile> Reader::ReadAll() {
     auto rows = SmallTableRows(
         kThreadsRows, "SELECT id, capture_id, pid, tid, comm, process_comm, cmdline FROM threads ORDER BY id");
     if (!rows) return rows.error();
-    // Schema 6 rows carry the process identity: one integer and six texts more.
-    const bool identity = schema_version_ >= 6;
-    const size_t ints = identity ? 4 : 3, texts = identity ? 9 : 3;
+    // Schema 6 rows carry the process identity: one integer and six texts
+    // more; schema 8 rows then the process's start.
+    const bool identity = schema_version_ >= 6, start = schema_version_ >= 8;
+    const size_t ints = start ? 5 : identity ? 4 : 3, texts = identity ? 9 : 3;
     for (size_t t = 0; t < rows->rows; ++t) {
       const uint64_t capture = rows->ints[ints * t], pid = rows->ints[ints * t + 1], tid = rows->ints[ints * t + 2];
       const std::string& comm = rows->texts[texts * t];
@@ -761,7 +763,15 @@ Result<Profile> Reader::ReadAll() {
         }
         host = it->second.empty() ? "[unknown host]" : it->second;
       }
-      const uint32_t index = profile.ThreadIndex(host, static_cast<uint32_t>(pid), static_cast<uint32_t>(tid));
+      const uint64_t process_start = start ? rows->ints[ints * t + 4] : 0;
+      if (process_start > kMaxProcessStartNs) {
+        return Corrupt("thread " + std::to_string(t) + " has an impossible process start " +
+                       std::to_string(static_cast<int64_t>(process_start)));
+      }
+      // The same thread of the same process in several captures is one
+      // record; a pid another process held (another start) is another.
+      const uint32_t index =
+          profile.ThreadIndex(host, static_cast<uint32_t>(pid), static_cast<uint32_t>(tid), process_start);
       ThreadRecord& thread = profile.threads[index];
       thread.comm = EscapeControl(comm);
       thread.process_comm = EscapeControl(process_comm);

@@ -136,7 +136,7 @@ constexpr const char* kSchema2Tables[] = {"value_types", "frame_blocks", "tree_b
 std::vector<const char*> CurrentSchemaSql() { return {kSchemaSql, kSchema5Sql, kSchema2Sql}; }
 
 const SmallTable& ThreadsRows(int schema_version) {
-  return schema_version >= 6 ? kThreadsRows6 : kThreadsRows;
+  return schema_version >= 8 ? kThreadsRows8 : schema_version >= 6 ? kThreadsRows6 : kThreadsRows;
 }
 
 std::pair<int, int> TableVersions(std::string_view name) {

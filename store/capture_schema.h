@@ -23,7 +23,7 @@ class SqlDb;
 inline constexpr int32_t kCaptureApplicationId = 0x61726370;
 // The schema this build writes and the newest one it reads. Bumped only when an
 // older reader would misread a newer file (see docs/capture-format.md).
-inline constexpr int kCaptureSchemaVersion = 7;
+inline constexpr int kCaptureSchemaVersion = 8;
 
 // What the writer, the reader and the checksum share; not for other layers.
 namespace capture_schema {
@@ -61,6 +61,8 @@ inline constexpr SmallTable kThreadsRows = {"threads", "iiittt"};  // capture_id
 // Schema 6: the same and the process's identity (model/process_identity.h):
 // ns_pid, container_id, container_runtime, pod_uid, qos_class, service_name, cgroup.
 inline constexpr SmallTable kThreadsRows6 = {"threads", "iiitttitttttt"};
+// Schema 8: the same and the process's start (ThreadRecord::process_start_ns).
+inline constexpr SmallTable kThreadsRows8 = {"threads", "iiitttitttttti"};
 const SmallTable& ThreadsRows(int schema_version);
 inline constexpr SmallTable kCountersRows = {"counters", "iti"};  // window_id, name, value
 inline constexpr SmallTable kSmallTables[] = {kModulesRows, kThreadsRows, kCountersRows};

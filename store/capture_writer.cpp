@@ -242,6 +242,7 @@ Result<void> FillCapture(Writer& w, const Profile& profile) {
     threads_rows.ints.push_back(id.ns_pid);
     threads_rows.texts.insert(threads_rows.texts.end(), {id.container_id, id.container_runtime, id.pod_uid,
                                                          id.qos_class, id.service_name, id.cgroup});
+    threads_rows.ints.push_back(t.process_start_ns);
   }
 
   if (auto r = FillBlocks(w, profile, capture_of, modules_rows); !r) return r;

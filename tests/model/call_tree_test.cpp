@@ -260,6 +260,54 @@ TEST(CallTree, FoldThreadsSumsTreesAndKeepsTotals) {
   EXPECT_EQ(p.FoldThreads([](const ThreadRecord&) { return std::optional<ThreadRecord>(); }), 0u);
 }
 
+// A pid two processes held (two process starts): ThreadIndex with the start
+// keeps a record of each; without it, the latest record of the ids (a
+// recording's window holds one process per pid at a time). Folding keeps
+// both, and a group takes its own process's start.
+TEST(CallTree, AReusedPidsProcessesAreRecordsOfTheirOwn) {
+  Profile p;
+  const uint32_t ab[] = {1, 2};
+  const uint32_t first = p.ThreadIndex("", 7, 7, 1000);
+  p.threads[first].tree.AddStack(ab, 3);
+  const uint32_t second = p.ThreadIndex("", 7, 7, 2000);
+  EXPECT_NE(first, second);
+  p.threads[second].tree.AddStack(ab, 5);
+  EXPECT_EQ(p.ThreadIndex("", 7, 7, 1000), first);
+  EXPECT_EQ(p.ThreadIndex(7, 7), second);  // the latest
+  const uint32_t other = p.ThreadIndex("", 7, 8, 2000);
+  p.threads[other].tree.AddStack(ab, 1);
+  EXPECT_EQ(p.threads.size(), 3u);
+  // A record whose start is learned after it was made (the recorder's) is
+  // found by it.
+  const uint32_t late = p.ThreadIndex(9, 9);
+  p.threads[late].process_start_ns = 3000;
+  EXPECT_EQ(p.ThreadIndex("", 9, 9, 3000), late);
+  EXPECT_EQ(p.ThreadIndex(9, 9), late);
+  EXPECT_EQ(p.threads.size(), 4u);
+  // Thread 7/8 folds into its process's "[exited threads]": found again by
+  // (pid, tid, start), the records of 7/7 stay two.
+  auto fold_8 = [](const ThreadRecord& t) -> std::optional<ThreadRecord> {
+    if (t.tid != 8) return std::nullopt;
+    ThreadRecord g;
+    g.pid = t.pid;
+    g.tid = 0xffffffffu;
+    g.process_start_ns = t.process_start_ns;
+    return g;
+  };
+  EXPECT_EQ(p.FoldThreads(fold_8), 1u);
+  ASSERT_EQ(p.threads.size(), 4u);
+  EXPECT_EQ(p.threads[p.ThreadIndex("", 7, 7, 1000)].tree.total(), 3u);
+  EXPECT_EQ(p.threads[p.ThreadIndex("", 7, 7, 2000)].tree.total(), 5u);
+  EXPECT_EQ(p.threads[p.ThreadIndex("", 7, 0xffffffffu, 2000)].tree.total(), 1u);
+  EXPECT_EQ(p.threads.size(), 4u);
+  // Merged into another profile: the same process adds up, the other stays.
+  Profile sum = p;
+  MergeProfile(sum, p);
+  EXPECT_EQ(sum.threads.size(), 4u);
+  EXPECT_EQ(sum.threads[sum.ThreadIndex("", 7, 7, 1000)].tree.total(), 6u);
+  EXPECT_EQ(sum.threads[sum.ThreadIndex("", 7, 7, 2000)].tree.total(), 10u);
+}
+
 // Two windows merged into one (continuous, while the store cannot be
 // written): allocations sum, memory in use is the later window's.
 TEST(ValueTypes, InUseOfMergedWindowsIsTheLaterOnes) {

@@ -6,12 +6,14 @@
 // bounds or allocate more than a small multiple of its input.
 #include <cstddef>
 #include <cstdint>
+#include <iterator>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
 #include "store/capture_blocks.h"
+#include "store/capture_schema.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 2) return 0;
@@ -52,9 +54,20 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       break;
     }
     case 4: {
-      // Row blocks with the column kinds of the PTT tables (and a text-only one).
-      static constexpr const char* kKinds[] = {"iitiiiiiiiii", "iiiiiiiii", "t", "ti", "tt", "iiittt", "iti"};
-      const char* kinds = kKinds[limit % 7];
+      // Row blocks with the column kinds of the PTT tables, of the small
+      // tables of every schema (threads of schemas 5, 6 and 8), and a
+      // text-only one.
+      namespace schema = arcprof::store::capture_schema;
+      static constexpr const char* kKinds[] = {"iitiiiiiiiii",
+                                               "iiiiiiiii",
+                                               "t",
+                                               "ti",
+                                               schema::kModulesRows.kinds,
+                                               schema::kThreadsRows.kinds,
+                                               schema::kThreadsRows6.kinds,
+                                               schema::kThreadsRows8.kinds,
+                                               schema::kCountersRows.kinds};
+      const char* kinds = kKinds[limit % std::size(kKinds)];
       auto rows = arcprof::store::DecodeRowBlock(rest, kinds, limit * 4);
       if (rows.ok()) {
         size_t texts = 0;

@@ -99,6 +99,7 @@ void ExpectSameProfile(const Profile& a, const Profile& b) {
     EXPECT_EQ(a.threads[i].comm, b.threads[i].comm);
     EXPECT_EQ(a.threads[i].process_comm, b.threads[i].process_comm);
     EXPECT_EQ(a.threads[i].cmdline, b.threads[i].cmdline);
+    EXPECT_EQ(a.threads[i].process_start_ns, b.threads[i].process_start_ns);
   }
   ASSERT_EQ(a.threads.size(), b.threads.size());
   for (size_t t = 0; t < a.threads.size(); ++t) {
@@ -190,7 +191,7 @@ TEST(CaptureStore, Schema1RoundTrips) {
   EXPECT_EQ(read->meta.schema_version, 1);
 }
 
-// The profile of the fixtures large-schema{1..6}.db: 3,000 stacks of 20
+// The profile of the fixtures large-schema{1..7}.db: 3,000 stacks of 20
 // frames and off-CPU time on every fifth node.
 Profile LargeFixtureProfile() {
   Profile profile = testing::LargeProfile(100'000, 3'000, 20);
@@ -265,17 +266,22 @@ TEST(CaptureStore, RuntimeFrameKindsRoundTrip) {
   }
   EXPECT_EQ(found, 2);
   // The schema before: its fixture (written by the schema 6 writer) reads the
-  // same; the capture above relabelled as schema 6 is refused.
+  // same; the same capture written by the schema 7 writer reads the same, and
+  // relabelled as schema 6 (whose thread rows it has) is refused.
   const std::string v6 = dir.File("v6.db");
   testing::CopyFixture("schema6.db", v6);
   auto six = ReadCapture(v6);
   ASSERT_TRUE(six.ok()) << six.error().message;
   ExpectSameProfile(SampleProfile(), *six);
   EXPECT_EQ(six->meta.schema_version, 6);
-  static_assert(kCaptureSchemaVersion == 7, "the file below stands for the schema before runtime kinds");
-  ExecSql(path, "PRAGMA user_version = 6; UPDATE meta SET value = '6' WHERE capture_id = 0 AND key = 'schema_version'");
-  Restamp(path);
-  auto old = ReadCapture(path);
+  const std::string v7 = dir.File("v7.db");
+  testing::CopyFixture("runtime-kinds-schema7.db", v7);
+  auto seven = ReadCapture(v7);
+  ASSERT_TRUE(seven.ok()) << seven.error().message;
+  ExpectSameProfile(original, *seven);
+  ExecSql(v7, "PRAGMA user_version = 6; UPDATE meta SET value = '6' WHERE capture_id = 0 AND key = 'schema_version'");
+  Restamp(v7);
+  auto old = ReadCapture(v7);
   ASSERT_FALSE(old.ok());
   EXPECT_NE(old.error().message.find(" frame, which schema 6 does not have"), std::string::npos)
       << old.error().message;
@@ -315,6 +321,67 @@ TEST(CaptureStore, ProcessIdentityRoundTrips) {
   auto v5 = ReadCapture(old);
   ASSERT_TRUE(v5.ok()) << v5.error().message;
   for (const ThreadRecord& t : v5->threads) EXPECT_TRUE(t.identity.empty());
+}
+
+// Schema 8: each thread keeps its process's start, and two processes that
+// held one pid (two starts) stay two records when captures are read or
+// merged; the same process in two windows is one. Older schemas read with
+// start 0.
+TEST(CaptureStore, ProcessStartKeepsAReusedPidsProcessesApart) {
+  TempDir dir;
+  Profile first = SampleProfile();
+  ASSERT_FALSE(first.threads.empty());
+  for (ThreadRecord& t : first.threads) t.process_start_ns = 1'000'000'000 + 10'000'000ull * t.pid;
+  Profile second = first;
+  // The first thread's pid, later held by another program (every thread of
+  // it).
+  const ThreadRecord reused = first.threads[0];
+  size_t threads_of_reused = 0;
+  for (ThreadRecord& t : second.threads) {
+    if (t.pid != reused.pid) continue;
+    ++threads_of_reused;
+    t.process_start_ns += 60'000'000'000;
+    t.comm = t.process_comm = "second";
+  }
+  ASSERT_TRUE(WriteCapture(dir.File("a.db"), first).ok());
+  ASSERT_TRUE(WriteCapture(dir.File("b.db"), second).ok());
+  auto a = ReadCapture(dir.File("a.db"));
+  ASSERT_TRUE(a.ok()) << a.error().message;
+  ExpectSameProfile(first, *a);
+  for (const ThreadRecord& t : a->threads) EXPECT_EQ(t.process_start_ns, 1'000'000'000 + 10'000'000ull * t.pid);
+  auto b = ReadCapture(dir.File("b.db"));
+  ASSERT_TRUE(b.ok()) << b.error().message;
+  Profile merged = *a;
+  model::MergeProfile(merged, *b);
+  size_t of_reused_pid = 0;
+  for (const ThreadRecord& t : merged.threads) {
+    ThreadRecord like = t;
+    like.process_start_ns = 1'000'000'000 + 10'000'000ull * t.pid;
+    const uint64_t once = first.threads[first.ThreadIndex(like)].tree.total();
+    if (t.pid != reused.pid) {
+      // Every other thread is the same process in both: one record of both.
+      EXPECT_EQ(t.tree.total(), 2 * once) << t.pid << "/" << t.tid;
+      continue;
+    }
+    // Two processes held the pid: a record of each, each with its samples.
+    ++of_reused_pid;
+    EXPECT_EQ(t.tree.total(), once) << t.pid << "/" << t.tid;
+    if (t.process_start_ns != like.process_start_ns) EXPECT_EQ(t.comm, "second");
+  }
+  EXPECT_EQ(of_reused_pid, 2 * threads_of_reused);
+  EXPECT_EQ(merged.total_samples(), 2 * first.total_samples());
+  // The merge written and read again: still two.
+  ASSERT_TRUE(WriteCapture(dir.File("m.db"), merged).ok());
+  auto m = ReadCapture(dir.File("m.db"));
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  EXPECT_EQ(m->threads.size(), merged.threads.size());
+  // Schema 7 (the fixture of its writer): every start is 0 (unknown).
+  const std::string v7 = dir.File("v7.db");
+  testing::CopyFixture("schema7.db", v7);
+  auto seven = ReadCapture(v7);
+  ASSERT_TRUE(seven.ok()) << seven.error().message;
+  ExpectSameProfile(SampleProfile(), *seven);
+  for (const ThreadRecord& t : seven->threads) EXPECT_EQ(t.process_start_ns, 0u);
 }
 
 // Schema 2 is a fraction of schema 1 for deep, bushy trees (the point of it).
