@@ -305,6 +305,8 @@ struct RecordingSession::State {
         g.comm = "[exited threads]";
         g.process_comm = name;
         g.cmdline = t.cmdline;
+        g.identity = t.identity;
+        g.process_start_ns = t.process_start_ns;  // its process's, not another's that held the pid
         return g;
       }
       return FoldedByName(name);

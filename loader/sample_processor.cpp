@@ -655,6 +655,7 @@ void SampleProcessor::Rename(ThreadRecord& t, std::string_view comm) {
     t.cmdline = p->cmdline;
     t.process_comm = p->comm;
     t.identity = ProcessIdentityOf(*p);
+    t.process_start_ns = p->start_ns;
   }
   // The leader's name in the sample is the process's name at that time, even
   // when the exec event that renamed it is not applied yet.

@@ -139,4 +139,23 @@ Result<ProcStatus> ParseStatus(std::string_view text) {
   return status;
 }
 
+Result<uint64_t> ParseStatStartTicks(std::string_view text) {
+  const size_t paren = text.rfind(')');
+  if (paren == std::string_view::npos) return MakeError("no ')' after the name in /proc/PID/stat");
+  text.remove_prefix(paren + 1);
+  // Fields 3 (state) to 21 come before starttime.
+  for (int field = 3; field < 22; ++field) {
+    if (!TakeChar(&text, ' ')) return MakeError("/proc/PID/stat ends before its field 22");
+    const size_t end = text.find(' ');
+    if (end == 0 || end == std::string_view::npos) return MakeError("/proc/PID/stat ends before its field 22");
+    text.remove_prefix(end);
+  }
+  uint64_t ticks = 0;
+  if (!TakeChar(&text, ' ') || !TakeNumber(&text, 10, &ticks) || (!text.empty() && text.front() != ' ' &&
+                                                                    text.front() != '\n')) {
+    return MakeError("malformed starttime (field 22) in /proc/PID/stat");
+  }
+  return ticks;
+}
+
 }  // namespace arcprof::procfs

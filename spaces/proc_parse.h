@@ -57,6 +57,12 @@ struct ProcStatus {
 // /proc/PID/status ("Key:\tvalue" lines). Fails when no Uid line is present.
 Result<ProcStatus> ParseStatus(std::string_view text);
 
+// /proc/PID/stat: its field 22, starttime, the clock ticks (sysconf
+// _SC_CLK_TCK) from boot to the process's start (CLOCK_BOOTTIME). The name
+// in field 2 may hold spaces and parentheses: the fields after it are read
+// from its last ')'.
+Result<uint64_t> ParseStatStartTicks(std::string_view text);
+
 // Removes a trailing " (deleted)" (as printed by the kernel's d_path for an
 // unlinked file) and reports whether it was there.
 std::string_view StripDeletedSuffix(std::string_view path, bool* deleted);

@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -60,6 +61,37 @@ Result<std::string> ReadBounded(const std::string& path, size_t max, bool whole)
 
 Result<std::string> ReadWholeFile(const std::string& path) { return ReadBounded(path, kWholeFileMax, true); }
 
+namespace {
+
+uint64_t TickNs() {
+  static const uint64_t tick = [] {
+    const long hz = sysconf(_SC_CLK_TCK);
+    return hz > 0 && hz <= 1'000'000'000 ? 1'000'000'000ull / static_cast<uint64_t>(hz) : 10'000'000ull;
+  }();
+  return tick;
+}
+
+uint64_t ClockNs(clockid_t clock) {
+  timespec ts{};
+  clock_gettime(clock, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+}  // namespace
+
+uint64_t StartNsOfTicks(uint64_t ticks) {
+  // Beyond 2^62 ns (146 years) it is no start a process can have.
+  return ticks > (uint64_t{1} << 62) / TickNs() ? 0 : ticks * TickNs();
+}
+
+uint64_t StartNsOfMonotonic(uint64_t monotonic_ns) {
+  // CLOCK_BOOTTIME runs ahead of CLOCK_MONOTONIC by the time suspended.
+  const uint64_t monotonic_now = ClockNs(CLOCK_MONOTONIC);
+  const uint64_t boot_now = ClockNs(CLOCK_BOOTTIME);
+  const uint64_t offset = boot_now > monotonic_now ? boot_now - monotonic_now : 0;
+  return (monotonic_ns + offset) / TickNs() * TickNs();
+}
+
 Result<std::string> ReadFileStart(const std::string& path, size_t max) { return ReadBounded(path, max, false); }
 
 void ProcessRegistry::ReadIdentity(uint32_t pid, Record& record) {
@@ -72,6 +104,13 @@ void ProcessRegistry::ReadIdentity(uint32_t pid, Record& record) {
   if (auto env = ReadFileStart(ProcPath(pid, "environ"), procfs::kEnvironReadMax); env.ok()) {
     record.info.otel_service_name = procfs::EnvironValue(*env, "OTEL_SERVICE_NAME");
   }
+}
+
+void ProcessRegistry::ReadStart(uint32_t pid, Record& record) {
+  // A few hundred bytes; the name in it is the process's own text.
+  auto text = ReadFileStart(ProcPath(pid, "stat"), 4096);
+  if (!text.ok()) return;
+  if (auto ticks = procfs::ParseStatStartTicks(*text); ticks.ok()) record.info.start_ns = StartNsOfTicks(*ticks);
 }
 
 void ProcessRegistry::ReadDetails(uint32_t pid, Record& record, bool with_status) {
@@ -105,6 +144,7 @@ std::optional<std::string> ProcessRegistry::Snapshot(uint32_t pid) {
   if (auto comm = ReadWholeFile(ProcPath(pid, "comm")); comm.ok())
     record.info.comm = procfs::ParseComm(*comm);
   ReadDetails(pid, record, /*with_status=*/true);
+  ReadStart(pid, record);
   if (DIR* dir = opendir(ProcPath(pid, "task").c_str())) {
     while (dirent* entry = readdir(dir)) {
       char* end = nullptr;
@@ -129,6 +169,8 @@ void ProcessRegistry::OnExec(uint32_t pid, std::string_view comm, bool exited) {
   // process's status itself). A process whose exit is already known has
   // nothing left to read.
   if (!exited) ReadDetails(pid, record, /*with_status=*/!record.owner_known);
+  // Exec keeps the process: its start is known unless nothing was seen of it.
+  if (!exited && record.info.start_ns == 0) ReadStart(pid, record);
   record.thread_names.clear();  // exec kills every other thread
   record.thread_names[pid] = std::string(comm);
 }
@@ -140,7 +182,7 @@ void ProcessRegistry::OnComm(uint32_t pid, uint32_t tid, std::string_view comm) 
   if (tid == pid) record.info.comm = std::string(comm);
 }
 
-void ProcessRegistry::OnFork(uint32_t parent_pid, uint32_t child_pid) {
+void ProcessRegistry::OnFork(uint32_t parent_pid, uint32_t child_pid, uint64_t start_ns) {
   snapshot_attempted_.insert(child_pid);
   const Record& parent_record = Get(parent_pid);
   // Copied: the child's record may move the parent's.
@@ -150,6 +192,7 @@ void ProcessRegistry::OnFork(uint32_t parent_pid, uint32_t child_pid) {
   child.seen = true;
   child.info = parent_info;
   child.info.pid = child_pid;
+  child.info.start_ns = start_ns;
   // A child of a process in the initial pid namespace is there too (a new
   // namespace's init is what a container runtime execs into, and a JIT
   // source reads the status itself).

@@ -46,7 +46,8 @@ class ProcessRegistry {
   // late), so /proc has nothing to read.
   void OnExec(uint32_t pid, std::string_view comm, bool exited = false);
   void OnComm(uint32_t pid, uint32_t tid, std::string_view comm);
-  void OnFork(uint32_t parent_pid, uint32_t child_pid);
+  // `start_ns`: the child's start (ProcessInfo::start_ns) from the event.
+  void OnFork(uint32_t parent_pid, uint32_t child_pid, uint64_t start_ns);
 
   // The thread name last seen for tid (the process comm when none).
   std::string_view ThreadName(uint32_t pid, uint32_t tid) const;
@@ -64,11 +65,20 @@ class ProcessRegistry {
   // Container, pod and unit from /proc/PID/cgroup; OTEL_SERVICE_NAME from the
   // environment when no unit names the service. Both reads are bounded.
   void ReadIdentity(uint32_t pid, Record& record);
+  // ProcessInfo::start_ns from /proc/PID/stat.
+  void ReadStart(uint32_t pid, Record& record);
 
   std::string proc_root_;
   std::unordered_map<uint32_t, Record> records_;
   std::unordered_set<uint32_t> snapshot_attempted_;
 };
+
+// A process's start in clock ticks since boot (/proc/PID/stat) as
+// ProcessInfo::start_ns: CLOCK_BOOTTIME ns, at the ticks' precision.
+uint64_t StartNsOfTicks(uint64_t ticks);
+// A CLOCK_MONOTONIC time (an event's) as ProcessInfo::start_ns: the same
+// clock and precision as a start read from /proc/PID/stat.
+uint64_t StartNsOfMonotonic(uint64_t monotonic_ns);
 
 // Reads a whole (/proc or kallsyms) file, not through a symbolic link as its
 // last component; one past kWholeFileMax is an error.

@@ -34,6 +34,11 @@ struct ProcessInfo {
   // exec and snapshot, a fork's copied; kept after exit like the rest).
   procfs::CgroupIdentity cgroup;
   std::string otel_service_name;
+  // When the process started: CLOCK_BOOTTIME ns at the 10 ms of
+  // /proc/PID/stat's starttime (field 22), read there at a snapshot or taken
+  // from the fork event's time; 0 unknown. With the pid, it names the process
+  // across windows and recordings (model::ThreadRecord::process_start_ns).
+  uint64_t start_ns = 0;
 };
 
 // A mapped file as the address spaces hold it open, for a DWARF unwinder

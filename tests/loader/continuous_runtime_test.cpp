@@ -14,6 +14,8 @@
 #include <set>
 #include <thread>
 
+#include <nlohmann/json.hpp>
+
 #include "store/capture_store.h"
 #include "store/window_store.h"
 #include "tests/loader/runtime_util.h"
@@ -23,6 +25,12 @@ namespace arcprof::testing {
 namespace {
 
 constexpr const char* kArcprof = ARCPROF_BIN;
+const std::string kPidReuse = std::string(ARCPROF_TEST_PROGRAMS) + "/pid_reuse";
+// AReusedPidsProcessesStayApartAcrossWindows: the fewest samples of each
+// program's second of CPU at 199 Hz (see there).
+constexpr uint64_t kReusedPidMinSamples = 100;
+// The same in the one window that holds most of it.
+constexpr uint64_t kReusedPidMinWindowSamples = 20;
 
 std::vector<StoredWindow> Windows(const std::string& dir) {
   auto store = WindowStore::OpenForReading(dir);
@@ -457,6 +465,91 @@ TEST(ContinuousRuntime, RetentionBySizeKeepsTheNewestWindows) {
   auto [code, info] = RunCapture({kArcprof, "store", "info", "--store", store, "--format", "json"});
   EXPECT_EQ(code, 0);
   EXPECT_NE(info.find("\"max_bytes\": 1024"), std::string::npos) << info;
+}
+
+// The ticks of each process row of pid `pid` in a tprof JSON report (`--by
+// pid`), by its name.
+std::map<std::string, uint64_t> ProcessRows(const std::string& json, uint32_t pid) {
+  std::map<std::string, uint64_t> out;
+  const nlohmann::json doc = nlohmann::json::parse(json, nullptr, false);
+  if (doc.is_discarded() || !doc.contains("rows")) return out;
+  for (const auto& row : doc["rows"]) {
+    if (row.value("level", "") == "pid" && row.value("pid", 0u) == pid) {
+      out[row.value("name", "")] += row.value("ticks", uint64_t{0});
+    }
+  }
+  return out;
+}
+
+// Two programs that held one pid one after the other, in windows of a store
+// several seconds apart (tests/programs/pid_reuse.c chooses the pid with
+// clone3's set_tid): each window is right by itself, and `report --store`
+// and a `merge` of the two windows show two processes, not one that holds
+// both programs' samples under the later name. Threads are summed by pid and
+// process start (capture schema 8).
+TEST(ContinuousRuntime, AReusedPidsProcessesStayApartAcrossWindows) {
+  ARCPROF_REQUIRE_RECORD_CAPABLE();
+  TempDir tmp;
+  const std::string store = tmp.path("store");
+  Subprocess daemon(Continuous(store, {"-F", "199"}));
+  ASSERT_TRUE(daemon.WaitForStderr("continuous capture of system", 20)) << daemon.stderr_text();
+  // A CPU-second each, the second program 4.5 s after the first ended: a
+  // window closed late is at most 3 s long, so no window holds both.
+  auto [code, out] = RunCapture({kPidReuse, "1", "4.5"});
+  if (code == 77 && !InCi()) {
+    daemon.Signal(SIGTERM);
+    daemon.Wait();
+    GTEST_SKIP() << "clone3 with set_tid is refused here";
+  }
+  ASSERT_EQ(code, 0) << out;
+  uint32_t pid = 0;
+  ASSERT_EQ(std::sscanf(out.c_str(), "pid %u", &pid), 1) << out;
+  // The window that holds the second program's end closes.
+  const size_t windows_now = Windows(store).size();
+  ASSERT_TRUE(WaitForWindows(store, windows_now + 2, 20));
+  daemon.Signal(SIGTERM);
+  ASSERT_EQ(daemon.Wait(), 0) << daemon.stderr_text();
+
+  // Each program's samples, and the window that holds most of them.
+  std::string first_window, second_window;
+  uint64_t first_most = 0, second_most = 0;
+  for (const StoredWindow& w : Windows(store)) {
+    const Profile p = LoadCapture(w.path);
+    uint64_t first = 0, second = 0;
+    for (const auto& [stack, n] : Stacks(p, [pid](const ThreadRecord& t) { return t.pid == pid; })) {
+      for (const std::string& f : stack) {
+        first += f == "first_program_work" ? n : 0;
+        second += f == "second_program_work" ? n : 0;
+      }
+    }
+    EXPECT_TRUE(first == 0 || second == 0) << "window " << w.id << " holds both programs";
+    if (first > first_most) first_most = first, first_window = w.path;
+    if (second > second_most) second_most = second, second_window = w.path;
+  }
+  ASSERT_FALSE(first_window.empty());
+  ASSERT_FALSE(second_window.empty());
+
+  // Two process rows of the pid in a report, each with its program's samples.
+  auto expect_two_processes = [&](const std::string& what, const std::vector<std::string>& report_argv,
+                                  uint64_t min_samples) {
+    auto [code, report] = RunCapture(report_argv);
+    ASSERT_EQ(code, 0) << what << ": " << report;
+    const std::map<std::string, uint64_t> rows = ProcessRows(report, pid);
+    for (const auto& [name, ticks] : rows) std::cout << what << ": " << name << " " << ticks << "\n";
+    EXPECT_EQ(rows.size(), 2u) << what << ": " << report;
+    for (const char* program : {"reuse_first_", "reuse_second_"}) {
+      auto it = rows.find(program + std::to_string(pid));
+      EXPECT_GT(it == rows.end() ? 0 : it->second, min_samples) << what << ": " << program;
+    }
+  };
+  expect_two_processes("report --store", {kArcprof, "report", "--store", store, "--by", "pid", "--format", "json"},
+                       kReusedPidMinSamples);
+  const std::string merged = tmp.path("merged.db");
+  auto [merge_code, merge_out] = RunCapture({kArcprof, "merge", first_window, second_window, "-o", merged});
+  ASSERT_EQ(merge_code, 0) << merge_out;
+  // The two windows hold a part of each program's second each.
+  expect_two_processes("merge", {kArcprof, "report", "-i", merged, "--by", "pid", "--format", "json"},
+                       kReusedPidMinWindowSamples);
 }
 
 }  // namespace

@@ -4,8 +4,9 @@
 // first_program_work; once it is reaped, a second child takes the same pid
 // and runs as "reuse_second" in second_program_work. Each child execs this
 // program again, so each is a fresh image (fork, exec, comm as in real churn).
-//   pid_reuse SECONDS [sleep]        the parent (each child spins SECONDS of CPU, or with
-//                                    "sleep" sleeps SECONDS in 9-10 ms naps); prints "pid N" for the reused pid
+//   pid_reuse SECONDS [sleep] [GAP]  the parent (each child spins SECONDS of CPU, or with
+//                                    "sleep" sleeps SECONDS in 9-10 ms naps; the second starts GAP
+//                                    seconds after the first ended, default 0); prints "pid N" for the reused pid
 //   pid_reuse first|second S [sleep] a child (run by the parent)
 // Exit 77 when the pid cannot be chosen (no CAP_SYS_ADMIN, no clone3).
 #define _GNU_SOURCE
@@ -112,9 +113,20 @@ int main(int argc, char** argv) {
     else second_program_work(seconds);
     return 0;
   }
-  const char* sleep = argc == 3 && strcmp(argv[2], "sleep") == 0 ? "sleep" : NULL;
-  if ((argc != 2 && !sleep) || atof(argv[1]) <= 0 || atof(argv[1]) > 60) {
-    fprintf(stderr, "usage: pid_reuse SECONDS [sleep] (0 < SECONDS <= 60)\n");
+  const char* sleep = NULL;
+  double gap = 0;
+  int bad = argc < 2 || argc > 4 || atof(argv[1]) <= 0 || atof(argv[1]) > 60;
+  for (int i = 2; i < argc && !bad; ++i) {
+    char* end = NULL;
+    if (strcmp(argv[i], "sleep") == 0) {
+      sleep = "sleep";
+    } else {
+      gap = strtod(argv[i], &end);
+      bad = *end != '\0' || gap < 0 || gap > 60;
+    }
+  }
+  if (bad) {
+    fprintf(stderr, "usage: pid_reuse SECONDS [sleep] [GAP] (0 < SECONDS <= 60, 0 <= GAP <= 60)\n");
     return 2;
   }
   // A free pid a little above ours: at most 1000 tries.
@@ -134,6 +146,11 @@ int main(int argc, char** argv) {
     return 1;
   }
   if (Reap(pid) != 0) return 1;
+  if (gap > 0) {
+    struct timespec pause = {(time_t)gap, (long)((gap - (double)(time_t)gap) * 1e9)};
+    while (nanosleep(&pause, &pause) != 0 && errno == EINTR) {
+    }
+  }
   // Reaped: the pid is free again; the second program takes it.
   pid_t again = Spawn(pid, "second", argv[1], sleep);
   if (again != pid) {

@@ -1,6 +1,9 @@
 #include "spaces/proc_parse.h"
 
 #include <gtest/gtest.h>
+
+#include <fstream>
+#include <iterator>
 #include "tests/layer_names.h"
 
 namespace arcprof::procfs {
@@ -99,6 +102,29 @@ TEST(ParseStatus, RejectsMissingOrBadUid) {
   EXPECT_FALSE(ParseStatus("Name:\tx\n").ok());
   EXPECT_FALSE(ParseStatus("Uid:\tabc\n").ok());
   EXPECT_FALSE(ParseStatus("Uid:\t1\t2\t3\t4\nNSpid:\t1\tx\n").ok());
+}
+
+// Field 22 of /proc/PID/stat, after a name that holds spaces and ')' (a
+// process names itself).
+TEST(ParseStatStartTicks, ReadsFieldTwentyTwoAfterTheLastParen) {
+  const std::string rest =
+      " R 11203 11203 18746 0 -1 4194304 99 0 0 0 0 0 0 0 20 0 1 0 3656921 3133440 394 18446744073709551615 0\n";
+  auto plain = ParseStatStartTicks("11251 (cat)" + rest);
+  ASSERT_TRUE(plain.ok()) << plain.error().message;
+  EXPECT_EQ(*plain, 3656921u);
+  auto hostile = ParseStatStartTicks("11251 (a) 1 2 3 (x))" + rest);
+  ASSERT_TRUE(hostile.ok()) << hostile.error().message;
+  EXPECT_EQ(*hostile, 3656921u);
+  EXPECT_FALSE(ParseStatStartTicks("11251 cat R 1 2").ok());
+  EXPECT_FALSE(ParseStatStartTicks("11251 (cat) R 11203 11203").ok());
+  EXPECT_FALSE(ParseStatStartTicks("11251 (cat) R 1 1 1 0 -1 4 9 0 0 0 0 0 0 0 20 0 1 0 -5 3").ok());
+  EXPECT_FALSE(ParseStatStartTicks("11251 (cat) R 1 1 1 0 -1 4 9 0 0 0 0 0 0 0 20 0 1 0 36x 3").ok());
+  EXPECT_FALSE(ParseStatStartTicks("11251 (cat) R 1 1 1 0 -1 4 9 0 0 0 0 0 0 0 20 0 1 0 99999999999999999999999").ok());
+  EXPECT_FALSE(ParseStatStartTicks("").ok());
+  // This process's own.
+  std::ifstream self("/proc/self/stat");
+  std::string text((std::istreambuf_iterator<char>(self)), std::istreambuf_iterator<char>());
+  EXPECT_TRUE(ParseStatStartTicks(text).ok()) << text;
 }
 
 }  // namespace

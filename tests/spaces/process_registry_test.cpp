@@ -2,6 +2,7 @@
 #include "spaces/process_registry.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -29,12 +30,18 @@ TEST(ProcessRegistry, ForkCopiesTheParentWithoutReadingProc) {
   WriteProc(proc.path(), 100, "comm", "parent\n");
   WriteProc(proc.path(), 100, "cmdline", std::string("parent\0--flag\0", 14));
   WriteProc(proc.path(), 100, "status", Status(1000, "100"));
+  WriteProc(proc.path(), 100, "stat",
+            "100 (par ent) S 1 100 100 0 -1 4194560 1 0 0 0 0 0 0 0 20 0 1 0 123456 1 2 3\n");
   ProcessRegistry registry(proc.path());
   ASSERT_TRUE(registry.Snapshot(100).has_value());
-  // pid 101 has no /proc directory: everything it knows comes from its parent.
-  registry.OnFork(100, 101);
+  EXPECT_EQ(registry.Find(100)->info.start_ns, StartNsOfTicks(123456));
+  EXPECT_EQ(StartNsOfTicks(123456), uint64_t{123456} * 1'000'000'000 / static_cast<uint64_t>(sysconf(_SC_CLK_TCK)));
+  // pid 101 has no /proc directory: everything it knows comes from its
+  // parent, and its start from the event.
+  registry.OnFork(100, 101, 7'000'000'000);
   const ProcessRegistry::Record* child = registry.Find(101);
   ASSERT_NE(child, nullptr);
+  EXPECT_EQ(child->info.start_ns, 7'000'000'000u);
   EXPECT_EQ(child->info.cmdline, "parent --flag");
   EXPECT_EQ(child->info.uid, 1000u);
   EXPECT_EQ(child->info.ns_pid, 101u);  // the parent is in the initial namespace
@@ -46,6 +53,7 @@ TEST(ProcessRegistry, ForkCopiesTheParentWithoutReadingProc) {
   registry.OnExec(101, "child");
   EXPECT_EQ(registry.Find(101)->info.cmdline, "child");
   EXPECT_EQ(registry.Find(101)->info.uid, 1000u);
+  EXPECT_EQ(registry.Find(101)->info.start_ns, 7'000'000'000u);  // the same process
 
   // An exec whose exit is already known reads nothing.
   WriteProc(proc.path(), 101, "cmdline", std::string("late\0", 5));
@@ -63,7 +71,7 @@ TEST(ProcessRegistry, ChildOfAContainerProcessReadsItsStatusAtExec) {
   ProcessRegistry registry(proc.path());
   ASSERT_TRUE(registry.Snapshot(200).has_value());
   EXPECT_EQ(registry.Find(200)->info.ns_pid, 1u);
-  registry.OnFork(200, 201);
+  registry.OnFork(200, 201, 0);
   EXPECT_EQ(registry.Find(201)->info.ns_pid, 0u);  // not known without reading
   WriteProc(proc.path(), 201, "cmdline", std::string("java\0", 5));
   WriteProc(proc.path(), 201, "status", Status(0, "201\t7"));
