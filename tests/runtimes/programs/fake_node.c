@@ -13,6 +13,7 @@
  * spin. */
 #define _GNU_SOURCE
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <string.h>
@@ -77,7 +78,11 @@ int v8dbg_DeoptimizationDataSharedFunctionInfoIndex = 6;
 int v8dbg_DeoptimizationDataInliningPositionsIndex = 7;
 
 #define FRAMES 400
-static uint64_t stack_area[FRAMES * 8 + 16] __attribute__((aligned(64)));
+/* The crafted frames live on the thread's stack, as V8's do: the walk takes
+ * an rbp outside the MiB above sp for a register of frame-pointer-less code
+ * and looks for a saved frame pointer instead (bpf/v8.bpf.h), so a chain in
+ * .bss would never be walked. */
+static uint64_t *stack_area;
 static uint64_t function[8], sfi[8], sfi_map[4], string_map[4];
 static uint8_t name[16 + 100000] __attribute__((aligned(8)));
 
@@ -157,6 +162,27 @@ __attribute__((noinline)) static void spin_at(uint64_t fp, long iters, void *cod
 }
 static const uint8_t kLoop[] = {0x48, 0xff, 0xce, 0x75, 0xfb, 0xc3}; /* 1: dec %rsi; jnz 1b; ret */
 
+/* An address above `at` that nothing maps: the end of the run of mappings
+ * that holds it (the stack's, on this machine nothing follows it). */
+static uint64_t unmapped_above(uint64_t at) {
+  FILE *maps = fopen("/proc/self/maps", "r");
+  uint64_t lo, hi, end = 0;
+  char line[512];
+  int changed = 1;
+  while (maps && changed) {
+    changed = 0;
+    rewind(maps);
+    while (fgets(line, sizeof(line), maps)) {
+      if (sscanf(line, "%lx-%lx", &lo, &hi) != 2) continue;
+      if ((lo <= at && at < hi) || (end && lo == end)) {
+        if (hi > end) end = hi, changed = 1;
+      }
+    }
+  }
+  if (maps) fclose(maps);
+  return end ? end + 4096 * 16 : 0x600000000000ull;
+}
+
 /* Frame i's frame pointer; the frame's slots below it and above it. */
 static uint64_t *frame(int i) { return &stack_area[8 + i * 8]; }
 
@@ -164,6 +190,9 @@ int main(int argc, char **argv) {
   const char *mode = argc > 1 ? argv[1] : "loop";
   const double seconds = argc > 2 ? atof(argv[2]) : 2.0;
   const int huge = strcmp(mode, "huge") == 0;
+  uint64_t area[FRAMES * 8 + 16] __attribute__((aligned(64)));
+  memset(area, 0, sizeof(area));
+  stack_area = area;
   /* The function's shared info: a SharedFunctionInfo's map only for "huge". */
   sfi_map[1] = huge ? (uint64_t)262 << 32 : (uint64_t)0x1234 << 32; /* instance type at +12 */
   string_map[1] = (uint64_t)8 << 32;                                   /* a one-byte sequential string */
@@ -234,7 +263,7 @@ int main(int argc, char **argv) {
     }
   }
   if (strcmp(mode, "loop") == 0) frame(1)[0] = (uint64_t)frame(0);
-  if (strcmp(mode, "fault") == 0) frame(2)[0] = 0x600000000000ull; /* above the chain, unmapped */
+  if (strcmp(mode, "fault") == 0) frame(2)[0] = unmapped_above((uint64_t)frame(2));
   if (strcmp(mode, "code") == 0) frame(8)[0] = 0;
   else if (strcmp(mode, "deep") != 0 && strcmp(mode, "loop") != 0 && strcmp(mode, "fault") != 0) frame(3)[0] = 0;
   struct timespec t0, t;
