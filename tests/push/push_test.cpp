@@ -916,6 +916,9 @@ TEST(PushContinuous, OtlpServerDownForTwoWindowsThenUpEveryWindowOnce) {
     // service.name as the capture has them), on this machine.
     std::set<std::pair<std::string, std::string>> want, got;
     for (const ThreadRecord& t : profile->threads) want.emplace(t.identity.container_id, t.identity.service_name);
+    // A window without threads (the last one can close within milliseconds of
+    // its start) is still one empty profile of the machine.
+    if (want.empty()) want.emplace("", "");
     for (const auto& resource : it->second[0]["resources"]) {
       EXPECT_EQ(resource["host.name"], profile->meta.host);
       got.emplace(resource.value("container.id", ""), resource.value("service.name", ""));
