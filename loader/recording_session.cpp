@@ -657,7 +657,7 @@ Result<std::unique_ptr<RecordingSession>> RecordingSession::Start(const RecordOp
     return s.FoldedByName(!t.process_comm.empty() ? t.process_comm : t.comm);
   });
   if (auto ok = s.sampler->OpenSideband([&s](const perf_event_header* h) {
-        if (auto ev = DecodeSidebandRecord(h, h->size)) s.sideband.Push(std::move(*ev));
+        s.sideband.PushRecord(h, h->size);
       });
       !ok) {
     return ok.error();

@@ -145,38 +145,49 @@ SymbolizedFrame SampleProcessor::ElidedFrame() {
   return f;
 }
 
+template <typename Intern>
+uint32_t SampleProcessor::FrameIdOf(const FrameKey& key, const Intern& intern) {
+  const FrameKeyHash hash;
+  bool inserted = false;
+  const uint32_t entry = frame_index_.FindOrInsertHashed(
+      model::FlatHash(hash(key)), static_cast<uint32_t>(frame_keys_.size()),
+      [&](uint32_t i) { return frame_keys_[i] == key; },
+      [&](uint32_t i) { return model::FlatHash(hash(frame_keys_[i])); }, inserted);
+  if (!inserted) return frame_key_ids_[entry];
+  const uint32_t id = intern();
+  frame_keys_.push_back(key);
+  frame_key_ids_.push_back(id);
+  return id;
+}
+
 uint32_t SampleProcessor::InternFrame(const SymbolizedFrame& f) {
   const uint64_t address = StoredAddress(f);
   const FrameKey key{f.module.data(), f.symbol.data(), address,
                      static_cast<uint16_t>(static_cast<unsigned>(f.kind) << 8 |
                                            static_cast<unsigned>(f.reason))};
-  auto it = frame_ids_.find(key);
-  if (it != frame_ids_.end()) return it->second;
-  FrameRecord record;
-  record.module = window_.frames.InternModule(f.module);
-  record.symbol = std::string(f.symbol);
-  record.address = address;
-  record.kind = f.kind;
-  record.reason = f.reason;
-  const uint32_t id = window_.frames.Intern(record);
-  frame_ids_.emplace(key, id);
-  return id;
+  return FrameIdOf(key, [&] {
+    FrameRecord record;
+    record.module = window_.frames.InternModule(f.module);
+    record.symbol = std::string(f.symbol);
+    record.address = address;
+    record.kind = f.kind;
+    record.reason = f.reason;
+    return window_.frames.Intern(record);
+  });
 }
 
 uint32_t SampleProcessor::InternInlined(const SymbolizedFrame& f, std::string_view method) {
   // Bit 15 keeps inlined frames apart from a compiled frame of the same name.
   const FrameKey key{f.module.data(), method.data(), 0,
                      static_cast<uint16_t>(0x8000u | static_cast<unsigned>(f.kind) << 8)};
-  auto it = frame_ids_.find(key);
-  if (it != frame_ids_.end()) return it->second;
-  FrameRecord record;
-  record.module = window_.frames.InternModule(f.module);
-  record.symbol = std::string(method);
-  record.kind = f.kind;
-  record.inlined = true;
-  const uint32_t id = window_.frames.Intern(record);
-  frame_ids_.emplace(key, id);
-  return id;
+  return FrameIdOf(key, [&] {
+    FrameRecord record;
+    record.module = window_.frames.InternModule(f.module);
+    record.symbol = std::string(method);
+    record.kind = f.kind;
+    record.inlined = true;
+    return window_.frames.Intern(record);
+  });
 }
 
 runtimes::Runtime* SampleProcessor::SampleRuntime(const StackSample& e) {
@@ -675,7 +686,8 @@ size_t SampleProcessor::WindowBytes() const {
     bytes += sizeof(FrameRecord) + kIndexEntry + (f.symbol.size() > 15 ? f.symbol.capacity() + 1 : 0);
   }
   for (size_t m = 0; m < window_.frames.module_count(); ++m) bytes += window_.frames.module(m).capacity() + 48;
-  bytes += frame_ids_.size() * (sizeof(FrameKey) + sizeof(uint32_t) + kIndexEntry);
+  bytes += frame_keys_.capacity() * sizeof(FrameKey) + frame_key_ids_.capacity() * sizeof(uint32_t) +
+           frame_index_.bytes();
   return bytes;
 }
 
@@ -776,7 +788,9 @@ Profile SampleProcessor::TakeWindow() {
   window_ = Profile();
   incarnations_.clear();
   // Every cached index points into the window just handed over.
-  frame_ids_.clear();
+  frame_index_.Clear();
+  frame_keys_.clear();
+  frame_key_ids_.clear();
   ++epoch_;
   total_samples_ += samples_;
   total_malformed_ += malformed_;

@@ -24,6 +24,7 @@
 #include "common/frame.h"
 #include "loader/stack_sample.h"
 #include "loader/value_source.h"
+#include "model/flat_index.h"
 #include "model/profile.h"
 #include "runtimes/runtime.h"
 #include "symbolize/symbolizer.h"
@@ -201,7 +202,14 @@ class SampleProcessor : public StackSink {
   uint64_t spliced_ = 0;
   uint64_t stacks_elided_ = 0;  // deeper than the frames kept (ElideMiddle)
   uint64_t frames_elided_ = 0;
-  std::unordered_map<FrameKey, uint32_t, FrameKeyHash> frame_ids_;
+  // The window's frame ids by FrameKey: frame_keys_[i] is the key of entry
+  // i, frame_key_ids_[i] its frame id, frame_index_ finds i (one probe in a
+  // flat table instead of a node per frame; kept across windows, emptied).
+  template <typename Intern>
+  uint32_t FrameIdOf(const FrameKey& key, const Intern& intern);
+  model::FlatIdIndex frame_index_;
+  std::vector<FrameKey> frame_keys_;
+  std::vector<uint32_t> frame_key_ids_;
   std::vector<uint32_t> stack_;
   std::array<uint64_t, kUnknownReasonCount> unknown_frames_{};
   uint64_t samples_ = 0;

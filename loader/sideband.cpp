@@ -37,27 +37,42 @@ class Cursor {
 
 constexpr size_t kSampleIdSize = 16;  // u32 pid, u32 tid, u64 time
 
-std::string HexBuildId(const uint8_t* id, size_t n) {
+void HexBuildId(const uint8_t* id, size_t n, std::string& out) {
   static const char kHex[] = "0123456789abcdef";
-  std::string out;
-  out.reserve(n * 2);
+  out.clear();
   for (size_t i = 0; i < n; ++i) {
     out.push_back(kHex[id[i] >> 4]);
     out.push_back(kHex[id[i] & 15]);
   }
-  return out;
 }
 
 }  // namespace
 
 std::optional<SidebandEvent> DecodeSidebandRecord(const void* record, size_t size) {
+  SidebandEvent ev;
+  if (!DecodeSidebandRecord(record, size, ev)) return std::nullopt;
+  return ev;
+}
+
+bool DecodeSidebandRecord(const void* record, size_t size, SidebandEvent& ev) {
   perf_event_header header;
-  if (size < sizeof(header) + kSampleIdSize) return std::nullopt;
+  if (size < sizeof(header) + kSampleIdSize) return false;
   memcpy(&header, record, sizeof(header));
-  if (header.size > size || header.size < sizeof(header) + kSampleIdSize) return std::nullopt;
+  if (header.size > size || header.size < sizeof(header) + kSampleIdSize) return false;
   const auto* bytes = static_cast<const uint8_t*>(record);
   const size_t end = header.size - kSampleIdSize;  // where the sample_id starts
-  SidebandEvent ev;
+  // Every field is set again; the strings keep their buffers (a reused slot
+  // of SidebandQueue: no allocation per event).
+  ev.kind = SidebandEvent::Kind::kMmap;
+  ev.pid = ev.tid = ev.parent_pid = 0;
+  ev.comm.clear();
+  {
+    MappingEvent& m = ev.mapping;
+    m.start = m.len = m.pgoff = m.ino = 0;
+    m.maj = m.min = m.prot = m.flags = 0;
+    m.path.clear();
+    m.build_id.clear();
+  }
   {
     uint32_t sid_pid, sid_tid;
     memcpy(&sid_pid, bytes + end, 4);
@@ -73,11 +88,11 @@ std::optional<SidebandEvent> DecodeSidebandRecord(const void* record, size_t siz
       uint32_t pid, tid;
       uint64_t addr, len, pgoff;
       if (!c.Read(&pid) || !c.Read(&tid) || !c.Read(&addr) || !c.Read(&len) || !c.Read(&pgoff))
-        return std::nullopt;
+        return false;
       uint8_t id_block[24];  // maj, min, ino, ino_generation | build-id size + id
-      if (!c.Read(&id_block)) return std::nullopt;
+      if (!c.Read(&id_block)) return false;
       uint32_t prot, flags;
-      if (!c.Read(&prot) || !c.Read(&flags)) return std::nullopt;
+      if (!c.Read(&prot) || !c.Read(&flags)) return false;
       ev.kind = SidebandEvent::Kind::kMmap;
       ev.pid = pid;
       ev.tid = tid;
@@ -88,31 +103,31 @@ std::optional<SidebandEvent> DecodeSidebandRecord(const void* record, size_t siz
       ev.mapping.flags = flags;
       if (header.misc & PERF_RECORD_MISC_MMAP_BUILD_ID) {
         const size_t n = std::min<size_t>(id_block[0], 20);
-        ev.mapping.build_id = HexBuildId(id_block + 4, n);
+        HexBuildId(id_block + 4, n, ev.mapping.build_id);
       } else {
         memcpy(&ev.mapping.maj, id_block, 4);
         memcpy(&ev.mapping.min, id_block + 4, 4);
         memcpy(&ev.mapping.ino, id_block + 8, 8);
       }
-      if (!c.ReadString(&ev.mapping.path, end)) return std::nullopt;
-      return ev;
+      if (!c.ReadString(&ev.mapping.path, end)) return false;
+      return true;
     }
     case PERF_RECORD_COMM: {
       uint32_t pid, tid;
-      if (!c.Read(&pid) || !c.Read(&tid)) return std::nullopt;
+      if (!c.Read(&pid) || !c.Read(&tid)) return false;
       ev.kind = (header.misc & PERF_RECORD_MISC_COMM_EXEC) ? SidebandEvent::Kind::kExec
                                                             : SidebandEvent::Kind::kComm;
       ev.pid = pid;
       ev.tid = tid;
-      if (!c.ReadString(&ev.comm, end)) return std::nullopt;
-      return ev;
+      if (!c.ReadString(&ev.comm, end)) return false;
+      return true;
     }
     case PERF_RECORD_FORK:
     case PERF_RECORD_EXIT: {
       uint32_t pid, ppid, tid, ptid;
       uint64_t time;
       if (!c.Read(&pid) || !c.Read(&ppid) || !c.Read(&tid) || !c.Read(&ptid) || !c.Read(&time))
-        return std::nullopt;
+        return false;
       ev.pid = pid;
       ev.tid = tid;
       ev.parent_pid = ppid;
@@ -122,10 +137,10 @@ std::optional<SidebandEvent> DecodeSidebandRecord(const void* record, size_t siz
       } else {
         ev.kind = pid == tid ? SidebandEvent::Kind::kExit : SidebandEvent::Kind::kThreadExit;
       }
-      return ev;
+      return true;
     }
     default:
-      return std::nullopt;
+      return false;
   }
 }
 
@@ -134,21 +149,40 @@ void SidebandQueue::Follow(const std::vector<uint32_t>& pids) {
   followed_.insert(pids.begin(), pids.end());
 }
 
+void SidebandQueue::Push(SidebandEvent event) {
+  if (count_ < pending_.size()) {
+    pending_[count_] = std::move(event);
+  } else {
+    pending_.push_back(std::move(event));
+  }
+  ++count_;
+}
+
+void SidebandQueue::PushRecord(const void* record, size_t size) {
+  if (count_ == pending_.size()) pending_.emplace_back();
+  if (DecodeSidebandRecord(record, size, pending_[count_])) ++count_;
+}
+
 void SidebandQueue::ApplyTo(AddressSpaces& spaces) {
-  if (pending_.empty()) return;
-  std::stable_sort(pending_.begin(), pending_.end(),
-                   [](const SidebandEvent& a, const SidebandEvent& b) {
-                     return a.time_ns < b.time_ns;
-                   });
+  if (count_ == 0) return;
+  // In time order, events of the same time in arrival order; the events
+  // stay in their slots (sorting moved every string of every event).
+  order_.resize(count_);
+  for (uint32_t i = 0; i < count_; ++i) order_[i] = i;
+  std::sort(order_.begin(), order_.end(), [this](uint32_t a, uint32_t b) {
+    const uint64_t ta = pending_[a].time_ns, tb = pending_[b].time_ns;
+    return ta != tb ? ta < tb : a < b;
+  });
   // Processes whose exit is in this batch: their exec needs no /proc reads
   // (they are gone; on a build machine most short processes are by the time
   // their events are applied). A pid reused inside one batch only loses a
   // command line.
   exited_in_batch_.clear();
-  for (const SidebandEvent& ev : pending_) {
-    if (ev.kind == SidebandEvent::Kind::kExit) exited_in_batch_.insert(ev.pid);
+  for (uint32_t i = 0; i < count_; ++i) {
+    if (pending_[i].kind == SidebandEvent::Kind::kExit) exited_in_batch_.insert(pending_[i].pid);
   }
-  for (const SidebandEvent& ev : pending_) {
+  for (const uint32_t i : order_) {
+    const SidebandEvent& ev = pending_[i];
     if (filtering_) {
       if (ev.kind == SidebandEvent::Kind::kFork && ev.pid != ev.parent_pid && followed_.count(ev.parent_pid)) {
         // A followed child reusing the pid of one that exited since the
@@ -182,7 +216,15 @@ void SidebandQueue::ApplyTo(AddressSpaces& spaces) {
     }
     ++applied_;
   }
-  pending_.clear();
+  count_ = 0;
+  // The slots are kept for the next batches, up to a bound: a burst's
+  // batch does not stay allocated.
+  if (pending_.size() > kKeptSlots) {
+    pending_.resize(kKeptSlots);
+    pending_.shrink_to_fit();
+    order_.clear();
+    order_.shrink_to_fit();
+  }
 }
 
 }  // namespace arcprof

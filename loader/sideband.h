@@ -30,6 +30,9 @@ struct SidebandEvent {
 // Decodes one record of `size` bytes (header included). Returns nothing for
 // records we do not use or that are malformed (too short, unterminated names).
 std::optional<SidebandEvent> DecodeSidebandRecord(const void* record, size_t size);
+// The same into `out`, whose strings keep their buffers; false (and `out`
+// unspecified) for what the other returns nothing for.
+bool DecodeSidebandRecord(const void* record, size_t size, SidebandEvent& out);
 
 class AddressSpaces;
 
@@ -44,7 +47,11 @@ class AddressSpaces;
 // side-band records, when a fork may have been missed).
 class SidebandQueue {
  public:
-  void Push(SidebandEvent event) { pending_.push_back(std::move(event)); }
+  void Push(SidebandEvent event);
+  // Decodes a record (DecodeSidebandRecord) into the next slot; records it
+  // does not use are dropped. Slots are reused from batch to batch, so an
+  // event allocates nothing once its strings have grown.
+  void PushRecord(const void* record, size_t size);
   void ApplyTo(AddressSpaces& spaces);
   uint64_t applied() const { return applied_; }
   uint64_t skipped() const { return skipped_; }
@@ -55,7 +62,10 @@ class SidebandQueue {
   bool follows(uint32_t pid) const { return !filtering_ || followed_.count(pid) != 0; }
 
  private:
-  std::vector<SidebandEvent> pending_;
+  static constexpr size_t kKeptSlots = 4096;
+  std::vector<SidebandEvent> pending_;  // the batch: the first count_ slots
+  uint32_t count_ = 0;
+  std::vector<uint32_t> order_;  // ApplyTo's scratch: the batch in time order
   uint64_t applied_ = 0;
   uint64_t skipped_ = 0;
   bool filtering_ = false;

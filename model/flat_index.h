@@ -2,10 +2,11 @@
 // to values: the xarc report's (consumer, consumer) -> line lookups.
 // FlatIdIndex holds only ids whose keys live elsewhere: the call tree's
 // (parent, frame) -> node index (CallTree::Child), where the key is read back
-// from the node. std::unordered_map allocates a node per entry; with half a
+// from the node, and the sample processor's frame keys (FindOrInsertHashed). std::unordered_map allocates a node per entry; with half a
 // million nodes that allocation dominated building a report.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -105,9 +106,21 @@ class FlatIdIndex {
   // the owner may store the new id's key after the call.
   template <typename KeyOf>
   uint32_t FindOrInsert(uint64_t key, uint32_t id_if_new, const KeyOf& key_of, bool& inserted) {
-    if ((size_ + 1) * 2 > slots_.size()) Grow(slots_.empty() ? 8 : slots_.size() * 2, key_of);
+    return FindOrInsertHashed(
+        FlatHash(key), id_if_new, [&](uint32_t id) { return key_of(id) == key; },
+        [&](uint32_t id) { return FlatHash(key_of(id)); }, inserted);
+  }
+
+  // The same for keys that do not fit 64 bits (the sample processor's
+  // frames: module, symbol, address, kind): the caller hashes its key
+  // (`hash`), says whether id's key is it (`is_key(id)`) and hashes an id's
+  // key again when the table grows (`hash_of(id)`).
+  template <typename IsKey, typename HashOf>
+  uint32_t FindOrInsertHashed(uint64_t hash, uint32_t id_if_new, const IsKey& is_key, const HashOf& hash_of,
+                              bool& inserted) {
+    if ((size_ + 1) * 2 > slots_.size()) GrowHashed(slots_.empty() ? 8 : slots_.size() * 2, hash_of);
     const size_t mask = slots_.size() - 1;
-    for (size_t i = FlatHash(key) & mask;; i = (i + 1) & mask) {
+    for (size_t i = hash & mask;; i = (i + 1) & mask) {
       const uint32_t id = slots_[i];
       if (id == kEmpty) {
         slots_[i] = id_if_new;
@@ -115,11 +128,17 @@ class FlatIdIndex {
         inserted = true;
         return id_if_new;
       }
-      if (key_of(id) == key) {
+      if (is_key(id)) {
         inserted = false;
         return id;
       }
     }
+  }
+
+  // Empties the index and keeps its slots for the next ids.
+  void Clear() {
+    std::fill(slots_.begin(), slots_.end(), kEmpty);
+    size_ = 0;
   }
 
   // The id whose key is `key`, or `absent`.
@@ -148,12 +167,16 @@ class FlatIdIndex {
  private:
   template <typename KeyOf>
   void Grow(size_t slots, const KeyOf& key_of) {  // slots: a power of two above the ids held
+    GrowHashed(slots, [&](uint32_t id) { return FlatHash(key_of(id)); });
+  }
+  template <typename HashOf>
+  void GrowHashed(size_t slots, const HashOf& hash_of) {
     std::vector<uint32_t> old = std::move(slots_);
     slots_.assign(slots, kEmpty);
     const size_t mask = slots_.size() - 1;
     for (const uint32_t id : old) {
       if (id == kEmpty) continue;
-      size_t i = FlatHash(key_of(id)) & mask;
+      size_t i = hash_of(id) & mask;
       while (slots_[i] != kEmpty) i = (i + 1) & mask;
       slots_[i] = id;
     }

@@ -54,6 +54,8 @@ struct AddressSpaces::Impl {
   Listener* listener = nullptr;
   std::vector<std::pair<const void*, AddressSpaces::MappingObserver>> mapping_observers;  // by owner
   std::map<std::string, std::string, std::less<>> build_ids;  // module -> build-id, kept after files close
+  std::unordered_set<const char*> build_id_modules;  // interned module names (FileTable::Intern) in build_ids
+  std::vector<uint32_t> live_files;  // Forget's scratch
   uint64_t next_forget_ns = 0;
   uint64_t next_liveness_ns = 0;
   uint64_t next_trim_ns = 0;
@@ -101,13 +103,18 @@ struct AddressSpaces::Impl {
     }
     if (forgotten.empty()) return;
     stats.processes_forgotten += forgotten.size();
-    std::unordered_set<uint32_t> live;
+    // The files still mapped, sorted: a set of every mapping's file id
+    // allocated a node per file and pass under churn.
+    live_files.clear();
     timeline.ForEachProcess([&](const TimelineProcess& p) {
       for (const AddressSpaceGeneration& gen : p.generations)
         for (const TimelineMapping& m : gen.mappings)
-          if (m.kind == MappingKind::kFile) live.insert(m.file_id);
+          if (m.kind == MappingKind::kFile && (live_files.empty() || live_files.back() != m.file_id))
+            live_files.push_back(m.file_id);
     });
-    const size_t closed = files.CloseAllBut(live);
+    std::sort(live_files.begin(), live_files.end());
+    live_files.erase(std::unique(live_files.begin(), live_files.end()), live_files.end());
+    const size_t closed = files.CloseAllBut(live_files);
     stats.files_closed += closed;
     // Symbol tables and CFI of closed files are large, short-lived blocks:
     // give the freed pages back so that RSS follows what is held, not what
@@ -131,7 +138,7 @@ struct AddressSpaces::Impl {
     // means the producer did not say.
     if (m.prot != 0 && !(m.prot & PROT_EXEC)) return;
     if (m.len == 0 || m.start + m.len < m.start) return;
-    const std::string path(procfs::StripDeletedSuffix(m.path, nullptr));
+    const std::string_view path = procfs::StripDeletedSuffix(m.path, nullptr);
     TimelineMapping mapping;
     mapping.start = m.start;
     mapping.end = m.start + m.len;
@@ -141,11 +148,15 @@ struct AddressSpaces::Impl {
       case MappingKind::kFile:
         mapping.module = files.Intern(path);
         mapping.file_id = files.FileFor(pid, m, path);
-        // Looked up before inserting: every exec maps the same few files, and
-        // emplace built two strings per mmap event to find them present.
-        if (const MappedElf* file = files.Get(mapping.file_id);
-            file && !file->build_id().empty() && build_ids.find(mapping.module) == build_ids.end())
-          build_ids.emplace(std::string(mapping.module), file->build_id());
+        // Once per module name: every exec maps the same few files, and the
+        // map's string compares were per mmap event. Interned names are
+        // stable, so their address is the module.
+        if (!build_id_modules.contains(mapping.module.data())) {
+          if (const MappedElf* file = files.Get(mapping.file_id); file && !file->build_id().empty()) {
+            build_ids.emplace(std::string(mapping.module), file->build_id());
+            build_id_modules.insert(mapping.module.data());
+          }
+        }
         break;
       case MappingKind::kVdso:
         mapping.module = kVdsoModule;

@@ -5,6 +5,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -84,7 +85,7 @@ uint32_t FileTable::Register(std::unique_ptr<MappedElf> file, std::optional<DevI
   return id;
 }
 
-uint32_t FileTable::FileFor(uint32_t pid, const MappingEvent& m, const std::string& path) {
+uint32_t FileTable::FileFor(uint32_t pid, const MappingEvent& m, std::string_view path_view) {
   std::optional<DevInode> reported;
   if (m.ino != 0) reported = DevInode{makedev(m.maj, m.min), m.ino};
   auto compatible = [&](uint32_t id) {
@@ -102,6 +103,7 @@ uint32_t FileTable::FileFor(uint32_t pid, const MappingEvent& m, const std::stri
       return it->second;
     }
   }
+  const std::string path(path_view);  // only a file not open yet needs it as a string
   ScopedFd fd = OpenMappedFile(pid, m.start, m.start + m.len, path, m.ino);
   if (!fd.valid()) {
     spdlog::debug("symbolizer: cannot open {} mapped by pid {}", path, pid);
@@ -125,9 +127,11 @@ uint32_t FileTable::FileFor(uint32_t pid, const MappingEvent& m, const std::stri
   return Register(std::move(file), reported, m.build_id);
 }
 
-size_t FileTable::CloseAllBut(const std::unordered_set<uint32_t>& live) {
+size_t FileTable::CloseAllBut(std::span<const uint32_t> live_sorted) {
   const size_t before = files_.size();
-  std::erase_if(files_, [&](const auto& entry) { return !live.count(entry.first); });
+  std::erase_if(files_, [&](const auto& entry) {
+    return !std::binary_search(live_sorted.begin(), live_sorted.end(), entry.first);
+  });
   if (files_.size() == before) return 0;
   std::erase_if(by_inode_, [&](const auto& entry) { return !files_.count(entry.second); });
   std::erase_if(by_build_id_, [&](const auto& entry) { return !files_.count(entry.second); });

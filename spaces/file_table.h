@@ -16,6 +16,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -46,7 +47,7 @@ class FileTable {
 
   // The file of mapping m in pid (path without " (deleted)"); kNoFile when it
   // cannot be opened or the path now names another build.
-  uint32_t FileFor(uint32_t pid, const MappingEvent& m, const std::string& path);
+  uint32_t FileFor(uint32_t pid, const MappingEvent& m, std::string_view path);
 
   // The open file with this id; nullptr for kNoFile or a closed file.
   const MappedElf* Get(uint32_t id) const {
@@ -62,9 +63,9 @@ class FileTable {
 
   size_t open_files() const { return files_.size(); }
 
-  // Closes every open file whose id is not in `live` (no process that is
-  // still remembered maps it); returns how many were closed.
-  size_t CloseAllBut(const std::unordered_set<uint32_t>& live);
+  // Closes every open file whose id is not in `live_sorted` (ascending: no
+  // process that is still remembered maps it); returns how many were closed.
+  size_t CloseAllBut(std::span<const uint32_t> live_sorted);
 
   // True once opening a file failed for the open file limit (EMFILE/ENFILE);
   // the first time is logged as a warning.

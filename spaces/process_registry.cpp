@@ -171,39 +171,42 @@ void ProcessRegistry::OnExec(uint32_t pid, std::string_view comm, bool exited) {
   if (!exited) ReadDetails(pid, record, /*with_status=*/!record.owner_known);
   // Exec keeps the process: its start is known unless nothing was seen of it.
   if (!exited && record.info.start_ns == 0) ReadStart(pid, record);
-  record.thread_names.clear();  // exec kills every other thread
-  record.thread_names[pid] = std::string(comm);
+  record.thread_names.clear();  // exec kills every other thread; the main one is info.comm
 }
 
 void ProcessRegistry::OnComm(uint32_t pid, uint32_t tid, std::string_view comm) {
   Record& record = Get(pid);
   record.seen = true;
+  if (tid == pid) {
+    record.info.comm = std::string(comm);
+    record.thread_names.erase(pid);  // named by info.comm (ThreadName)
+    return;
+  }
   record.thread_names[tid] = std::string(comm);
-  if (tid == pid) record.info.comm = std::string(comm);
 }
 
 void ProcessRegistry::OnFork(uint32_t parent_pid, uint32_t child_pid, uint64_t start_ns) {
   snapshot_attempted_.insert(child_pid);
-  const Record& parent_record = Get(parent_pid);
-  // Copied: the child's record may move the parent's.
-  const ProcessInfo parent_info = parent_record.info;
-  const bool parent_seen = parent_record.seen, parent_owner_known = parent_record.owner_known;
+  // Both records by reference: an unordered_map's elements stay where they
+  // are when it grows, and the child's info is copied once, into strings
+  // a reused record already has.
+  const Record& parent = Get(parent_pid);
   Record& child = Get(child_pid);
   child.seen = true;
-  child.info = parent_info;
+  child.info = parent.info;
   child.info.pid = child_pid;
   child.info.start_ns = start_ns;
   // A child of a process in the initial pid namespace is there too (a new
   // namespace's init is what a container runtime execs into, and a JIT
   // source reads the status itself).
-  child.info.ns_pid = parent_info.ns_pid == parent_pid ? child_pid : 0;
+  child.info.ns_pid = parent.info.ns_pid == parent_pid ? child_pid : 0;
   // A fork copies the parent's command line and owner: nothing to read
   // when the parent is known (hundreds of forks a second on a build
   // machine cost two /proc reads each before).
-  child.owner_known = parent_owner_known && child.info.ns_pid != 0;
-  if (!parent_seen) ReadDetails(child_pid, child, /*with_status=*/true);
+  child.owner_known = parent.owner_known && child.info.ns_pid != 0;
+  if (!parent.seen) ReadDetails(child_pid, child, /*with_status=*/true);
+  // The main thread is named by info.comm (ThreadName): no entry of its own.
   child.thread_names.clear();
-  child.thread_names[child_pid] = child.info.comm;
 }
 
 std::string_view ProcessRegistry::ThreadName(uint32_t pid, uint32_t tid) const {

@@ -23,6 +23,8 @@ class ProcessRegistry {
     ProcessInfo info;
     bool seen = false;  // named by a snapshot or an event (not just referenced)
     bool owner_known = false;  // uid and ns_pid read from status (or a parent's)
+    // Names of threads by tid; the main thread's is info.comm unless a
+    // snapshot read it (ThreadName falls back to info.comm).
     std::unordered_map<uint32_t, std::string> thread_names;
   };
 

@@ -59,6 +59,7 @@ void Timeline::Fork(uint32_t parent_pid, uint32_t child_pid, uint64_t t_ns) {
   std::vector<TimelineMapping> inherited;
   if (const TimelineProcess* parent = Find(parent_pid); parent && !parent->generations.empty()) {
     const AddressSpaceGeneration& from = parent->generations[LiveGeneration(*parent, t_ns)];
+    inherited.reserve(from.mappings.size());
     for (const TimelineMapping& m : from.mappings) {
       if (m.time_ns <= t_ns) inherited.push_back(m);
     }

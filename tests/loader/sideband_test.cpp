@@ -207,6 +207,95 @@ TEST(Sideband, FollowedPidReusedByAFollowedChildStays) {
   EXPECT_EQ(queue.TakeExited(), std::vector<uint32_t>{20});
 }
 
+// The queue decodes into slots it reuses from batch to batch: nothing of an
+// earlier event stays in a slot (a build-id, an inode, a name).
+TEST(Sideband, ReusedSlotKeepsNothingOfTheEventBefore) {
+  std::vector<uint8_t> with_id;
+  Put<uint32_t>(with_id, 42);
+  Put<uint32_t>(with_id, 42);
+  Put<uint64_t>(with_id, 0x400000);
+  Put<uint64_t>(with_id, 0x2000);
+  Put<uint64_t>(with_id, 0);
+  uint8_t idblock[24] = {3, 0, 0, 0, 0xab, 0xcd, 0xef};
+  with_id.insert(with_id.end(), idblock, idblock + 24);
+  Put<uint32_t>(with_id, 5);
+  Put<uint32_t>(with_id, 2);
+  PutString(with_id, "/usr/lib/x86_64-linux-gnu/libsomething-long.so.1");
+  auto mmap_id = Record(PERF_RECORD_MMAP2, PERF_RECORD_MISC_MMAP_BUILD_ID, with_id, 1);
+  std::vector<uint8_t> comm;
+  Put<uint32_t>(comm, 9);
+  Put<uint32_t>(comm, 9);
+  PutString(comm, "a-rather-long-command-name");
+  auto exec = Record(PERF_RECORD_COMM, PERF_RECORD_MISC_COMM_EXEC, comm, 2);
+  std::vector<uint8_t> with_inode;
+  Put<uint32_t>(with_inode, 7);
+  Put<uint32_t>(with_inode, 7);
+  Put<uint64_t>(with_inode, 0x1000);
+  Put<uint64_t>(with_inode, 0x1000);
+  Put<uint64_t>(with_inode, 0);
+  Put<uint32_t>(with_inode, 8);
+  Put<uint32_t>(with_inode, 1);
+  Put<uint64_t>(with_inode, 1234);
+  Put<uint64_t>(with_inode, 0);
+  Put<uint32_t>(with_inode, 5);
+  Put<uint32_t>(with_inode, 2);
+  PutString(with_inode, "/x");
+  auto mmap_inode = Record(PERF_RECORD_MMAP2, 0, with_inode, 3);
+
+  SidebandEvent slot;
+  ASSERT_TRUE(DecodeSidebandRecord(mmap_id.data(), mmap_id.size(), slot));
+  EXPECT_EQ(slot.mapping.build_id, "abcdef");
+  ASSERT_TRUE(DecodeSidebandRecord(exec.data(), exec.size(), slot));
+  EXPECT_EQ(slot.kind, SidebandEvent::Kind::kExec);
+  EXPECT_EQ(slot.comm, "a-rather-long-command-name");
+  EXPECT_TRUE(slot.mapping.path.empty());
+  EXPECT_TRUE(slot.mapping.build_id.empty());
+  EXPECT_EQ(slot.mapping.start, 0u);
+  ASSERT_TRUE(DecodeSidebandRecord(mmap_id.data(), mmap_id.size(), slot));
+  ASSERT_TRUE(DecodeSidebandRecord(mmap_inode.data(), mmap_inode.size(), slot));
+  EXPECT_TRUE(slot.comm.empty());
+  EXPECT_TRUE(slot.mapping.build_id.empty());
+  EXPECT_EQ(slot.mapping.path, "/x");
+  EXPECT_EQ(slot.mapping.ino, 1234u);
+  EXPECT_EQ(slot.mapping.maj, 8u);
+  EXPECT_EQ(slot.pid, 7u);
+  EXPECT_EQ(slot.time_ns, 3u);
+}
+
+// Records arrive per CPU, out of time order; the queue applies them in time
+// order, records of one time in arrival order, and drops what it cannot
+// decode without losing a slot.
+TEST(Sideband, QueueAppliesRecordsInTimeOrder) {
+  AddressSpacesOptions options;
+  options.proc_root = "/nonexistent-proc";
+  AddressSpaces spaces(options);
+  SidebandQueue queue;
+  auto fork_exit = [](uint32_t type, uint32_t pid, uint32_t parent, uint64_t t) {
+    std::vector<uint8_t> body;
+    Put<uint32_t>(body, pid);
+    Put<uint32_t>(body, parent);
+    Put<uint32_t>(body, pid);
+    Put<uint32_t>(body, parent);
+    Put<uint64_t>(body, t);
+    return Record(type, 0, body, t);
+  };
+  for (int round = 0; round < 3; ++round) {  // the second and third reuse the slots
+    const uint32_t pid = 20 + round;
+    const uint64_t t0 = 1000 * (round + 1);
+    auto exit = fork_exit(PERF_RECORD_EXIT, pid, pid, t0 + 5);
+    auto fork = fork_exit(PERF_RECORD_FORK, pid, 10, t0 + 1);
+    auto unknown = fork_exit(PERF_RECORD_LOST, pid, 10, t0 + 2);
+    queue.PushRecord(exit.data(), exit.size());  // the other CPU's, drained first
+    queue.PushRecord(unknown.data(), unknown.size());
+    queue.PushRecord(fork.data(), fork.size());
+    queue.ApplyTo(spaces);
+    ASSERT_TRUE(spaces.KnowsProcess(pid));
+    EXPECT_TRUE(spaces.ProcessExited(pid)) << "round " << round;  // the fork came first
+    EXPECT_EQ(spaces.Incarnation(pid, t0 + 2), t0 + 1);
+    EXPECT_EQ(queue.applied(), 2u * (round + 1));
+  }
+}
+
 TEST(Sideband, RejectsTruncatedAndUnterminated) {
   std::vector<uint8_t> body;
   Put<uint32_t>(body, 9);
