@@ -36,7 +36,8 @@ void PutString(std::vector<uint8_t>& v, const std::string& s) {
   while (v.size() % 8) v.push_back(0);
 }
 
-TEST(Sideband, DecodesMmap2WithBuildId) {
+// pid 42, tid 43, [0x400000, +0x2000) at offset 0x1000, build-id abcdef.
+std::vector<uint8_t> MmapWithBuildId(const std::string& path, uint64_t time) {
   std::vector<uint8_t> body;
   Put<uint32_t>(body, 42);
   Put<uint32_t>(body, 43);
@@ -47,8 +48,30 @@ TEST(Sideband, DecodesMmap2WithBuildId) {
   body.insert(body.end(), idblock, idblock + 24);
   Put<uint32_t>(body, 5);  // PROT_READ|PROT_EXEC
   Put<uint32_t>(body, 2);  // MAP_PRIVATE
-  PutString(body, "/usr/bin/true");
-  auto rec = Record(PERF_RECORD_MMAP2, PERF_RECORD_MISC_MMAP_BUILD_ID, body, 777);
+  PutString(body, path);
+  return Record(PERF_RECORD_MMAP2, PERF_RECORD_MISC_MMAP_BUILD_ID, body, time);
+}
+
+// pid 7, [0x1000, +0x1000), device 8:1, inode 1234.
+std::vector<uint8_t> MmapWithInode(const std::string& path, uint64_t time) {
+  std::vector<uint8_t> body;
+  Put<uint32_t>(body, 7);
+  Put<uint32_t>(body, 7);
+  Put<uint64_t>(body, 0x1000);
+  Put<uint64_t>(body, 0x1000);
+  Put<uint64_t>(body, 0);
+  Put<uint32_t>(body, 8);     // maj
+  Put<uint32_t>(body, 1);     // min
+  Put<uint64_t>(body, 1234);  // ino
+  Put<uint64_t>(body, 0);     // ino generation
+  Put<uint32_t>(body, 5);
+  Put<uint32_t>(body, 2);
+  PutString(body, path);
+  return Record(PERF_RECORD_MMAP2, 0, body, time);
+}
+
+TEST(Sideband, DecodesMmap2WithBuildId) {
+  auto rec = MmapWithBuildId("/usr/bin/true", 777);
   auto ev = DecodeSidebandRecord(rec.data(), rec.size());
   ASSERT_TRUE(ev.has_value());
   EXPECT_EQ(ev->kind, SidebandEvent::Kind::kMmap);
@@ -63,20 +86,7 @@ TEST(Sideband, DecodesMmap2WithBuildId) {
 }
 
 TEST(Sideband, DecodesMmap2WithInode) {
-  std::vector<uint8_t> body;
-  Put<uint32_t>(body, 7);
-  Put<uint32_t>(body, 7);
-  Put<uint64_t>(body, 0x1000);
-  Put<uint64_t>(body, 0x1000);
-  Put<uint64_t>(body, 0);
-  Put<uint32_t>(body, 8);     // maj
-  Put<uint32_t>(body, 1);     // min
-  Put<uint64_t>(body, 1234);  // ino
-  Put<uint64_t>(body, 0);     // ino generation
-  Put<uint32_t>(body, 5);
-  Put<uint32_t>(body, 2);
-  PutString(body, "/lib/x.so");
-  auto rec = Record(PERF_RECORD_MMAP2, 0, body, 1);
+  auto rec = MmapWithInode("/lib/x.so", 1);
   auto ev = DecodeSidebandRecord(rec.data(), rec.size());
   ASSERT_TRUE(ev.has_value());
   EXPECT_EQ(ev->mapping.maj, 8u);
@@ -210,37 +220,13 @@ TEST(Sideband, FollowedPidReusedByAFollowedChildStays) {
 // The queue decodes into slots it reuses from batch to batch: nothing of an
 // earlier event stays in a slot (a build-id, an inode, a name).
 TEST(Sideband, ReusedSlotKeepsNothingOfTheEventBefore) {
-  std::vector<uint8_t> with_id;
-  Put<uint32_t>(with_id, 42);
-  Put<uint32_t>(with_id, 42);
-  Put<uint64_t>(with_id, 0x400000);
-  Put<uint64_t>(with_id, 0x2000);
-  Put<uint64_t>(with_id, 0);
-  uint8_t idblock[24] = {3, 0, 0, 0, 0xab, 0xcd, 0xef};
-  with_id.insert(with_id.end(), idblock, idblock + 24);
-  Put<uint32_t>(with_id, 5);
-  Put<uint32_t>(with_id, 2);
-  PutString(with_id, "/usr/lib/x86_64-linux-gnu/libsomething-long.so.1");
-  auto mmap_id = Record(PERF_RECORD_MMAP2, PERF_RECORD_MISC_MMAP_BUILD_ID, with_id, 1);
+  auto mmap_id = MmapWithBuildId("/usr/lib/x86_64-linux-gnu/libsomething-long.so.1", 1);
   std::vector<uint8_t> comm;
   Put<uint32_t>(comm, 9);
   Put<uint32_t>(comm, 9);
   PutString(comm, "a-rather-long-command-name");
   auto exec = Record(PERF_RECORD_COMM, PERF_RECORD_MISC_COMM_EXEC, comm, 2);
-  std::vector<uint8_t> with_inode;
-  Put<uint32_t>(with_inode, 7);
-  Put<uint32_t>(with_inode, 7);
-  Put<uint64_t>(with_inode, 0x1000);
-  Put<uint64_t>(with_inode, 0x1000);
-  Put<uint64_t>(with_inode, 0);
-  Put<uint32_t>(with_inode, 8);
-  Put<uint32_t>(with_inode, 1);
-  Put<uint64_t>(with_inode, 1234);
-  Put<uint64_t>(with_inode, 0);
-  Put<uint32_t>(with_inode, 5);
-  Put<uint32_t>(with_inode, 2);
-  PutString(with_inode, "/x");
-  auto mmap_inode = Record(PERF_RECORD_MMAP2, 0, with_inode, 3);
+  auto mmap_inode = MmapWithInode("/x", 3);
 
   SidebandEvent slot;
   ASSERT_TRUE(DecodeSidebandRecord(mmap_id.data(), mmap_id.size(), slot));
