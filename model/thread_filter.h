@@ -1,6 +1,7 @@
 // Selection of threads shared by every report: --pid, --tid, --comm,
-// --container, --service and --cgroup lists. A thread is selected when it
-// passes every list that is not empty (within a list, any entry).
+// --container, --service and --cgroup lists, and processes by pid and start
+// (push's series). A thread is selected when it passes every list that is not
+// empty (within a list, any entry).
 #pragma once
 
 #include <cstdint>
@@ -18,10 +19,18 @@ struct ThreadFilter {
   std::vector<std::string> containers;  // a prefix of the container id (model/process_identity.h)
   std::vector<std::string> services;    // the service name exactly
   std::vector<std::string> cgroups;     // the process's cgroup or an ancestor of it
+  // Processes by (pid, ThreadRecord::process_start_ns): a pid that another
+  // process held in the same window is not selected with this one.
+  struct Process {
+    uint32_t pid = 0;
+    uint64_t start_ns = 0;
+    bool operator==(const Process&) const = default;
+  };
+  std::vector<Process> processes;
 
   bool empty() const {
     return pids.empty() && tids.empty() && comms.empty() && containers.empty() && services.empty() &&
-           cgroups.empty();
+           cgroups.empty() && processes.empty();
   }
   bool Matches(const ThreadRecord& thread) const;
 };

@@ -98,7 +98,9 @@ Result<std::string> WindowPprof(const Profile& window, const ThreadFilter& filte
 Result<std::vector<WindowSeries>> SplitWindow(const Profile& window, std::string_view stable_window_id,
                                               const std::string& service_name, const std::string& host,
                                               const Labels& extra) {
-  // (service, container, pod) -> the pids of its processes.
+  // (service, container, pod) -> its processes, each by pid and start: a pid
+  // that another process held in the same window (in another container) is
+  // that process's, not this series'.
   std::map<std::tuple<std::string, std::string, std::string>, ThreadFilter> groups;
   for (const ThreadRecord& t : window.threads) {
     if (t.tree.total(kSamplesValue) == 0 && t.tree.size() <= 1) continue;
@@ -107,7 +109,10 @@ Result<std::vector<WindowSeries>> SplitWindow(const Profile& window, std::string
                           : !id.service_name.empty() ? id.service_name
                                                      : ProcessName(t);
     ThreadFilter& filter = groups[{std::move(service), id.container_id, id.pod_uid}];
-    if (std::find(filter.pids.begin(), filter.pids.end(), t.pid) == filter.pids.end()) filter.pids.push_back(t.pid);
+    const ThreadFilter::Process process{t.pid, t.process_start_ns};
+    if (std::find(filter.processes.begin(), filter.processes.end(), process) == filter.processes.end()) {
+      filter.processes.push_back(process);
+    }
   }
   std::vector<WindowSeries> out;
   const bool one = groups.size() <= 1;

@@ -494,6 +494,36 @@ TEST(PushRequest, OneSeriesPerServiceContainerAndPod) {
   }
 }
 
+// A pid reused within one window by a process in another container: each
+// series holds only its own process's samples (series select processes by pid
+// and start, not by pid).
+TEST(PushRequest, AReusedPidsProcessesGoToTheirOwnSeries) {
+  Profile window;
+  const uint32_t frames[] = {window.frames.Intern("/usr/bin/job", FrameRecord{0, "main", 0x1000, FrameKind::kNative}),
+                             window.frames.Intern("/usr/bin/job", FrameRecord{0, "work", 0x2000, FrameKind::kNative})};
+  const uint32_t first = window.ThreadIndex("", 4242, 4242, 1'000'000'000);
+  window.threads[first].comm = window.threads[first].process_comm = "job";
+  window.threads[first].identity.container_id = std::string(64, 'a');
+  window.threads[first].tree.AddStack(frames, 3);
+  const uint32_t second = window.ThreadIndex("", 4242, 4242, 2'000'000'000);
+  ASSERT_NE(first, second);
+  window.threads[second].comm = window.threads[second].process_comm = "job";
+  window.threads[second].identity.container_id = std::string(64, 'b');
+  window.threads[second].tree.AddStack(frames, 5);
+  auto series = SplitWindow(window, "w/1", "", "h1", {});
+  ASSERT_TRUE(series.ok()) << series.error().message;
+  ASSERT_EQ(series->size(), 2u);
+  std::map<std::string, uint64_t> by_container;
+  for (const WindowSeries& s : *series) {
+    std::map<std::string, std::string> labels(s.labels.begin(), s.labels.end());
+    perftools::profiles::Profile p;
+    ASSERT_TRUE(p.ParseFromString(arcprof::testing::Gunzip(s.gzipped_pprof)));
+    for (const auto& sample : p.sample()) by_container[labels["container_id"]] += static_cast<uint64_t>(sample.value(0));
+  }
+  EXPECT_EQ(by_container[std::string(64, 'a')], 3u);
+  EXPECT_EQ(by_container[std::string(64, 'b')], 5u);
+}
+
 TEST(Pusher, FallsBackToIngest) {
   REQUIRE_TOOLS();
   TempDir tmp;
