@@ -234,12 +234,13 @@ struct RecordingSession::State {
   // threads of a live process into its "[exited threads]" record, records of
   // an exited process into the record of its name under "[exited processes]"
   // (at most kFoldNames names; later ones share "[other processes]").
-  static constexpr uint32_t kFoldedPid = 0xffffffffu;
+  static constexpr uint32_t kFoldedPid = model::kExitedProcessesPid;
   static constexpr uint32_t kFoldedTid = 0xffffffffu;
   static constexpr size_t kFoldNames = 1024;
   uint64_t next_fold_check = 0;
   size_t fold_above = 0;
   std::unordered_map<std::string, uint32_t> fold_names;  // process name -> tid under kFoldedPid
+  std::unordered_set<uint32_t> fold_tids;                // the tids fold_names gave
   uint64_t threads_folded = 0;
   // The record of an exited process's name under "[exited processes]".
   ThreadRecord FoldedByName(const std::string& name) {
@@ -248,7 +249,12 @@ struct RecordingSession::State {
     g.process_comm = "[exited processes]";
     auto it = fold_names.find(name);
     if (it == fold_names.end() && fold_names.size() < kFoldNames) {
-      it = fold_names.emplace(name, static_cast<uint32_t>(fold_names.size() + 1)).first;
+      // The name's tid in every recording, so that merged recordings sum
+      // one name's record (model::ExitedProcessesTid); another name of this
+      // recording with the same one gets the next.
+      uint32_t tid = model::ExitedProcessesTid(name);
+      while (!fold_tids.insert(tid).second) tid = model::NextExitedProcessesTid(tid);
+      it = fold_names.emplace(name, tid).first;
     }
     g.tid = it != fold_names.end() ? it->second : 0;
     g.comm = it != fold_names.end() ? name : "[other processes]";

@@ -289,6 +289,19 @@ uint32_t Profile::AddThread(uint32_t* slot, const std::string& host, uint32_t pi
   return index;
 }
 
+uint32_t ExitedProcessesTid(std::string_view name) {
+  uint32_t h = 2166136261u;
+  for (const char c : name) {
+    h ^= static_cast<unsigned char>(c);
+    h *= 16777619u;
+  }
+  // 1 .. 0xfffffffe: 0 is "[other processes]", 0xffffffff a process's
+  // "[exited threads]".
+  return h % 0xfffffffeu + 1;
+}
+
+uint32_t NextExitedProcessesTid(uint32_t tid) { return tid >= 0xfffffffeu ? 1 : tid + 1; }
+
 uint32_t Profile::ThreadIndex(const std::string& host, uint32_t pid, uint32_t tid, uint64_t process_start_ns) {
   bool inserted = false;
   uint32_t* slot = LatestSlot(host, pid, tid, &inserted);

@@ -233,6 +233,20 @@ struct ThreadRecord {
   CallTree tree;
 };
 
+// The records a one-shot `record` folds the threads of long-exited processes
+// into (loader/recording_session.cpp, RecordOptions::max_thread_records): one
+// per process name, pid kExitedProcessesPid, process name "[exited
+// processes]", comm the name, tid ExitedProcessesTid(name) (the next free one,
+// NextExitedProcessesTid, when another name of the recording has it); past
+// the recording's name limit, one "[other processes]" record of tid 0. The tid
+// is the name's in every recording, and merges (MergeProfile) sum these
+// records by name whatever their tids.
+inline constexpr uint32_t kExitedProcessesPid = 0xffffffffu;
+// A stable function of the name (FNV-1a), never 0 or 0xffffffff.
+uint32_t ExitedProcessesTid(std::string_view name);
+// The tid after `tid` in the same range (1 .. 0xfffffffe, wrapping).
+uint32_t NextExitedProcessesTid(uint32_t tid);
+
 struct CaptureMeta {
   std::string host;
   std::string kernel;

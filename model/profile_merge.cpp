@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <tuple>
 #include <vector>
 
@@ -73,10 +74,36 @@ void MergeProfile(Profile& into, const Profile& from) {
   // Value types by name: the same type may have another index in `from`.
   std::vector<size_t> types(from.value_types.size());
   for (size_t i = 0; i < types.size(); ++i) types[i] = into.DeclareValue(from.value_types[i]);
+  // "[exited processes]" records (kExitedProcessesPid) sum by host and name:
+  // two recordings may have given one name different tids (a tid taken by
+  // another name, or a recording before tids were the name's).
+  std::map<std::pair<std::string, std::string>, uint32_t> exited_by_name;
+  std::set<std::pair<std::string, uint32_t>> exited_tids;
+  bool exited_indexed = false;
+  auto exited_index = [&](const ThreadRecord& thread) {
+    if (!exited_indexed) {
+      exited_indexed = true;
+      for (uint32_t i = 0; i < into.threads.size(); ++i) {
+        const ThreadRecord& t = into.threads[i];
+        if (t.pid != kExitedProcessesPid) continue;
+        exited_by_name.emplace(std::pair(t.host, t.comm), i);
+        exited_tids.emplace(t.host, t.tid);
+      }
+    }
+    auto [it, added] = exited_by_name.try_emplace(std::pair(thread.host, thread.comm), 0);
+    if (added) {
+      uint32_t tid = thread.tid;
+      for (uint64_t tries = 0; !exited_tids.emplace(thread.host, tid).second && tries < 0xfffffffeu; ++tries) {
+        tid = NextExitedProcessesTid(tid);
+      }
+      it->second = into.ThreadIndex(thread.host, kExitedProcessesPid, tid, thread.process_start_ns);
+    }
+    return it->second;
+  };
   for (const ThreadRecord& thread : from.threads) {
     // The same thread of the same process: a pid reused by another process
     // (another start) is another record.
-    const uint32_t index = into.ThreadIndex(thread);
+    const uint32_t index = thread.pid == kExitedProcessesPid ? exited_index(thread) : into.ThreadIndex(thread);
     ThreadRecord& dest = into.threads[index];
     if (!thread.comm.empty()) dest.comm = thread.comm;
     if (!thread.process_comm.empty()) dest.process_comm = thread.process_comm;

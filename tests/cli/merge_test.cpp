@@ -153,6 +153,74 @@ TEST(Merge, MergeHostsFoldsThem) {
   EXPECT_EQ(report.rows[0].ticks, 1090u * 3);
 }
 
+// Two one-shot recordings of one machine whose "[exited processes]" records
+// (one per name of the processes folded away under thread churn) hold the
+// same names in other orders, so under other tids: the merge sums each name's
+// samples, never one name's with another's (also with --merge-hosts).
+TEST(Merge, ExitedProcessesRecordsSumByName) {
+  TempDir tmp;
+  auto recording = [&](const std::string& host, const std::vector<std::pair<std::string, uint64_t>>& names) {
+    Profile p = SampleProfile();
+    p.meta.host = host;
+    const uint32_t frames[] = {p.frames.Intern("/usr/bin/cc", FrameRecord{0, "main", 0x1000, FrameKind::kNative}),
+                               p.frames.Intern("/usr/bin/cc", FrameRecord{0, "compile", 0x2000, FrameKind::kNative})};
+    uint32_t tid = 1;  // the order the names were folded in (tids of recordings before they were the name's)
+    for (const auto& [name, samples] : names) {
+      const uint32_t i = p.ThreadIndex("", kExitedProcessesPid, tid++, 0);
+      p.threads[i].comm = name;
+      p.threads[i].process_comm = "[exited processes]";
+      p.threads[i].tree.AddStack(frames, samples);
+    }
+    const std::string path = tmp.File(host + std::to_string(names.size()) + names[0].first + ".db");
+    EXPECT_TRUE(WriteCapture(path, p).ok());
+    return path;
+  };
+  const std::string a = recording("build1", {{"cc1plus", 3}, {"as", 5}});
+  const std::string b = recording("build1", {{"as", 7}, {"ld", 2}, {"cc1plus", 11}});
+  const std::string c = recording("build2", {{"ld", 13}, {"cc1plus", 17}});
+  auto exited = [](const Profile& p) {
+    std::map<std::string, uint64_t> by_name;
+    std::set<std::pair<std::string, uint32_t>> ids;
+    for (const ThreadRecord& t : p.threads) {
+      if (t.pid != kExitedProcessesPid) continue;
+      by_name[t.host + "/" + t.comm] += t.tree.total(kSamplesValue);
+      EXPECT_TRUE(ids.emplace(t.host, t.tid).second) << t.comm;
+    }
+    return by_name;
+  };
+  auto merged = MergeCaptures({a, b, c}, false);
+  ASSERT_TRUE(merged.ok()) << merged.error().message;
+  const std::string out = tmp.File("merged.db");
+  ASSERT_TRUE(WriteCapture(out, merged->profile).ok());
+  auto back = ReadCapture(out);
+  ASSERT_TRUE(back.ok()) << back.error().message;
+  const std::map<std::string, uint64_t> want = {{"build1/cc1plus", 14}, {"build1/as", 12}, {"build1/ld", 2},
+                                                {"build2/ld", 13},      {"build2/cc1plus", 17}};
+  EXPECT_EQ(exited(merged->profile), want);
+  EXPECT_EQ(exited(*back), want);
+  auto one = MergeCaptures({a, b, c}, true);
+  ASSERT_TRUE(one.ok()) << one.error().message;
+  const std::map<std::string, uint64_t> want_one = {{"/cc1plus", 31}, {"/as", 12}, {"/ld", 15}};
+  EXPECT_EQ(exited(one->profile), want_one);
+}
+
+// The tid of a name's "[exited processes]" record is the name's, in every
+// recording: never 0 ("[other processes]") or 0xffffffff ("[exited threads]").
+TEST(Merge, ExitedProcessesTidIsTheNames) {
+  EXPECT_EQ(ExitedProcessesTid("cc1plus"), ExitedProcessesTid(std::string("cc1") + "plus"));
+  EXPECT_NE(ExitedProcessesTid("cc1plus"), ExitedProcessesTid("as"));
+  std::set<uint32_t> tids;
+  for (int i = 0; i < 100000; ++i) {
+    const uint32_t tid = ExitedProcessesTid("p" + std::to_string(i));
+    EXPECT_NE(tid, 0u);
+    EXPECT_NE(tid, 0xffffffffu);
+    tids.insert(tid);
+  }
+  EXPECT_GE(tids.size(), 99990u);
+  EXPECT_EQ(NextExitedProcessesTid(0xfffffffeu), 1u);
+  EXPECT_EQ(NextExitedProcessesTid(7), 8u);
+}
+
 TEST(Merge, CommandLine) {
   TwoHosts in;
   const std::string out = in.tmp.File("fleet.db");

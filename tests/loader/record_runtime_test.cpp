@@ -345,6 +345,9 @@ std::pair<uint64_t, uint64_t> RecordReusedPid(const std::vector<std::string>& ar
               << " first, " << in_second << " second (" << metric << ")\n";
     EXPECT_TRUE(in_first == 0 || in_second == 0) << "one record holds both programs: " << t.comm;
     EXPECT_EQ(t.comm, in_first > 0 ? "reuse_first" : "reuse_second");
+    // The first program's record retired under "[exited processes]" has its
+    // name's tid, as in every recording (merges sum it with theirs).
+    if (t.pid == kExitedProcessesPid) EXPECT_EQ(t.tid, ExitedProcessesTid(t.comm));
     first += in_first;
     second += in_second;
   }
