@@ -62,6 +62,28 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	return 0;
 }
 
+/* A followed process leaves the filter when its last thread exits, here
+ * rather than when the loader applies the exit: by then its pid may be
+ * another, unrelated process's (a busy machine reuses pids within
+ * milliseconds), whose samples would be recorded under the followed one. */
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(on_exit, struct task_struct *task)
+{
+	if (!filter_pids)
+		return 0;
+	__u32 tgid = BPF_CORE_READ(task, tgid);
+	if (!pid_targeted(tgid))
+		return 0;
+	/* signal->live is decremented before the tracepoint: 0 once the last
+	 * thread of the group exits. */
+	if (BPF_CORE_READ(task, signal, live.counter) != 0)
+		return 0;
+	__sync_fetch_and_and(&target_bits[(tgid / 64) & (ARCPROF_PID_LIMIT / 64 - 1)],
+			     ~(1ull << (tgid % 64)));
+	bpf_map_delete_elem(&target_pids, &tgid);
+	return 0;
+}
+
 /* Follow children of targeted processes: a forked child of a target is a target. */
 SEC("tp_btf/sched_process_fork")
 int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)

@@ -81,6 +81,7 @@ Result<std::unique_ptr<Sampler>> Sampler::Load(const SamplerOptions& options) {
   bpf_map__set_max_entries(s->skel_->maps.samples, static_cast<uint32_t>(s->ring_.bytes));
   if (!options.filter_pids) {
     bpf_program__set_autoload(s->skel_->progs.on_fork, false);
+    bpf_program__set_autoload(s->skel_->progs.on_exit, false);
   }
 
   if (int err = sample__load(s->skel_.get()); err != 0) {
@@ -229,6 +230,11 @@ Result<void> Sampler::Attach(SampleFn on_sample) {
     bpf_link* link = bpf_program__attach(skel_->progs.on_fork);
     if (!link) {
       return MakeError(std::string("cannot attach to sched_process_fork: ") + strerror(errno));
+    }
+    links_.emplace_back(link);
+    link = bpf_program__attach(skel_->progs.on_exit);
+    if (!link) {
+      return MakeError(std::string("cannot attach to sched_process_exit: ") + strerror(errno));
     }
     links_.emplace_back(link);
   }

@@ -2,6 +2,9 @@
 // real processes with known frames.
 #include <gtest/gtest.h>
 #include <fcntl.h>
+#include <linux/sched.h>
+#include <signal.h>
+#include <sys/syscall.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -380,6 +383,73 @@ TEST(RecordRuntime, ReusedPidGetsOffCpuRecordsOfItsOwn) {
   // THRESHOLD: of a second asleep each (us).
   EXPECT_GT(first, 500'000u);
   EXPECT_GT(second, 500'000u);
+}
+
+// `record -- CMD` follows CMD's process tree. When a followed process exits,
+// an unrelated process may take its pid at once (a busy machine reuses pids
+// within milliseconds): it must not be recorded. Here the test itself (not
+// followed) takes the pid of CMD's child right after the child exits, with
+// clone3's set_tid, and spins a CPU-second in second_program_work. Before
+// the filter dropped exited processes in BPF, the loader dropped them when
+// it applied the exit, and the newcomer's first samples were recorded under
+// the followed process.
+TEST(RecordRuntime, AnUnrelatedProcessReusingAFollowedPidIsNotRecorded) {
+  ARCPROF_REQUIRE_RECORD_CAPABLE();
+  TempDir tmp;
+  const std::string db = tmp.path("reuse.db");
+  const std::string pid_file = tmp.path("child.pid");
+  // The child writes its pid and exits; CMD lives on for 4 s.
+  Subprocess rec({kArcprof, "record", "-q", "-o", db, "--", "/bin/sh", "-c",
+                  "/bin/sh -c 'echo $$ > " + pid_file + ".tmp && mv " + pid_file + ".tmp " + pid_file +
+                      "'; sleep 4"});
+  pid_t child = 0;
+  for (int i = 0; i < 2000 && child == 0; ++i) {
+    std::ifstream in(pid_file);
+    if (!(in >> child)) child = 0;
+    if (child == 0) usleep(5 * 1000);
+  }
+  ASSERT_GT(child, 0) << rec.stderr_text();
+  // Gone (reaped by CMD), then taken at once.
+  for (int i = 0; i < 20000 && kill(child, 0) == 0; ++i) usleep(100);
+  pid_t tids[1] = {child};
+  struct clone_args args {};
+  args.exit_signal = SIGCHLD;
+  args.set_tid = reinterpret_cast<uint64_t>(tids);
+  args.set_tid_size = 1;
+  long r = -1;
+  for (int i = 0; i < 2000 && r < 0; ++i) {
+    r = syscall(SYS_clone3, &args, sizeof(args));
+    if (r < 0 && errno != EEXIST) break;
+    if (r < 0) usleep(100);  // not reaped yet
+  }
+  if (r == 0) {
+    execl(kPidReuse.c_str(), "pid_reuse", "second", "1", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  if (r < 0) {
+    const int err = errno;
+    rec.Wait();
+    if (InCi()) FAIL() << "clone3 with set_tid: " << strerror(err);
+    GTEST_SKIP() << "clone3 with set_tid is refused here: " << strerror(err);
+  }
+  int status = 0;
+  waitpid(static_cast<pid_t>(r), &status, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  ASSERT_EQ(rec.Wait(), 0) << rec.stderr_text();
+  Profile p = LoadCapture(db);
+  // The child's own samples (a shell writing a file: a few at most) and
+  // any of the newcomer's, whatever they are named.
+  uint64_t at_pid = 0, named = 0;
+  for (const auto& [stack, n] : Stacks(p, [&](const ThreadRecord& t) { return t.pid == uint32_t(child); }, "samples")) {
+    at_pid += n;
+    for (const std::string& f : stack) {
+      if (f == "second_program_work") named += n;
+    }
+  }
+  std::cout << "pid " << child << ": " << at_pid << " samples (" << named << " in second_program_work) of "
+            << p.total_samples() << "\n";
+  EXPECT_EQ(named, 0u);
+  EXPECT_LT(at_pid, 15u);
 }
 
 TEST(RecordRuntime, CtrlCWritesCompleteCaptureAndDetaches) {
