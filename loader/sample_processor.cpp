@@ -383,7 +383,7 @@ void SampleProcessor::Process(const StackSample& e) {
     window_.threads[slot.thread].tree.Add(slot.leaf, 1, kSamplesValue, 1);
     frames_ += slot.frames;
     ThreadRecord& t = window_.threads[slot.thread];
-    if (t.comm != comm) Rename(t, comm);
+    if (t.comm != comm) Rename(t, comm, e.timestamp_ns);
     ++samples_;
     ++stack_cache_hits_;
     return;
@@ -458,7 +458,7 @@ void SampleProcessor::Process(const StackSample& e) {
     slot = StackSlot{hash, version, epoch_, thread, node, static_cast<uint32_t>(stack_.size())};
   }
   ThreadRecord& t = window_.threads[thread];
-  if (t.comm != comm) Rename(t, comm);
+  if (t.comm != comm) Rename(t, comm, e.timestamp_ns);
   ++samples_;
 }
 
@@ -502,6 +502,7 @@ void SampleProcessor::Keep(uint32_t source, uint64_t key, const SourceStack& sta
   kept.pid = stack.pid;
   kept.tid = stack.tid;
   kept.born = symbolizer_.spaces().Incarnation(stack.pid, stack.t_ns);
+  kept.seen_ns = stack.t_ns;
   kept.comm = std::string(stack.comm);
   const ProcessInfo* process = symbolizer_.spaces().Process(stack.pid);
   kept.process_comm = stack.tid == stack.pid ? kept.comm : process != nullptr ? process->comm : std::string();
@@ -570,8 +571,16 @@ bool SampleProcessor::Add(uint32_t source, uint64_t key, std::span<const SourceV
   for (const SourceValue& v : values) {
     if (v.value != 0) tree.Add(node, 0, window_.DeclareValue(v.type.type()), v.value);
   }
+  // Kept stacks are added in no particular order: the record takes the name
+  // of the latest seen (a program that renames itself after exec can be
+  // switched out under its exec name first).
   ThreadRecord& t = window_.threads[thread];
-  if (t.comm.empty()) Rename(t, kept.comm);
+  if (t.comm.empty()) {
+    Rename(t, kept.comm, kept.seen_ns);
+  } else if (t.comm != kept.comm) {
+    const auto renamed = renamed_ns_.find(static_cast<uint64_t>(t.pid) << 32 | t.tid);
+    if (renamed == renamed_ns_.end() || kept.seen_ns > renamed->second) Rename(t, kept.comm, kept.seen_ns);
+  }
   return true;
 }
 
@@ -660,8 +669,9 @@ bool SampleProcessor::RetireEarlierIncarnation(uint32_t pid, uint32_t tid, uint6
   return true;
 }
 
-void SampleProcessor::Rename(ThreadRecord& t, std::string_view comm) {
+void SampleProcessor::Rename(ThreadRecord& t, std::string_view comm, uint64_t t_ns) {
   t.comm = comm;
+  renamed_ns_[static_cast<uint64_t>(t.pid) << 32 | t.tid] = t_ns;
   if (const ProcessInfo* p = symbolizer_.spaces().Process(t.pid)) {
     t.cmdline = p->cmdline;
     t.process_comm = p->comm;
@@ -688,6 +698,7 @@ size_t SampleProcessor::WindowBytes() const {
   for (size_t m = 0; m < window_.frames.module_count(); ++m) bytes += window_.frames.module(m).capacity() + 48;
   bytes += frame_keys_.capacity() * sizeof(FrameKey) + frame_key_ids_.capacity() * sizeof(uint32_t) +
            frame_index_.bytes();
+  bytes += renamed_ns_.size() * (2 * sizeof(uint64_t) + kIndexEntry);
   return bytes;
 }
 
@@ -695,7 +706,10 @@ size_t SampleProcessor::FoldThreads(
     const std::function<std::optional<ThreadRecord>(const ThreadRecord&)>& group_of) {
   const size_t folded = window_.FoldThreads([&](const ThreadRecord& t) {
     std::optional<ThreadRecord> g = group_of(t);
-    if (g) incarnations_.erase(static_cast<uint64_t>(t.pid) << 32 | t.tid);
+    if (g) {
+      incarnations_.erase(static_cast<uint64_t>(t.pid) << 32 | t.tid);
+      renamed_ns_.erase(static_cast<uint64_t>(t.pid) << 32 | t.tid);
+    }
     return g;
   });
   if (folded > 0) ++epoch_;  // the stack cache and thread paths index threads and their nodes
@@ -787,6 +801,7 @@ Profile SampleProcessor::TakeWindow() {
   Profile out = std::move(window_);
   window_ = Profile();
   incarnations_.clear();
+  renamed_ns_.clear();
   // Every cached index points into the window just handed over.
   frame_index_.Clear();
   frame_keys_.clear();

@@ -105,7 +105,10 @@ class SampleProcessor : public StackSink {
   // A user stack deeper than the frames kept loses its middle to one marker.
   void ElideMiddle();
   static SymbolizedFrame ElidedFrame();
-  void Rename(model::ThreadRecord& t, std::string_view comm);
+  // A thread's record takes the name it had at t_ns (the sample's or the
+  // kept stack's time); a kept stack's name replaces a record's only when it
+  // was seen later than the record's last rename (renamed_ns_).
+  void Rename(model::ThreadRecord& t, std::string_view comm, uint64_t t_ns);
   // Fills root_pcs_ and root_user_index_: user_pcs_ (after UserStack) then
   // the first kstack_len kernel pcs of `e`, root first, each the address
   // its frame is named at.
@@ -227,6 +230,7 @@ class SampleProcessor : public StackSink {
     uint32_t pid = 0;
     uint32_t tid = 0;
     uint64_t born = 0;  // the pid's incarnation when kept
+    uint64_t seen_ns = 0;  // when kept: comm is the thread's name then
     std::string comm;
     std::string process_comm;
     std::vector<uint32_t> frames;  // ids in kept_frames_
@@ -252,6 +256,8 @@ class SampleProcessor : public StackSink {
   std::vector<uint32_t> kept_free_;
   std::unordered_map<model::FrameRecord, uint32_t, model::FrameRecordHash> kept_ids_;
   std::unordered_map<SourceKey, KeptStack, SourceKeyHash> kept_stacks_;
+  // (pid << 32 | tid) -> time of the window record's last rename.
+  std::unordered_map<uint64_t, uint64_t> renamed_ns_;
   std::unordered_map<uint32_t, ValueSource*> routes_;
   uint64_t unrouted_records_ = 0;  // of a source no extension took
 };

@@ -333,6 +333,33 @@ TEST(SampleProcessor, PreemptionOnTheWayBackToUserKeepsNoKernelFrames) {
       << ::testing::PrintToString(offcpu);
 }
 
+// A value source's kept stacks are added at the window's end in no
+// particular order. A program that renames itself right after exec can be
+// switched out under its exec name first: its record takes the name of the
+// stack seen latest, whichever is added first.
+TEST(SampleProcessor, KeptStacksNameTheirThreadByTheLatestSeen) {
+  for (const bool later_first : {false, true}) {
+    FakeMachine machine;
+    SampleProcessor processor(machine.symbolizer());
+    auto early = MakeRecord(kPid, kPid, "exe", {}, {Addr(ArcprofTestLeaf) + 2, Addr(ArcprofTestCaller) + 5}, 0,
+                            1000);
+    auto late = MakeRecord(kPid, kPid, "renamed", {}, {Addr(ArcprofTestLeaf) + 2, Addr(ArcprofTestOther) + 5}, 0,
+                           5000);
+    auto e1 = DecodeStackSample(early.data(), Bytes(early));
+    auto e2 = DecodeStackSample(late.data(), Bytes(late));
+    ASSERT_TRUE(e1 && e2);
+    processor.Keep(ARCPROF_SOURCE_OFFCPU, 1, processor.Stack(*e1), {});
+    processor.Keep(ARCPROF_SOURCE_OFFCPU, 2, processor.Stack(*e2), {});
+    const SourceValue value{model::kOffCpuNs, 10};
+    for (uint64_t key : later_first ? std::vector<uint64_t>{2, 1} : std::vector<uint64_t>{1, 2}) {
+      ASSERT_TRUE(processor.Add(ARCPROF_SOURCE_OFFCPU, key, {&value, 1}));
+    }
+    Profile w = processor.TakeWindow();
+    ASSERT_EQ(w.threads.size(), 1u);
+    EXPECT_EQ(w.threads[0].comm, "renamed") << (later_first ? "later added first" : "earlier added first");
+  }
+}
+
 TEST(SampleProcessor, UnknownProcessFramesAreCountedNotCached) {
   FakeMachine machine;
   SampleProcessor processor(machine.symbolizer());
