@@ -3,6 +3,8 @@
 # complete its chains are. Each round runs tests/runtimes/programs/split.js
 # (the 3:1 program) for SECONDS under:
 #   plain    no recording;
+#   floor    no recording, an empty BPF probe at 999 Hz on every CPU
+#            (bpftrace 'profile:hz:999 {}'): the cost of the timer itself;
 #   native   `record -- nodebin split.js`: a copy of node under a name arcprof
 #            does not recognize, so the same binary is sampled native-only;
 #   v8       `record -- node split.js`: recognized, JavaScript frames read;
@@ -54,6 +56,16 @@ run() {
       out=$(ARCPROF_SPLIT_RATE=1 "$node" "$program" "$seconds")
       echo "$(sed -n 's/^rounds_per_cpu_second //p' <<<"$out") 0 0 0"
       return ;;
+    floor)
+      bpftrace -e 'profile:hz:999 { }' >"$tmp/bt.out" 2>&1 &
+      local bt=$!
+      for _ in $(seq 100); do grep -q Attaching "$tmp/bt.out" && break; sleep 0.1; done
+      sleep 0.5
+      out=$(ARCPROF_SPLIT_RATE=1 "$node" "$program" "$seconds")
+      kill -INT "$bt" 2>/dev/null || true
+      wait "$bt" 2>/dev/null || true
+      echo "$(sed -n 's/^rounds_per_cpu_second //p' <<<"$out") 0 0 0"
+      return ;;
     native) bin=$tmp/nodebin ;;
     v8-pbp) flags=(--perf-basic-prof) ;;
   esac
@@ -80,7 +92,7 @@ if len(new) == 1:
 
 declare -A rates ns runs samples
 for r in $(seq 1 "$rounds"); do
-  for mode in plain native v8 v8-pbp; do
+  for mode in plain floor native v8 v8-pbp; do
     read -r rate s t c < <(run "$mode")
     rates[$mode]+="$rate "
     echo "round $r $mode: $rate rounds/cpu-s, $s samples, program $t ns / $c runs" >&2
@@ -97,10 +109,12 @@ done
 median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 sum() { tr ' ' '\n' | grep -v '^$' | awk '{s+=$1} END {print s+0}'; }
 echo "load: $(cut -d' ' -f1-3 /proc/loadavg)"
-for mode in plain native v8 v8-pbp; do
+for mode in plain floor native v8 v8-pbp; do
   echo "$mode: median $(median <<<"${rates[$mode]}") rounds/cpu-s"
 done
 p=$(median <<<"${rates[plain]}"); n=$(median <<<"${rates[native]}"); v=$(median <<<"${rates[v8]}")
+f=$(median <<<"${rates[floor]}")
+echo "slowdown floor (empty probe) vs plain: $(calc "(1 - $f / $p) * 100")%"
 echo "slowdown native-only vs plain: $(calc "(1 - $n / $p) * 100")%"
 echo "slowdown v8 vs plain: $(calc "(1 - $v / $p) * 100")%"
 echo "slowdown v8 vs native-only: $(calc "(1 - $v / $n) * 100")%"

@@ -10,8 +10,10 @@
 #    (kernel.bpf_stats_enabled=1) recording the program, with the frame walk
 #    and with --no-runtimes (native only);
 #  - slowdown at 999 Hz: the CPU seconds of split.py rounds=300 (fixed work)
-#    under `record -F 999 --` with runtimes and with --no-runtimes, against
-#    no recording (medians of RUNS alternating runs).
+#    under `record -F 999 --` with runtimes and with --no-runtimes, and under
+#    the floor (an empty BPF probe at 999 Hz on every CPU: bpftrace
+#    'profile:hz:999 {}'), against no recording (medians of RUNS alternating
+#    runs).
 # Usage: sudo bench/python_bench.sh [BUILD] [RUNS] [ONLY]  (ONLY: a regex of
 # labels, e.g. 'pyenv-3.1[23]')
 set -euo pipefail
@@ -32,6 +34,17 @@ for v in "$HOME"/.pyenv/versions/2.7.* "$HOME"/.pyenv/versions/3.*; do
   m=$(basename "$v" | cut -d. -f1-2)
   [ -x "$v/bin/python$m" ] && interpreters+=("pyenv-$m=$v/bin/python$m")
 done
+
+# The empty-probe floor: an empty program on a 999 Hz timer on every CPU.
+floor_run() {
+  bpftrace -e 'profile:hz:999 { }' >"$tmp/bt.out" 2>&1 &
+  local bt=$!
+  for _ in $(seq 100); do grep -q Attaching "$tmp/bt.out" && break; sleep 0.1; done
+  sleep 0.5
+  "$@"
+  kill -INT "$bt" 2>/dev/null || true
+  wait "$bt" 2>/dev/null || true
+}
 
 median() { sort -g | awk '{a[NR] = $1} END {if (NR) print a[int((NR + 1) / 2)]}'; }
 
@@ -71,8 +84,9 @@ bpf_ns() {
 }
 
 echo "python_bench: $(date -u '+%F %H:%M') load average $(cut -d' ' -f1-3 /proc/loadavg), $(git -C "$here/.." rev-parse --short HEAD)"
-printf '%-12s | %-28s | %-28s | %-9s | %-9s | %-8s | %-8s\n' interpreter "no flag: complete chains" "-X perf: complete chains" "BPF ns" "BPF ns" "slowdown" "slowdown"
-printf '%-12s | %-28s | %-28s | %-9s | %-9s | %-8s | %-8s\n' "" "" "" "walk" "native" "walk" "native"
+row='%-12s | %-28s | %-28s | %-9s | %-9s | %-8s | %-8s | %-8s\n'
+printf "$row" interpreter "no flag: complete chains" "-X perf: complete chains" "BPF ns" "BPF ns" "slowdown" "slowdown" "slowdown"
+printf "$row" "" "" "" "walk" "native" "walk" "native" "floor"
 for entry in "${interpreters[@]}"; do
   label=${entry%%=*}
   py=${entry#*=}
@@ -87,18 +101,21 @@ for entry in "${interpreters[@]}"; do
   fi
   ns_walk=$(bpf_ns)
   ns_native=$(bpf_ns --no-runtimes)
-  bare=(); walk=(); native=()
+  bare=(); walk=(); native=(); floor=()
   rounds=300
   for _ in $(seq "$runs"); do
     bare+=("$("$py" "$split" rounds=$rounds)")
     walk+=("$("$arcprof" record -q -F 999 --no-ptt -o "$tmp/r.db" -- "$py" "$split" rounds=$rounds 2>/dev/null | tail -1)")
     native+=("$("$arcprof" record -q -F 999 --no-ptt --no-runtimes -o "$tmp/r.db" -- "$py" "$split" rounds=$rounds 2>/dev/null | tail -1)")
+    floor+=("$(floor_run "$py" "$split" rounds=$rounds | tail -1)")
   done
   b=$(printf '%s\n' "${bare[@]}" | median)
   w=$(printf '%s\n' "${walk[@]}" | median)
   n=$(printf '%s\n' "${native[@]}" | median)
+  f=$(printf '%s\n' "${floor[@]}" | median)
   sw=$(awk -v a="$b" -v c="$w" 'BEGIN {printf "%+.1f%%", (c / a - 1) * 100}')
   sn=$(awk -v a="$b" -v c="$n" 'BEGIN {printf "%+.1f%%", (c / a - 1) * 100}')
-  printf '%-12s | %-28s | %-28s | %-9s | %-9s | %-8s | %-8s\n' "$label" "$noflag" "$perf" "$ns_walk" "$ns_native" "$sw" "$sn"
+  sf=$(awk -v a="$b" -v c="$f" 'BEGIN {printf "%+.1f%%", (c / a - 1) * 100}')
+  printf "$row" "$label" "$noflag" "$perf" "$ns_walk" "$ns_native" "$sw" "$sn" "$sf"
 done
 echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
