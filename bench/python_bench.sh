@@ -9,7 +9,9 @@
 #  - BPF ns per sample: the sampler program's run time per run
 #    (kernel.bpf_stats_enabled=1) recording the program, with the frame walk
 #    and with --no-runtimes (native only);
-#  - slowdown at 999 Hz: the CPU seconds of split.py rounds=300 (fixed work)
+#  - slowdown at 999 Hz: the CPU seconds of split.py rounds=$ROUNDS (fixed
+#    work, default 2000: about 1.1 s of CPU for 3.11; single runs spread
+#    +-10% on this VM, so take 15 runs or more)
 #    under `record -F 999 --` with runtimes and with --no-runtimes, and under
 #    the floor (an empty BPF probe at 999 Hz on every CPU: bpftrace
 #    'profile:hz:999 {}'), against no recording (medians of RUNS alternating
@@ -102,7 +104,7 @@ for entry in "${interpreters[@]}"; do
   ns_walk=$(bpf_ns)
   ns_native=$(bpf_ns --no-runtimes)
   bare=(); walk=(); native=(); floor=()
-  rounds=300
+  rounds=${ROUNDS:-2000}
   for _ in $(seq "$runs"); do
     bare+=("$("$py" "$split" rounds=$rounds)")
     walk+=("$("$arcprof" record -q -F 999 --no-ptt -o "$tmp/r.db" -- "$py" "$split" rounds=$rounds 2>/dev/null | tail -1)")
