@@ -250,8 +250,8 @@ template <class Emit>
 void SampleProcessor::NameFrames(const StackSample& e, runtimes::Runtime* rt, size_t from, Emit&& emit) {
   // The runtime's activations, matched from the leaf: the innermost native
   // frame that runs interpreter frames runs the first group. Counting them
-  // first (the answers are cached) keeps a walk that lost its outermost
-  // frames matched.
+  // first keeps a walk that lost its outermost frames matched; the frames
+  // resolved to count them are the ones named (resolved_).
   size_t hosts = 0, host_seen = 0;
   const bool by_pc = rt != nullptr && !e.runtime_frames.empty() && rt->NativePc(e.runtime_frames[0]) != 0;
   if (by_pc) {
@@ -274,12 +274,18 @@ void SampleProcessor::NameFrames(const StackSample& e, runtimes::Runtime* rt, si
     }
     if (e.source == 0) runtime_unplaced_ += frames.size() - placed;
   } else if (rt != nullptr) {
+    // Each user frame resolved once, here: counted, then named below.
+    resolved_.resize(root_pcs_.size());
     for (size_t k = 0; k < root_pcs_.size(); ++k) {
       if (root_user_index_[k] < 0 || root_pcs_[k] == kElidedPc) continue;
-      if (rt->IsHostFrame(e.pid, symbolizer_.ResolveUser(e.pid, root_pcs_[k], e.timestamp_ns).symbol)) ++hosts;
+      ResolvedFrame& r = resolved_[k];
+      r.frame = symbolizer_.ResolveUser(e.pid, root_pcs_[k], e.timestamp_ns);
+      r.host = rt->IsHostFrame(e.pid, r.frame.symbol);
+      hosts += r.host;
     }
     if (hosts != runtime_groups_.size() && e.source == 0) ++runtime_unmatched_;
   }
+  const bool by_host = rt != nullptr && !by_pc;
   for (size_t k = from; k < root_pcs_.size(); ++k) {
     const uint64_t ip = root_pcs_[k];
     const int32_t i = root_user_index_[k];
@@ -301,8 +307,8 @@ void SampleProcessor::NameFrames(const StackSample& e, runtimes::Runtime* rt, si
         continue;
       }
     }
-    SymbolizedFrame f = symbolizer_.ResolveUser(e.pid, ip, e.timestamp_ns);
-    if (rt != nullptr && !by_pc && rt->IsHostFrame(e.pid, f.symbol)) {
+    SymbolizedFrame f = by_host ? resolved_[k].frame : symbolizer_.ResolveUser(e.pid, ip, e.timestamp_ns);
+    if (by_host && resolved_[k].host) {
       const size_t from_leaf = hosts - 1 - host_seen++;
       if (from_leaf < runtime_groups_.size()) {
         // This activation's frames in its place, outermost first.

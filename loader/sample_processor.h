@@ -145,6 +145,13 @@ class SampleProcessor : public StackSink {
   // root_pcs_, the runtime frame standing for it, -1 for none.
   std::vector<int32_t> runtime_by_pc_;
   std::vector<SymbolizedFrame> runtime_names_;  // one runtime frame with its inlined frames
+  // A runtime placed by host frames (Runtime::IsHostFrame): each user entry
+  // of root_pcs_ resolved once, to count the hosts and then to name it.
+  struct ResolvedFrame {
+    SymbolizedFrame frame;
+    bool host = false;
+  };
+  std::vector<ResolvedFrame> resolved_;
   uint64_t runtime_samples_ = 0, runtime_unmatched_ = 0, runtime_unplaced_ = 0;
   std::array<uint64_t, 5> runtime_status_{};  // by ARCPROF_RUNTIME_* status
   model::Profile window_;
