@@ -6,6 +6,7 @@
 #include <signal.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cerrno>
 #include <cstring>
 #include <string>
@@ -27,6 +28,7 @@
 #include "model/value_types.h"
 #include "offcpu.h"
 #include "offcpu.skel.h"
+#include "spaces/address_spaces.h"
 
 namespace arcprof {
 namespace {
@@ -76,27 +78,39 @@ class OffCpuSource final : public ValueSource {
   // have their last time added to the open window and are dropped at once,
   // so that under process churn (hundreds of processes a second) the kept
   // stacks follow the live processes rather than a window's worth of dead
-  // ones. Threads exiting inside live processes wait for Flush.
+  // ones. So are the keys of a process whose pid another process holds now
+  // (it exited too; its time goes to its own record, SampleProcessor::Add),
+  // which the pid's liveness would keep as long as the new one lives.
+  // Threads exiting inside live processes wait for Flush.
   void Poll(RecordContext& context) override {
     if (!skel_) return;
     const uint64_t now = MonotonicNs();
     if (now < next_retire_) return;
     next_retire_ = now + 1'000'000'000;
+    const AddressSpaces& spaces = context.symbolizer.spaces();
     const auto keys = sink_->KeptKeys(ARCPROF_SOURCE_OFFCPU);
-    size_t retired = 0;
+    size_t retired = 0, replaced = 0;
     for (const StackSink::Kept& k : keys) {
-      // A process the side band never told us about: ask the kernel.
-      const bool exited = context.symbolizer.spaces().KnowsProcess(k.pid)
-                              ? context.symbolizer.spaces().ProcessExited(k.pid)
-                              : kill(static_cast<pid_t>(k.pid), 0) != 0 && errno == ESRCH;
+      bool exited;
+      if (spaces.KnowsProcess(k.pid)) {
+        // Which process held the pid at the record's time, asked now: the
+        // record may have come before the side band told of its fork.
+        const bool reused = spaces.Incarnation(k.pid, k.t_ns) < spaces.Incarnation(k.pid, UINT64_MAX);
+        replaced += reused;
+        exited = reused || spaces.ProcessExited(k.pid);
+      } else {
+        // A process the side band never told us about: ask the kernel.
+        exited = kill(static_cast<pid_t>(k.pid), 0) != 0 && errno == ESRCH;
+      }
       if (!exited) continue;
       ++retired;
       offcpu_value v{};
       if (bpf_map_lookup_elem(bpf_map__fd(skel_->maps.offcpu_time), &k.key, &v) == 0) AddSince(k.key, v);
       Drop(k.key);
     }
-    spdlog::debug("off-CPU: {} stacks kept, {} of exited processes dropped, {} keys read", keys.size(), retired,
-                  reported_.size());
+    reused_pid_keys_ += replaced;
+    spdlog::debug("off-CPU: {} stacks kept, {} of exited processes dropped ({} of reused pids), {} keys read",
+                  keys.size(), retired, replaced, reported_.size());
   }
 
   // Adds the off-CPU time since the previous read to the open window. Keys
@@ -161,6 +175,10 @@ class OffCpuSource final : public ValueSource {
     window.counters["offcpu_lost_stacks"] = delta(counters_[1], reported_counters_[1]);
     window.counters["offcpu_dropped_intervals"] = delta(counters_[2], reported_counters_[2]);
     window.counters["offcpu_dropped_ns"] = delta(counters_[3], reported_counters_[3]);
+    if (reused_pid_keys_ > 0) {
+      window.counters["offcpu_stacks_of_reused_pids_retired"] += static_cast<int64_t>(reused_pid_keys_);
+      reused_pid_keys_ = 0;
+    }
     if (last) {
       Detach();
       if (sink_ != nullptr) sink_->Route(ARCPROF_SOURCE_OFFCPU, nullptr);
@@ -216,6 +234,7 @@ class OffCpuSource final : public ValueSource {
   std::unordered_set<uint64_t> orphans_;   // keys read without a kept stack at the previous read
   uint64_t next_retire_ = 0;
   uint64_t records_ = 0, ns_ = 0, intervals_ = 0, unattributed_ns_ = 0;
+  uint64_t reused_pid_keys_ = 0;  // kept stacks dropped because another process holds their pid
   uint64_t counters_[4] = {}, reported_counters_[4] = {};
 };
 

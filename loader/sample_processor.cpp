@@ -593,7 +593,7 @@ bool SampleProcessor::Add(uint32_t source, uint64_t key, std::span<const SourceV
 std::vector<StackSink::Kept> SampleProcessor::KeptKeys(uint32_t source) const {
   std::vector<Kept> out;
   for (const auto& [k, stack] : kept_stacks_) {
-    if (k.source == source) out.push_back({k.key, stack.pid, stack.tid});
+    if (k.source == source) out.push_back({k.key, stack.pid, stack.tid, stack.seen_ns});
   }
   return out;
 }

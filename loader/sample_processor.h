@@ -237,7 +237,7 @@ class SampleProcessor : public StackSink {
     uint32_t pid = 0;
     uint32_t tid = 0;
     uint64_t born = 0;  // the pid's incarnation when kept
-    uint64_t seen_ns = 0;  // when kept: comm is the thread's name then
+    uint64_t seen_ns = 0;  // the kept record's time: comm is the thread's name then
     std::string comm;
     std::string process_comm;
     std::vector<uint32_t> frames;  // ids in kept_frames_

@@ -67,6 +67,7 @@ class StackSink {
   struct Kept {
     uint64_t key = 0;
     uint32_t pid = 0, tid = 0;
+    uint64_t t_ns = 0;  // the time of the record it was kept from (SourceStack::t_ns)
   };
   // Every key of `source` with a kept stack, and its thread.
   virtual std::vector<Kept> KeptKeys(uint32_t source) const = 0;

@@ -319,9 +319,11 @@ TEST(RecordRuntime, ExitedThreadsFoldPastTheRecordBudget) {
 // Records `pid_reuse 1 [sleep]` (tests/programs/pid_reuse.c: two programs one
 // after the other under the same pid, chosen with clone3's set_tid) and
 // checks that each record holds one program's `metric` and name, never
-// both. Returns each program's total, 0 and 0 when skipped.
+// both. Returns each program's total, 0 and 0 when skipped; the capture in
+// `capture` when given.
 std::pair<uint64_t, uint64_t> RecordReusedPid(const std::vector<std::string>& args, const char* metric,
-                                              const std::string& first_fn, const std::string& second_fn) {
+                                              const std::string& first_fn, const std::string& second_fn,
+                                              Profile* capture = nullptr) {
   TempDir tmp;
   const std::string db = tmp.path("reuse.db");
   std::vector<std::string> argv = {kArcprof, "record", "-q", "-o", db};
@@ -354,6 +356,7 @@ std::pair<uint64_t, uint64_t> RecordReusedPid(const std::vector<std::string>& ar
     first += in_first;
     second += in_second;
   }
+  if (capture != nullptr) *capture = std::move(p);
   return {first, second};
 }
 
@@ -371,18 +374,26 @@ TEST(RecordRuntime, ReusedPidGetsARecordOfItsOwn) {
   EXPECT_GT(second, 500u);
 }
 
-// Off CPU: each program sleeps a second; the time each spent asleep is in a
-// record of its own (the off-CPU stacks kept for the first are of its
+// Off CPU: each program sleeps two seconds; the time each spent asleep is
+// in a record of its own (the off-CPU stacks kept for the first are of its
 // incarnation). Without that, the second program's time went into the
 // first's record (before the fix: one record held both, 0.98 s and 1.00 s).
+// The first program's kept stacks leave once the second holds the pid
+// (checked once a second, so at least once in the second's two seconds):
+// before, they stayed as long as any process held the pid.
 TEST(RecordRuntime, ReusedPidGetsOffCpuRecordsOfItsOwn) {
   ARCPROF_REQUIRE_RECORD_CAPABLE();
-  const auto [first, second] = RecordReusedPid({"--off-cpu", "--", kPidReuse, "1", "sleep"}, "offcpu",
-                                               "first_program_sleep", "second_program_sleep");
+  Profile p;
+  const auto [first, second] = RecordReusedPid({"--off-cpu", "--", kPidReuse, "2", "sleep"}, "offcpu",
+                                               "first_program_sleep", "second_program_sleep", &p);
   SKIP_WITHOUT_SET_TID(std::make_pair(first, second));
-  // THRESHOLD: of a second asleep each (us).
-  EXPECT_GT(first, 500'000u);
-  EXPECT_GT(second, 500'000u);
+  // THRESHOLD: of two seconds asleep each (us).
+  EXPECT_GT(first, 1'000'000u);
+  EXPECT_GT(second, 1'000'000u);
+  const auto it = p.counters.find("offcpu_stacks_of_reused_pids_retired");
+  const int64_t retired = it != p.counters.end() ? it->second : 0;
+  std::cout << "measured offcpu_stacks_of_reused_pids_retired " << retired << "\n";
+  EXPECT_GE(retired, 1) << "the first program's stacks stayed";
 }
 
 // `record -- CMD` follows CMD's process tree. When a followed process exits,
