@@ -262,18 +262,7 @@ INSTANTIATE_TEST_SUITE_P(Chains, HostilePython,
 // recognized, recorded as any program.
 TEST(HostilePythonName, NotCPythonIsLeftAlone) {
   ARCPROF_REQUIRE_RECORD_CAPABLE();
-  TempDir tmp;
-  const std::string fake = tmp.path("python3.11");
-  std::filesystem::copy_file("/bin/dash", fake);
-  std::filesystem::permissions(fake, std::filesystem::perms::owner_all);
-  const std::string db = tmp.path("dash.db");
-  Subprocess rec({kArcprof, "record", "-q", "-o", db, "--", fake, "-c",
-                  "i=0; while [ $i -lt 400000 ]; do i=$((i+1)); done"});
-  ASSERT_EQ(rec.Wait(), 0) << rec.stderr_text();
-  Profile p = LoadCapture(db);
-  EXPECT_EQ(Counter(p, "python.processes_recognized"), 0);
-  EXPECT_EQ(Counter(p, "runtimes.samples"), 0);
-  EXPECT_GT(Counter(p, "samples_total"), 50);
+  ExpectImpostorLeftAlone(kArcprof, "python3.11", "python.processes_recognized");
 }
 
 std::string InterpreterTestName(const ::testing::TestParamInfo<Interpreter>& info) {

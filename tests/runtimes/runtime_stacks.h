@@ -1,8 +1,10 @@
 // What the runtime tests read from a capture: the sampled user stacks of a
-// program's threads with its interpreter frames marked, and the counters.
+// program's threads with its interpreter frames marked, and the counters;
+// and the checks every runtime's tests share.
 #pragma once
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <set>
@@ -160,6 +162,26 @@ inline std::string DescribeStacks(const Profile& p, const std::vector<SampledSta
     }
   }
   return out;
+}
+
+// A copy of /bin/dash named as a runtime's binary (`binary`: "node",
+// "python3.11"), recorded by `arcprof` while it runs a shell loop: not
+// recognized (the runtime's `recognized` counter stays 0), recorded as any
+// program.
+inline void ExpectImpostorLeftAlone(const std::string& arcprof, const std::string& binary,
+                                    const std::string& recognized) {
+  TempDir tmp;
+  const std::string fake = tmp.path(binary);
+  std::filesystem::copy_file("/bin/dash", fake);
+  std::filesystem::permissions(fake, std::filesystem::perms::owner_all);
+  const std::string db = tmp.path("dash.db");
+  Subprocess rec({arcprof, "record", "-q", "-o", db, "--", fake, "-c",
+                  "i=0; while [ $i -lt 400000 ]; do i=$((i+1)); done"});
+  ASSERT_EQ(rec.Wait(), 0) << rec.stderr_text();
+  Profile p = LoadCapture(db);
+  EXPECT_EQ(Counter(p, recognized), 0);
+  EXPECT_EQ(Counter(p, "runtimes.samples"), 0);
+  EXPECT_GT(Counter(p, "samples_total"), 50);
 }
 
 }  // namespace arcprof::testing
