@@ -242,7 +242,18 @@ static __always_inline struct pt_regs *user_regs_of(struct task_struct *t)
 /* Reads the interpreter frames of `t` (the current task) into this CPU's
  * offcpu_rt block with the sampler's walk (read_runtime_frames) and returns
  * their hash (code, instruction and stamp of each frame; never 0), or 0 when
- * `t` is no recognized runtime's thread. */
+ * `t` is no recognized runtime's thread.
+ *
+ * A native thread pays the walk's runtime_procs lookup (a hash miss) at every
+ * switch. Caching the miss in the thread's slot (with a generation of
+ * runtime_procs that user space bumps at each insert, so that a process
+ * recognized later is looked up again) would save it, but not as things
+ * stand: on_switch already verifies at 939,723 of the verifier's 1,000,000
+ * processed instructions (bpf_prog_info.verified_insns on this kernel,
+ * 6.18), and a first version of that cache made the load fail ("BPF
+ * program is too large", E2BIG; the verifier ran out inside the CPython
+ * walk's frame loop). Any change on this path needs that margin checked;
+ * room has to be made first. */
 static __always_inline __u64 offcpu_read_runtime(struct task_struct *t, __u32 tgid, __u32 tid)
 {
 	__u32 zero = 0;
