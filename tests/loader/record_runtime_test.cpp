@@ -169,7 +169,9 @@ TEST(RecordRuntime, PidFilterKeepsOnlyThatProcess) {
   ARCPROF_REQUIRE_RECORD_CAPABLE();
   TempDir tmp;
   const std::string db = tmp.path("pid.db");
-  Subprocess a({kGroundTruth, "6"}, false), b({kGroundTruth, "6"}, false);
+  // They outlive the recording however long arcprof takes to load its
+  // programs (seconds on a loaded machine), and are killed after it.
+  Subprocess a({kGroundTruth, "20"}, false), b({kGroundTruth, "20"}, false);
   usleep(100 * 1000);
   Subprocess rec({kArcprof, "record", "-d", "2", "-F", "499", "-p", std::to_string(a.pid()),
                   "-o", db});
