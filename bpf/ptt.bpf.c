@@ -31,7 +31,7 @@ struct {
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 65536); /* resized by the loader */
-	__type(key, __u32);         /* tid */
+	__type(key, struct ptt_thread_key); /* tid and its process's start */
 	__type(value, struct ptt_thread);
 } threads SEC(".maps");
 
@@ -66,6 +66,14 @@ static __always_inline void count(__u32 idx, __u64 n)
 	__u64 *v = bpf_map_lookup_elem(&ptt_counters, &idx);
 	if (v)
 		*v += n;
+}
+
+/* A task's process start, as /proc/PID/stat's starttime counts it (the
+ * leader's; an exec by another thread copies the leader's to it). */
+static __always_inline __u64 process_start(struct task_struct *task)
+{
+	struct task_struct *leader = task->group_leader;
+	return leader ? leader->start_boottime : 0;
 }
 
 static __always_inline struct ptt_cpu *this_cpu(void)
@@ -135,14 +143,16 @@ int BPF_PROG(ptt_switch, bool preempt, struct task_struct *prev, struct task_str
 			c->idle_ns += on_cpu;
 		} else {
 			c->busy_ns += on_cpu;
-			struct ptt_thread *t = bpf_map_lookup_elem(&threads, &tid);
+			struct ptt_thread_key key = {.tid = tid, .start_ns = process_start(prev)};
+			struct ptt_thread *t = bpf_map_lookup_elem(&threads, &key);
 			if (!t) {
 				struct ptt_thread fresh = {};
 				fresh.pid = prev->tgid;
 				fresh.tid = tid;
+				fresh.start_ns = key.start_ns;
 				bpf_probe_read_kernel(fresh.comm, sizeof(fresh.comm), prev->comm);
-				bpf_map_update_elem(&threads, &tid, &fresh, BPF_NOEXIST);
-				t = bpf_map_lookup_elem(&threads, &tid);
+				bpf_map_update_elem(&threads, &key, &fresh, BPF_NOEXIST);
+				t = bpf_map_lookup_elem(&threads, &key);
 			}
 			if (t) {
 				t->cpu_ns += on_cpu;
@@ -150,8 +160,6 @@ int BPF_PROG(ptt_switch, bool preempt, struct task_struct *prev, struct task_str
 				t->softirq_ns += soft;
 				t->dispatches += 1;
 				t->interrupts += c->hardirqs + c->softirqs - c->irqs_at_switch;
-				/* A tid reused by another process after an exit. */
-				t->pid = prev->tgid;
 				for (int i = 0; i < ARCPROF_PTT_MAX_EVENTS; i++) {
 					if (i < nr_events)
 						t->events[i] += vals[i] - c->events_at_switch[i];
@@ -171,6 +179,7 @@ int BPF_PROG(ptt_switch, bool preempt, struct task_struct *prev, struct task_str
 		c->events_at_switch[i] = vals[i];
 	c->curr_pid = next->tgid;
 	c->curr_tid = next->pid;
+	c->curr_start_ns = process_start(next);
 	c->curr_known = 1;
 	return 0;
 }
@@ -181,8 +190,8 @@ int BPF_PROG(ptt_switch, bool preempt, struct task_struct *prev, struct task_str
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(ptt_exec, struct task_struct *task, pid_t old_pid, struct linux_binprm *bprm)
 {
-	__u32 tid = task->pid;
-	struct ptt_thread *t = bpf_map_lookup_elem(&threads, &tid);
+	struct ptt_thread_key key = {.tid = task->pid, .start_ns = process_start(task)};
+	struct ptt_thread *t = bpf_map_lookup_elem(&threads, &key);
 	if (t)
 		bpf_probe_read_kernel(t->comm, sizeof(t->comm), task->comm);
 	return 0;

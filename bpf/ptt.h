@@ -13,8 +13,18 @@
 #define ARCPROF_PTT_MAX_EVENTS 4 /* hardware/software counters read at each switch */
 #define ARCPROF_PTT_COMM_LEN 16
 
-/* One thread's totals, keyed by tid in the `threads` hash map. The idle tasks
- * (pid 0) are not threads here: their time is per_cpu.idle_ns. */
+/* The key of the `threads` hash map: a thread of one process. A tid that a
+ * thread of another process takes later (after an exit, or with clone3's
+ * set_tid) is another entry, so neither adds to the other's totals. */
+struct ptt_thread_key {
+	__u32 tid;
+	__u32 pad;
+	__u64 start_ns; /* its process's start: group_leader->start_boottime */
+};
+#define ARCPROF_PTT_THREAD_KEY_SIZE 16
+
+/* One thread's totals in the `threads` hash map. The idle tasks (pid 0) are
+ * not threads here: their time is per_cpu.idle_ns. */
 struct ptt_thread {
 	__u64 cpu_ns;      /* on CPU, interrupt time excluded */
 	__u64 hardirq_ns;  /* hard interrupts that hit the CPU while it ran */
@@ -22,11 +32,12 @@ struct ptt_thread {
 	__u64 dispatches;  /* times switched out (= switched in, but for the last dispatch) */
 	__u64 interrupts;  /* hardirqs + softirqs while it ran */
 	__u64 events[ARCPROF_PTT_MAX_EVENTS]; /* counter deltas, slot order of --ptt-events */
+	__u64 start_ns;    /* its process's start (the key's): CLOCK_BOOTTIME ns, as /proc/PID/stat's starttime */
 	__u32 pid;         /* thread group id */
 	__u32 tid;
 	char comm[ARCPROF_PTT_COMM_LEN];
 };
-#define ARCPROF_PTT_THREAD_SIZE 96
+#define ARCPROF_PTT_THREAD_SIZE 104
 
 /* Per-CPU state and cumulative totals (a one-entry PERCPU_ARRAY). The loader
  * reads it on every poll: time since last_switch_ns still belongs to the task
@@ -47,6 +58,7 @@ struct ptt_cpu {
 	__u64 softirq_start_ns; /* start of the running softirq, 0 when none */
 	__u64 hardirq_ns_at_softirq; /* hardirq_ns when the running softirq started */
 	__u64 events_at_switch[ARCPROF_PTT_MAX_EVENTS];
+	__u64 curr_start_ns;    /* the running task's process start (ptt_thread.start_ns) */
 	__u32 hardirq_depth;
 	__u32 hardirq_slot;     /* vector slot of the running hardirq */
 	__u32 softirq_vec;
@@ -55,7 +67,7 @@ struct ptt_cpu {
 	__u32 curr_known;       /* 1 after the first switch seen on this CPU */
 	char curr_comm[ARCPROF_PTT_COMM_LEN]; /* unused by BPF (cost); the loader reads /proc */
 };
-#define ARCPROF_PTT_CPU_SIZE 184
+#define ARCPROF_PTT_CPU_SIZE 192
 
 /* Slots of the per-vector PERCPU_ARRAY `vectors`. */
 #define ARCPROF_PTT_SOFTIRQ_BASE 0   /* + softirq vector (HI=0 .. RCU=9) */
@@ -95,11 +107,13 @@ enum arcprof_ptt_counter {
 
 #ifdef __BPF__
 _Static_assert(sizeof(struct ptt_thread) == ARCPROF_PTT_THREAD_SIZE, "ptt_thread");
+_Static_assert(sizeof(struct ptt_thread_key) == ARCPROF_PTT_THREAD_KEY_SIZE, "ptt_thread_key");
 _Static_assert(sizeof(struct ptt_cpu) == ARCPROF_PTT_CPU_SIZE, "ptt_cpu");
 _Static_assert(sizeof(struct ptt_vector) == 16, "ptt_vector");
 #else
 #ifdef __cplusplus
 static_assert(sizeof(struct ptt_thread) == ARCPROF_PTT_THREAD_SIZE, "ptt_thread");
+static_assert(sizeof(struct ptt_thread_key) == ARCPROF_PTT_THREAD_KEY_SIZE, "ptt_thread_key");
 static_assert(sizeof(struct ptt_cpu) == ARCPROF_PTT_CPU_SIZE, "ptt_cpu");
 static_assert(sizeof(struct ptt_vector) == 16, "ptt_vector");
 #endif

@@ -1,6 +1,8 @@
 #include "loader/ptt_accounting.h"
 
 #include <algorithm>
+#include <map>
+#include <set>
 
 #include <cstring>
 
@@ -56,6 +58,7 @@ PttRunningTask RunningTaskAt(const ptt_cpu& s, uint64_t now_ns) {
   r.known = true;
   r.pid = s.curr_pid;
   r.tid = s.curr_tid;
+  r.start_ns = s.curr_start_ns;
   r.comm.assign(s.curr_comm, strnlen(s.curr_comm, sizeof(s.curr_comm)));
   const OpenInterrupts open = OpenInterruptsAt(s, now_ns);
   r.hardirq_ns = Minus(s.hardirq_ns + open.hardirq_ns, s.hardirq_ns_at_switch);
@@ -154,6 +157,31 @@ size_t FoldSmallestThreads(std::vector<model::PttThread>& threads, size_t max_ro
   threads.push_back(std::move(other));
   threads.shrink_to_fit();
   return folded;
+}
+
+std::vector<StartCorrection> AlignProcessStarts(std::vector<model::ThreadRecord>& records,
+                                                const std::vector<model::PttThread>& rows, uint64_t tick_ns) {
+  std::set<std::pair<uint32_t, uint64_t>> measured, recorded;
+  for (const model::PttThread& t : rows) {
+    if (t.process_start_ns != 0) measured.emplace(t.pid, t.process_start_ns);
+  }
+  for (const model::ThreadRecord& t : records) {
+    if (t.process_start_ns != 0 && t.pid != model::kExitedProcessesPid) recorded.emplace(t.pid, t.process_start_ns);
+  }
+  std::vector<StartCorrection> out;
+  for (const auto& [pid, start] : recorded) {
+    if (tick_ns == 0 || start < tick_ns || measured.count({pid, start})) continue;
+    const std::pair<uint32_t, uint64_t> kernel{pid, start - tick_ns};
+    if (measured.count(kernel) && !recorded.count(kernel)) out.push_back({pid, start, start - tick_ns});
+  }
+  if (out.empty()) return out;
+  std::map<std::pair<uint32_t, uint64_t>, uint64_t> to;
+  for (const StartCorrection& c : out) to[{c.pid, c.late_ns}] = c.start_ns;
+  for (model::ThreadRecord& t : records) {
+    auto it = to.find({t.pid, t.process_start_ns});
+    if (it != to.end()) t.process_start_ns = it->second;
+  }
+  return out;
 }
 
 }  // namespace arcprof

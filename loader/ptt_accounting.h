@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "ptt.h"
+#include "model/profile.h"
 #include "model/ptt_data.h"
 
 namespace arcprof {
@@ -33,6 +34,7 @@ struct PttRunningTask {
   bool known = false;
   uint32_t pid = 0;
   uint32_t tid = 0;  // 0: the idle task
+  uint64_t start_ns = 0;  // its process's start (ptt_thread_key::start_ns)
   std::string comm;
   uint64_t cpu_ns = 0;  // interrupts excluded
   uint64_t hardirq_ns = 0;
@@ -63,6 +65,25 @@ void AddRunningTask(const PttRunningTask& running, model::PttThread& thread);
 // tid model::kPttOtherThreads, so every total stays as it was. Returns how
 // many rows were folded. The order of the kept rows is not kept.
 size_t FoldSmallestThreads(std::vector<model::PttThread>& threads, size_t max_rows);
+
+// One process's start as the thread records had it (`late_ns`) and as PTT
+// read it from the kernel (`start_ns`).
+struct StartCorrection {
+  uint32_t pid = 0;
+  uint64_t late_ns = 0;
+  uint64_t start_ns = 0;
+};
+
+// Makes a window's thread records and PTT rows of one process agree on its
+// start. PTT's is the kernel's (task start_boottime at /proc's 10 ms); a
+// record's came from /proc (the same) or, for a process whose fork arcprof
+// saw, from the fork event's time, which is a few microseconds later and so
+// one tick (`tick_ns`) later when the fork fell just before a tick. A process
+// whose records have start s, that no PTT row has, while PTT rows of its pid
+// have s - tick and no record does, is that process: its records take
+// s - tick. Returns the corrections made (for the process registry).
+std::vector<StartCorrection> AlignProcessStarts(std::vector<model::ThreadRecord>& records,
+                                                const std::vector<model::PttThread>& rows, uint64_t tick_ns);
 
 // What a vector slot of the BPF `vectors` map stands for; false for an unused slot.
 bool DescribeVectorSlot(uint32_t slot, model::IrqKind& kind, uint32_t& vector);

@@ -4,11 +4,17 @@
 #include <time.h>
 
 #include <cstdio>
+#include <map>
+#include <tuple>
 #include <unordered_map>
 
+#include "loader/ptt_accounting.h"
 #include "loader/ptt_recorder.h"
 #include "loader/record.h"
 #include "model/profile.h"
+#include "spaces/address_spaces.h"
+#include "spaces/process_registry.h"
+#include "symbolize/symbolizer.h"
 #include "common/text.h"
 
 namespace arcprof {
@@ -50,7 +56,7 @@ class PttExtension final : public RecordExtension {
 
   size_t HeldBytes() const override { return recorder_ ? recorder_->HeldBytes() : 0; }
 
-  Result<void> CloseWindow(RecordContext&, Profile& profile, bool last) override {
+  Result<void> CloseWindow(RecordContext& context, Profile& profile, bool last) override {
     if (!recorder_) return {};
     PttData data = last ? recorder_->Finish() : recorder_->TakeWindow();
     const PttRecorderCounters total = recorder_->ReadCounters();
@@ -71,12 +77,19 @@ class PttExtension final : public RecordExtension {
     // PTT copies a thread's name when it first sees the thread, which can be
     // before the thread names itself (prctl PR_SET_NAME); the samples carry the
     // name the thread had when it ran, so they win where there are any.
-    std::unordered_map<uint64_t, const std::string*> sampled_names;
+    // A thread's row and its record are one thread of one process: (pid,
+    // tid, process start). The records' starts that a fork's time made one
+    // tick late take the kernel's, here and in the process registry (so the
+    // next windows' records have it too).
+    for (const StartCorrection& c : AlignProcessStarts(profile.threads, data.threads, StartNsOfTicks(1))) {
+      context.symbolizer.spaces().CorrectStart(c.pid, c.late_ns, c.start_ns);
+    }
+    std::map<std::tuple<uint32_t, uint32_t, uint64_t>, const std::string*> sampled_names;
     for (const ThreadRecord& t : profile.threads) {
-      if (!t.comm.empty()) sampled_names[static_cast<uint64_t>(t.pid) << 32 | t.tid] = &t.comm;
+      if (!t.comm.empty()) sampled_names[{t.pid, t.tid, t.process_start_ns}] = &t.comm;
     }
     for (PttThread& t : data.threads) {
-      auto it = sampled_names.find(static_cast<uint64_t>(t.pid) << 32 | t.tid);
+      auto it = sampled_names.find({t.pid, t.tid, t.process_start_ns});
       if (it != sampled_names.end()) t.comm = *it->second;
     }
     profile.ptt = std::move(data);

@@ -21,8 +21,10 @@
 #include <set>
 #include <string_view>
 #include <thread>
+#include <unordered_map>
 
 #include "loader/percpu_counters.h"
+#include "spaces/process_registry.h"
 #include "loader/perf_events.h"
 #include "ptt.skel.h"
 #include "model/ptt_data.h"
@@ -307,13 +309,17 @@ void PttRecorder::Snapshot() {
   last_snapshot_ns_ = now;
 }
 
-std::vector<PttThread> PttRecorder::ReadThreads() const {
+std::vector<PttThread> PttRecorder::ReadThreads(std::vector<ptt_thread_key>* keys_out) const {
   std::vector<PttThread> out;
+  if (keys_out) keys_out->clear();
   const int fd = bpf_map__fd(skel_->maps.threads);
-  auto add = [&](const ptt_thread& value) {
+  auto add = [&](const ptt_thread_key& key, const ptt_thread& value) {
+    if (keys_out) keys_out->push_back(key);
     PttThread t;
     t.pid = value.pid;
     t.tid = value.tid;
+    // The thread records' precision (/proc/PID/stat's ticks), so both agree.
+    t.process_start_ns = StartNsOfBoottime(key.start_ns);
     t.comm.assign(value.comm, strnlen(value.comm, sizeof(value.comm)));
     t.cpu_ns = value.cpu_ns;
     t.hardirq_ns = value.hardirq_ns;
@@ -331,7 +337,7 @@ std::vector<PttThread> PttRecorder::ReadThreads() const {
   // and one lookup plus one next-key call per thread was most of PTT's
   // share of the close. A kernel without batch lookups takes the loop below.
   constexpr uint32_t kBatch = 1024;
-  std::vector<uint32_t> keys(kBatch);
+  std::vector<ptt_thread_key> keys(kBatch);
   std::vector<ptt_thread> values(kBatch);
   uint32_t token = 0;
   bool first = true;
@@ -343,17 +349,18 @@ std::vector<PttThread> PttRecorder::ReadThreads() const {
     const int error = err < 0 ? errno : 0;
     if (err < 0 && error != ENOENT) {
       out.clear();  // start over, one key at a time
+      if (keys_out) keys_out->clear();
       break;
     }
-    for (uint32_t i = 0; i < count && i < kBatch; ++i) add(values[i]);
+    for (uint32_t i = 0; i < count && i < kBatch; ++i) add(keys[i], values[i]);
     if (err < 0) return out;  // ENOENT: that was the last batch
     first = false;
   }
-  uint32_t key = 0, next = 0;
-  const uint32_t* previous = nullptr;
+  ptt_thread_key key{}, next{};
+  const ptt_thread_key* previous = nullptr;
   ptt_thread value{};
   while (bpf_map_get_next_key(fd, previous, &next) == 0) {
-    if (bpf_map_lookup_elem(fd, &next, &value) == 0) add(value);
+    if (bpf_map_lookup_elem(fd, &next, &value) == 0) add(next, value);
     key = next;
     previous = &key;
   }
@@ -431,12 +438,25 @@ PttData PttRecorder::TakeWindow() {
   // Threads that are gone before the map is read have their final values in
   // this read; their entries are deleted after it, so that the map (fixed
   // size) does not fill up over days of thread churn.
-  std::vector<uint32_t> gone;
-  std::vector<std::pair<uint32_t, uint32_t>> gone_keys;
-  for (const PttThread& t : ReadThreads()) {
-    if (t.tid != 0 && syscall(SYS_tgkill, t.pid, t.tid, 0) != 0 && errno == ESRCH) {
-      gone.push_back(t.tid);
-      gone_keys.emplace_back(t.pid, t.tid);
+  // A thread is gone when its tid is, or when a later process's thread has
+  // its tid (tgkill cannot tell a reused pid's process from the earlier one).
+  std::vector<ptt_thread_key> gone;
+  std::vector<std::tuple<uint32_t, uint32_t, uint64_t>> gone_keys;
+  {
+    std::vector<ptt_thread_key> keys;
+    const std::vector<PttThread> before = ReadThreads(&keys);
+    std::unordered_map<uint32_t, uint64_t> latest;  // tid -> the latest process start among the entries
+    for (const ptt_thread_key& k : keys) {
+      uint64_t& l = latest[k.tid];
+      l = std::max<uint64_t>(l, k.start_ns);
+    }
+    for (size_t i = 0; i < before.size(); ++i) {
+      const PttThread& t = before[i];
+      if (t.tid == 0) continue;
+      if (keys[i].start_ns < latest[t.tid] || (syscall(SYS_tgkill, t.pid, t.tid, 0) != 0 && errno == ESRCH)) {
+        gone.push_back(keys[i]);
+        gone_keys.emplace_back(t.pid, t.tid, t.process_start_ns);
+      }
     }
   }
   const uint64_t end = MonotonicNs();
@@ -455,8 +475,12 @@ PttData PttRecorder::TakeWindow() {
       bpf_map_delete_elem(threads_fd, &gone[i]);
     }
   }
-  std::map<uint32_t, size_t> by_tid;
-  for (size_t i = 0; i < data.threads.size(); ++i) by_tid[data.threads[i].tid] = i;
+  // By tid and process start: the running task's entry, not an earlier
+  // process's that had its tid.
+  std::map<std::pair<uint32_t, uint64_t>, size_t> by_tid;
+  for (size_t i = 0; i < data.threads.size(); ++i) {
+    by_tid[{data.threads[i].tid, data.threads[i].process_start_ns}] = i;
+  }
   for (int cpu : cpus_) {
     const size_t i = static_cast<size_t>(cpu);
     if (i >= states.size()) continue;
@@ -467,11 +491,13 @@ PttData PttRecorder::TakeWindow() {
     // A thread still on the CPU: its time since the switch-in is not in the map.
     const PttRunningTask running = RunningTaskAt(states[i], end);
     if (!running.known || running.tid == 0) continue;
-    auto [it, inserted] = by_tid.try_emplace(running.tid, data.threads.size());
+    const uint64_t running_start = StartNsOfBoottime(running.start_ns);
+    auto [it, inserted] = by_tid.try_emplace({running.tid, running_start}, data.threads.size());
     if (inserted) {
       PttThread t;
       t.pid = running.pid;
       t.tid = running.tid;
+      t.process_start_ns = running_start;
       t.comm = ProcComm(running.pid, running.tid);
       t.events.assign(events_.size(), 0);
       data.threads.push_back(std::move(t));
@@ -500,7 +526,7 @@ PttData PttRecorder::TakeWindow() {
   for (const auto& key : gone_keys) window_threads_.erase(key);
   rows_folded_ += FoldSmallestThreads(data.threads, max_window_rows_);
   std::sort(data.threads.begin(), data.threads.end(), [](const PttThread& a, const PttThread& b) {
-    return std::pair(a.pid, a.tid) < std::pair(b.pid, b.tid);
+    return std::tuple(a.pid, a.tid, a.process_start_ns) < std::tuple(b.pid, b.tid, b.process_start_ns);
   });
   return data;
 }
@@ -509,10 +535,10 @@ void PttRecorder::SinceLastWindow(PttData& data) {
   // The map and the vector slots count from the start; a window holds the
   // difference to what the previous window read. A value below the previous
   // one is a new thread with a reused tid (or a recycled map slot): all new.
-  std::map<std::pair<uint32_t, uint32_t>, PttThread> cumulative;
+  std::map<std::tuple<uint32_t, uint32_t, uint64_t>, PttThread> cumulative;
   std::vector<PttThread> threads;
   for (PttThread& t : data.threads) {
-    const auto key = std::pair(t.pid, t.tid);
+    const auto key = std::tuple(t.pid, t.tid, t.process_start_ns);
     PttThread delta = t;
     auto it = window_threads_.find(key);
     if (it != window_threads_.end()) {

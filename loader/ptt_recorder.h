@@ -84,7 +84,8 @@ class PttRecorder {
   Result<void> PrimeCpus();
   std::vector<ptt_cpu> ReadCpuStates() const;
   int EventFd(int slot, int cpu) const;  // the counting event of a BPF slot on a CPU
-  std::vector<model::PttThread> ReadThreads() const;
+  // Every entry of the thread map; `keys`: their map keys, in the same order.
+  std::vector<model::PttThread> ReadThreads(std::vector<ptt_thread_key>* keys = nullptr) const;
   std::vector<model::PttIrqVector> ReadVectors() const;
   void SinceLastWindow(model::PttData& data);
 
@@ -99,7 +100,8 @@ class PttRecorder {
   uint64_t last_snapshot_ns_ = 0;
   std::vector<model::PttCpuInterval> intervals_;
   // What the previous window read, cumulative, for the next window's deltas.
-  std::map<std::pair<uint32_t, uint32_t>, model::PttThread> window_threads_;
+  // By (pid, tid, process start).
+  std::map<std::tuple<uint32_t, uint32_t, uint64_t>, model::PttThread> window_threads_;
   std::map<std::tuple<uint32_t, uint8_t, uint32_t>, std::pair<uint64_t, uint64_t>> window_vectors_;
   size_t max_window_rows_ = 0;
   uint64_t rows_folded_ = 0;

@@ -72,17 +72,26 @@ Result<Metric> Metric::Select(const Profile& profile, std::string_view name) {
         profile.meta.frequency_hz ? 1e6 / static_cast<double>(profile.meta.frequency_hz) : 1000.0;
     // Each thread's samples share out the CPU time PTT measured for it
     // (interrupts excluded); threads PTT did not see count the sampling interval.
-    std::unordered_map<uint64_t, uint64_t> ptt_cpu_ns;
+    // A thread's row and record are those of one process: (pid, tid, process
+    // start). Rows without a start (captures before schema 9) join by (pid, tid).
+    std::map<std::tuple<uint32_t, uint32_t, uint64_t>, uint64_t> ptt_cpu_ns;
+    std::map<std::pair<uint32_t, uint32_t>, uint64_t> unknown_start_cpu_ns;
     if (profile.ptt.recorded) {
       for (const PttThread& t : profile.ptt.threads) {
-        ptt_cpu_ns[static_cast<uint64_t>(t.pid) << 32 | t.tid] += t.cpu_ns;
+        ptt_cpu_ns[{t.pid, t.tid, t.process_start_ns}] += t.cpu_ns;
+        if (t.process_start_ns == 0) unknown_start_cpu_ns[{t.pid, t.tid}] += t.cpu_ns;
       }
     }
     for (const ThreadRecord& t : profile.threads) {
-      auto it = ptt_cpu_ns.find(static_cast<uint64_t>(t.pid) << 32 | t.tid);
+      uint64_t cpu_ns = 0;
+      if (auto it = ptt_cpu_ns.find({t.pid, t.tid, t.process_start_ns}); it != ptt_cpu_ns.end()) {
+        cpu_ns = it->second;
+      } else if (auto old = unknown_start_cpu_ns.find({t.pid, t.tid}); old != unknown_start_cpu_ns.end()) {
+        cpu_ns = old->second;
+      }
       const uint64_t samples = t.tree.total(kSamplesValue);
-      if (it == ptt_cpu_ns.end() || samples == 0 || it->second == 0) continue;
-      m.us_per_sample_[{t.host, t.pid, t.tid}] = static_cast<double>(it->second) / 1000.0 / samples;
+      if (samples == 0 || cpu_ns == 0) continue;
+      m.us_per_sample_[{t.host, t.pid, t.tid, t.process_start_ns}] = static_cast<double>(cpu_ns) / 1000.0 / samples;
     }
   }
   if (offcpu) m.terms_.push_back(Term{*profile.ValueIndex(kOffCpuNs.name), false, 1000});
@@ -108,11 +117,11 @@ Metric Metric::InNanoseconds() const {
 }
 
 bool Metric::CpuMeasured(const ThreadRecord& thread) const {
-  return us_per_sample_.count({thread.host, thread.pid, thread.tid}) != 0;
+  return us_per_sample_.count({thread.host, thread.pid, thread.tid, thread.process_start_ns}) != 0;
 }
 
 double Metric::UsPerSample(const ThreadRecord& thread) const {
-  auto it = us_per_sample_.find({thread.host, thread.pid, thread.tid});
+  auto it = us_per_sample_.find({thread.host, thread.pid, thread.tid, thread.process_start_ns});
   return it == us_per_sample_.end() ? interval_us_ : it->second;
 }
 

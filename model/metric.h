@@ -76,7 +76,7 @@ class Metric {
     bool per_sample = false;  // times the thread's microseconds per sample
     uint64_t divisor = 1;     // rounded division (ns -> us)
   };
-  using ThreadKey = std::tuple<std::string, uint32_t, uint32_t>;  // host, pid, tid
+  using ThreadKey = std::tuple<std::string, uint32_t, uint32_t, uint64_t>;  // host, pid, tid, process start
   double UsPerSample(const ThreadRecord& thread) const;
   // The metric's value of one node, `us_per_sample` being UsPerSample(its thread).
   uint64_t NodeValue(const CallTree& tree, uint32_t node, double us_per_sample) const;

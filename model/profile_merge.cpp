@@ -24,12 +24,15 @@ void MergePtt(PttData& into, const PttData& from) {
     return;
   }
   if (into.events.empty()) into.events = from.events;
-  std::map<std::pair<uint32_t, uint32_t>, size_t> threads;
+  // The same thread of the same process: a pid another process held (another
+  // start) is another row, as it is another thread record.
+  std::map<std::tuple<uint32_t, uint32_t, uint64_t>, size_t> threads;
   for (size_t i = 0; i < into.threads.size(); ++i) {
-    threads[{into.threads[i].pid, into.threads[i].tid}] = i;
+    const PttThread& t = into.threads[i];
+    threads[{t.pid, t.tid, t.process_start_ns}] = i;
   }
   for (const PttThread& t : from.threads) {
-    auto [it, added] = threads.try_emplace({t.pid, t.tid}, into.threads.size());
+    auto [it, added] = threads.try_emplace({t.pid, t.tid, t.process_start_ns}, into.threads.size());
     if (added) {
       into.threads.push_back(t);
       continue;

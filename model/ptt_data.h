@@ -38,6 +38,11 @@ struct PttThread {
   uint64_t interrupts = 0;  // hardirqs + softirqs while it ran
   // Counter deltas, parallel to PttData::events; meaningful only for available events.
   std::vector<uint64_t> events;
+  // Its process's start, as ThreadRecord::process_start_ns (the kernel's, at
+  // the 10 ms of /proc/PID/stat); 0 unknown (captures before schema 9, the
+  // "[other threads]" row). Rows and thread records of one thread have the
+  // same (pid, tid, start); a pid another process held is another row.
+  uint64_t process_start_ns = 0;
 
   uint64_t interrupt_ns() const { return hardirq_ns + softirq_ns; }
   // Sums another record of the same thread (another window or capture) into

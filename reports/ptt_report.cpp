@@ -74,14 +74,17 @@ Result<std::function<SortValue(const PttReportRow&)>> SortKey(const std::string&
   return MakeError("unknown --sort key '" + key + "' for the ptt view; use one of " + known);
 }
 
-// The process name of each pid: the comm of its thread-group leader.
-std::map<uint32_t, std::string> ProcessNames(const Profile& profile) {
-  std::map<uint32_t, std::string> names;
+// A process: its pid and start (a pid another process held is another).
+using ProcessKey = std::pair<uint32_t, uint64_t>;
+
+// The process name of each process: the comm of its thread-group leader.
+std::map<ProcessKey, std::string> ProcessNames(const Profile& profile) {
+  std::map<ProcessKey, std::string> names;
   for (const ThreadRecord& t : profile.threads) {
-    if (!t.process_comm.empty()) names.emplace(t.pid, t.process_comm);
+    if (!t.process_comm.empty()) names.emplace(ProcessKey{t.pid, t.process_start_ns}, t.process_comm);
   }
   for (const PttThread& t : profile.ptt.threads) {
-    if (t.pid == t.tid) names[t.pid] = t.comm;
+    if (t.pid == t.tid) names[{t.pid, t.process_start_ns}] = t.comm;
   }
   return names;
 }
@@ -110,9 +113,9 @@ Result<PttReport> BuildPttReport(const Profile& profile, const PttReportOptions&
 
   const auto process_names = ProcessNames(profile);
   // The identity of each sampled process, for --container/--service/--cgroup.
-  std::map<uint32_t, const model::ProcessIdentity*> identities;
+  std::map<ProcessKey, const model::ProcessIdentity*> identities;
   for (const ThreadRecord& t : profile.threads) {
-    if (!t.identity.empty()) identities.emplace(t.pid, &t.identity);
+    if (!t.identity.empty()) identities.emplace(ProcessKey{t.pid, t.process_start_ns}, &t.identity);
   }
   report.total.comm = "TOTAL";
   report.total.events.assign(ptt.events.size(), std::nullopt);
@@ -123,10 +126,15 @@ Result<PttReport> BuildPttReport(const Profile& profile, const PttReportOptions&
     record.pid = t.pid;
     record.tid = t.tid;
     record.comm = t.comm;
-    if (auto it = process_names.find(t.pid); it != process_names.end()) {
-      record.process_comm = it->second;
-    }
-    if (auto it = identities.find(t.pid); it != identities.end()) record.identity = *it->second;
+    record.process_start_ns = t.process_start_ns;
+    // A row without a start (captures before schema 9) is its pid's process.
+    auto find = [&](const auto& by_process) {
+      if (t.process_start_ns != 0) return by_process.find(ProcessKey{t.pid, t.process_start_ns});
+      auto it = by_process.lower_bound(ProcessKey{t.pid, 0});
+      return it != by_process.end() && it->first.first == t.pid ? it : by_process.end();
+    };
+    if (auto it = find(process_names); it != process_names.end()) record.process_comm = it->second;
+    if (auto it = find(identities); it != identities.end()) record.identity = *it->second;
     if (!options.filter.Matches(record)) continue;
     PttReportRow row;
     row.pid = t.pid;

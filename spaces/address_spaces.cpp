@@ -297,6 +297,11 @@ const ProcessInfo* AddressSpaces::Process(uint32_t pid) const {
 
 const ProcessInfo& AddressSpaces::Info(uint32_t pid) { return impl_->registry.Get(pid).info; }
 
+void AddressSpaces::CorrectStart(uint32_t pid, uint64_t late_ns, uint64_t start_ns) {
+  const ProcessRegistry::Record* record = impl_->registry.Find(pid);
+  if (record && record->info.start_ns == late_ns) impl_->registry.Get(pid).info.start_ns = start_ns;
+}
+
 std::string_view AddressSpaces::ThreadName(uint32_t pid, uint32_t tid) const {
   return impl_->registry.ThreadName(pid, tid);
 }

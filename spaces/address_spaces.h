@@ -81,6 +81,10 @@ class AddressSpaces {
   // The process as last known (comm, command line, uid); nullptr when never
   // seen or forgotten.
   const ProcessInfo* Process(uint32_t pid) const;
+  // The kernel's start of pid's process (read by PTT) where the registry has
+  // `late_ns` (a fork event's time, one 10 ms tick late): later records of
+  // the process carry `start_ns`. Nothing changes for another start.
+  void CorrectStart(uint32_t pid, uint64_t late_ns, uint64_t start_ns);
   // What is recorded of pid, an empty record created when there is none yet
   // (a JIT source is made from it).
   const ProcessInfo& Info(uint32_t pid);

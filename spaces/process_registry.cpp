@@ -84,6 +84,8 @@ uint64_t StartNsOfTicks(uint64_t ticks) {
   return ticks > (uint64_t{1} << 62) / TickNs() ? 0 : ticks * TickNs();
 }
 
+uint64_t StartNsOfBoottime(uint64_t boottime_ns) { return StartNsOfTicks(boottime_ns / TickNs()); }
+
 uint64_t StartNsOfMonotonic(uint64_t monotonic_ns) {
   // CLOCK_BOOTTIME runs ahead of CLOCK_MONOTONIC by the time suspended.
   const uint64_t monotonic_now = ClockNs(CLOCK_MONOTONIC);

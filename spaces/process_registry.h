@@ -78,6 +78,9 @@ class ProcessRegistry {
 // A process's start in clock ticks since boot (/proc/PID/stat) as
 // ProcessInfo::start_ns: CLOCK_BOOTTIME ns, at the ticks' precision.
 uint64_t StartNsOfTicks(uint64_t ticks);
+// The kernel's start_boottime of a process (CLOCK_BOOTTIME ns, what BPF
+// reads) as ProcessInfo::start_ns: exactly the start /proc/PID/stat gives.
+uint64_t StartNsOfBoottime(uint64_t boottime_ns);
 // A CLOCK_MONOTONIC time (an event's) as ProcessInfo::start_ns: the same
 // clock and precision as a start read from /proc/PID/stat.
 uint64_t StartNsOfMonotonic(uint64_t monotonic_ns);

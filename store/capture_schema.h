@@ -23,7 +23,7 @@ class SqlDb;
 inline constexpr int32_t kCaptureApplicationId = 0x61726370;
 // The schema this build writes and the newest one it reads. Bumped only when an
 // older reader would misread a newer file (see docs/capture-format.md).
-inline constexpr int kCaptureSchemaVersion = 8;
+inline constexpr int kCaptureSchemaVersion = 9;
 
 // What the writer, the reader and the checksum share; not for other layers.
 namespace capture_schema {

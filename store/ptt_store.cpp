@@ -90,8 +90,12 @@ CREATE TABLE ptt_interval_blocks (
 );
 )sql";
 // pid, tid, comm, cpu_ns, hardirq_ns, softirq_ns, dispatches, interrupts,
-// event0..event3 (0 for an event that is not available).
+// event0..event3 (0 for an event that is not available); schema 9 then
+// process_start_ns.
 constexpr const char* kThreadColumns = "iitiiiiiiiii";
+constexpr const char* kThreadColumns9 = "iitiiiiiiiiii";
+// A process start above this is no start (146 years after boot).
+constexpr uint64_t kMaxProcessStartNs = uint64_t{1} << 62;
 constexpr size_t kMaxCommBytes = 4096;
 // cpu, start_ns, end_ns, busy_ns, idle_ns, hardirq_ns, softirq_ns, hardirqs, softirqs.
 constexpr const char* kIntervalColumns = "iiiiiiiii";
@@ -173,7 +177,7 @@ Result<void> ReadRowBlocks(SqlDb& sql, const std::string& table, const char* kin
 // Schema 3: the per-thread rows of one window as compressed row blocks.
 Result<void> WriteThreadBlocks(SqlDb& sql, const PttData& ptt, int64_t window_id) {
   RowBlock rows;
-  rows.kinds = kThreadColumns;
+  rows.kinds = kThreadColumns9;
   rows.rows = ptt.threads.size();
   for (const PttThread& t : ptt.threads) {
     rows.ints.insert(rows.ints.end(), {t.pid, t.tid, t.cpu_ns, t.hardirq_ns, t.softirq_ns, t.dispatches,
@@ -182,6 +186,7 @@ Result<void> WriteThreadBlocks(SqlDb& sql, const PttData& ptt, int64_t window_id
       const bool stored = i < ptt.events.size() && ptt.events[i].available && i < t.events.size();
       rows.ints.push_back(stored ? t.events[i] : 0);
     }
+    rows.ints.push_back(t.process_start_ns);
     rows.texts.push_back(t.comm);
   }
   return WriteRowBlocks(sql, "ptt_thread_blocks", window_id, rows);
@@ -321,10 +326,11 @@ Result<void> ReadPttTables(SqlDb& sql, const std::string& path, int schema_versi
     return r;
   }
 
-  // Threads with the same (pid, tid) in several windows or captures are summed.
-  std::map<std::pair<uint32_t, uint32_t>, size_t> thread_index;
+  // Threads with the same (pid, tid, process start) in several windows or
+  // captures are summed: a pid another process held is another row.
+  std::map<std::tuple<uint32_t, uint32_t, uint64_t>, size_t> thread_index;
   auto add_thread = [&](PttThread t) {
-    auto [it, inserted] = thread_index.try_emplace({t.pid, t.tid}, ptt.threads.size());
+    auto [it, inserted] = thread_index.try_emplace({t.pid, t.tid, t.process_start_ns}, ptt.threads.size());
     if (inserted) {
       ptt.threads.push_back(std::move(t));
       return;
@@ -333,15 +339,21 @@ Result<void> ReadPttTables(SqlDb& sql, const std::string& path, int schema_versi
   };
   if (schema_version >= 3) {
     // Every value as the row table's checks allow.
+    // Schema 9 rows end with the process's start.
+    const bool start = schema_version >= 9;
     if (auto r = ReadRowBlocks(
-            sql, "ptt_thread_blocks", kThreadColumns, kMaxCommBytes, spend, corrupt,
+            sql, "ptt_thread_blocks", start ? kThreadColumns9 : kThreadColumns, kMaxCommBytes, spend, corrupt,
             [&](const std::string& where, const RowBlock& rows) -> Result<void> {
-              constexpr size_t kInts = 11;
+              const size_t kInts = start ? 12 : 11;
               for (size_t row = 0; row < rows.rows; ++row) {
                 const uint64_t* v = rows.ints.data() + row * kInts;
                 bool ok = v[0] <= UINT32_MAX && v[1] <= UINT32_MAX;
-                for (size_t i = 2; i < kInts; ++i) ok = ok && v[i] <= static_cast<uint64_t>(INT64_MAX);
+                for (size_t i = 2; i < 11; ++i) ok = ok && v[i] <= static_cast<uint64_t>(INT64_MAX);
                 if (!ok) return corrupt(where + ": a thread with an invalid pid, tid or value");
+                if (start && v[11] > kMaxProcessStartNs) {
+                  return corrupt(where + ": a thread with an impossible process start " +
+                                 std::to_string(static_cast<int64_t>(v[11])));
+                }
                 PttThread t;
                 t.pid = static_cast<uint32_t>(v[0]);
                 t.tid = static_cast<uint32_t>(v[1]);
@@ -352,6 +364,7 @@ Result<void> ReadPttTables(SqlDb& sql, const std::string& path, int schema_versi
                 t.interrupts = v[6];
                 t.events.assign(ptt.events.size(), 0);
                 for (size_t i = 0; i < ptt.events.size(); ++i) t.events[i] = v[7 + i];
+                if (start) t.process_start_ns = v[11];
                 t.comm = EscapeControl(rows.texts[row]);
                 add_thread(std::move(t));
               }

@@ -229,3 +229,50 @@ TEST(PttAccounting, ThreadsPastTheRowLimitAreFoldedIntoOneRow) {
 
 }  // namespace
 }  // namespace arcprof
+
+namespace arcprof {
+namespace {
+
+// A record's start from a fork event's time is one tick late when the fork
+// fell just before a tick: its process's records take PTT's (the kernel's)
+// start; a record that agrees, another process's, or one a PTT row of its
+// own start also has, stays as it is.
+TEST(PttAccounting, RecordsOneTickLateTakeTheKernelsStart) {
+  constexpr uint64_t kTick = 10'000'000;
+  auto record = [](uint32_t pid, uint32_t tid, uint64_t start) {
+    model::ThreadRecord t;
+    t.pid = pid;
+    t.tid = tid;
+    t.process_start_ns = start;
+    return t;
+  };
+  auto row = [](uint32_t pid, uint32_t tid, uint64_t start) {
+    model::PttThread t;
+    t.pid = pid;
+    t.tid = tid;
+    t.process_start_ns = start;
+    return t;
+  };
+  std::vector<model::ThreadRecord> records = {
+      record(10, 10, 50 * kTick), record(10, 11, 50 * kTick),  // late by a tick: both threads
+      record(20, 20, 70 * kTick),                             // agrees
+      record(30, 30, 90 * kTick), record(30, 30, 89 * kTick),  // two processes of the pid
+      record(40, 40, 0),                                      // unknown start
+      record(model::kExitedProcessesPid, 5, 0)};
+  const std::vector<model::PttThread> rows = {row(10, 10, 49 * kTick), row(20, 20, 70 * kTick),
+                                              row(30, 30, 89 * kTick), row(40, 40, 33 * kTick)};
+  const std::vector<StartCorrection> corrections = AlignProcessStarts(records, rows, kTick);
+  ASSERT_EQ(corrections.size(), 1u);
+  EXPECT_EQ(corrections[0].pid, 10u);
+  EXPECT_EQ(corrections[0].late_ns, 50 * kTick);
+  EXPECT_EQ(corrections[0].start_ns, 49 * kTick);
+  EXPECT_EQ(records[0].process_start_ns, 49 * kTick);
+  EXPECT_EQ(records[1].process_start_ns, 49 * kTick);
+  EXPECT_EQ(records[2].process_start_ns, 70 * kTick);
+  EXPECT_EQ(records[3].process_start_ns, 90 * kTick);
+  EXPECT_EQ(records[4].process_start_ns, 89 * kTick);
+  EXPECT_EQ(records[5].process_start_ns, 0u);
+}
+
+}  // namespace
+}  // namespace arcprof

@@ -8,12 +8,14 @@
 #include <nlohmann/json.hpp>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <regex>
 #include <string>
 #include <thread>
 
+#include "model/metric.h"
 #include "tests/loader/runtime_util.h"
 #include "tests/layer_names.h"
 
@@ -24,6 +26,11 @@ const std::string kArcprof = ARCPROF_BIN;
 const std::string kWorkload = std::string(ARCPROF_TEST_PROGRAMS) + "/ptt_workload";
 const std::string kNetLoad = std::string(ARCPROF_TEST_PROGRAMS) + "/ptt_net_load";
 const std::string kSoftirqsTool = "/usr/sbin/softirqs";
+const std::string kPidReuse = std::string(ARCPROF_TEST_PROGRAMS) + "/pid_reuse";
+// AReusedPidsProcessesHaveRowsOfTheirOwn: each program's CPU time in its own
+// row, in ms (each spins a CPU-second; one row holding both had two).
+constexpr double kReusedPidMinRowMs = 600;
+constexpr double kReusedPidMaxRowMs = 1500;
 
 struct KernelThread {
   uint64_t schedstat_ns = 0;
@@ -223,6 +230,56 @@ TEST_F(PttRuntime, CommandRecordingsHaveNoPttUnlessAsked) {
   EXPECT_EQ(report.Wait(), 1);
   EXPECT_NE(report.stderr_text().find("record it with `arcprof record --ptt`"), std::string::npos)
       << report.stderr_text();
+}
+
+// Two programs one after the other under one pid in one recording
+// (tests/programs/pid_reuse.c chooses the pid with clone3's set_tid), a
+// CPU-second each: PTT has a row of each process (its BPF map keys threads by
+// tid and process start), each with its own program's second, and the second
+// program's thread record has its row's start, so the CPU time per sample of
+// the record is its own process's (the first's record retires under
+// "[exited processes]"). Before: one row of both programs' two seconds.
+TEST_F(PttRuntime, AReusedPidsProcessesHaveRowsOfTheirOwn) {
+  const std::string db = tmp_.path("reuse.db");
+  Subprocess rec({kArcprof, "record", "-q", "--ptt", "-o", db, "--", kPidReuse, "1"});
+  const int code = rec.Wait();
+  if (code == 77 && !InCi()) GTEST_SKIP() << "clone3 with set_tid is refused here: " << rec.stderr_text();
+  ASSERT_EQ(code, 0) << rec.stderr_text();
+  const Profile p = LoadCapture(db);
+  ASSERT_TRUE(p.ptt.recorded);
+  const ThreadRecord* second = nullptr;
+  for (const ThreadRecord& t : p.threads) {
+    if (t.pid == model::kExitedProcessesPid) continue;
+    for (const auto& [stack, n] : Stacks(p, [&](const ThreadRecord& r) { return &r == &t; })) {
+      if (std::find(stack.begin(), stack.end(), "second_program_work") != stack.end()) second = &t;
+    }
+  }
+  ASSERT_NE(second, nullptr) << "no samples of the second program";
+  ASSERT_NE(second->process_start_ns, 0u);
+  const uint32_t pid = second->pid;
+  std::vector<const PttThread*> rows;
+  for (const PttThread& t : p.ptt.threads) {
+    if (t.pid == pid && t.tid == pid) rows.push_back(&t);
+  }
+  for (const PttThread* t : rows) {
+    std::cout << pid << " " << t->comm << " started " << t->process_start_ns << ": " << t->cpu_ns / 1e6 << " ms\n";
+  }
+  ASSERT_EQ(rows.size(), 2u) << "the pid's two processes in " << rows.size() << " rows";
+  std::sort(rows.begin(), rows.end(), [](auto* a, auto* b) { return a->process_start_ns < b->process_start_ns; });
+  EXPECT_EQ(rows[1]->process_start_ns, second->process_start_ns) << "the record and the row of one thread";
+  // (The first's row keeps the name PTT copied at its exec: the name it set
+  // itself afterwards is known from samples, and its record has retired.)
+  EXPECT_EQ(rows[1]->comm, "reuse_second");
+  for (const PttThread* t : rows) {
+    EXPECT_GT(t->cpu_ns / 1e6, kReusedPidMinRowMs) << t->comm;
+    EXPECT_LT(t->cpu_ns / 1e6, kReusedPidMaxRowMs) << t->comm;
+  }
+  auto cpu = Metric::Select(p, "cpu");
+  ASSERT_TRUE(cpu.ok()) << cpu.error().message;
+  EXPECT_TRUE(cpu->CpuMeasured(*second));
+  // Its samples share out its own process's row (each node rounds to a µs).
+  EXPECT_NEAR(static_cast<double>(cpu->Total(*second)), static_cast<double>(rows[1]->cpu_ns) / 1e3,
+              static_cast<double>(second->tree.size()));
 }
 
 // NET_RX softirq time from loopback traffic, against libbpf-tools' softirqs.

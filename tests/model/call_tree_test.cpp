@@ -4,10 +4,12 @@
 // open-addressing child index; the name pool and the one fold by name.
 #include <gtest/gtest.h>
 
+#include <map>
 #include <optional>
 #include <vector>
 
 #include "model/fold_by_name.h"
+#include "model/metric.h"
 #include "model/frame_name.h"
 #include "model/profile.h"
 #include "model/profile_merge.h"
@@ -306,6 +308,59 @@ TEST(CallTree, AReusedPidsProcessesAreRecordsOfTheirOwn) {
   EXPECT_EQ(sum.threads.size(), 4u);
   EXPECT_EQ(sum.threads[sum.ThreadIndex("", 7, 7, 1000)].tree.total(), 6u);
   EXPECT_EQ(sum.threads[sum.ThreadIndex("", 7, 7, 2000)].tree.total(), 10u);
+}
+
+// Per-thread time of two processes that held one pid (in two windows, or one
+// after the other in one): a row of each, summed only with rows of the same
+// process, and the CPU time per sample of each thread record is its own
+// process's row's (Metric "cpu" joins rows and records by pid, tid and start).
+TEST(CallTree, AReusedPidsPttRowsStayApartAndJoinTheirRecords) {
+  auto window = [](uint64_t start, uint64_t samples, uint64_t cpu_ns) {
+    Profile p;
+    p.meta.frequency_hz = 100;
+    const uint32_t ab[] = {1, 2};
+    ThreadRecord& t = p.threads[p.ThreadIndex("", 7, 7, start)];
+    t.tree.AddStack(ab, samples);
+    p.ptt.recorded = true;
+    PttThread row;
+    row.pid = 7;
+    row.tid = 7;
+    row.process_start_ns = start;
+    row.cpu_ns = cpu_ns;
+    row.dispatches = 1;
+    p.ptt.threads.push_back(row);
+    return p;
+  };
+  Profile sum = window(1000, 10, 100'000'000);
+  MergeProfile(sum, window(2000, 10, 300'000'000));
+  MergeProfile(sum, window(1000, 10, 100'000'000));
+  ASSERT_EQ(sum.ptt.threads.size(), 2u);
+  std::map<uint64_t, uint64_t> cpu_by_start;
+  for (const PttThread& t : sum.ptt.threads) cpu_by_start[t.process_start_ns] += t.cpu_ns;
+  EXPECT_EQ(cpu_by_start[1000], 200'000'000u);
+  EXPECT_EQ(cpu_by_start[2000], 300'000'000u);
+  auto cpu = Metric::Select(sum, "cpu");
+  ASSERT_TRUE(cpu.ok()) << cpu.error().message;
+  const ThreadRecord& first = sum.threads[sum.ThreadIndex("", 7, 7, 1000)];
+  const ThreadRecord& second = sum.threads[sum.ThreadIndex("", 7, 7, 2000)];
+  EXPECT_TRUE(cpu->CpuMeasured(first));
+  EXPECT_EQ(cpu->Total(first), 200'000u);   // µs: its process's 200 ms over its 20 samples
+  EXPECT_EQ(cpu->Total(second), 300'000u);  // 300 ms over 10 samples
+  // A record whose process PTT did not measure keeps the sampling interval.
+  Profile other = window(3000, 10, 0);
+  other.ptt.threads[0].process_start_ns = 4000;
+  other.ptt.threads[0].cpu_ns = 50'000'000;
+  auto interval = Metric::Select(other, "cpu");
+  ASSERT_TRUE(interval.ok());
+  EXPECT_FALSE(interval->CpuMeasured(other.threads[0]));
+  EXPECT_EQ(interval->Total(other.threads[0]), 100'000u);  // 10 samples at 100 Hz
+  // A row without a start (a capture before schema 9) joins its (pid, tid)'s record.
+  Profile legacy = window(5000, 10, 70'000'000);
+  legacy.ptt.threads[0].process_start_ns = 0;
+  auto old = Metric::Select(legacy, "cpu");
+  ASSERT_TRUE(old.ok());
+  EXPECT_TRUE(old->CpuMeasured(legacy.threads[0]));
+  EXPECT_EQ(old->Total(legacy.threads[0]), 70'000u);
 }
 
 // Two windows merged into one (continuous, while the store cannot be

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 #include <sqlite3.h>
 
+#include <map>
 #include <sstream>
 
 #include "store/capture_store.h"
@@ -69,6 +70,39 @@ TEST_F(PttStore, RoundTripKeepsEveryValueInSchema1) {
   auto read = ReadCapture(WriteSample(1));
   ASSERT_TRUE(read.ok()) << read.error().message;
   EXPECT_EQ(read->ptt, p.ptt);
+}
+
+// Schema 9: each row keeps its process's start. Two processes that held pid
+// 100 are two rows after a write and a read, each named by its own leader in
+// the ptt view, and a worker thread keeps its own process's name. The schema 8
+// fixture (its writer's) reads with start 0.
+TEST_F(PttStore, ProcessStartKeepsAReusedPidsRowsApart) {
+  Profile p = PttSampleProfile();
+  p.ptt.threads[0].process_start_ns = 5'000'000'000;
+  p.ptt.threads[1].process_start_ns = 5'000'000'000;
+  p.ptt.threads[2].process_start_ns = 7'000'000'000;
+  PttThread reused = p.ptt.threads[0];
+  reused.comm = "reused";
+  reused.cpu_ns = 50'000'000;
+  reused.process_start_ns = 6'000'000'000;
+  p.ptt.threads.push_back(reused);
+  auto read = ReadCapture(Write(p));
+  ASSERT_TRUE(read.ok()) << read.error().message;
+  EXPECT_EQ(read->ptt, p.ptt);
+  auto report = BuildPttReport(*read, PttReportOptions{});
+  ASSERT_TRUE(report.ok()) << report.error().message;
+  std::map<std::string, std::pair<std::string, double>> rows;  // comm -> process, cpu ms
+  for (const PttReportRow& row : report->rows) rows[row.comm] = {row.process_comm, row.cpu_ms};
+  ASSERT_EQ(rows.size(), 4u);
+  EXPECT_EQ(rows["server"].first, "server");
+  EXPECT_EQ(rows["worker"].first, "server");
+  EXPECT_EQ(rows["reused"].first, "reused");
+  EXPECT_DOUBLE_EQ(rows["server"].second, 600.0);
+  EXPECT_DOUBLE_EQ(rows["reused"].second, 50.0);
+  auto eight = ReadCapture(WriteSample(8));
+  ASSERT_TRUE(eight.ok()) << eight.error().message;
+  EXPECT_EQ(eight->meta.schema_version, 8);
+  EXPECT_EQ(eight->ptt, PttSampleProfile().ptt);
 }
 
 // Schema 3 keeps the per-thread rows in compressed row blocks.

@@ -54,11 +54,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       break;
     }
     case 4: {
-      // Row blocks with the column kinds of the PTT tables, of the small
+      // Row blocks with the column kinds of the PTT tables (threads of
+      // schemas 3-8 and 9), of the small
       // tables of every schema (threads of schemas 5, 6 and 8), and a
       // text-only one.
       namespace schema = arcprof::store::capture_schema;
       static constexpr const char* kKinds[] = {"iitiiiiiiiii",
+                                               "iitiiiiiiiiii",  // schema 9: and the process start
                                                "iiiiiiiii",
                                                "t",
                                                "ti",

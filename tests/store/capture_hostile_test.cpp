@@ -395,9 +395,9 @@ TEST(HostileRowBlocks, ANulInASymbolReadsTheSameInEverySchema) {
   const uint32_t id = profile.frames.Intern("JITCODE", f);
   const uint32_t frames[] = {id};
   profile.threads[0].tree.AddStack(frames, 3);
-  for (int version : {4, 5, 6, 7}) {
+  for (int version : {4, 5, 6, 7, 8}) {
     const std::string path = dir.File("nul" + std::to_string(version) + ".db");
-    // The fixtures nul-schema{4,5,6,7}.db hold this profile.
+    // The fixtures nul-schema{4,5,6,7,8}.db hold this profile.
     testing::CopyFixture("nul-schema" + std::to_string(version) + ".db", path);
     auto read = ReadCapture(path);
     ASSERT_TRUE(read.ok()) << read.error().message;
