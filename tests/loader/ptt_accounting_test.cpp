@@ -233,26 +233,24 @@ TEST(PttAccounting, ThreadsPastTheRowLimitAreFoldedIntoOneRow) {
 namespace arcprof {
 namespace {
 
+// A thread record or a PTT row of (pid, tid) and its process's start.
+template <typename T>
+T Keyed(uint32_t pid, uint32_t tid, uint64_t start) {
+  T t;
+  t.pid = pid;
+  t.tid = tid;
+  t.process_start_ns = start;
+  return t;
+}
+
 // A record's start from a fork event's time is one tick late when the fork
 // fell just before a tick: its process's records take PTT's (the kernel's)
 // start; a record that agrees, another process's, or one a PTT row of its
 // own start also has, stays as it is.
 TEST(PttAccounting, RecordsOneTickLateTakeTheKernelsStart) {
   constexpr uint64_t kTick = 10'000'000;
-  auto record = [](uint32_t pid, uint32_t tid, uint64_t start) {
-    model::ThreadRecord t;
-    t.pid = pid;
-    t.tid = tid;
-    t.process_start_ns = start;
-    return t;
-  };
-  auto row = [](uint32_t pid, uint32_t tid, uint64_t start) {
-    model::PttThread t;
-    t.pid = pid;
-    t.tid = tid;
-    t.process_start_ns = start;
-    return t;
-  };
+  const auto record = &Keyed<model::ThreadRecord>;
+  const auto row = &Keyed<model::PttThread>;
   std::vector<model::ThreadRecord> records = {
       record(10, 10, 50 * kTick), record(10, 11, 50 * kTick),  // late by a tick: both threads
       record(20, 20, 70 * kTick),                             // agrees
