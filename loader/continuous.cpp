@@ -1,7 +1,6 @@
 #include "loader/continuous.h"
 
 #include <fcntl.h>
-#include <malloc.h>
 #include <linux/capability.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -19,6 +18,7 @@
 #include "store/atomic_file.h"
 #include "store/window_store.h"
 #include "common/clock.h"
+#include "common/heap.h"
 #include "common/scoped_fd.h"
 #include "common/text.h"
 
@@ -115,16 +115,8 @@ Result<int> RunContinuous(const ContinuousOptions& opt) {
   if (!opened) return opened.error();
   WindowStore& store = *opened;
 
-  // The heap of a daemon follows what it holds, not its peaks: at most two
-  // malloc arenas (the drain loop, plus the pusher and debuginfod threads),
-  // and a fixed mmap threshold, so that large short-lived blocks (sections
-  // read for symbols and CFI, a window's compressed blob) go back to the
-  // kernel when freed. Without it glibc raises the threshold after the first
-  // such free and later ones stay in the heap, where a small block above
-  // them keeps the pages.
-  mallopt(M_ARENA_MAX, 2);
-  mallopt(M_MMAP_THRESHOLD, 256 * 1024);
-  mallopt(M_TRIM_THRESHOLD, 4 * 1024 * 1024);
+  // The heap of a daemon follows what it holds, not its peaks (common/heap.h).
+  heap::ConfigureForDaemon();
 
   RecordOptions record = opt.record;
   // A daemon wakes as seldom as its ring allows (about 3 times a second at
@@ -210,9 +202,8 @@ Result<int> RunContinuous(const ContinuousOptions& opt) {
     }
     pending.reset();
     // The window's trees and frames were freed just now; hand the heap's free
-    // pages back, so RSS follows what is live rather than the largest window
-    // (glibc keeps freed memory of its arenas otherwise, and RSS grows in steps).
-    malloc_trim(0);
+    // pages back, so RSS follows what is live rather than the largest window.
+    heap::ReleaseFree();
     const uint64_t cpu_trimmed = ThreadCpuNs();
     next_retry = UINT64_MAX;
     ++windows_written;
@@ -222,7 +213,7 @@ Result<int> RunContinuous(const ContinuousOptions& opt) {
     if (r.removed_unsent > 0) {
       fprintf(stderr, "arcprof: retention removed %zu window(s) that were never sent\n", r.removed_unsent);
     }
-    spdlog::debug("window {} written, CPU (ms): store write {:.1f}, malloc_trim {:.1f}, retention {:.1f}", *id,
+    spdlog::debug("window {} written, CPU (ms): store write {:.1f}, heap release {:.1f}, retention {:.1f}", *id,
                   (cpu_written - cpu0) / 1e6, (cpu_trimmed - cpu_written) / 1e6, (ThreadCpuNs() - cpu_trimmed) / 1e6);
     return true;
   };

@@ -1,7 +1,7 @@
 #include "loader/recording_session.h"
 
-#include <malloc.h>
 #include "common/clock.h"
+#include "common/heap.h"
 
 #include <signal.h>
 #include <sys/resource.h>
@@ -369,12 +369,13 @@ struct RecordingSession::State {
         h.name_bytes >> 10, h.process_bytes >> 10, h.processes, h.exited_processes, h.jit_bytes >> 10,
         h.jit_sources, window >> 10, per_extension, fixed >> 10, total >> 10,
         (sampler ? sampler->ring_bytes() : ring_bytes) >> 10, sampler ? sampler->ring_grows() : ring_grows);
-    // What malloc itself says: bytes in use (all arenas), free bytes kept in
-    // the arenas (fragmentation), and large blocks mapped on their own. The
-    // gap between "in use" and the estimate above is what no holder counts.
-    const struct mallinfo2 mi = mallinfo2();
-    spdlog::debug("{}: malloc (KiB): in use {} (of which mmapped {}), free kept in arenas {}, arenas {}", when,
-                  (mi.uordblks + mi.hblkhd) >> 10, mi.hblkhd >> 10, mi.fordblks >> 10, mi.arena >> 10);
+    // What the heap itself says: bytes in use, free bytes it keeps
+    // (fragmentation), and large blocks mapped on their own (glibc). The gap
+    // between "in use" and the estimate above is what no holder counts.
+    const heap::Stats hs = heap::Read();
+    spdlog::debug("{}: heap (KiB, {}): in use {} (of which mapped on their own {}), free kept {}, from the kernel {}",
+                  when, heap::IsJemalloc() ? "jemalloc" : "glibc", hs.in_use >> 10, hs.mapped_big >> 10,
+                  hs.kept_free >> 10, hs.heap >> 10);
   }
   static constexpr uint64_t kHolderLogNs = 90'000'000'000;
   uint64_t next_holder_log = 0;
@@ -726,6 +727,9 @@ Result<std::unique_ptr<RecordingSession>> RecordingSession::Start(const RecordOp
   for (auto& ext : s.extensions) {
     if (auto ok = ext->Start(*s.context); !ok) return ok.error();
   }
+  // Loading the programs parsed the kernel's BTF once per object: megabytes
+  // freed by now, which a heap that keeps free pages a while would hold.
+  heap::ReleaseFree();
   // Samples held while JVMs were being attached, now that their agents are in.
   s.context->held_pids.clear();
   for (const std::vector<uint8_t>& record : s.held) s.processor->Process(record.data(), record.size());
@@ -837,6 +841,9 @@ Result<Profile> RecordingSession::Close(bool last, uint64_t end) {
     s.ring_bytes = s.sampler->ring_bytes();
     s.ring_grows = s.sampler->ring_grows();
     s.sampler.reset();  // detach everything before the (slower) window close
+    // The window's close and the capture's write come next, the peak of a
+    // short recording: free pages the heap kept from start-up go back first.
+    heap::ReleaseFree();
     s.stopped = true;
     s.final_counters = counters;
     s.final_sideband_lost = sideband_lost;

@@ -1,6 +1,7 @@
 #include "loader/trace_code.h"
 
 #include <capstone/capstone.h>
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <gelf.h>
 #include <sys/stat.h>
@@ -10,6 +11,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include <spdlog/spdlog.h>
+
 #include "common/scoped_fd.h"
 #include "symbolize/elf_symbols.h"
 
@@ -18,15 +21,54 @@ namespace {
 
 constexpr uint64_t kMaxFunctionBytes = 1 << 20;
 
+#define ARCPROF_STR2(x) #x
+#define ARCPROF_STR(x) ARCPROF_STR2(x)
+
+// capstone is opened when `trace` first decodes, not linked: its tables are
+// relocated when the library loads, 3.2 MB of resident memory in every
+// arcprof process (a third of what `record -- /bin/true` adds to its heap).
+struct CapstoneApi {
+  decltype(&cs_open) open = nullptr;
+  decltype(&cs_option) option = nullptr;
+  decltype(&cs_close) close = nullptr;
+  decltype(&cs_malloc) malloc = nullptr;
+  decltype(&cs_free) free = nullptr;
+  decltype(&cs_disasm_iter) disasm_iter = nullptr;
+  bool ok = false;
+
+  CapstoneApi() {
+    static constexpr const char* kLibrary = "libcapstone.so." ARCPROF_STR(CS_API_MAJOR);
+    void* lib = dlopen(kLibrary, RTLD_NOW | RTLD_LOCAL);
+    if (!lib) {
+      spdlog::error("cannot decode machine code: {}", dlerror());
+      return;
+    }
+    open = reinterpret_cast<decltype(open)>(dlsym(lib, "cs_open"));
+    option = reinterpret_cast<decltype(option)>(dlsym(lib, "cs_option"));
+    close = reinterpret_cast<decltype(close)>(dlsym(lib, "cs_close"));
+    malloc = reinterpret_cast<decltype(malloc)>(dlsym(lib, "cs_malloc"));
+    free = reinterpret_cast<decltype(free)>(dlsym(lib, "cs_free"));
+    disasm_iter = reinterpret_cast<decltype(disasm_iter)>(dlsym(lib, "cs_disasm_iter"));
+    ok = open && option && close && malloc && free && disasm_iter;
+    if (!ok) spdlog::error("cannot decode machine code: {} lacks a function arcprof uses", kLibrary);
+  }
+};
+
+const CapstoneApi& Api() {
+  static const CapstoneApi api;  // the library stays loaded until exit
+  return api;
+}
+
 struct Capstone {
   csh handle = 0;
   bool ok = false;
   Capstone() {
-    ok = cs_open(CS_ARCH_X86, CS_MODE_64, &handle) == CS_ERR_OK;
-    if (ok) cs_option(handle, CS_OPT_DETAIL, CS_OPT_ON);
+    if (!Api().ok) return;
+    ok = Api().open(CS_ARCH_X86, CS_MODE_64, &handle) == CS_ERR_OK;
+    if (ok) Api().option(handle, CS_OPT_DETAIL, CS_OPT_ON);
   }
   ~Capstone() {
-    if (ok) cs_close(&handle);
+    if (ok) Api().close(&handle);
   }
 };
 
@@ -41,13 +83,13 @@ DecodedFunction DecodeFunction(std::span<const uint8_t> code, uint64_t start) {
   }
   if (code.size() > kMaxFunctionBytes) code = code.first(kMaxFunctionBytes);
   const uint64_t end = start + code.size();
-  cs_insn* insn = cs_malloc(cs.handle);
+  cs_insn* insn = Api().malloc(cs.handle);
   const uint8_t* p = code.data();
   size_t left = code.size();
   uint64_t address = start;
   std::vector<uint64_t> rets, jumps, jump_targets;
   while (left > 0) {
-    if (!cs_disasm_iter(cs.handle, &p, &left, &address, insn)) {
+    if (!Api().disasm_iter(cs.handle, &p, &left, &address, insn)) {
       // Padding or data: stop; what was decoded so far is exact.
       out.complete = false;
       break;
@@ -79,7 +121,7 @@ DecodedFunction DecodeFunction(std::span<const uint8_t> code, uint64_t start) {
         break;
     }
   }
-  cs_free(insn, 1);
+  Api().free(insn, 1);
   out.exits = rets;
   out.exit_targets.assign(rets.size(), 0);
   out.exits.insert(out.exits.end(), jumps.begin(), jumps.end());

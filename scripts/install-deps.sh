@@ -22,7 +22,7 @@ packages=(
   libcurl4-openssl-dev python3-protobuf
   bpftrace
   libcapstone-dev
-  libjemalloc2 libtcmalloc-minimal4
+  libjemalloc2 libjemalloc-dev libtcmalloc-minimal4
 )
 
 missing=()

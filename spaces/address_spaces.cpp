@@ -1,7 +1,6 @@
 #include "spaces/address_spaces.h"
 
 #include <dirent.h>
-#include <malloc.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 
@@ -12,6 +11,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "common/heap.h"
 #include "spaces/file_table.h"
 #include "spaces/mapped_elf.h"
 #include "spaces/proc_parse.h"
@@ -126,7 +126,7 @@ struct AddressSpaces::Impl {
     if (listener) listener->Forgot(forgotten);
     if (closed > 0 && t_ns >= next_trim_ns) {
       next_trim_ns = t_ns + 30'000'000'000;
-      malloc_trim(0);
+      heap::ReleaseFree();
     }
     spdlog::debug("symbolizer: forgot {} processes; {} remembered, {} registry records, {} open files",
                   forgotten.size(), timeline.size(), registry.size(), files.open_files());

@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "common/heap.h"
 #include "spaces/process_registry.h"
 
 namespace arcprof {
@@ -18,15 +19,25 @@ KernelResolver::KernelResolver(std::string kallsyms_path)
 const KernelSymbols* KernelResolver::Symbols() {
   if (tried_) return symbols_ ? &*symbols_ : nullptr;
   tried_ = true;
+  auto parsed = Load();
+  // The text and the parse's scratch (10-20 MB) were freed just now: give
+  // them back before they add to a short recording's peak.
+  heap::ReleaseFree();
+  if (!parsed) return nullptr;
+  symbols_.emplace(std::move(*parsed));
+  return &*symbols_;
+}
+
+std::optional<KernelSymbols> KernelResolver::Load() {
   auto text = ReadWholeFile(kallsyms_path_);
   if (!text.ok()) {
     spdlog::warn("kernel frames will be unknown: cannot read {}", text.error().message);
-    return nullptr;
+    return std::nullopt;
   }
   auto parsed = KernelSymbols::Parse(*text);
   if (!parsed.ok()) {
     spdlog::warn("kernel frames will be unknown: {}: {}", kallsyms_path_, parsed.error().message);
-    return nullptr;
+    return std::nullopt;
   }
   if (parsed->addresses_hidden()) {
     spdlog::warn(
@@ -34,8 +45,7 @@ const KernelSymbols* KernelResolver::Symbols() {
         "run as root or set sysctl kernel.kptr_restrict=0",
         kallsyms_path_);
   }
-  symbols_.emplace(std::move(parsed).value());
-  return &*symbols_;
+  return std::move(parsed).value();
 }
 
 SymbolizedFrame KernelResolver::Resolve(uint64_t addr, bool* cache_hit) {
