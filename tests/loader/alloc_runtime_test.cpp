@@ -395,7 +395,11 @@ TEST_F(AllocRuntime, JemallocAndTcmallocAreNamedNotCovered) {
         << rec.stderr_text();
     const Profile p = LoadCapture(db);
     EXPECT_EQ(Counter(p, "alloc.processes_not_covered"), 1);
-    EXPECT_LT(static_cast<double>(Under(ValueUnder(p, "alloc_bytes"), "")), 0.01 * 100 * (1 << 20));
+    // env's own allocations (setlocale) go through libc's malloc before it
+    // execs the program and are sampled now and then: 0 to 2 samples of
+    // 512 KiB (2 in 6 of 60 runs). Unnamed, the program's 100 MB would be
+    // ~200 samples.
+    EXPECT_LT(static_cast<double>(Under(ValueUnder(p, "alloc_bytes"), "")), 0.05 * 100 * (1 << 20));
   }
 }
 
