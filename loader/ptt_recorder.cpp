@@ -309,12 +309,55 @@ void PttRecorder::Snapshot() {
   last_snapshot_ns_ = now;
 }
 
-std::vector<PttThread> PttRecorder::ReadThreads(std::vector<ptt_thread_key>* keys_out) const {
-  std::vector<PttThread> out;
-  if (keys_out) keys_out->clear();
+void PttRecorder::ForEachThreadEntry(
+    const std::function<void(const ptt_thread_key&, const ptt_thread&)>& visit) const {
   const int fd = bpf_map__fd(skel_->maps.threads);
-  auto add = [&](const ptt_thread_key& key, const ptt_thread& value) {
-    if (keys_out) keys_out->push_back(key);
+  // Batched: a window close reads every thread the machine ran (thousands),
+  // and one lookup plus one next-key call per thread was most of PTT's
+  // share of the close. A kernel without batch lookups takes the loop below.
+  // Entries are visited once every batch is in, so a batch refused midway
+  // visits nothing twice.
+  constexpr uint32_t kBatch = 1024;
+  std::vector<ptt_thread_key> keys;
+  std::vector<ptt_thread> values;
+  uint32_t token = 0;
+  bool first = true;
+  bool batched = false;
+  while (true) {
+    const size_t at = keys.size();
+    keys.resize(at + kBatch);
+    values.resize(at + kBatch);
+    uint32_t count = kBatch;
+    LIBBPF_OPTS(bpf_map_batch_opts, opts);
+    const int err = bpf_map_lookup_batch(fd, first ? nullptr : &token, &token, keys.data() + at,
+                                         values.data() + at, &count, &opts);
+    const int error = err < 0 ? errno : 0;
+    if (err < 0 && error != ENOENT) break;  // start over, one key at a time
+    keys.resize(at + std::min(count, kBatch));
+    values.resize(keys.size());
+    if (err < 0) {  // ENOENT: that was the last batch
+      batched = true;
+      break;
+    }
+    first = false;
+  }
+  if (batched) {
+    for (size_t i = 0; i < keys.size(); ++i) visit(keys[i], values[i]);
+    return;
+  }
+  ptt_thread_key key{}, next{};
+  const ptt_thread_key* previous = nullptr;
+  ptt_thread value{};
+  while (bpf_map_get_next_key(fd, previous, &next) == 0) {
+    if (bpf_map_lookup_elem(fd, &next, &value) == 0) visit(next, value);
+    key = next;
+    previous = &key;
+  }
+}
+
+std::vector<PttThread> PttRecorder::ReadThreads() const {
+  std::vector<PttThread> out;
+  ForEachThreadEntry([&](const ptt_thread_key& key, const ptt_thread& value) {
     PttThread t;
     t.pid = value.pid;
     t.tid = value.tid;
@@ -332,38 +375,7 @@ std::vector<PttThread> PttRecorder::ReadThreads(std::vector<ptt_thread_key>* key
       if (slot >= 0) t.events[e] = value.events[slot];
     }
     out.push_back(std::move(t));
-  };
-  // Batched: a window close reads every thread the machine ran (thousands),
-  // and one lookup plus one next-key call per thread was most of PTT's
-  // share of the close. A kernel without batch lookups takes the loop below.
-  constexpr uint32_t kBatch = 1024;
-  std::vector<ptt_thread_key> keys(kBatch);
-  std::vector<ptt_thread> values(kBatch);
-  uint32_t token = 0;
-  bool first = true;
-  while (true) {
-    uint32_t count = kBatch;
-    LIBBPF_OPTS(bpf_map_batch_opts, opts);
-    const int err = bpf_map_lookup_batch(fd, first ? nullptr : &token, &token, keys.data(), values.data(),
-                                         &count, &opts);
-    const int error = err < 0 ? errno : 0;
-    if (err < 0 && error != ENOENT) {
-      out.clear();  // start over, one key at a time
-      if (keys_out) keys_out->clear();
-      break;
-    }
-    for (uint32_t i = 0; i < count && i < kBatch; ++i) add(keys[i], values[i]);
-    if (err < 0) return out;  // ENOENT: that was the last batch
-    first = false;
-  }
-  ptt_thread_key key{}, next{};
-  const ptt_thread_key* previous = nullptr;
-  ptt_thread value{};
-  while (bpf_map_get_next_key(fd, previous, &next) == 0) {
-    if (bpf_map_lookup_elem(fd, &next, &value) == 0) add(next, value);
-    key = next;
-    previous = &key;
-  }
+  });
   return out;
 }
 
@@ -443,19 +455,28 @@ PttData PttRecorder::TakeWindow() {
   std::vector<ptt_thread_key> gone;
   std::vector<std::tuple<uint32_t, uint32_t, uint64_t>> gone_keys;
   {
-    std::vector<ptt_thread_key> keys;
-    const std::vector<PttThread> before = ReadThreads(&keys);
+    // Keys, pids and process starts only: building every thread's row here
+    // (its name, its counters) doubled the close's reading under churn.
+    struct Entry {
+      ptt_thread_key key;
+      uint32_t pid;
+    };
+    std::vector<Entry> entries;
+    ForEachThreadEntry([&](const ptt_thread_key& key, const ptt_thread& value) {
+      entries.push_back({key, value.pid});
+    });
     std::unordered_map<uint32_t, uint64_t> latest;  // tid -> the latest process start among the entries
-    for (const ptt_thread_key& k : keys) {
-      uint64_t& l = latest[k.tid];
-      l = std::max<uint64_t>(l, k.start_ns);
+    latest.reserve(entries.size());
+    for (const Entry& e : entries) {
+      uint64_t& l = latest[e.key.tid];
+      l = std::max<uint64_t>(l, e.key.start_ns);
     }
-    for (size_t i = 0; i < before.size(); ++i) {
-      const PttThread& t = before[i];
-      if (t.tid == 0) continue;
-      if (keys[i].start_ns < latest[t.tid] || (syscall(SYS_tgkill, t.pid, t.tid, 0) != 0 && errno == ESRCH)) {
-        gone.push_back(keys[i]);
-        gone_keys.emplace_back(t.pid, t.tid, t.process_start_ns);
+    for (const Entry& e : entries) {
+      const uint32_t tid = e.key.tid;
+      if (tid == 0) continue;
+      if (e.key.start_ns < latest[tid] || (syscall(SYS_tgkill, e.pid, tid, 0) != 0 && errno == ESRCH)) {
+        gone.push_back(e.key);
+        gone_keys.emplace_back(e.pid, tid, StartNsOfBoottime(e.key.start_ns));
       }
     }
   }

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <map>
+#include <functional>
 #include <memory>
 #include <tuple>
 #include <string>
@@ -84,8 +85,10 @@ class PttRecorder {
   Result<void> PrimeCpus();
   std::vector<ptt_cpu> ReadCpuStates() const;
   int EventFd(int slot, int cpu) const;  // the counting event of a BPF slot on a CPU
-  // Every entry of the thread map; `keys`: their map keys, in the same order.
-  std::vector<model::PttThread> ReadThreads(std::vector<ptt_thread_key>* keys = nullptr) const;
+  // Every entry of the thread map, raw, in batches; `visit(key, value)`.
+  void ForEachThreadEntry(const std::function<void(const ptt_thread_key&, const ptt_thread&)>& visit) const;
+  // Every entry of the thread map.
+  std::vector<model::PttThread> ReadThreads() const;
   std::vector<model::PttIrqVector> ReadVectors() const;
   void SinceLastWindow(model::PttData& data);
 
