@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "push/capture_windows.h"
+#include "push/push_request.h"
 #include "push/pusher.h"
 #include "reports/otlp.h"
 #include "reports/pprof.h"
@@ -81,7 +82,7 @@ class OtlpBackend : public Backend {
     if (!options_.host.empty()) otlp.resource_attributes.emplace_back("host.name", options_.host);
     if (!options_.service_name.empty()) otlp.resource_attributes.emplace_back("service.name", options_.service_name);
     for (const auto& label : options_.labels) otlp.resource_attributes.push_back(label);
-    auto body = reports::Gzip(reports::EncodeOtlp(profile, ThreadFilter{}, otlp));
+    auto body = reports::Gzip(reports::EncodeOtlp(profile, ThreadFilter{}, otlp), kPushGzipLevel);
     if (!body) return body.error();
     auto headers = TenantHeaders(options_);
     headers.push_back("Content-Type: application/x-protobuf");

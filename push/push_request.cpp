@@ -92,7 +92,7 @@ Result<std::string> WindowPprof(const Profile& window, const ThreadFilter& filte
   // Encoded with only comm and host as labels: encoding every label, reading
   // the profile back and writing it again without them cost the push thread
   // a fifth of its CPU under churn.
-  return Gzip(EncodePprof(window, filter, "samples", cpu, reports::PprofLabels::kProcessName));
+  return Gzip(EncodePprof(window, filter, "samples", cpu, reports::PprofLabels::kProcessName), kPushGzipLevel);
 }
 
 Result<std::vector<WindowSeries>> SplitWindow(const Profile& window, std::string_view stable_window_id,

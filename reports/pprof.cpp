@@ -288,11 +288,12 @@ std::string EncodePprof(const Profile& profile, const ThreadFilter& filter,
   return bytes;
 }
 
-Result<std::string> Gzip(std::string_view bytes) {
+Result<std::string> Gzip(std::string_view bytes, int level) {
   if (bytes.size() > 0xffffffffu) return MakeError("gzip: profile larger than 4 GiB; narrow it with --pid, --root or --min");
   z_stream stream{};
   // windowBits 15 + 16: a gzip header and trailer instead of zlib's.
-  if (deflateInit2(&stream, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
+  if (level < Z_BEST_SPEED || level > Z_BEST_COMPRESSION) return MakeError("gzip: level outside 1-9");
+  if (deflateInit2(&stream, level, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
     return MakeError("gzip: cannot initialise zlib");
   }
   std::string out;

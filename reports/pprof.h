@@ -40,8 +40,9 @@ enum class PprofLabels { kAll, kProcessName };
 std::string EncodePprof(const model::Profile& profile, const model::ThreadFilter& filter,
                         const std::string& default_metric = "samples", const model::Metric* cpu = nullptr,
                         PprofLabels labels = PprofLabels::kAll);
-// gzip (RFC 1952) of `bytes`, as pprof files are stored.
-Result<std::string> Gzip(std::string_view bytes);
+// gzip (RFC 1952) of `bytes`, as pprof files are stored. `level`: zlib's 1
+// (fastest) to 9 (smallest); 6 is zlib's default.
+Result<std::string> Gzip(std::string_view bytes, int level = 6);
 // EncodePprof, gzipped: the content of a .pb.gz file.
 Result<std::string> PprofFile(const model::Profile& profile, const model::ThreadFilter& filter,
                               const std::string& default_metric = "samples", const model::Metric* cpu = nullptr);
