@@ -2,7 +2,6 @@
 
 #include <spdlog/spdlog.h>
 
-#include "common/heap.h"
 #include "spaces/process_registry.h"
 
 namespace arcprof {
@@ -19,25 +18,15 @@ KernelResolver::KernelResolver(std::string kallsyms_path)
 const KernelSymbols* KernelResolver::Symbols() {
   if (tried_) return symbols_ ? &*symbols_ : nullptr;
   tried_ = true;
-  auto parsed = Load();
-  // The text and the parse's scratch (10-20 MB) were freed just now: give
-  // them back before they add to a short recording's peak.
-  heap::ReleaseFree();
-  if (!parsed) return nullptr;
-  symbols_.emplace(std::move(*parsed));
-  return &*symbols_;
-}
-
-std::optional<KernelSymbols> KernelResolver::Load() {
   auto text = ReadWholeFile(kallsyms_path_);
   if (!text.ok()) {
     spdlog::warn("kernel frames will be unknown: cannot read {}", text.error().message);
-    return std::nullopt;
+    return nullptr;
   }
   auto parsed = KernelSymbols::Parse(*text);
   if (!parsed.ok()) {
     spdlog::warn("kernel frames will be unknown: {}: {}", kallsyms_path_, parsed.error().message);
-    return std::nullopt;
+    return nullptr;
   }
   if (parsed->addresses_hidden()) {
     spdlog::warn(
@@ -45,7 +34,8 @@ std::optional<KernelSymbols> KernelResolver::Load() {
         "run as root or set sysctl kernel.kptr_restrict=0",
         kallsyms_path_);
   }
-  return std::move(parsed).value();
+  symbols_.emplace(std::move(parsed).value());
+  return &*symbols_;
 }
 
 SymbolizedFrame KernelResolver::Resolve(uint64_t addr, bool* cache_hit) {

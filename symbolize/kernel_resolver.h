@@ -24,8 +24,6 @@ class KernelResolver {
 
  private:
   const KernelSymbols* Symbols();
-  // Reads and parses kallsyms; nullopt (with a warning) when it cannot.
-  std::optional<KernelSymbols> Load();
 
   struct CacheEntry {
     uint64_t addr = 0;
