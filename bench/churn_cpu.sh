@@ -72,6 +72,7 @@ for p in "${pids[@]}"; do wait "$p" || true; done
 
 # Per round: CPU seconds per minute of each daemon; summary over the rounds.
 awk -F, -v procs="$(cat "$work/churned")" -v names="${names[*]}" '
+  BEGIN {n = 0}  # t[n] with n unset would be t[""], not t[0]
   NR == 1 {next}
   {t[n] = $1; l[n] = $2; for (i = 3; i <= NF; i++) c[n, i] = $i; nf = NF; n++}
   END {

@@ -82,6 +82,7 @@ PY
 
 # 3. SVG: RSS (MB) over time (min).
 awk -F, -v w=800 -v h=300 '
+  BEGIN {n = 0}  # t[n] with n unset would be t[""], not t[0]
   NR == 1 {next}
   {t[n] = $1; r[n] = $2 / 1024; a[n] = $3 / 1024; if ($2 / 1024 > max) max = $2 / 1024; n++}
   END {
