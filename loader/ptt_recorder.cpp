@@ -496,11 +496,21 @@ PttData PttRecorder::TakeWindow() {
       bpf_map_delete_elem(threads_fd, &gone[i]);
     }
   }
-  // By tid and process start: the running task's entry, not an earlier
-  // process's that had its tid.
+  // The rows of the tasks running at `end`, by tid and process start (the
+  // running task's entry, not an earlier process's that had its tid): one
+  // pass over the rows for the few running tasks, not an index of all rows.
   std::map<std::pair<uint32_t, uint64_t>, size_t> by_tid;
-  for (size_t i = 0; i < data.threads.size(); ++i) {
-    by_tid[{data.threads[i].tid, data.threads[i].process_start_ns}] = i;
+  for (int cpu : cpus_) {
+    const size_t i = static_cast<size_t>(cpu);
+    if (i >= states.size()) continue;
+    const PttRunningTask running = RunningTaskAt(states[i], end);
+    if (running.known && running.tid != 0) by_tid.emplace(std::pair(running.tid, StartNsOfBoottime(running.start_ns)), SIZE_MAX);
+  }
+  if (!by_tid.empty()) {
+    for (size_t i = 0; i < data.threads.size(); ++i) {
+      auto it = by_tid.find({data.threads[i].tid, data.threads[i].process_start_ns});
+      if (it != by_tid.end()) it->second = i;  // the last row wins, as the index of all rows had it
+    }
   }
   for (int cpu : cpus_) {
     const size_t i = static_cast<size_t>(cpu);
@@ -513,8 +523,10 @@ PttData PttRecorder::TakeWindow() {
     const PttRunningTask running = RunningTaskAt(states[i], end);
     if (!running.known || running.tid == 0) continue;
     const uint64_t running_start = StartNsOfBoottime(running.start_ns);
-    auto [it, inserted] = by_tid.try_emplace({running.tid, running_start}, data.threads.size());
+    auto it = by_tid.find({running.tid, running_start});
+    const bool inserted = it->second == SIZE_MAX;
     if (inserted) {
+      it->second = data.threads.size();
       PttThread t;
       t.pid = running.pid;
       t.tid = running.tid;
@@ -540,11 +552,11 @@ PttData PttRecorder::TakeWindow() {
   data.intervals = std::move(intervals_);
   intervals_.clear();
   data.irq_vectors = ReadVectors();
-  SinceLastWindow(data);
   // The deleted threads start from zero if their tid comes back: no
   // baseline. Under process churn they were most of what stayed here (12,000
   // a minute on a build machine) until the next window.
-  for (const auto& key : gone_keys) window_threads_.erase(key);
+  std::sort(gone_keys.begin(), gone_keys.end());
+  SinceLastWindow(data, gone_keys);
   rows_folded_ += FoldSmallestThreads(data.threads, max_window_rows_);
   std::sort(data.threads.begin(), data.threads.end(), [](const PttThread& a, const PttThread& b) {
     return std::tuple(a.pid, a.tid, a.process_start_ns) < std::tuple(b.pid, b.tid, b.process_start_ns);
@@ -552,38 +564,56 @@ PttData PttRecorder::TakeWindow() {
   return data;
 }
 
-void PttRecorder::SinceLastWindow(PttData& data) {
+void PttRecorder::SinceLastWindow(PttData& data, const std::vector<std::tuple<uint32_t, uint32_t, uint64_t>>& gone) {
   // The map and the vector slots count from the start; a window holds the
   // difference to what the previous window read. A value below the previous
   // one is a new thread with a reused tid (or a recycled map slot): all new.
-  std::map<std::tuple<uint32_t, uint32_t, uint64_t>, PttThread> cumulative;
+  const size_t n_events = events_.size();
+  auto key_of = [](const PttThread& t) { return std::tuple(t.pid, t.tid, t.process_start_ns); };
+  auto by_key = [](const ThreadBaseline& b, const std::tuple<uint32_t, uint32_t, uint64_t>& k) { return b.key < k; };
+  // The next baseline: every row read but the deleted threads', the first
+  // row of a key winning.
+  std::vector<size_t> order;
+  order.reserve(data.threads.size());
+  for (size_t i = 0; i < data.threads.size(); ++i) {
+    if (!std::binary_search(gone.begin(), gone.end(), key_of(data.threads[i]))) order.push_back(i);
+  }
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return key_of(data.threads[a]) < key_of(data.threads[b]); });
+  std::vector<ThreadBaseline> cumulative;
+  std::vector<uint64_t> cumulative_events;
+  cumulative.reserve(order.size());
+  cumulative_events.reserve(order.size() * n_events);
+  for (size_t i : order) {
+    const PttThread& t = data.threads[i];
+    if (!cumulative.empty() && cumulative.back().key == key_of(t)) continue;
+    cumulative.push_back({key_of(t), t.cpu_ns, t.hardirq_ns, t.softirq_ns, t.dispatches, t.interrupts});
+    for (size_t e = 0; e < n_events; ++e) cumulative_events.push_back(e < t.events.size() ? t.events[e] : 0);
+  }
   std::vector<PttThread> threads;
+  threads.reserve(data.threads.size());
   for (PttThread& t : data.threads) {
-    const auto key = std::tuple(t.pid, t.tid, t.process_start_ns);
-    PttThread delta = t;
-    auto it = window_threads_.find(key);
-    if (it != window_threads_.end()) {
-      const PttThread& b = it->second;
-      bool grew = t.cpu_ns >= b.cpu_ns && t.hardirq_ns >= b.hardirq_ns &&
-                  t.softirq_ns >= b.softirq_ns && t.dispatches >= b.dispatches &&
-                  t.interrupts >= b.interrupts && t.events.size() == b.events.size();
-      for (size_t e = 0; grew && e < t.events.size(); ++e) grew = t.events[e] >= b.events[e];
+    auto it = std::lower_bound(window_threads_.begin(), window_threads_.end(), key_of(t), by_key);
+    if (it != window_threads_.end() && it->key == key_of(t)) {
+      const ThreadBaseline& b = *it;
+      const uint64_t* b_events = window_events_.data() + static_cast<size_t>(it - window_threads_.begin()) * n_events;
+      bool grew = t.cpu_ns >= b.cpu_ns && t.hardirq_ns >= b.hardirq_ns && t.softirq_ns >= b.softirq_ns &&
+                  t.dispatches >= b.dispatches && t.interrupts >= b.interrupts && t.events.size() == n_events;
+      for (size_t e = 0; grew && e < n_events; ++e) grew = t.events[e] >= b_events[e];
       if (grew) {
-        delta.cpu_ns -= b.cpu_ns;
-        delta.hardirq_ns -= b.hardirq_ns;
-        delta.softirq_ns -= b.softirq_ns;
-        delta.dispatches -= b.dispatches;
-        delta.interrupts -= b.interrupts;
-        for (size_t e = 0; e < t.events.size(); ++e) delta.events[e] -= b.events[e];
+        t.cpu_ns -= b.cpu_ns;
+        t.hardirq_ns -= b.hardirq_ns;
+        t.softirq_ns -= b.softirq_ns;
+        t.dispatches -= b.dispatches;
+        t.interrupts -= b.interrupts;
+        for (size_t e = 0; e < n_events; ++e) t.events[e] -= b_events[e];
       }
     }
-    cumulative.emplace(key, std::move(t));
-    if (delta.cpu_ns || delta.hardirq_ns || delta.softirq_ns || delta.dispatches || delta.interrupts) {
-      threads.push_back(std::move(delta));
-    }
+    if (t.cpu_ns || t.hardirq_ns || t.softirq_ns || t.dispatches || t.interrupts) threads.push_back(std::move(t));
   }
   data.threads = std::move(threads);
   window_threads_ = std::move(cumulative);
+  window_events_ = std::move(cumulative_events);
 
   std::map<std::tuple<uint32_t, uint8_t, uint32_t>, std::pair<uint64_t, uint64_t>> vectors;
   std::vector<PttIrqVector> rows;
@@ -605,10 +635,7 @@ size_t PttRecorder::HeldBytes() const {
   // A std::map node: three pointers and a color besides its value.
   constexpr size_t kNode = 4 * sizeof(void*);
   size_t n = window_vectors_.size() * (kNode + 32);
-  for (const auto& [key, t] : window_threads_) {
-    n += kNode + sizeof(key) + sizeof(t) + t.events.capacity() * sizeof(uint64_t) +
-         (t.comm.size() > 15 ? t.comm.capacity() + 1 : 0);
-  }
+  n += window_threads_.capacity() * sizeof(ThreadBaseline) + window_events_.capacity() * sizeof(uint64_t);
   return n;
 }
 

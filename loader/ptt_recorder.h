@@ -90,7 +90,8 @@ class PttRecorder {
   // Every entry of the thread map.
   std::vector<model::PttThread> ReadThreads() const;
   std::vector<model::PttIrqVector> ReadVectors() const;
-  void SinceLastWindow(model::PttData& data);
+  // `gone`: threads deleted from the map (sorted), kept in no baseline.
+  void SinceLastWindow(model::PttData& data, const std::vector<std::tuple<uint32_t, uint32_t, uint64_t>>& gone);
 
   std::unique_ptr<::ptt, SkeletonDeleter> skel_;
   std::vector<std::unique_ptr<bpf_link, LinkDeleter>> links_;
@@ -102,9 +103,16 @@ class PttRecorder {
   std::vector<PttCpuTotals> last_totals_;     // per possible CPU
   uint64_t last_snapshot_ns_ = 0;
   std::vector<model::PttCpuInterval> intervals_;
-  // What the previous window read, cumulative, for the next window's deltas.
-  // By (pid, tid, process start).
-  std::map<std::tuple<uint32_t, uint32_t, uint64_t>, model::PttThread> window_threads_;
+  // What the previous window read, cumulative, for the next window's deltas:
+  // sorted by (pid, tid, process start), each thread's events at
+  // events_.size() * its index in window_events_. Flat, not a map of rows:
+  // under process churn a window holds tens of thousands of threads.
+  struct ThreadBaseline {
+    std::tuple<uint32_t, uint32_t, uint64_t> key;
+    uint64_t cpu_ns = 0, hardirq_ns = 0, softirq_ns = 0, dispatches = 0, interrupts = 0;
+  };
+  std::vector<ThreadBaseline> window_threads_;
+  std::vector<uint64_t> window_events_;
   std::map<std::tuple<uint32_t, uint8_t, uint32_t>, std::pair<uint64_t, uint64_t>> window_vectors_;
   size_t max_window_rows_ = 0;
   uint64_t rows_folded_ = 0;

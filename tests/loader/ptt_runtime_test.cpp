@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "model/metric.h"
+#include "store/window_store.h"
 #include "tests/loader/runtime_util.h"
 #include "tests/layer_names.h"
 
@@ -218,6 +219,53 @@ TEST_F(PttRuntime, CpuTimeAddsUpToWallTimeAndPttIsDefaultForWholeMachine) {
   EXPECT_EQ(text_code, 0);
   EXPECT_NE(text.find("BUSY%"), std::string::npos);
   EXPECT_NE(text.find("LOC"), std::string::npos);
+}
+
+// A continuous capture's windows each hold a thread's time since the
+// previous window (the map counts from the start): summed over the windows
+// they are the thread's schedstat time, and no window holds more than its
+// own length of one thread's time (a cumulative row would).
+TEST_F(PttRuntime, ContinuousWindowsHoldEachThreadsShareAndSumToSchedstat) {
+  const std::string store = tmp_.path("store");
+  Subprocess daemon({kArcprof, "continuous", "--store", store, "--window", "1s", "--no-java", "-F", "99"});
+  ASSERT_TRUE(daemon.WaitForStderr("continuous capture of system", 20)) << daemon.stderr_text();
+  const double steal_before = StealNs();
+  Subprocess workload({kWorkload, "3"});
+  ASSERT_EQ(workload.Wait(), 0) << workload.stderr_text();
+  const double steal_ns = StealNs() - steal_before;
+  // The window holding the workload's end closes within a second and a half.
+  std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+  daemon.Signal(SIGTERM);
+  ASSERT_EQ(daemon.Wait(), 0) << daemon.stderr_text();
+  const auto kernel = ParseWorkload(workload.stderr_text());
+  ASSERT_EQ(kernel.count("ptt_busy"), 1u) << workload.stderr_text();
+
+  auto windows = WindowStore::OpenForReading(store);
+  ASSERT_TRUE(windows) << windows.error().message;
+  std::map<uint32_t, double> sum_ns;  // tid -> summed over the windows
+  std::map<uint32_t, size_t> windows_with;
+  for (const StoredWindow& w : windows->List()) {
+    const Profile p = LoadCapture(w.path);
+    const double len_ns = static_cast<double>(w.end_unix_ns - w.start_unix_ns);
+    for (const char* name : {"ptt_busy", "ptt_alternate"}) {
+      const uint32_t tid = kernel.at(name).first;
+      const PttThread* t = FindThread(p, tid);
+      if (t == nullptr) continue;
+      const double ns = static_cast<double>(t->cpu_ns + t->interrupt_ns());
+      // One thread runs on one CPU at a time: at most the window's length,
+      // plus the running segment a close adds up to its own time (50 ms).
+      EXPECT_LE(ns, len_ns + 50e6) << name << " in " << w.id;
+      sum_ns[tid] += ns;
+      ++windows_with[tid];
+    }
+  }
+  for (const char* name : {"ptt_busy", "ptt_alternate"}) {
+    const auto& [tid, k] = kernel.at(name);
+    // 3 s in 1 s windows: the thread's time is split over several windows.
+    EXPECT_GE(windows_with[tid], 3u) << name;
+    const double kernel_ns = static_cast<double>(k.schedstat_ns);
+    EXPECT_NEAR(sum_ns[tid], kernel_ns, kernel_ns * 0.03 + steal_ns) << name;
+  }
 }
 
 TEST_F(PttRuntime, CommandRecordingsHaveNoPttUnlessAsked) {
