@@ -106,7 +106,7 @@ Result<FileHeader> ParseFileHeader(std::string_view data) {
   h.pid = r.U32(20);
   h.timestamp_ns = r.U64(24);
   h.flags = r.U64(32);
-  if (h.flags & ~kFlagArchTimestamp) return MakeError("jitdump has unknown flags set");
+  if (h.flags & ~(kFlagArchTimestamp | kFlagNoCode)) return MakeError("jitdump has unknown flags set");
   if (h.flags & kFlagArchTimestamp) {
     return MakeError("jitdump uses TSC timestamps (JITDUMP_USE_ARCH_TIMESTAMP); unset it for arcprof");
   }

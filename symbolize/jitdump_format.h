@@ -19,6 +19,11 @@ inline constexpr uint32_t kVersion = 1;
 inline constexpr uint32_t kFileHeaderSize = 40;
 inline constexpr uint32_t kRecordHeaderSize = 16;      // id, total_size, timestamp
 inline constexpr uint64_t kFlagArchTimestamp = 1;
+// arcprof's own flag: CODE_LOAD records carry no code bytes (the agent's
+// `nocode`, which arcprof's attach asks for). A bit perf reserves, so that
+// perf refuses such a file ("unsupported flags") rather than read names as
+// code.
+inline constexpr uint64_t kFlagNoCode = 1ull << 63;
 
 enum RecordId : uint32_t {
   kCodeLoad = 0,

@@ -342,8 +342,9 @@ class JavaRuntime final : public Runtime {
   void AttachOne(uint32_t pid) {
     JavaAttachOptions options;
     // The files are ours to clean up: the agent removes them at VM death
-    // (this session reads them through descriptors it holds open).
-    options.agent_options = "unlink";
+    // (this session reads them through descriptors it holds open). Removed,
+    // they never reach perf inject, the only reader of code bytes.
+    options.agent_options = "unlink,nocode";
     auto jvm = InspectJvm(pid);
     std::string message;
     bool ok = false;

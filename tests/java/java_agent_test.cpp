@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "symbolize/jitdump.h"
+#include "symbolize/jitdump_format.h"
 #include "tests/loader/runtime_util.h"
 #include "tests/layer_names.h"
 
@@ -105,6 +106,38 @@ TEST(JavaAgent, EveryCompiledMethodHasAFrameSize) {
     EXPECT_GE(wrappers, 1) << jdk.name << ": no native wrapper compiled in this run";
     RecordProperty(jdk.name + "_java_methods", java_methods);
   }
+}
+
+// `nocode` (what arcprof's attach asks for): the same CODE_LOADs, names and
+// frame sizes, without the code bytes, and the header's kFlagNoCode says so.
+TEST(JavaAgent, NoCodeLeavesTheCodeBytesOutAndSaysSo) {
+  const std::string java = std::string(JDK17_HOME) + "/bin/java";
+  if (access(java.c_str(), X_OK) != 0) {
+    if (InCi()) FAIL() << java << " is missing (CI=true: must not skip)";
+    GTEST_SKIP() << java << " is missing";
+  }
+  TempDir dir;
+  Subprocess jvm({java, "-agentpath:" + kAgentLib + "=quiet,nocode,dir=" + dir.dir(), "-cp", kJavaClasses, "Burn", "1"});
+  ASSERT_EQ(jvm.Wait(), 0) << jvm.stderr_text();
+  const std::string dump = Slurp(dir.dir() + "/jit-" + std::to_string(jvm.pid()) + ".dump");
+  auto header = jitdump::ParseFileHeader(dump);
+  ASSERT_TRUE(header.ok()) << header.error().message;
+  EXPECT_EQ(header.value().flags, jitdump::kFlagNoCode);
+  const AgentFiles files = ReadAgentFiles(dir.dir(), jvm.pid());
+  uint64_t code_bytes = 0;
+  std::set<uint64_t> with_frame;
+  for (const jitdump::FrameInfo& f : files.side.frames) with_frame.insert(f.index);
+  int java_methods = 0;
+  for (const jitdump::CodeLoad& load : files.dump.loads) {
+    code_bytes += load.size;
+    if (!IsJavaMethod(load.name)) continue;
+    ++java_methods;
+    EXPECT_TRUE(with_frame.count(load.index)) << "no FRAME record for " << load.name;
+  }
+  EXPECT_GE(java_methods, 5);
+  // Every record is its header and name: the file is smaller than the code
+  // it describes (with the bytes it is larger by construction).
+  EXPECT_LT(dump.size(), code_bytes) << files.dump.loads.size() << " loads";
 }
 
 // The path of the arcprof agent mapped executable in pid, or "".

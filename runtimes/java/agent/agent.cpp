@@ -47,6 +47,12 @@ struct Options {
   // reader that has them open still reads to the end, and a machine whose
   // daemon attaches every JVM would otherwise collect one pair per JVM in /tmp).
   bool unlink_at_exit = false;
+  // CODE_LOAD records without the code bytes, and the header says so
+  // (jitdump_format.h kFlagNoCode). Only perf inject reads the bytes, and
+  // files removed at VM death never reach it; arcprof's attach asks for
+  // both. A 4 s JVM compiling its source wrote 2 MB of code bytes a run,
+  // which the daemon read and the kernel dropped again.
+  bool no_code = false;
 };
 
 struct Agent {
@@ -400,12 +406,13 @@ void WriteSide(const std::string& record) {
   if (!WriteAll(g_agent.side_fd, &iov, 1)) NoteWriteError("the side file");
 }
 
-// One CODE_LOAD with the code bytes (perf inject builds an ELF from them).
-// Returns the code index.
+// One CODE_LOAD with the code bytes (perf inject builds an ELF from them),
+// or without them under `nocode`. Returns the code index.
 uint64_t WriteCodeLoad(const char* name, uint64_t addr, uint64_t size, uint64_t t_ns) {
   const uint64_t index = g_agent.next_code_index++;
   const size_t name_len = strlen(name) + 1;
-  const uint64_t total = jd::kCodeLoadFixedSize + name_len + size;
+  const uint64_t bytes = g_agent.options.no_code ? 0 : size;
+  const uint64_t total = jd::kCodeLoadFixedSize + name_len + bytes;
   if (total > 0xffffffffull) return index;  // cannot be described in a u32 record
   std::string fixed;
   fixed.reserve(jd::kCodeLoadFixedSize);
@@ -418,8 +425,8 @@ uint64_t WriteCodeLoad(const char* name, uint64_t addr, uint64_t size, uint64_t 
   Put64(fixed, index);
   iovec iov[3] = {{fixed.data(), fixed.size()},
                   {const_cast<char*>(name), name_len},
-                  {reinterpret_cast<void*>(addr), size}};
-  if (!WriteAll(g_agent.dump_fd, iov, size > 0 ? 3 : 2)) NoteWriteError("the jitdump");
+                  {reinterpret_cast<void*>(addr), bytes}};
+  if (!WriteAll(g_agent.dump_fd, iov, bytes > 0 ? 3 : 2)) NoteWriteError("the jitdump");
   ++g_agent.records;
   g_agent.index_by_addr[addr] = index;
   if (g_agent.map_fd >= 0) {
@@ -1082,9 +1089,10 @@ bool ParseOptions(const char* text, Options* out) {
     else if (opt == "sig") out->signatures = true;
     else if (opt == "quiet") out->quiet = true;
     else if (opt == "unlink") out->unlink_at_exit = true;
+    else if (opt == "nocode") out->no_code = true;
     else if (opt.rfind("dir=", 0) == 0 && opt.size() > 4) out->dir = opt.substr(4);
     else {
-      Log("unknown option '%s' (known: perfmap, sig, quiet, unlink, dir=PATH)", opt.c_str());
+      Log("unknown option '%s' (known: perfmap, sig, quiet, unlink, nocode, dir=PATH)", opt.c_str());
       return false;
     }
   }
@@ -1151,7 +1159,7 @@ bool OpenFiles(bool attached, bool preserve_fp) {
   Put32(header, 0);
   Put32(header, g_agent.pid);
   Put64(header, MonotonicNs());
-  Put64(header, 0);  // flags: CLOCK_MONOTONIC timestamps
+  Put64(header, g_agent.options.no_code ? jd::kFlagNoCode : 0);  // CLOCK_MONOTONIC timestamps
   iovec iov{header.data(), header.size()};
   if (!WriteAll(g_agent.dump_fd, &iov, 1)) {
     Log("cannot write %s: %s", dump_path.c_str(), strerror(errno));
