@@ -21,10 +21,14 @@ struct ThreadFilter {
   std::vector<std::string> cgroups;     // the process's cgroup or an ancestor of it
   // Processes by (pid, ThreadRecord::process_start_ns): a pid that another
   // process held in the same window is not selected with this one.
+  // Contract: sorted (by pid, then start) without duplicates, as Matches
+  // finds a thread's process by binary search (a push series of a churning
+  // machine's window holds 12,000 processes and every thread of the window is
+  // looked up in it). Its producer (push/push_request.cpp, SplitWindow) sorts it.
   struct Process {
     uint32_t pid = 0;
     uint64_t start_ns = 0;
-    bool operator==(const Process&) const = default;
+    auto operator<=>(const Process&) const = default;
   };
   std::vector<Process> processes;
 

@@ -100,7 +100,8 @@ Result<std::vector<WindowSeries>> SplitWindow(const Profile& window, std::string
                                               const Labels& extra) {
   // (service, container, pod) -> its processes, each by pid and start: a pid
   // that another process held in the same window (in another container) is
-  // that process's, not this series'.
+  // that process's, not this series'. Sorted and unique afterwards
+  // (ThreadFilter's contract): a series may hold 12,000 processes.
   std::map<std::tuple<std::string, std::string, std::string>, ThreadFilter> groups;
   for (const ThreadRecord& t : window.threads) {
     if (t.tree.total(kSamplesValue) == 0 && t.tree.size() <= 1) continue;
@@ -109,10 +110,12 @@ Result<std::vector<WindowSeries>> SplitWindow(const Profile& window, std::string
                           : !id.service_name.empty() ? id.service_name
                                                      : ProcessName(t);
     ThreadFilter& filter = groups[{std::move(service), id.container_id, id.pod_uid}];
-    const ThreadFilter::Process process{t.pid, t.process_start_ns};
-    if (std::find(filter.processes.begin(), filter.processes.end(), process) == filter.processes.end()) {
-      filter.processes.push_back(process);
-    }
+    filter.processes.push_back({t.pid, t.process_start_ns});
+  }
+  for (auto& [key, filter] : groups) {
+    std::vector<ThreadFilter::Process>& processes = filter.processes;
+    std::sort(processes.begin(), processes.end());
+    processes.erase(std::unique(processes.begin(), processes.end()), processes.end());
   }
   std::vector<WindowSeries> out;
   const bool one = groups.size() <= 1;

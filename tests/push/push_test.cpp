@@ -524,6 +524,59 @@ TEST(PushRequest, AReusedPidsProcessesGoToTheirOwnSeries) {
   EXPECT_EQ(by_container[std::string(64, 'b')], 5u);
 }
 
+// A churning machine's window: one series holds thousands of processes, in
+// no pid order (pids wrap), a pid reused by a later process of the same
+// series and one reused by a process of another series, threads of the two
+// series interleaved, and a process with several threads. Each series holds
+// exactly its processes' samples (series select processes by a sorted list,
+// model/thread_filter.h), and the window is split the same way every time.
+TEST(PushRequest, ASeriesOfManyProcessesOutOfPidOrderHoldsAllOfThem) {
+  Profile window;
+  const uint32_t frames[] = {window.frames.Intern("/usr/bin/job", FrameRecord{0, "main", 0x1000, FrameKind::kNative}),
+                             window.frames.Intern("/usr/bin/job", FrameRecord{0, "work", 0x2000, FrameKind::kNative})};
+  std::map<std::string, uint64_t> expected;
+  uint64_t start = 1'000'000'000;
+  auto add = [&](const std::string& comm, uint32_t pid, uint32_t tid, uint64_t process_start, uint64_t samples) {
+    const uint32_t index = window.ThreadIndex("", pid, tid, process_start);
+    ThreadRecord& t = window.threads[index];
+    t.comm = t.process_comm = comm;
+    t.tree.AddStack(frames, samples);
+    expected[comm] += samples;
+  };
+  // 3,000 processes counting down from pid 4,000, wrapping to 32,768 - 1,000.
+  std::vector<std::pair<uint32_t, uint64_t>> storm;  // (pid, start)
+  for (uint32_t i = 0; i < 3000; ++i) {
+    const uint32_t pid = i < 1000 ? 32767 - i : 4000 - i;
+    storm.emplace_back(pid, start += 1000);
+    add("storm_child", pid, pid, start, 1 + i % 3);
+    if (i % 500 == 0) add("other", 100000 + i, 100000 + i, start, 7);  // interleaved
+  }
+  add("storm_child", storm[10].first, storm[10].first, start += 1000, 11);          // pid reused, same series
+  add("other", storm[2000].first, storm[2000].first, start += 1000, 13);            // pid reused, other series
+  add("storm_child", storm[5].first, storm[5].first + 40000, storm[5].second, 17);  // a second thread
+  const size_t threads = window.threads.size();
+  ASSERT_EQ(threads, 3000u + 6u + 3u);
+
+  auto series = SplitWindow(window, "w/1", "", "h1", {});
+  ASSERT_TRUE(series.ok()) << series.error().message;
+  ASSERT_EQ(series->size(), 2u);
+  std::map<std::string, uint64_t> got;
+  for (const WindowSeries& s : *series) {
+    std::map<std::string, std::string> labels(s.labels.begin(), s.labels.end());
+    perftools::profiles::Profile p;
+    ASSERT_TRUE(p.ParseFromString(arcprof::testing::Gunzip(s.gzipped_pprof)));
+    for (const auto& sample : p.sample()) {
+      ASSERT_EQ(sample.label_size(), 1);
+      EXPECT_EQ(p.string_table(sample.label(0).str()), labels["service_name"]);
+      got[labels["service_name"]] += static_cast<uint64_t>(sample.value(0));
+    }
+  }
+  EXPECT_EQ(got, expected);
+  auto again = SplitWindow(window, "w/1", "", "h1", {});
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(EncodePushRequest(*again), EncodePushRequest(*series));
+}
+
 TEST(Pusher, FallsBackToIngest) {
   REQUIRE_TOOLS();
   TempDir tmp;
