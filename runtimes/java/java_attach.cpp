@@ -430,7 +430,7 @@ class AgentCopy {
 }  // namespace
 
 Result<std::string> AttachAgent(uint32_t pid, const JavaAttachOptions& options) {
-  auto jvm = InspectJvm(pid, options.proc_root);
+  auto jvm = options.inspected ? Result<JvmProcess>(*options.inspected) : InspectJvm(pid, options.proc_root);
   if (!jvm.ok()) return jvm.error();
   if (!jvm->hotspot) {
     return MakeError(fmt::format("process {} runs a JVM that is not HotSpot: its attach protocol is not supported", pid));

@@ -46,6 +46,10 @@ struct JavaAttachOptions {
   std::string agent_options;   // passed to Agent_OnAttach (e.g. "perfmap")
   double timeout_s = 10;       // for the socket to appear and for the answer
   std::string proc_root = "/proc";
+  // The caller's InspectJvm of pid, just read: not read again (a JVM's maps
+  // are hundreds of lines; a daemon under JVM churn read them three times
+  // per JVM).
+  std::optional<JvmProcess> inspected;
 };
 
 // Where the agent is installed: next to the running arcprof binary.

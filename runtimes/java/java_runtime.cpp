@@ -111,7 +111,7 @@ class JavaRuntime final : public Runtime {
       }
       attempted_.insert(pid);
       if (host.hold) host.hold(pid);
-      started.push_back(std::async(std::launch::async, [this, pid] { AttachOne(pid); }));
+      started.push_back(std::async(std::launch::async, [this, pid, jvm = *jvm] { AttachOne(pid, jvm); }));
     }
     // Sampling already runs: drain while the attaches take their time.
     for (auto& f : started) {
@@ -298,7 +298,7 @@ class JavaRuntime final : public Runtime {
         }
       }
       attempted_.insert(pid);
-      pending_.push_back(std::async(std::launch::async, [this, pid] { AttachOne(pid); }));
+      pending_.push_back(std::async(std::launch::async, [this, pid, jvm = *jvm] { AttachOne(pid, jvm); }));
     }
   }
 
@@ -339,16 +339,17 @@ class JavaRuntime final : public Runtime {
     }
   }
 
-  void AttachOne(uint32_t pid) {
+  // `jvm`: the scan's InspectJvm of pid, a moment old.
+  void AttachOne(uint32_t pid, const JvmProcess& jvm) {
     JavaAttachOptions options;
     // The files are ours to clean up: the agent removes them at VM death
     // (this session reads them through descriptors it holds open). Removed,
     // they never reach perf inject, the only reader of code bytes.
     options.agent_options = "unlink,nocode";
-    auto jvm = InspectJvm(pid);
+    options.inspected = jvm;
     std::string message;
     bool ok = false;
-    if (jvm.ok() && jvm->agent_loaded) {
+    if (jvm.agent_loaded) {
       ok = true;
       message = "JVM " + std::to_string(pid) + " already has the agent";
     } else {
