@@ -99,8 +99,10 @@ std::optional<int> ContinuousCommand::RunIfSelected(const std::string& command_l
       pusher->Start();
       return {};
     };
-    cont.on_window_written = [&] {
-      if (pusher) pusher->WindowClosed();
+    cont.on_window_written = [&](const std::string& id, model::Profile&& window) {
+      if (!pusher) return;
+      push_source->Keep(id, std::move(window));  // sent without reading it back
+      pusher->WindowClosed();
     };
     cont.on_stop = [&] {
       if (pusher) pusher->Stop(std::chrono::seconds(5));

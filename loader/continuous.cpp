@@ -200,6 +200,9 @@ Result<int> RunContinuous(const ContinuousOptions& opt) {
       fprintf(stderr, "arcprof: window %s written; the store is writable again\n", EscapeControl(*id).c_str());
       last_error_report = 0;
     }
+    // The sender may keep the window (at most the last one: it drops the
+    // one it kept before, here, so that its pages are released below too).
+    if (opt.on_window_written) opt.on_window_written(*id, std::move(*pending));
     pending.reset();
     // The window's trees and frames were freed just now; hand the heap's free
     // pages back, so RSS follows what is live rather than the largest window.
@@ -207,7 +210,6 @@ Result<int> RunContinuous(const ContinuousOptions& opt) {
     const uint64_t cpu_trimmed = ThreadCpuNs();
     next_retry = UINT64_MAX;
     ++windows_written;
-    if (opt.on_window_written) opt.on_window_written();
     const RetentionResult r =
         store.ApplyRetention(opt.retain_ns / 1000000000ull, opt.max_bytes, RecordingSession::RealtimeNs());
     if (r.removed_unsent > 0) {

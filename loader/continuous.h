@@ -8,6 +8,7 @@
 #include <string>
 
 #include "common/result.h"
+#include "model/profile.h"
 #include "loader/record.h"
 
 namespace arcprof {
@@ -27,8 +28,11 @@ struct ContinuousOptions {
   uint64_t window_max_bytes = 24ull << 20;
   // Hooks for a sender of windows (--push): after the store is open and
   // sampling runs, after every window written, and before exiting.
+  // on_window_written gets the window's store id and the profile just
+  // written, which it may keep (the sender then need not read the window back
+  // from the store); the loop frees it otherwise.
   std::function<Result<void>(const std::string& store_dir)> on_start;
-  std::function<void()> on_window_written;
+  std::function<void(const std::string& id, model::Profile&& window)> on_window_written;
   std::function<void()> on_stop;
 };
 

@@ -37,7 +37,26 @@ Result<std::vector<WindowInfo>> StoreWindows::Unsent(const std::string& destinat
   return ToWindowInfos(*unsent);
 }
 
-Result<Profile> StoreWindows::Read(const WindowInfo& window) { return store_.Read(window.stable_id); }
+Result<Profile> StoreWindows::Read(const WindowInfo& window) {
+  {
+    std::lock_guard lock(kept_mutex_);
+    if (!kept_id_.empty() && kept_id_ == window.stable_id) {
+      kept_id_.clear();
+      Profile kept = std::move(kept_);
+      kept_ = Profile();
+      return kept;
+    }
+  }
+  return store_.Read(window.stable_id);
+}
+
+void StoreWindows::Keep(const std::string& id, Profile&& window) {
+  Profile dropped;
+  std::lock_guard lock(kept_mutex_);
+  dropped = std::move(kept_);  // freed on the caller's thread, after the lock
+  kept_ = std::move(window);
+  kept_id_ = id;
+}
 
 Result<void> StoreWindows::MarkSent(const WindowInfo& window, const std::string& destination) {
   return store_.MarkSent(window.stable_id, destination);

@@ -51,7 +51,32 @@ void ForEachSample(const Profile& profile, const ThreadFilter& filter, const Sam
     // profile declares (--metric cpu's 1e6 / frequency us, without rounding).
     const bool measured = schema.cpu.CpuMeasured(thread);
     const std::vector<uint64_t> cpu_ns = measured ? schema.cpu.Values(thread) : std::vector<uint64_t>();
-    for (size_t leaf = 0; leaf < nodes.size(); ++leaf) {
+    // Nodes in depth-first preorder, children in creation order: the order a
+    // capture stores a tree in (store/capture_blocks.cpp), so a window encodes
+    // to the same bytes in memory as read back from its capture, and
+    // `continuous --push` sends the window it has just written without
+    // reading it back (push/store_windows.h, Keep).
+    // A tree whose parents do not come before their children (never a
+    // capture's) keeps index order; the walk below rejects its bad stacks.
+    std::vector<uint32_t> order;
+    order.reserve(nodes.size());
+    bool tree_order = true;
+    for (size_t v = 1; v < nodes.size() && tree_order; ++v) tree_order = nodes[v].parent < v;
+    if (!tree_order) {
+      for (size_t v = 0; v < nodes.size(); ++v) order.push_back(static_cast<uint32_t>(v));
+    } else {
+      const ChildLists children(tree);
+      std::vector<uint32_t> todo;
+      if (!nodes.empty()) todo.push_back(0);
+      while (!todo.empty()) {
+        const uint32_t v = todo.back();
+        todo.pop_back();
+        order.push_back(v);
+        const auto c = children.of(v);
+        for (size_t i = c.size(); i-- > 0;) todo.push_back(c[i]);
+      }
+    }
+    for (const uint32_t leaf : order) {
       const auto value = [&](size_t type) {
         return static_cast<int64_t>(tree.value(static_cast<uint32_t>(leaf), type));
       };

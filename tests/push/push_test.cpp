@@ -20,9 +20,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "loader/continuous.h"
 #include "push/capture_windows.h"
 #include "push/push_request.h"
 #include "push/pusher.h"
+#include "push/store_windows.h"
 #include "proto/profile.pb.h"
 #include "push/v1/push.pb.h"
 #include "reports/otlp.h"
@@ -865,6 +867,122 @@ void ExpectOtlpEqualsWindow(const nlohmann::json& otlp, const Profile& window) {
   }
   const auto expected = want.stacks.count("samples") ? want.stacks.at("samples") : std::map<std::string, int64_t>{};
   EXPECT_EQ(stacks, expected);
+}
+
+// StoreWindows::Keep: the next Read of the kept window returns the profile
+// kept, once (a resend reads the store); any other window is the store's; a
+// second Keep drops the first.
+TEST(StoreWindows, AKeptWindowIsReadOnceFromMemory) {
+  TempDir tmp;
+  const std::string dir = tmp.File("store");
+  auto writer = WindowStore::OpenForWriting(dir);
+  ASSERT_TRUE(writer.ok()) << writer.error().message;
+  auto first = writer->Append(Window(0));
+  auto second = writer->Append(Window(1));
+  ASSERT_TRUE(first.ok() && second.ok());
+  auto source = StoreWindows::Open(dir);
+  ASSERT_TRUE(source.ok()) << source.error().message;
+  auto unsent = (*source)->Unsent("d");
+  ASSERT_TRUE(unsent.ok());
+  ASSERT_EQ(unsent->size(), 2u);
+  const WindowInfo& w0 = (*unsent)[0];
+  const WindowInfo& w1 = (*unsent)[1];
+  ASSERT_EQ(w1.stable_id, *second);
+  auto marked = [](int i, const std::string& target) {
+    Profile p = Window(i);
+    p.meta.target = target;
+    return p;
+  };
+  (*source)->Keep(*first, marked(0, "kept-first"));
+  (*source)->Keep(*second, marked(1, "kept-second"));  // drops the first
+  auto read0 = (*source)->Read(w0);
+  ASSERT_TRUE(read0.ok());
+  EXPECT_EQ(read0->meta.target, Window(0).meta.target);
+  EXPECT_EQ(read0->total_samples(), Window(0).total_samples());
+  auto read1 = (*source)->Read(w1);
+  ASSERT_TRUE(read1.ok());
+  EXPECT_EQ(read1->meta.target, "kept-second");
+  auto again = (*source)->Read(w1);  // a resend: from the store
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->meta.target, Window(1).meta.target);
+  EXPECT_EQ(again->total_samples(), read1->total_samples());
+}
+
+// `continuous --push` hands the push thread the window it has just written
+// (StoreWindows::Keep) instead of letting it read the window back: the bytes
+// pushed must be the same. A real continuous session in this process (root:
+// BPF) of a shell starting short processes, with PTT, 1 s windows; each
+// window's Pyroscope push request and OTLP body, encoded from the profile the
+// session handed over and from the store's read-back, are compared.
+TEST(PushContinuous, AKeptWindowPushesTheBytesOfItsReadBack) {
+  if (geteuid() != 0) {
+    if (InCi()) FAIL() << "needs root to load BPF programs (CI=true: must not skip)";
+    GTEST_SKIP() << "needs root to load BPF programs";
+  }
+  TempDir tmp;
+  Subprocess churn({"/bin/sh", "-c", "while :; do /bin/true; i=0; while [ $i -lt 300 ]; do i=$((i+1)); done; done"},
+                   false);
+  ContinuousOptions options;
+  options.store_dir = tmp.File("store");
+  options.window_ns = 1'000'000'000;
+  options.record.pids = {static_cast<uint32_t>(churn.pid())};
+  options.record.frequency_hz = 999;
+  options.record.java = false;
+  options.record.ptt = true;
+  options.record.quiet = true;
+  std::vector<std::pair<std::string, Profile>> handed;
+  std::mutex mutex;
+  bool ended = false;
+  std::condition_variable end;
+  auto stop_churn = [&] {
+    churn.Signal(SIGKILL);
+    churn.Wait();
+  };
+  options.on_window_written = [&](const std::string& id, Profile&& window) {
+    std::lock_guard lock(mutex);
+    handed.emplace_back(id, std::move(window));
+    if (handed.size() == 3 && !ended) {
+      ended = true;
+      stop_churn();  // the session ends once its -p process is gone
+      end.notify_all();
+    }
+  };
+  std::thread watchdog([&] {
+    std::unique_lock lock(mutex);
+    if (!end.wait_for(lock, 60s, [&] { return ended; })) {
+      ended = true;
+      stop_churn();
+    }
+  });
+  auto run = RunContinuous(options);
+  {
+    std::lock_guard lock(mutex);
+    ended = true;
+    end.notify_all();
+  }
+  watchdog.join();
+  ASSERT_TRUE(run.ok()) << run.error().message;
+  auto store = WindowStore::OpenForReading(options.store_dir);
+  ASSERT_TRUE(store.ok());
+  ASSERT_GE(handed.size(), 3u);
+  EXPECT_EQ(handed.size(), store->List().size());
+  uint64_t samples = 0;
+  for (const auto& [id, window] : handed) {
+    auto read = store->Read(id);
+    ASSERT_TRUE(read.ok()) << read.error().message;
+    samples += window.total_samples();
+    EXPECT_EQ(window.total_samples(), read->total_samples()) << id;
+    auto kept = SplitWindow(window, id, "", "h1", {{"env", "ci"}});
+    auto stored = SplitWindow(*read, id, "", "h1", {{"env", "ci"}});
+    ASSERT_TRUE(kept.ok() && stored.ok());
+    EXPECT_EQ(kept->size(), stored->size()) << id;
+    EXPECT_TRUE(EncodePushRequest(*kept) == EncodePushRequest(*stored)) << "window " << id;
+    reports::OtlpOptions otlp;
+    otlp.profile_id_seed = id;
+    otlp.resource_attributes = {{"host.name", "h1"}};
+    EXPECT_TRUE(reports::EncodeOtlp(window, {}, otlp) == reports::EncodeOtlp(*read, {}, otlp)) << "window " << id;
+  }
+  EXPECT_GT(samples, 0u);
 }
 
 TEST(PushOtlp, Urls) {
