@@ -158,6 +158,7 @@ std::string EncodePprof(const Profile& profile, const ThreadFilter& filter,
                         const std::string& default_metric, const Metric* cpu_metric, PprofLabels labels) {
   const bool all_labels = labels == PprofLabels::kAll;
   const SampleSchema schema = DescribeSamples(profile, cpu_metric);
+  const std::vector<const ThreadRecord*> selected = SelectThreads(profile, filter);
   const Metric& cpu = schema.cpu;
   pb::Profile out;
   PprofBuilder builder(profile, out);
@@ -189,10 +190,10 @@ std::string EncodePprof(const Profile& profile, const ThreadFilter& filter,
   if (!profile.meta.host.empty()) comment("host: " + profile.meta.host);
   {
     size_t measured = 0, sampled = 0;
-    for (const ThreadRecord& thread : profile.threads) {
-      if (!filter.Matches(thread) || thread.tree.total(kSamplesValue) == 0) continue;
+    for (const ThreadRecord* thread : selected) {
+      if (thread->tree.total(kSamplesValue) == 0) continue;
       ++sampled;
-      if (cpu.CpuMeasured(thread)) ++measured;
+      if (cpu.CpuMeasured(*thread)) ++measured;
     }
     const std::string per_sample = "samples x " + std::to_string(period) + " ns";
     if (measured == 0) {
@@ -213,23 +214,20 @@ std::string EncodePprof(const Profile& profile, const ThreadFilter& filter,
   // The process's identity, with OpenTelemetry's semantic-convention names;
   // keys only when some selected thread has the value.
   int64_t key_container = 0, key_pod = 0, key_service = 0, key_ns_pid = 0;
-  for (const ThreadRecord& thread : profile.threads) {
+  for (const ThreadRecord* thread : selected) {
     if (!all_labels) break;
-    if (!filter.Matches(thread)) continue;
-    const ProcessIdentity& id = thread.identity;
+    const ProcessIdentity& id = thread->identity;
     if (!id.container_id.empty() && key_container == 0) key_container = strings.Index("container.id");
     if (!id.pod_uid.empty() && key_pod == 0) key_pod = strings.Index("k8s.pod.uid");
     if (!id.service_name.empty() && key_service == 0) key_service = strings.Index("service.name");
-    if (id.ns_pid != 0 && id.ns_pid != thread.pid && key_ns_pid == 0) key_ns_pid = strings.Index("ns_pid");
+    if (id.ns_pid != 0 && id.ns_pid != thread->pid && key_ns_pid == 0) key_ns_pid = strings.Index("ns_pid");
   }
 
   {
     // The main binary: the user-space module with the most samples at the leaf.
     std::map<std::string, std::pair<uint64_t, uint32_t>> leaf_samples;  // module -> (samples, a frame)
-    const size_t count = profile.threads.size();
-    for (size_t t = 0; t < count; ++t) {
-      if (!filter.Matches(profile.threads[t])) continue;
-      const CallTree& tree = profile.threads[t].tree;
+    for (const ThreadRecord* thread : selected) {
+      const CallTree& tree = thread->tree;
       for (uint32_t i = 0; i < tree.size(); ++i) {
         const CallTree::Node& node = tree.nodes()[i];
         const uint64_t samples = tree.value(i, kSamplesValue);
@@ -248,14 +246,24 @@ std::string EncodePprof(const Profile& profile, const ThreadFilter& filter,
     if (best != nullptr) builder.CreateMappingFirst(best->second);
   }
 
+  // The comm label's string, looked up once per thread rather than per sample.
+  const ThreadRecord* comm_thread = nullptr;
+  int64_t comm_str = 0;
+  const auto comm_of = [&](const ThreadRecord& thread) {
+    if (&thread != comm_thread) {
+      comm_thread = &thread;
+      comm_str = strings.Index(ValidUtf8(ProcessName(thread)));
+    }
+    return comm_str;
+  };
   ForEachSample(
-      profile, filter, schema, [&](const std::vector<uint32_t>& frames) { return builder.Location(frames); },
+      profile, selected, schema, [&](const std::vector<uint32_t>& frames) { return builder.Location(frames); },
       [&](const ThreadRecord& thread, std::span<const uint64_t> locations, std::span<const int64_t> values) {
         pb::Sample* sample = out.add_sample();
         for (uint64_t location : locations) sample->add_location_id(location);
         for (int64_t value : values) sample->add_value(value);
         if (!all_labels) {
-          AddLabel(sample, key_comm, strings.Index(ValidUtf8(ProcessName(thread))));
+          AddLabel(sample, key_comm, comm_of(thread));
           if (key_host != 0 && !thread.host.empty()) AddLabel(sample, key_host, strings.Index(ValidUtf8(thread.host)));
           return;
         }
@@ -265,7 +273,7 @@ std::string EncodePprof(const Profile& profile, const ThreadFilter& filter,
         pb::Label* tid = sample->add_label();
         tid->set_key(key_tid);
         tid->set_num(thread.tid);
-        AddLabel(sample, key_comm, strings.Index(ValidUtf8(ProcessName(thread))));
+        AddLabel(sample, key_comm, comm_of(thread));
         if (!thread.comm.empty()) AddLabel(sample, key_thread_name, strings.Index(ValidUtf8(thread.comm)));
         if (key_host != 0 && !thread.host.empty()) AddLabel(sample, key_host, strings.Index(ValidUtf8(thread.host)));
         const ProcessIdentity& identity = thread.identity;

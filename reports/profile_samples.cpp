@@ -34,15 +34,28 @@ SampleSchema DescribeSamples(const Profile& profile, const Metric* cpu_metric) {
   return schema;
 }
 
+std::vector<const ThreadRecord*> SelectThreads(const Profile& profile, const ThreadFilter& filter) {
+  std::vector<const ThreadRecord*> out;
+  for (const ThreadRecord& thread : profile.threads) {
+    if (filter.Matches(thread)) out.push_back(&thread);
+  }
+  return out;
+}
+
 void ForEachSample(const Profile& profile, const ThreadFilter& filter, const SampleSchema& schema,
+                   const LocationOf& location, const SampleSink& sample) {
+  ForEachSample(profile, SelectThreads(profile, filter), schema, location, sample);
+}
+
+void ForEachSample(const Profile& profile, std::span<const ThreadRecord* const> threads, const SampleSchema& schema,
                    const LocationOf& location, const SampleSink& sample) {
   std::vector<uint64_t> group_location;  // per node: location of the group whose leaf-most node it is
   std::vector<uint32_t> group_next;      // per node: where the next group (toward the root) starts
   std::vector<uint32_t> frames;
   std::vector<uint64_t> locations;
   std::vector<int64_t> values;
-  for (const ThreadRecord& thread : profile.threads) {
-    if (!filter.Matches(thread)) continue;
+  for (const ThreadRecord* selected : threads) {
+    const ThreadRecord& thread = *selected;
     const CallTree& tree = thread.tree;
     const auto& nodes = tree.nodes();
     group_location.assign(nodes.size(), 0);

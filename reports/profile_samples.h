@@ -50,6 +50,15 @@ using SampleSink = std::function<void(const model::ThreadRecord& thread, std::sp
                                       std::span<const int64_t> values)>;
 void ForEachSample(const model::Profile& profile, const model::ThreadFilter& filter, const SampleSchema& schema,
                    const LocationOf& location, const SampleSink& sample);
+// The same over `threads` (threads of `profile`, in its order: SelectThreads).
+void ForEachSample(const model::Profile& profile, std::span<const model::ThreadRecord* const> threads,
+                   const SampleSchema& schema, const LocationOf& location, const SampleSink& sample);
+
+// The threads of `profile` that `filter` selects, in profile order: looked up
+// once for the several passes of an export (a push series of a churning
+// machine's window is a few of its 12,000 threads, and a window is tens of series).
+std::vector<const model::ThreadRecord*> SelectThreads(const model::Profile& profile,
+                                                      const model::ThreadFilter& filter);
 
 // The location id of every distinct group of frames (what LocationOf
 // returns): a group seen before gets its id again, a new one make(frames)'s.
