@@ -52,7 +52,8 @@ class RuntimeExtension : public RecordExtension {
     processor_ = context.processor;
     host_.emplace(runtimes::RuntimeHost{context.symbolizer.spaces(), context.system_wide, context.target_pids,
                                         options_.attach, options_.quiet, context.drain,
-                                        [&context](uint32_t pid) { context.held_pids.insert(pid); }});
+                                        [&context](uint32_t pid) { context.held_pids.insert(pid); },
+                                        [sampler = context.sampler] { return sampler->sideband_lost(); }});
     processor_->SetRuntimes(runtimes_);
     symbolizer_->spaces().SetMappingObserver(this, [this](uint32_t pid, const MappingEvent& m) {
       if (!(m.prot & PROT_EXEC) || recognized_.count(pid)) return;

@@ -44,6 +44,9 @@ struct RuntimeHost {
   // (their code is named by what the attach brings).
   std::function<void()> drain;
   std::function<void(uint32_t pid)> hold;
+  // Side-band records lost so far (the mmap events runtimes recognize
+  // processes by); null when not known.
+  std::function<uint64_t()> sideband_lost;
 };
 
 // A thread of the window being closed, whose name a runtime may know better
