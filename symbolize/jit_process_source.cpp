@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <iterator>
 #include <tuple>
 #include <atomic>
 #include <cerrno>
@@ -275,7 +276,8 @@ void JitProcessSource::PollDump() {
     if (view.size() < header->header_size) return;
     view.remove_prefix(header->header_size);
   }
-  jitdump::Records records;
+  jitdump::Records& records = dump_records_;
+  records.Clear();
   jitdump::ParseProgress p = jitdump::ParseRecords(view, dump_.swapped, &records);
   dump_.offset += p.consumed;
   for (const jitdump::CodeLoad& load : records.loads) {
@@ -308,7 +310,8 @@ void JitProcessSource::PollSide() {
     if (view.size() < *header) return;
     view.remove_prefix(*header);
   }
-  jitdump::SideRecords records;
+  jitdump::SideRecords& records = side_records_;
+  records.Clear();
   jitdump::ParseProgress p = jitdump::ParseSideRecords(view, &records);
   side_.offset += p.consumed;
   for (const jitdump::VmInfo& vm : records.vm) {
@@ -436,9 +439,18 @@ JitProcessSource::MethodVersions(uint64_t method) {
     return a.method != b.method ? a.method < b.method : a.t_ns < b.t_ns;
   };
   if (methods_sorted_ < methods_.size()) {
+    // Merged into a vector kept from merge to merge: inplace_merge (and
+    // stable_sort) allocated a buffer of the whole table at each poll that
+    // brought names, every 20 ms of a starting JVM.
     const auto mid = methods_.begin() + static_cast<std::ptrdiff_t>(methods_sorted_);
-    std::stable_sort(mid, methods_.end(), by_method_time);
-    std::inplace_merge(methods_.begin(), mid, methods_.end(), by_method_time);  // stable: earlier reads first
+    if (!std::is_sorted(mid, methods_.end(), by_method_time)) std::stable_sort(mid, methods_.end(), by_method_time);
+    if (methods_sorted_ > 0 && by_method_time(*mid, *std::prev(mid))) {
+      methods_merged_.clear();
+      methods_merged_.reserve(methods_.capacity());
+      std::merge(methods_.begin(), mid, mid, methods_.end(), std::back_inserter(methods_merged_),
+                 by_method_time);  // stable: earlier reads first
+      methods_.swap(methods_merged_);
+    }
     methods_sorted_ = methods_.size();
   }
   auto [first, last] = std::equal_range(methods_.begin(), methods_.end(), MethodVersion{method, 0, {}},
@@ -468,7 +480,7 @@ std::optional<std::string_view> JitProcessSource::MethodName(uint64_t method, ui
 
 size_t JitProcessSource::bytes() const {
   size_t n = index_.bytes();
-  n += methods_.capacity() * sizeof(MethodVersion) + method_names_.bytes();
+  n += (methods_.capacity() + methods_merged_.capacity()) * sizeof(MethodVersion) + method_names_.bytes();
   for (const auto& [tid, name] : thread_names_) n += 3 * sizeof(void*) + sizeof(tid) + sizeof(name) + (name.size() > 15 ? name.capacity() : 0);
   return n;
 }

@@ -150,6 +150,11 @@ class JitProcessSource : public JitSymbolSource {
   std::vector<MethodVersion> methods_;
   size_t methods_sorted_ = 0;
   StringArena method_names_;
+  // Reused from poll to poll: the merge's output, and what each read of the
+  // files parses into (their vectors keep their capacity).
+  std::vector<MethodVersion> methods_merged_;
+  jitdump::Records dump_records_;
+  jitdump::SideRecords side_records_;
 };
 
 // CLOCK_MONOTONIC now, the clock of samples and jitdump records.

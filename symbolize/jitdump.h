@@ -43,6 +43,14 @@ struct Records {
   std::vector<CodeMove> moves;
   bool closed = false;     // JIT_CODE_CLOSE seen
   uint64_t skipped = 0;    // unknown or unused record types
+  // Empty again, keeping the vectors' capacity (a reader parses into one
+  // Records at every poll).
+  void Clear() {
+    loads.clear();
+    moves.clear();
+    closed = false;
+    skipped = 0;
+  }
 };
 
 struct ParseProgress {
@@ -111,6 +119,17 @@ struct SideRecords {
   std::vector<MethodName> methods;
   std::vector<FrameInfo> frames;
   uint64_t skipped = 0;
+  // Empty again, keeping the vectors' capacity (a JVM's side file is read
+  // at every poll while it runs, thousands of method names at a time).
+  void Clear() {
+    vm.clear();
+    threads.clear();
+    unloads.clear();
+    inlines.clear();
+    methods.clear();
+    frames.clear();
+    skipped = 0;
+  }
 };
 
 // The 16-byte side-file header; returns the offset records start at.
