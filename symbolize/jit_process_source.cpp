@@ -338,10 +338,10 @@ void JitProcessSource::PollSide() {
   for (const jitdump::Unload& u : records.unloads) index_.AddUnload(u.t_ns, u.addr, u.index);
   for (const jitdump::FrameInfo& f : records.frames) index_.AddFrame(f.index, f.frame_size, f.frame_complete);
   stats_.frames += records.frames.size();
-  for (const jitdump::MethodName& m : records.methods) {
-    methods_.push_back({m.method, m.t_ns, method_names_.Store(m.name)});
+  for (const jitdump::MethodBlock& b : records.methods) {
+    methods_.Add(b);
+    stats_.methods += b.count;
   }
-  stats_.methods += records.methods.size();
   stats_.unloads += records.unloads.size();
   if (p.corrupt) {
     warnings_.push_back(fmt::format("{}: {}; records after it are ignored", side_.path, p.error));
@@ -433,54 +433,24 @@ std::optional<JitSymbol> JitProcessSource::Find(uint64_t addr, uint64_t t_ns) {
   return found;
 }
 
-std::pair<const JitProcessSource::MethodVersion*, const JitProcessSource::MethodVersion*>
-JitProcessSource::MethodVersions(uint64_t method) {
-  auto by_method_time = [](const MethodVersion& a, const MethodVersion& b) {
-    return a.method != b.method ? a.method < b.method : a.t_ns < b.t_ns;
-  };
-  if (methods_sorted_ < methods_.size()) {
-    // Merged into a vector kept from merge to merge: inplace_merge (and
-    // stable_sort) allocated a buffer of the whole table at each poll that
-    // brought names, every 20 ms of a starting JVM.
-    const auto mid = methods_.begin() + static_cast<std::ptrdiff_t>(methods_sorted_);
-    if (!std::is_sorted(mid, methods_.end(), by_method_time)) std::stable_sort(mid, methods_.end(), by_method_time);
-    if (methods_sorted_ > 0 && by_method_time(*mid, *std::prev(mid))) {
-      methods_merged_.clear();
-      methods_merged_.reserve(methods_.capacity());
-      std::merge(methods_.begin(), mid, mid, methods_.end(), std::back_inserter(methods_merged_),
-                 by_method_time);  // stable: earlier reads first
-      methods_.swap(methods_merged_);
-    }
-    methods_sorted_ = methods_.size();
-  }
-  auto [first, last] = std::equal_range(methods_.begin(), methods_.end(), MethodVersion{method, 0, {}},
-                                        [](const MethodVersion& a, const MethodVersion& b) { return a.method < b.method; });
-  return {methods_.data() + (first - methods_.begin()), methods_.data() + (last - methods_.begin())};
-}
-
 std::optional<std::string_view> JitProcessSource::MethodName(uint64_t method, uint64_t t_ns) {
   // Class unloading frees Method*s and new classes reuse them: a sample taken
   // after our last read may belong to a record not read yet, even when the
   // address already has a name.
-  auto [first, last] = MethodVersions(method);
-  if (first == last || t_ns >= last_poll_ns_) {
+  std::optional<std::string_view> name = methods_.Find(method, t_ns);
+  if (!name || t_ns >= last_poll_ns_) {
     const uint64_t now = JitMonotonicNowNs();
     if (now - last_poll_ns_ >= options_.reread_on_miss_ns) {
       Poll(now);
-      std::tie(first, last) = MethodVersions(method);
+      name = methods_.Find(method, t_ns);
     }
-    if (first == last) return std::nullopt;
   }
-  // The latest name given at or before t_ns, else the earliest (a sample
-  // that raced the record).
-  const MethodVersion* later =
-      std::upper_bound(first, last, t_ns, [](uint64_t t, const MethodVersion& v) { return t < v.t_ns; });
-  return later == first ? first->name : std::prev(later)->name;
+  return name;
 }
 
 size_t JitProcessSource::bytes() const {
   size_t n = index_.bytes();
-  n += (methods_.capacity() + methods_merged_.capacity()) * sizeof(MethodVersion) + method_names_.bytes();
+  n += methods_.bytes();
   for (const auto& [tid, name] : thread_names_) n += 3 * sizeof(void*) + sizeof(tid) + sizeof(name) + (name.size() > 15 ? name.capacity() : 0);
   return n;
 }

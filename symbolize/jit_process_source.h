@@ -19,9 +19,9 @@
 
 #include "common/scoped_fd.h"
 #include "symbolize/jit_index.h"
+#include "symbolize/jit_method_table.h"
 #include "symbolize/jit_source.h"
 #include "symbolize/jitdump.h"
-#include "symbolize/string_arena.h"
 
 namespace arcprof {
 
@@ -136,23 +136,9 @@ class JitProcessSource : public JitSymbolSource {
   std::set<std::string> warned_paths_;
   JitCodeIndex index_;
   JitSourceStats stats_;
-  // Method* -> name from t_ns on. A JVM names thousands of methods at
-  // attach: a flat vector and an arena instead of a hash node, a vector and
-  // a string per method (a JVM living 4 s was most of a daemon's CPU).
-  // [0, methods_sorted_) is sorted by (method, t_ns) with arrival order kept
-  // between equal times; what was read since is merged in at the next lookup.
-  struct MethodVersion {
-    uint64_t method = 0;
-    uint64_t t_ns = 0;
-    std::string_view name;
-  };
-  std::pair<const MethodVersion*, const MethodVersion*> MethodVersions(uint64_t method);
-  std::vector<MethodVersion> methods_;
-  size_t methods_sorted_ = 0;
-  StringArena method_names_;
-  // Reused from poll to poll: the merge's output, and what each read of the
-  // files parses into (their vectors keep their capacity).
-  std::vector<MethodVersion> methods_merged_;
+  JitMethodTable methods_;  // Method* -> name from a time on
+  // Reused from poll to poll: what each read of the files parses into
+  // (their vectors keep their capacity).
   jitdump::Records dump_records_;
   jitdump::SideRecords side_records_;
 };

@@ -1,5 +1,6 @@
 #include "symbolize/jitdump.h"
 
+#include <algorithm>
 #include <cstring>
 #include <optional>
 
@@ -39,16 +40,6 @@ bool CString(std::string_view data, size_t off, size_t end, std::string* out, si
   if (!nul) return false;
   const size_t len = static_cast<const char*>(nul) - (data.data() + off);
   out->assign(data.data() + off, len);
-  *len_with_nul = len + 1;
-  return true;
-}
-
-bool CStringView(std::string_view data, size_t off, size_t end, std::string_view* out, size_t* len_with_nul) {
-  if (off >= end) return false;
-  const void* nul = memchr(data.data() + off, '\0', end - off);
-  if (!nul) return false;
-  const size_t len = static_cast<const char*>(nul) - (data.data() + off);
-  *out = data.substr(off, len);
   *len_with_nul = len + 1;
   return true;
 }
@@ -250,15 +241,16 @@ ParseProgress ParseSideRecords(std::string_view data, SideRecords* out) {
         const uint32_t count = r.U32(off + 16);
         // 8 bytes of address and at least a NUL per method.
         if (count > (total - kSideMethodsFixedSize) / 9) return Corrupt(off, "METHODS count exceeds the record");
-        size_t names = off + kSideMethodsFixedSize + size_t{count} * 8;
-        for (uint32_t i = 0; i < count; ++i) {
-          MethodName m;
-          m.t_ns = t_ns;
-          m.method = r.U64(off + kSideMethodsFixedSize + size_t{i} * 8);
-          if (!CStringView(data, names, end, &m.name, &len)) return Corrupt(off, "METHODS name unterminated");
-          names += len;
-          out->methods.push_back(std::move(m));
+        MethodBlock block;
+        block.t_ns = t_ns;
+        block.count = count;
+        block.bytes = data.substr(off + kSideMethodsFixedSize, end - (off + kSideMethodsFixedSize));
+        // Every name ends in a NUL: the i-th name is after the i-th NUL.
+        const std::string_view names = block.names();
+        if (static_cast<size_t>(std::count(names.begin(), names.end(), '\0')) < count) {
+          return Corrupt(off, "METHODS name unterminated");
         }
+        out->methods.push_back(block);
         break;
       }
       case kSideFrame: {
@@ -282,6 +274,24 @@ ParseProgress ParseSideRecords(std::string_view data, SideRecords* out) {
     }
     return std::nullopt;
   });
+}
+
+uint64_t MethodBlock::method(uint32_t i) const {
+  uint64_t v = 0;
+  if (size_t{i} < count) std::memcpy(&v, bytes.data() + size_t{i} * 8, 8);
+  return v;
+}
+
+std::vector<MethodName> MethodNames(const MethodBlock& block) {
+  std::vector<MethodName> out;
+  std::string_view names = block.names();
+  for (uint32_t i = 0; i < block.count; ++i) {
+    const size_t nul = names.find('\0');
+    if (nul == std::string_view::npos) break;
+    out.push_back({block.t_ns, block.method(i), names.substr(0, nul)});
+    names.remove_prefix(nul + 1);
+  }
+  return out;
 }
 
 }  // namespace arcprof::jitdump

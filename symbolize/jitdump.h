@@ -98,11 +98,26 @@ struct InlineInfo {
 struct MethodName {
   uint64_t t_ns = 0;
   uint64_t method = 0;  // HotSpot Method*
-  // Points into the data given to ParseSideRecords: a JVM names thousands of
-  // methods at attach, and a copy of each name was most of a short-lived
-  // JVM's cost to a whole-machine daemon.
   std::string_view name;
 };
+
+// One METHODS record as it was written: `count` Method*s (u64, native byte
+// order) followed by as many NUL-terminated names, a view into the data given
+// to ParseSideRecords. A JVM names tens of thousands of methods (24,285 in
+// 1.4 MB for one that compiles its source at start) and a profile looks up a
+// handful: the reader keeps the bytes and finds a name when it is asked for.
+// The parser has checked that the names are there (at least `count` NULs).
+struct MethodBlock {
+  uint64_t t_ns = 0;
+  uint32_t count = 0;
+  std::string_view bytes;  // count * 8 bytes of Method*s, then the names
+
+  uint64_t method(uint32_t i) const;
+  std::string_view names() const { return bytes.substr(size_t{count} * 8); }
+};
+
+// The block's (Method*, name) pairs, in order (tests, tools).
+std::vector<MethodName> MethodNames(const MethodBlock& block);
 
 struct FrameInfo {
   uint64_t t_ns = 0;
@@ -116,7 +131,7 @@ struct SideRecords {
   std::vector<ThreadName> threads;
   std::vector<Unload> unloads;
   std::vector<InlineInfo> inlines;
-  std::vector<MethodName> methods;
+  std::vector<MethodBlock> methods;
   std::vector<FrameInfo> frames;
   uint64_t skipped = 0;
   // Empty again, keeping the vectors' capacity (a JVM's side file is read

@@ -201,8 +201,10 @@ TEST(JavaAgent, RedefinedClassesKeepTheirMethodNames) {
       if (loaded != ours) std::cerr << label << ": another arcprof loaded its agent " << loaded << " first: checking that one\n";
       // The agent named several versions of RedefHot.alpha.
       std::set<uint64_t> alpha_versions;
-      for (const jitdump::MethodName& m : files.side.methods) {
-        if (m.name == "RedefHot.alpha") alpha_versions.insert(m.method);
+      for (const jitdump::MethodBlock& block : files.side.methods) {
+        for (const jitdump::MethodName& m : jitdump::MethodNames(block)) {
+          if (m.name == "RedefHot.alpha") alpha_versions.insert(m.method);
+        }
       }
       EXPECT_GE(alpha_versions.size(), 2u) << label << ": RedefHot.alpha named at one Method* only; JVM said: "
                                           << jvm.stderr_text();

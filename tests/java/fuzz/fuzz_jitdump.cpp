@@ -5,6 +5,7 @@
 #include <string_view>
 
 #include "symbolize/jit_index.h"
+#include "symbolize/jit_method_table.h"
 #include "symbolize/jitdump.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -36,6 +37,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       }
       index.AddInline(info.index, std::move(ranges));
       index.Find(info.addr, info.t_ns);
+    }
+    // Method names: every Method* of every record, at its time and before.
+    JitMethodTable methods;
+    for (const auto& block : side.methods) methods.Add(block);
+    for (const auto& block : side.methods) {
+      for (uint32_t i = 0; i < block.count && i < 64; ++i) {
+        methods.Find(block.method(i), block.t_ns);
+        methods.Find(block.method(i), block.t_ns > 0 ? block.t_ns - 1 : 0);
+      }
     }
   }
   return 0;
