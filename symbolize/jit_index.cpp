@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "symbolize/jitdump.h"
+
 namespace arcprof {
 namespace {
 
@@ -25,11 +27,12 @@ size_t JitCodeIndex::bytes() const {
   for (const auto& [page, ids] : pages_) n += kNode + sizeof(page) + sizeof(ids) + ids.capacity() * sizeof(uint32_t);
   n += by_code_index_.size() * (kNode + 16) + pending_unload_.size() * (kNode + 16) +
        pending_frame_.size() * (kNode + 16);
-  for (const auto& table : inline_tables_) {
-    n += sizeof(table) + table.capacity() * sizeof(JitInlineRange);
-    for (const JitInlineRange& r : table) n += r.chain.capacity() * sizeof(std::string_view);
+  n += inline_tables_.capacity() * sizeof(InlineTable) + record_bytes_.bytes();
+  for (const InlineTable& table : inline_tables_) {
+    n += table.ranges.capacity() * sizeof(JitInlineRange);
+    for (const JitInlineRange& r : table.ranges) n += r.chain.capacity() * sizeof(std::string_view);
   }
-  for (const auto& [code, table] : pending_inline_) n += kNode + sizeof(table) + table.capacity() * sizeof(JitInlineRange);
+  n += pending_inline_.size() * (kNode + 16);
   n += names_.size() * (kNode + sizeof(std::string_view)) + names_.bucket_count() * sizeof(void*) + name_bytes_.bytes();
   return n;
 }
@@ -70,9 +73,9 @@ void JitCodeIndex::AddCode(uint64_t t_ns, uint64_t addr, uint64_t size, std::str
   if (code_index == 0) return;
   by_code_index_[code_index] = id;
   if (auto it = pending_inline_.find(code_index); it != pending_inline_.end()) {
-    std::vector<JitInlineRange> ranges = std::move(it->second);
+    versions_[id].inline_table = it->second;
     pending_inline_.erase(it);
-    AddInline(code_index, std::move(ranges));
+    ++stats_.inline_tables;
   }
   if (auto it = pending_frame_.find(code_index); it != pending_frame_.end()) {
     versions_[id].frame_size = it->second.first;
@@ -130,20 +133,53 @@ void JitCodeIndex::AddUnload(uint64_t t_ns, uint64_t addr, uint64_t code_index) 
 }
 
 void JitCodeIndex::AddInline(uint64_t code_index, std::vector<JitInlineRange> ranges) {
-  auto it = by_code_index_.find(code_index);
-  if (it == by_code_index_.end()) {
-    pending_inline_[code_index] = std::move(ranges);
-    return;
-  }
   std::stable_sort(ranges.begin(), ranges.end(),
                    [](const JitInlineRange& a, const JitInlineRange& b) { return a.pc_offset < b.pc_offset; });
   for (JitInlineRange& r : ranges) {
     for (std::string_view& name : r.chain) name = Intern(name);
   }
-  versions_[it->second].inline_table = static_cast<uint32_t>(inline_tables_.size());
-  inline_tables_.push_back(std::move(ranges));
+  AttachInline(code_index, InlineTable{std::move(ranges), {}});
+}
+
+void JitCodeIndex::AddInlineRecord(uint64_t code_index, std::string_view record) {
+  if (record.empty()) return;
+  AttachInline(code_index, InlineTable{{}, record_bytes_.Store(record)});
+}
+
+void JitCodeIndex::AttachInline(uint64_t code_index, InlineTable table) {
+  const auto id = static_cast<uint32_t>(inline_tables_.size());
+  inline_tables_.push_back(std::move(table));
+  auto it = by_code_index_.find(code_index);
+  if (it == by_code_index_.end()) {
+    // Its load has not been read yet; a second record for it replaces the first.
+    pending_inline_[code_index] = id;
+    return;
+  }
+  versions_[it->second].inline_table = id;
   ++stats_.inline_tables;
   ++generation_;
+}
+
+const std::vector<JitInlineRange>& JitCodeIndex::Ranges(uint32_t id) {
+  InlineTable& table = inline_tables_[id];
+  if (table.record.empty()) return table.ranges;
+  jitdump::InlineInfo info;
+  if (jitdump::DecodeInline(table.record, &info)) {
+    // The names are views into the record's kept bytes: they live as long as the index.
+    const std::vector<std::string_view>& names = info.names;
+    table.ranges.reserve(info.entries.size());
+    for (const jitdump::InlineEntry& e : info.entries) {
+      JitInlineRange r;
+      r.pc_offset = e.pc_offset;
+      // The chain is innermost first and ends with the compiled method itself.
+      for (size_t i = e.chain.size(); i-- > 1;) r.chain.push_back(names[e.chain[i - 1]]);
+      table.ranges.push_back(std::move(r));
+    }
+    std::stable_sort(table.ranges.begin(), table.ranges.end(),
+                     [](const JitInlineRange& a, const JitInlineRange& b) { return a.pc_offset < b.pc_offset; });
+  }
+  table.record = {};
+  return table.ranges;
 }
 
 void JitCodeIndex::AddFrame(uint64_t code_index, int32_t frame_size, int32_t frame_complete) {
@@ -157,7 +193,7 @@ void JitCodeIndex::AddFrame(uint64_t code_index, int32_t frame_size, int32_t fra
   ++generation_;
 }
 
-JitSymbol JitCodeIndex::Answer(uint32_t id, uint64_t addr) const {
+JitSymbol JitCodeIndex::Answer(uint32_t id, uint64_t addr) {
   const Version& v = versions_[id];
   JitSymbol s;
   s.name = v.name;
@@ -166,7 +202,7 @@ JitSymbol JitCodeIndex::Answer(uint32_t id, uint64_t addr) const {
   s.frame_size = v.frame_size;
   s.frame_complete = v.frame_complete;
   if (v.inline_table != kNone) {
-    const std::vector<JitInlineRange>& table = inline_tables_[v.inline_table];
+    const std::vector<JitInlineRange>& table = Ranges(v.inline_table);
     const uint64_t offset = addr - v.start;
     auto it = std::lower_bound(table.begin(), table.end(), offset,
                                [](const JitInlineRange& r, uint64_t off) { return r.pc_offset < off; });

@@ -53,6 +53,10 @@ class JitCodeIndex {
   void AddUnload(uint64_t t_ns, uint64_t addr, uint64_t code_index);
   // Inlining ranges of code_index; ranges sorted by pc_offset here.
   void AddInline(uint64_t code_index, std::vector<JitInlineRange> ranges);
+  // The same from our agent's INLINE record (jitdump::InlineBlock::record,
+  // checked by the parser): its bytes are kept and decoded into ranges when
+  // a lookup first lands in that code (most compiled code is never sampled).
+  void AddInlineRecord(uint64_t code_index, std::string_view record);
   // The frame facts of code_index (JitSymbol::frame_size, frame_complete).
   void AddFrame(uint64_t code_index, int32_t frame_size, int32_t frame_complete);
 
@@ -87,18 +91,28 @@ class JitCodeIndex {
     uint64_t generation = 0;
   };
 
+  // Ranges given now, or an INLINE record's bytes (in record_bytes_) to decode
+  // at the first lookup that needs them.
+  struct InlineTable {
+    std::vector<JitInlineRange> ranges;
+    std::string_view record;  // not decoded yet when not empty
+  };
+
   std::string_view Intern(std::string_view name);
   uint32_t AddVersion(Version v);
-  JitSymbol Answer(uint32_t id, uint64_t addr) const;
+  void AttachInline(uint64_t code_index, InlineTable table);
+  const std::vector<JitInlineRange>& Ranges(uint32_t table);
+  JitSymbol Answer(uint32_t id, uint64_t addr);
 
   std::vector<Version> versions_;
   std::unordered_map<uint64_t, std::vector<uint32_t>> pages_;  // 4 KiB page -> versions touching it
   std::vector<uint32_t> large_;                                // versions too large for pages_
   std::unordered_map<uint64_t, uint32_t> by_code_index_;
-  std::unordered_map<uint64_t, std::vector<JitInlineRange>> pending_inline_;
+  std::unordered_map<uint64_t, uint32_t> pending_inline_;  // code_index -> inline_tables_ id
   std::unordered_map<uint64_t, uint64_t> pending_unload_;  // code_index -> t_ns
   std::unordered_map<uint64_t, std::pair<int32_t, int32_t>> pending_frame_;
-  std::vector<std::vector<JitInlineRange>> inline_tables_;
+  std::vector<InlineTable> inline_tables_;
+  StringArena record_bytes_;  // INLINE records not decoded yet (and names of decoded ones)
   // Each distinct name once: its bytes in the arena (views stay valid), a
   // view in the set. A JVM has 10,000s of methods and a daemon holds every
   // live JVM's; a std::string node per name cost ~65 bytes more per method.

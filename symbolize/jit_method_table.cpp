@@ -23,24 +23,43 @@ void JitMethodTable::Add(const jitdump::MethodBlock& block) {
   records_.push_back({block.t_ns, block.count, bytes_.Store(block.bytes), {}});
 }
 
+void JitMethodTable::Grow(size_t methods) {
+  // At most half full: one rehash for all that was read since the last
+  // lookup (a JVM names thousands of methods per read), not one per doubling.
+  size_t size = std::max<size_t>(1024, slots_.size());
+  while (methods * 2 > size) size *= 2;
+  if (size == slots_.size()) return;
+  std::vector<Slot> old = std::exchange(slots_, std::vector<Slot>(size));
+  const size_t mask = slots_.size() - 1;
+  for (const Slot& slot : old) {
+    if (slot.head == 0) continue;
+    size_t at = MethodHash(slot.method) & mask;
+    while (slots_[at].head != 0) at = (at + 1) & mask;
+    slots_[at] = slot;
+  }
+}
+
 void JitMethodTable::IndexNew() {
+  if (indexed_ == records_.size()) return;
+  size_t pending = 0;
+  for (size_t r = indexed_; r < records_.size(); ++r) pending += records_[r].count;
+  Grow(slots_used_ + pending);
+  if (entries_.capacity() < entries_.size() + pending) {
+    entries_.reserve(std::max(entries_.size() + pending, 2 * entries_.capacity()));
+  }
+  const size_t mask = slots_.size() - 1;
   for (; indexed_ < records_.size(); ++indexed_) {
     const Record& record = records_[indexed_];
     for (uint32_t i = 0; i < record.count; ++i) {
-      if ((slots_used_ + 1) * 2 > slots_.size()) {
-        // Grow to keep the table at most half full: rehash every slot.
-        std::vector<Slot> old = std::exchange(slots_, std::vector<Slot>(std::max<size_t>(1024, 2 * slots_.size())));
-        const size_t mask = slots_.size() - 1;
-        for (const Slot& slot : old) {
-          if (slot.head == 0) continue;
-          size_t at = MethodHash(slot.method) & mask;
-          while (slots_[at].head != 0) at = (at + 1) & mask;
-          slots_[at] = slot;
-        }
+      // The slots are random accesses into up to MBs: ask for a later one early.
+      constexpr uint32_t kAhead = 8;
+      if (i + kAhead < record.count) {
+        uint64_t ahead = 0;
+        std::memcpy(&ahead, record.bytes.data() + size_t{i + kAhead} * 8, 8);
+        __builtin_prefetch(&slots_[MethodHash(ahead) & mask]);
       }
       uint64_t method = 0;
       std::memcpy(&method, record.bytes.data() + size_t{i} * 8, 8);
-      const size_t mask = slots_.size() - 1;
       size_t at = MethodHash(method) & mask;
       while (slots_[at].head != 0 && slots_[at].method != method) at = (at + 1) & mask;
       Slot& slot = slots_[at];

@@ -48,6 +48,7 @@ class JitMethodTable {
     uint32_t next = 0;               // the entry before it of the same Method*, + 1
   };
   void IndexNew();
+  void Grow(size_t methods);  // room for `methods` distinct Method*s
   std::string_view NameAt(Record& record, uint32_t index);
 
   std::vector<Record> records_;

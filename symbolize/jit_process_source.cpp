@@ -322,18 +322,7 @@ void JitProcessSource::PollSide() {
     if (!t.name.empty()) thread_names_.emplace(t.tid, t.name);
   }
   stats_.thread_names += records.threads.size();
-  for (const jitdump::InlineInfo& info : records.inlines) {
-    std::vector<JitInlineRange> ranges;
-    ranges.reserve(info.entries.size());
-    for (const jitdump::InlineEntry& e : info.entries) {
-      JitInlineRange r;
-      r.pc_offset = e.pc_offset;
-      // The chain is innermost first and ends with the compiled method itself.
-      for (size_t i = e.chain.size(); i-- > 1;) r.chain.push_back(info.names[e.chain[i - 1]]);
-      ranges.push_back(std::move(r));
-    }
-    index_.AddInline(info.index, std::move(ranges));
-  }
+  for (const jitdump::InlineBlock& info : records.inlines) index_.AddInlineRecord(info.index, info.record);
   stats_.inline_records += records.inlines.size();
   for (const jitdump::Unload& u : records.unloads) index_.AddUnload(u.t_ns, u.addr, u.index);
   for (const jitdump::FrameInfo& f : records.frames) index_.AddFrame(f.index, f.frame_size, f.frame_complete);

@@ -77,6 +77,50 @@ ParseProgress ForEachRecord(std::string_view data, const Reader& r, const char* 
   return p;
 }
 
+// Checks the INLINE record `rec` (header included, native byte order) and,
+// when out is given, decodes it; the error, or nullptr.
+const char* WalkInline(std::string_view rec, InlineInfo* out) {
+  const Reader r(rec, false);
+  const size_t total = rec.size();
+  if (total < kSideInlineFixedSize) return "INLINE too short";
+  const uint32_t name_count = r.U32(32);
+  const uint32_t pc_count = r.U32(36);
+  size_t pos = kSideInlineFixedSize;
+  // Each name needs at least its NUL, each entry 8 bytes: the counts
+  // cannot exceed the record, which bounds every allocation below.
+  if (name_count > total || pc_count > total / 8) return "INLINE counts exceed the record";
+  if (out) {
+    out->t_ns = r.U64(8);
+    out->addr = r.U64(16);
+    out->index = r.U64(24);
+    out->names.reserve(name_count);
+  }
+  for (uint32_t i = 0; i < name_count; ++i) {
+    const void* nul = pos < total ? memchr(rec.data() + pos, '\0', total - pos) : nullptr;
+    if (!nul) return "INLINE name unterminated";
+    const size_t len = static_cast<const char*>(nul) - (rec.data() + pos);
+    if (out) out->names.emplace_back(rec.substr(pos, len));
+    pos += len + 1;
+  }
+  if (out) out->entries.reserve(pc_count);
+  for (uint32_t i = 0; i < pc_count; ++i) {
+    if (total - pos < 8) return "INLINE entries overrun the record";
+    InlineEntry e;
+    e.pc_offset = r.U32(pos);
+    const uint32_t depth = r.U32(pos + 4);
+    pos += 8;
+    if (depth == 0 || depth > (total - pos) / 4) return "INLINE chain overruns the record";
+    if (out) e.chain.reserve(depth);
+    for (uint32_t d = 0; d < depth; ++d, pos += 4) {
+      const uint32_t name = r.U32(pos);
+      if (name >= name_count) return "INLINE chain names a missing method";
+      if (out) e.chain.push_back(name);
+    }
+    if (out) out->entries.push_back(std::move(e));
+  }
+  return nullptr;
+}
+
 }  // namespace
 
 Result<FileHeader> ParseFileHeader(std::string_view data) {
@@ -199,41 +243,8 @@ ParseProgress ParseSideRecords(std::string_view data, SideRecords* out) {
         break;
       }
       case kSideInline: {
-        if (total < kSideInlineFixedSize) return Corrupt(off, "INLINE too short");
-        InlineInfo info;
-        info.t_ns = t_ns;
-        info.addr = r.U64(off + 16);
-        info.index = r.U64(off + 24);
-        const uint32_t name_count = r.U32(off + 32);
-        const uint32_t pc_count = r.U32(off + 36);
-        size_t pos = off + kSideInlineFixedSize;
-        // Each name needs at least its NUL, each entry 8 bytes: the counts
-        // cannot exceed the record, which bounds every allocation below.
-        if (name_count > total || pc_count > total / 8) return Corrupt(off, "INLINE counts exceed the record");
-        info.names.reserve(name_count);
-        for (uint32_t i = 0; i < name_count; ++i) {
-          std::string name;
-          if (!CString(data, pos, end, &name, &len)) return Corrupt(off, "INLINE name unterminated");
-          info.names.push_back(std::move(name));
-          pos += len;
-        }
-        info.entries.reserve(pc_count);
-        for (uint32_t i = 0; i < pc_count; ++i) {
-          if (end - pos < 8) return Corrupt(off, "INLINE entries overrun the record");
-          InlineEntry e;
-          e.pc_offset = r.U32(pos);
-          const uint32_t depth = r.U32(pos + 4);
-          pos += 8;
-          if (depth == 0 || depth > (end - pos) / 4) return Corrupt(off, "INLINE chain overruns the record");
-          e.chain.reserve(depth);
-          for (uint32_t d = 0; d < depth; ++d, pos += 4) {
-            const uint32_t name = r.U32(pos);
-            if (name >= name_count) return Corrupt(off, "INLINE chain names a missing method");
-            e.chain.push_back(name);
-          }
-          info.entries.push_back(std::move(e));
-        }
-        out->inlines.push_back(std::move(info));
+        if (const char* error = WalkInline(data.substr(off, total), nullptr)) return Corrupt(off, error);
+        out->inlines.push_back(InlineBlock{t_ns, r.U64(off + 16), r.U64(off + 24), data.substr(off, total)});
         break;
       }
       case kSideMethods: {
@@ -246,9 +257,14 @@ ParseProgress ParseSideRecords(std::string_view data, SideRecords* out) {
         block.count = count;
         block.bytes = data.substr(off + kSideMethodsFixedSize, end - (off + kSideMethodsFixedSize));
         // Every name ends in a NUL: the i-th name is after the i-th NUL.
+        // (memchr per name: std::count's byte loop was most of this parse.)
         const std::string_view names = block.names();
-        if (static_cast<size_t>(std::count(names.begin(), names.end(), '\0')) < count) {
-          return Corrupt(off, "METHODS name unterminated");
+        const char* at = names.data();
+        const char* const names_end = names.data() + names.size();
+        for (uint32_t i = 0; i < count; ++i) {
+          const void* nul = at < names_end ? memchr(at, '\0', static_cast<size_t>(names_end - at)) : nullptr;
+          if (!nul) return Corrupt(off, "METHODS name unterminated");
+          at = static_cast<const char*>(nul) + 1;
         }
         out->methods.push_back(block);
         break;
@@ -275,6 +291,8 @@ ParseProgress ParseSideRecords(std::string_view data, SideRecords* out) {
     return std::nullopt;
   });
 }
+
+bool DecodeInline(std::string_view record, InlineInfo* out) { return WalkInline(record, out) == nullptr; }
 
 uint64_t MethodBlock::method(uint32_t i) const {
   uint64_t v = 0;

@@ -91,9 +91,23 @@ struct InlineEntry {
 struct InlineInfo {
   uint64_t t_ns = 0;
   uint64_t addr = 0, index = 0;
-  std::vector<std::string> names;
+  std::vector<std::string_view> names;  // views into the decoded record
   std::vector<InlineEntry> entries;
 };
+
+// One INLINE record as written (header included), a view into the data given
+// to ParseSideRecords, which checked it whole. Most compiled methods are
+// never sampled: a reader keeps the bytes and decodes a record when a lookup
+// lands in its code.
+struct InlineBlock {
+  uint64_t t_ns = 0;
+  uint64_t addr = 0, index = 0;
+  std::string_view record;
+};
+
+// The record's names and pc entries; false (and *out partly filled) when
+// the bytes are not a whole, valid INLINE record.
+bool DecodeInline(std::string_view record, InlineInfo* out);
 
 struct MethodName {
   uint64_t t_ns = 0;
@@ -130,7 +144,7 @@ struct SideRecords {
   std::vector<VmInfo> vm;
   std::vector<ThreadName> threads;
   std::vector<Unload> unloads;
-  std::vector<InlineInfo> inlines;
+  std::vector<InlineBlock> inlines;
   std::vector<MethodBlock> methods;
   std::vector<FrameInfo> frames;
   uint64_t skipped = 0;

@@ -16,13 +16,13 @@ class StringArena {
   std::string_view Store(std::string_view s) {
     if (s.empty()) return {};
     if (s.size() > kBlockBytes / 4) {
-      auto& big = large_.emplace_back(std::make_unique<char[]>(s.size()));
+      auto& big = large_.emplace_back(std::make_unique_for_overwrite<char[]>(s.size()));
       std::memcpy(big.get(), s.data(), s.size());
       bytes_ += s.size();
       return {big.get(), s.size()};
     }
     if (blocks_.empty() || used_ + s.size() > kBlockBytes) {
-      blocks_.push_back(std::make_unique<char[]>(kBlockBytes));
+      blocks_.push_back(std::make_unique_for_overwrite<char[]>(kBlockBytes));
       used_ = 0;
       bytes_ += kBlockBytes;
     }

@@ -126,9 +126,11 @@ TEST(SideFileParse, AllRecordKinds) {
   ASSERT_EQ(r.unloads.size(), 1u);
   EXPECT_EQ(r.unloads[0].index, 4u);
   ASSERT_EQ(r.inlines.size(), 1u);
-  ASSERT_EQ(r.inlines[0].entries.size(), 2u);
-  EXPECT_EQ(r.inlines[0].entries[0].chain, (std::vector<uint32_t>{2, 1, 0}));
-  EXPECT_EQ(r.inlines[0].names[2], "Leaf.get");
+  jitdump::InlineInfo inl;
+  ASSERT_TRUE(jitdump::DecodeInline(r.inlines[0].record, &inl));
+  ASSERT_EQ(inl.entries.size(), 2u);
+  EXPECT_EQ(inl.entries[0].chain, (std::vector<uint32_t>{2, 1, 0}));
+  EXPECT_EQ(inl.names[2], "Leaf.get");
 }
 
 TEST(SideFileParse, MethodsAndFrames) {
@@ -262,6 +264,35 @@ TEST(JitIndex, InlineChainsByPcRange) {
   EXPECT_EQ(at(0x21)->inlined, nullptr);
   EXPECT_EQ(at(0x80)->inlined, nullptr);
   EXPECT_EQ(at(0x10)->name, "Outer.run");
+}
+
+// An INLINE record is kept as bytes and decoded at the first lookup in its
+// code: the same chains as the record says (outermost first, without the
+// compiled method), whether it was read before or after its load; a later
+// record for the code replaces it; the caller's buffer may go at once.
+TEST(JitIndex, InlineRecordsAreDecodedAtTheFirstLookup) {
+  JitCodeIndex index;
+  auto add = [&](uint64_t code, std::vector<std::string> names, std::vector<InlinePc> pcs) {
+    std::string record = SideInline(1, 0x9000, code, names, pcs);
+    index.AddInlineRecord(code, record);
+    std::fill(record.begin(), record.end(), 'x');  // the index kept its own copy
+  };
+  add(3, {"Outer.run", "Mid.call", "Leaf.get"}, {{0x40, {2, 1, 0}}, {0x20, {1, 0}}, {0x60, {0}}});  // before its load
+  index.AddCode(1, 0x9000, 0x100, "Outer.run", 3);
+  index.AddCode(1, 0xa000, 0x100, "Other.run", 4);
+  add(4, {"Other.run", "Gone.m"}, {{0x10, {1, 0}}});
+  add(4, {"Other.run", "Kept.m"}, {{0x10, {1, 0}}});  // the later record wins
+  auto at = [&](uint64_t addr) { return index.Find(addr, 5); };
+  ASSERT_NE(at(0x9010)->inlined, nullptr);  // ranges sorted by pc: (0, 0x20] first
+  EXPECT_EQ(*at(0x9010)->inlined, (std::vector<std::string_view>{"Mid.call"}));
+  EXPECT_EQ(*at(0x9021)->inlined, (std::vector<std::string_view>{"Mid.call", "Leaf.get"}));
+  EXPECT_EQ(*at(0x9040)->inlined, (std::vector<std::string_view>{"Mid.call", "Leaf.get"}));
+  EXPECT_EQ(at(0x9050)->inlined, nullptr);  // only the method itself
+  EXPECT_EQ(at(0x9080)->inlined, nullptr);
+  EXPECT_EQ(at(0x9010)->name, "Outer.run");
+  ASSERT_NE(at(0xa004)->inlined, nullptr);
+  EXPECT_EQ(*at(0xa004)->inlined, (std::vector<std::string_view>{"Kept.m"}));
+  EXPECT_EQ(index.stats().inline_tables, 3u);
 }
 
 TEST(JitIndex, LargeBlobsAndInterpreterKind) {

@@ -28,15 +28,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     jitdump::ParseSideRecords(in.substr(*off), &side);
     for (const auto& u : side.unloads) index.AddUnload(u.t_ns, u.addr, u.index);
     for (const auto& info : side.inlines) {
-      std::vector<JitInlineRange> ranges;
-      for (const auto& e : info.entries) {
-        JitInlineRange r;
-        r.pc_offset = e.pc_offset;
-        for (uint32_t n : e.chain) r.chain.push_back(info.names[n]);
-        ranges.push_back(std::move(r));
-      }
-      index.AddInline(info.index, std::move(ranges));
+      // Decoded whole, and kept as bytes decoded at the first lookup.
+      jitdump::InlineInfo decoded;
+      if (!jitdump::DecodeInline(info.record, &decoded)) __builtin_trap();  // the parser checked it
+      index.AddInlineRecord(info.index, info.record);
       index.Find(info.addr, info.t_ns);
+      index.Find(info.addr + 1, info.t_ns);
     }
     // Method names: every Method* of every record, at its time and before.
     JitMethodTable methods;
