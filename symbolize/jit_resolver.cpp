@@ -51,8 +51,12 @@ std::optional<std::string_view> JitResolver::MethodName(const ProcessInfo& proce
   JitSymbolSource* source = Source(process);
   if (!source) return std::nullopt;
   std::optional<std::string_view> name = source->MethodName(method, t_ns);
-  if (name) name = names_.Intern(*name);  // outlives the source, like every frame name
-  return name;
+  if (!name) return name;
+  // Interned: outlives the source, like every frame name.
+  Entry& entry = sources_[process.pid];
+  auto [it, added] = entry.interned.try_emplace(name->data());
+  if (added || it->second.size() != name->size()) it->second = names_.Intern(*name);
+  return it->second;
 }
 
 size_t JitResolver::live_sources() const {
@@ -63,7 +67,10 @@ size_t JitResolver::live_sources() const {
 
 size_t JitResolver::bytes() const {
   size_t n = sources_.size() * (2 * sizeof(void*) + sizeof(uint32_t) + sizeof(Entry));
-  for (const auto& [pid, entry] : sources_) n += entry.source ? entry.source->bytes() : 0;
+  for (const auto& [pid, entry] : sources_) {
+    n += entry.source ? entry.source->bytes() : 0;
+    n += entry.interned.size() * (sizeof(const char*) + sizeof(std::string_view) + 2 * sizeof(void*));
+  }
   return n;
 }
 

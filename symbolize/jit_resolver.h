@@ -40,7 +40,12 @@ class JitResolver {
     auto it = sources_.find(pid);
     if (it == sources_.end() || !it->second.source) return false;
     it->second.source.reset();
+    it->second.interned.clear();
     return true;
+  }
+  // The name pool was cleared: every interned view is gone.
+  void NamesReleased() {
+    for (auto& [pid, entry] : sources_) entry.interned.clear();
   }
   size_t size() const { return sources_.size(); }
   // Sources holding tables now, and about how many bytes they hold.
@@ -51,6 +56,10 @@ class JitResolver {
   struct Entry {
     std::unique_ptr<JitSymbolSource> source;
     bool tried = false;
+    // The source's method-name views (valid for its lifetime) by address,
+    // interned: an interpreted frame's name was hashed into the name pool
+    // on every sample (1.4% of a churn daemon's CPU).
+    std::unordered_map<const char*, std::string_view> interned;
   };
   NamePool& names_;  // names outlive the sources (dropped after their process)
   JitSymbolSource* Source(const ProcessInfo& process);

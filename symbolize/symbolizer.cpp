@@ -254,6 +254,7 @@ size_t Symbolizer::ReleaseNames(size_t budget_bytes) {
   const size_t n = impl_->names.size();
   ++impl_->cache_epoch; // cached answers hold views into the pool
   ++impl_->names_epoch;
+  impl_->jit.NamesReleased();
   impl_->names.Clear();
   impl_->stats.names_released += n;
   return n;

@@ -563,6 +563,38 @@ TEST(Symbolizer, AnonymousExecutableMemoryIsJit) {
   EXPECT_EQ(factory_calls, 1u);
 }
 
+// Interpreted frames' method names: interned once per name the source gives
+// (a view of it is remembered by address), the latest name of a reused
+// Method* at its time, and right again after the name pool is released.
+TEST(Symbolizer, InterpretedMethodNamesSurviveANamesRelease) {
+  AddressSpaces spaces;
+  Symbolizer symbolizer(spaces, NoDebugDirs());
+  spaces.OnExec(kFakePid, 100, "jvm");
+  class Methods : public JitSymbolSource {
+   public:
+    std::optional<JitSymbol> Find(uint64_t, uint64_t) override { return std::nullopt; }
+    std::optional<std::string_view> MethodName(uint64_t method, uint64_t t_ns) override {
+      if (method != 0x1000) return std::nullopt;
+      return t_ns < 500 ? std::string_view(first_) : std::string_view(second_);
+    }
+    std::string first_ = "Hot.alpha", second_ = "Hot.beta";  // stable for the source's life
+  };
+  symbolizer.SetJitSymbolSourceFactory(
+      [](const ProcessInfo&) -> std::unique_ptr<JitSymbolSource> { return std::make_unique<Methods>(); });
+  EXPECT_EQ(symbolizer.InterpretedMethodName(kFakePid, 0x1000, 200), "Hot.alpha");
+  EXPECT_EQ(symbolizer.InterpretedMethodName(kFakePid, 0x1000, 300), "Hot.alpha");
+  EXPECT_EQ(symbolizer.InterpretedMethodName(kFakePid, 0x1000, 600), "Hot.beta");
+  EXPECT_EQ(symbolizer.InterpretedMethodName(kFakePid, 0x2000, 600), std::nullopt);
+  EXPECT_GT(symbolizer.ReleaseNames(0), 0u);
+  EXPECT_EQ(symbolizer.stats().name_bytes, 0u);
+  // The pool's strings are gone: the name is interned again, not a view
+  // remembered from before the release (it would dangle).
+  const std::string again(symbolizer.InterpretedMethodName(kFakePid, 0x1000, 200).value_or(""));
+  EXPECT_EQ(again, "Hot.alpha");
+  EXPECT_GT(symbolizer.stats().name_bytes, 0u);
+  EXPECT_EQ(symbolizer.InterpretedMethodName(kFakePid, 0x1000, 700), "Hot.beta");
+}
+
 TEST(Symbolizer, TimeVersionedMappingsThroughEvents) {
   AddressSpaces spaces;
   Symbolizer symbolizer(spaces, NoDebugDirs());
