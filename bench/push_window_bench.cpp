@@ -89,7 +89,7 @@ BENCHMARK(BM_SplitWindow)->Unit(benchmark::kMillisecond);
 void BM_GzipWindow(benchmark::State& state) {
   const Profile window = MakeWindow();
   const std::string pprof =
-      reports::EncodePprof(window, {}, "samples", nullptr, reports::PprofLabels::kProcessName);
+      reports::EncodePprof(window, model::ThreadFilter{}, "samples", nullptr, reports::PprofLabels::kProcessName);
   size_t bytes = 0;
   for (auto _ : state) {
     auto out = reports::Gzip(pprof, static_cast<int>(state.range(0)));

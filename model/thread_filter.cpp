@@ -10,10 +10,6 @@ bool ThreadFilter::Matches(const ThreadRecord& thread) const {
   };
   if (!pids.empty() && !contains(pids, thread.pid)) return false;
   if (!tids.empty() && !contains(tids, thread.tid)) return false;
-  if (!processes.empty() &&
-      !std::binary_search(processes.begin(), processes.end(), Process{thread.pid, thread.process_start_ns})) {
-    return false;
-  }
   if (!comms.empty() && !contains(comms, thread.process_comm) && !contains(comms, thread.comm)) {
     return false;
   }

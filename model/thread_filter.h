@@ -1,7 +1,6 @@
 // Selection of threads shared by every report: --pid, --tid, --comm,
-// --container, --service and --cgroup lists, and processes by pid and start
-// (push's series). A thread is selected when it passes every list that is not
-// empty (within a list, any entry).
+// --container, --service and --cgroup lists. A thread is selected when it
+// passes every list that is not empty (within a list, any entry).
 #pragma once
 
 #include <cstdint>
@@ -19,22 +18,10 @@ struct ThreadFilter {
   std::vector<std::string> containers;  // a prefix of the container id (model/process_identity.h)
   std::vector<std::string> services;    // the service name exactly
   std::vector<std::string> cgroups;     // the process's cgroup or an ancestor of it
-  // Processes by (pid, ThreadRecord::process_start_ns): a pid that another
-  // process held in the same window is not selected with this one.
-  // Contract: sorted (by pid, then start) without duplicates, as Matches
-  // finds a thread's process by binary search (a push series of a churning
-  // machine's window holds 12,000 processes and every thread of the window is
-  // looked up in it). Its producer (push/push_request.cpp, SplitWindow) sorts it.
-  struct Process {
-    uint32_t pid = 0;
-    uint64_t start_ns = 0;
-    auto operator<=>(const Process&) const = default;
-  };
-  std::vector<Process> processes;
 
   bool empty() const {
     return pids.empty() && tids.empty() && comms.empty() && containers.empty() && services.empty() &&
-           cgroups.empty() && processes.empty();
+           cgroups.empty();
   }
   bool Matches(const ThreadRecord& thread) const;
 };

@@ -11,6 +11,7 @@
 #include "push/v1/push.pb.h"
 #include "reports/otlp.h"
 #include "reports/pprof.h"
+#include "reports/profile_samples.h"
 #include "model/metric.h"
 #include "model/thread_filter.h"
 
@@ -89,33 +90,52 @@ std::string ProfileUuid(std::string_view stable_window_id) {
 }
 
 Result<std::string> WindowPprof(const Profile& window, const ThreadFilter& filter, const Metric* cpu) {
+  return WindowPprof(window, SelectThreads(window, filter), cpu);
+}
+
+Result<std::string> WindowPprof(const Profile& window, std::span<const ThreadRecord* const> threads,
+                                const Metric* cpu) {
   // Encoded with only comm and host as labels: encoding every label, reading
   // the profile back and writing it again without them cost the push thread
   // a fifth of its CPU under churn.
-  return Gzip(EncodePprof(window, filter, "samples", cpu, reports::PprofLabels::kProcessName), kPushGzipLevel);
+  return Gzip(EncodePprof(window, threads, "samples", cpu, reports::PprofLabels::kProcessName), kPushGzipLevel);
 }
 
 Result<std::vector<WindowSeries>> SplitWindow(const Profile& window, std::string_view stable_window_id,
                                               const std::string& service_name, const std::string& host,
                                               const Labels& extra) {
-  // (service, container, pod) -> its processes, each by pid and start: a pid
-  // that another process held in the same window (in another container) is
-  // that process's, not this series'. Sorted and unique afterwards
-  // (ThreadFilter's contract): a series may hold 12,000 processes.
-  std::map<std::tuple<std::string, std::string, std::string>, ThreadFilter> groups;
+  // (service, container, pod) -> the threads of its processes. A process is a
+  // pid and its start: a pid that another process held in the same window
+  // (in another container) is that process's, not this series'. Every thread
+  // of a series' processes is in it, sampled or not, as when selected by
+  // process. Found in one pass over the window, not one per series: under
+  // churn a window has 12,000 processes and tens of series.
+  std::map<std::tuple<std::string, std::string, std::string>, size_t> groups;  // -> index
+  struct Member {
+    uint32_t pid = 0;
+    uint64_t start_ns = 0;
+    size_t group = 0;
+    auto operator<=>(const Member&) const = default;
+  };
+  std::vector<Member> members;
   for (const ThreadRecord& t : window.threads) {
     if (t.tree.total(kSamplesValue) == 0 && t.tree.size() <= 1) continue;
     const ProcessIdentity& id = t.identity;
     std::string service = !service_name.empty()      ? service_name
                           : !id.service_name.empty() ? id.service_name
                                                      : ProcessName(t);
-    ThreadFilter& filter = groups[{std::move(service), id.container_id, id.pod_uid}];
-    filter.processes.push_back({t.pid, t.process_start_ns});
+    const size_t next = groups.size();
+    const auto it = groups.try_emplace({std::move(service), id.container_id, id.pod_uid}, next).first;
+    members.push_back({t.pid, t.process_start_ns, it->second});
   }
-  for (auto& [key, filter] : groups) {
-    std::vector<ThreadFilter::Process>& processes = filter.processes;
-    std::sort(processes.begin(), processes.end());
-    processes.erase(std::unique(processes.begin(), processes.end()), processes.end());
+  std::sort(members.begin(), members.end());
+  members.erase(std::unique(members.begin(), members.end()), members.end());
+  std::vector<std::vector<const ThreadRecord*>> threads_of(groups.size());
+  for (const ThreadRecord& t : window.threads) {
+    auto it = std::lower_bound(members.begin(), members.end(), Member{t.pid, t.process_start_ns, 0});
+    for (; it != members.end() && it->pid == t.pid && it->start_ns == t.process_start_ns; ++it) {
+      threads_of[it->group].push_back(&t);
+    }
   }
   std::vector<WindowSeries> out;
   const bool one = groups.size() <= 1;
@@ -123,7 +143,7 @@ Result<std::vector<WindowSeries>> SplitWindow(const Profile& window, std::string
   // and PTT's table, and a churning machine's window is tens of series.
   const Result<Metric> cpu = Metric::Select(window, "cpu");
   const Metric* cpu_metric = cpu.ok() ? &cpu.value() : nullptr;
-  for (const auto& [key, filter] : groups) {
+  for (const auto& [key, index] : groups) {
     const auto& [service, container, pod] = key;
     Labels identity;
     if (!container.empty()) identity.emplace_back("container_id", container);
@@ -131,7 +151,7 @@ Result<std::vector<WindowSeries>> SplitWindow(const Profile& window, std::string
     Labels all = identity;
     all.insert(all.end(), extra.begin(), extra.end());
     Labels labels = SeriesLabels(service, host, all);
-    auto pprof = WindowPprof(window, filter, cpu_metric);
+    auto pprof = WindowPprof(window, threads_of[index], cpu_metric);
     if (!pprof) return pprof.error();
     const std::string apart = one && container.empty() && pod.empty()
                                   ? std::string()

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -48,6 +49,9 @@ inline constexpr int kPushGzipLevel = 1;
 // resolved here).
 Result<std::string> WindowPprof(const model::Profile& window, const model::ThreadFilter& filter = {},
                                 const model::Metric* cpu = nullptr);
+// The same of `threads` (threads of `window`, in its order).
+Result<std::string> WindowPprof(const model::Profile& window, std::span<const model::ThreadRecord* const> threads,
+                                const model::Metric* cpu);
 
 // The serialized push.v1.PushRequest: one series (`labels`) holding one sample
 // (`gzipped_pprof`, id `profile_uuid`).

@@ -156,9 +156,13 @@ void AddLabel(pb::Sample* sample, int64_t key, int64_t str) {
 
 std::string EncodePprof(const Profile& profile, const ThreadFilter& filter,
                         const std::string& default_metric, const Metric* cpu_metric, PprofLabels labels) {
+  return EncodePprof(profile, SelectThreads(profile, filter), default_metric, cpu_metric, labels);
+}
+
+std::string EncodePprof(const Profile& profile, std::span<const ThreadRecord* const> selected,
+                        const std::string& default_metric, const Metric* cpu_metric, PprofLabels labels) {
   const bool all_labels = labels == PprofLabels::kAll;
   const SampleSchema schema = DescribeSamples(profile, cpu_metric);
-  const std::vector<const ThreadRecord*> selected = SelectThreads(profile, filter);
   const Metric& cpu = schema.cpu;
   pb::Profile out;
   PprofBuilder builder(profile, out);

@@ -18,6 +18,7 @@
 // function per name. time_nanos and duration_nanos from the capture.
 #pragma once
 
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -40,6 +41,10 @@ enum class PprofLabels { kAll, kProcessName };
 std::string EncodePprof(const model::Profile& profile, const model::ThreadFilter& filter,
                         const std::string& default_metric = "samples", const model::Metric* cpu = nullptr,
                         PprofLabels labels = PprofLabels::kAll);
+// The same of `threads` (threads of `profile`, in its order; SelectThreads
+// in reports/profile_samples.h), for a caller that has picked them already.
+std::string EncodePprof(const model::Profile& profile, std::span<const model::ThreadRecord* const> threads,
+                        const std::string& default_metric, const model::Metric* cpu, PprofLabels labels);
 // gzip (RFC 1952) of `bytes`, as pprof files are stored. `level`: zlib's 1
 // (fastest) to 9 (smallest); 6 is zlib's default.
 Result<std::string> Gzip(std::string_view bytes, int level = 6);

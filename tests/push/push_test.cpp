@@ -530,8 +530,8 @@ TEST(PushRequest, AReusedPidsProcessesGoToTheirOwnSeries) {
 // no pid order (pids wrap), a pid reused by a later process of the same
 // series and one reused by a process of another series, threads of the two
 // series interleaved, and a process with several threads. Each series holds
-// exactly its processes' samples (series select processes by a sorted list,
-// model/thread_filter.h), and the window is split the same way every time.
+// exactly its processes' samples (SplitWindow finds each thread's series by
+// its process's pid and start), and the window is split the same way every time.
 TEST(PushRequest, ASeriesOfManyProcessesOutOfPidOrderHoldsAllOfThem) {
   Profile window;
   const uint32_t frames[] = {window.frames.Intern("/usr/bin/job", FrameRecord{0, "main", 0x1000, FrameKind::kNative}),
