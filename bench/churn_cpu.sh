@@ -61,7 +61,10 @@ sample() {
   line="$(awk -v s="$start" -v n="$(date +%s.%N)" 'BEGIN {printf "%.1f", n - s}'),$(cut -d' ' -f1 /proc/loadavg)"
   for p in "${pids[@]}"; do line+=",$(awk -v t="$(ticks "$p")" -v hz="$clk" 'BEGIN {printf "%.3f", t / hz}')"; done
   echo "$line" >> "$csv"
+  # The machine's steal time (a VM's CPUs taken by the host), beside it.
+  echo "${line%%,*},$(awk '/^cpu / {print $9}' /proc/stat)" >> "$out/steal.csv"
 }
+: > "$out/steal.csv"
 sample
 while kill -0 "$churn" 2> /dev/null; do
   for _ in $(seq "$round"); do kill -0 "$churn" 2> /dev/null || break; sleep 1; done
@@ -95,3 +98,7 @@ awk -F, -v procs="$(cat "$work/churned")" -v names="${names[*]}" '
     if (nf == 4) printf " **%.2f** |", w[3] / w[4]
     printf "\n"
   }' "$csv" | tee "$out/summary.md"
+# Steal per round: CPU seconds a minute the host took from this VM's CPUs
+# (quiet runs of one build differ by up to 30% here; steal may be why).
+awk -F, -v hz="$clk" 'NR > 1 {printf "%s%.2f", sep, 60 * ($2 - s) / hz / ($1 - t); sep = ", "}
+  {t = $1; s = $2} END {if (NR > 1) printf " steal CPU s/min by round\n"}' "$out/steal.csv" | tee -a "$out/summary.md"
