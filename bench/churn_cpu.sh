@@ -49,7 +49,7 @@ sleep 10  # startup (the first /proc snapshot) is not churn
 churn=$!
 java_src=$(realpath "$(dirname "$0")/../tests/loader/churn/ChurnSpin.java")
 ( end=$(( $(date +%s) + total )); while [ "$(date +%s)" -lt "$end" ]; do
-    /usr/bin/java -XX:+UseSerialGC -Xmx64m "$java_src" 4 > /dev/null 2>&1 || true; done ) &
+    echo >> "$work/jvms"; /usr/bin/java -XX:+UseSerialGC -Xmx64m "$java_src" 4 > /dev/null 2>&1 || true; done ) &
 
 csv="$out/cpu.csv"
 header="seconds,load1"
@@ -102,3 +102,6 @@ awk -F, -v procs="$(cat "$work/churned")" -v names="${names[*]}" '
 # (quiet runs of one build differ by up to 30% here; steal may be why).
 awk -F, -v hz="$clk" 'NR > 1 {printf "%s%.2f", sep, 60 * ($2 - s) / hz / ($1 - t); sep = ", "}
   {t = $1; s = $2} END {if (NR > 1) printf " steal CPU s/min by round\n"}' "$out/steal.csv" | tee -a "$out/summary.md"
+# JVMs started over the run (each compiles its source, then runs 4 s): the
+# daemon's largest per-process cost, so its count moves the figure.
+echo "$(wc -l < "$work/jvms" 2> /dev/null || echo 0) JVMs started in ${total} s" | tee -a "$out/summary.md"
