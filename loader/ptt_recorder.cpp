@@ -496,14 +496,17 @@ PttData PttRecorder::TakeWindow() {
       bpf_map_delete_elem(threads_fd, &gone[i]);
     }
   }
-  // The rows of the tasks running at `end`, by tid and process start (the
-  // running task's entry, not an earlier process's that had its tid): one
-  // pass over the rows for the few running tasks, not an index of all rows.
+  // The task on each CPU at `end`, and its row by tid and process start
+  // (the running task's entry, not an earlier process's that had its tid;
+  // SIZE_MAX until found): one pass over the rows for the few running
+  // tasks, not an index of all rows.
+  std::vector<PttRunningTask> running_at(states.size());
   std::map<std::pair<uint32_t, uint64_t>, size_t> by_tid;
   for (int cpu : cpus_) {
     const size_t i = static_cast<size_t>(cpu);
     if (i >= states.size()) continue;
-    const PttRunningTask running = RunningTaskAt(states[i], end);
+    running_at[i] = RunningTaskAt(states[i], end);
+    const PttRunningTask& running = running_at[i];
     if (running.known && running.tid != 0) by_tid.emplace(std::pair(running.tid, StartNsOfBoottime(running.start_ns)), SIZE_MAX);
   }
   if (!by_tid.empty()) {
@@ -520,12 +523,11 @@ PttData PttRecorder::TakeWindow() {
         IntervalBetween(static_cast<uint32_t>(cpu), last_totals_[i], last_snapshot_ns_, totals, end));
     last_totals_[i] = totals;
     // A thread still on the CPU: its time since the switch-in is not in the map.
-    const PttRunningTask running = RunningTaskAt(states[i], end);
+    const PttRunningTask& running = running_at[i];
     if (!running.known || running.tid == 0) continue;
     const uint64_t running_start = StartNsOfBoottime(running.start_ns);
     auto it = by_tid.find({running.tid, running_start});
-    const bool inserted = it->second == SIZE_MAX;
-    if (inserted) {
+    if (it->second == SIZE_MAX) {  // no row yet
       it->second = data.threads.size();
       PttThread t;
       t.pid = running.pid;

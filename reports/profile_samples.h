@@ -42,9 +42,10 @@ SampleSchema DescribeSamples(const model::Profile& profile, const model::Metric*
 // node's stack as location ids leaf first and its values in schema.types
 // order. Threads in profile order, each one's nodes in depth-first preorder
 // (children in creation order), which a capture's trees keep: a profile and
-// its capture read back give the same calls. A location id comes from `location(frames)`, called once per group
-// of frames per thread: the frames leaf first, all but the last inlined into
-// the next one (the last is the physical frame).
+// its capture read back give the same calls. A location id comes from
+// `location(frames)`, called once per group of frames per thread: the
+// frames leaf first, all but the last inlined into the next one (the last is
+// the physical frame).
 using LocationOf = std::function<uint64_t(const std::vector<uint32_t>& frames)>;
 using SampleSink = std::function<void(const model::ThreadRecord& thread, std::span<const uint64_t> locations,
                                       std::span<const int64_t> values)>;
