@@ -6,24 +6,33 @@ namespace arcprof {
 
 TimelineProcess* Timeline::Find(uint32_t pid) {
   auto it = processes_.find(pid);
-  return it == processes_.end() ? nullptr : it->second.get();
+  return it == processes_.end() ? nullptr : &it->second;
 }
 
 const TimelineProcess* Timeline::Find(uint32_t pid) const {
   auto it = processes_.find(pid);
-  return it == processes_.end() ? nullptr : it->second.get();
+  return it == processes_.end() ? nullptr : &it->second;
+}
+
+TimelineProcess& Timeline::Slot(uint32_t pid) {
+  auto [it, created] = processes_.try_emplace(pid);
+  TimelineProcess& process = it->second;
+  if (created) {
+    process.pid = pid;
+    // A fork's generation and its exec's: one allocation for most processes.
+    process.generations.reserve(2);
+    ++creations_;
+  }
+  return process;
 }
 
 TimelineProcess& Timeline::GetOrCreate(uint32_t pid) {
-  auto& slot = processes_[pid];
-  if (!slot) {
-    slot = std::make_unique<TimelineProcess>();
-    slot->pid = pid;
-    slot->generations.emplace_back();  // start_ns 0: existed before anything we saw
-    slot->version = ++version_clock_;
-    ++creations_;
+  TimelineProcess& process = Slot(pid);
+  if (process.generations.empty()) {
+    process.generations.emplace_back();  // start_ns 0: existed before anything we saw
+    process.version = ++version_clock_;
   }
-  return *slot;
+  return process;
 }
 
 size_t Timeline::LiveGeneration(const TimelineProcess& process, uint64_t t_ns) {
@@ -43,15 +52,16 @@ AddressSpaceGeneration& Timeline::NewGeneration(TimelineProcess& process, uint64
   return *it;
 }
 
+// What an exec maps first: its binary, ld.so, libc and the vDSO (four
+// mappings grew its vector three times).
+constexpr size_t kExecMappings = 4;
+
 void Timeline::Exec(uint32_t pid, uint64_t t_ns) {
-  auto& slot = processes_[pid];
-  if (!slot) {
-    slot = std::make_unique<TimelineProcess>();
-    slot->pid = pid;
-    ++creations_;
-  }
-  slot->exited = false;
-  NewGeneration(*slot, t_ns).from_exec = true;
+  TimelineProcess& process = Slot(pid);
+  process.exited = false;
+  AddressSpaceGeneration& gen = NewGeneration(process, t_ns);
+  gen.from_exec = true;
+  gen.mappings.reserve(kExecMappings);
 }
 
 void Timeline::Fork(uint32_t parent_pid, uint32_t child_pid, uint64_t t_ns) {
@@ -65,14 +75,9 @@ void Timeline::Fork(uint32_t parent_pid, uint32_t child_pid, uint64_t t_ns) {
     }
     if (inherited.empty()) inherited = from.mappings;
   }
-  auto& slot = processes_[child_pid];
-  if (!slot) {
-    slot = std::make_unique<TimelineProcess>();
-    slot->pid = child_pid;
-    ++creations_;
-  }
-  slot->exited = false;
-  AddressSpaceGeneration& gen = NewGeneration(*slot, t_ns);
+  TimelineProcess& child = Slot(child_pid);
+  child.exited = false;
+  AddressSpaceGeneration& gen = NewGeneration(child, t_ns);
   gen.mappings = std::move(inherited);  // already sorted: a filtered copy of a sorted vector
   for (const TimelineMapping& m : gen.mappings) gen.max_len = std::max(gen.max_len, m.end - m.start);
 }
@@ -170,9 +175,9 @@ Timeline::Hit Timeline::Lookup(const TimelineProcess& process, uint64_t addr, ui
 size_t Timeline::bytes() const {
   size_t n = 0;
   for (const auto& [pid, process] : processes_) {
-    n += 2 * sizeof(void*) + sizeof(pid) + sizeof(process) + sizeof(TimelineProcess) +
-         process->generations.capacity() * sizeof(AddressSpaceGeneration);
-    for (const AddressSpaceGeneration& gen : process->generations) n += gen.mappings.capacity() * sizeof(TimelineMapping);
+    n += 2 * sizeof(void*) + sizeof(pid) + sizeof(TimelineProcess) +
+         process.generations.capacity() * sizeof(AddressSpaceGeneration);
+    for (const AddressSpaceGeneration& gen : process.generations) n += gen.mappings.capacity() * sizeof(TimelineMapping);
   }
   return n;
 }

@@ -6,7 +6,6 @@
 #pragma once
 
 #include <cstdint>
-#include <memory>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
@@ -93,7 +92,7 @@ class Timeline {
   size_t bytes() const;
   template <typename Fn>
   void ForEachProcess(Fn&& fn) const {
-    for (const auto& [pid, process] : processes_) fn(*process);
+    for (const auto& [pid, process] : processes_) fn(process);
   }
 
   // Index of the generation live at t (0 when t precedes them all).
@@ -101,9 +100,12 @@ class Timeline {
 
  private:
   AddressSpaceGeneration& NewGeneration(TimelineProcess& process, uint64_t t_ns);
+  // pid's process, created without generations when new.
+  TimelineProcess& Slot(uint32_t pid);
 
-  // unique_ptr: cached lookups hold TimelineProcess pointers.
-  std::unordered_map<uint32_t, std::unique_ptr<TimelineProcess>> processes_;
+  // Cached lookups hold TimelineProcess pointers: an unordered_map's elements
+  // stay where they are while it grows (one allocation per process, not two).
+  std::unordered_map<uint32_t, TimelineProcess> processes_;
   uint64_t next_seq_ = 1;
   uint64_t version_clock_ = 0;
   uint64_t creations_ = 0;
