@@ -309,8 +309,8 @@ void PttRecorder::Snapshot() {
   last_snapshot_ns_ = now;
 }
 
-void PttRecorder::ForEachThreadEntry(
-    const std::function<void(const ptt_thread_key&, const ptt_thread&)>& visit) const {
+void PttRecorder::ForEachThreadEntry(const std::function<void(const ptt_thread_key&, const ptt_thread&)>& visit,
+                                     const std::function<void()>& read) const {
   const int fd = bpf_map__fd(skel_->maps.threads);
   // Batched: a window close reads every thread the machine ran (thousands),
   // and one lookup plus one next-key call per thread was most of PTT's
@@ -320,6 +320,10 @@ void PttRecorder::ForEachThreadEntry(
   constexpr uint32_t kBatch = 1024;
   std::vector<ptt_thread_key> keys;
   std::vector<ptt_thread> values;
+  // Room for as many as the last read found: growing batch by batch copied
+  // and zeroed thousands of entries again per doubling.
+  keys.reserve(thread_entries_hint_ + kBatch);
+  values.reserve(thread_entries_hint_ + kBatch);
   uint32_t token = 0;
   bool first = true;
   bool batched = false;
@@ -342,22 +346,29 @@ void PttRecorder::ForEachThreadEntry(
     first = false;
   }
   if (batched) {
+    thread_entries_hint_ = keys.size();
+    if (read) read();
     for (size_t i = 0; i < keys.size(); ++i) visit(keys[i], values[i]);
     return;
   }
   ptt_thread_key key{}, next{};
   const ptt_thread_key* previous = nullptr;
   ptt_thread value{};
+  std::vector<std::pair<ptt_thread_key, ptt_thread>> entries;
   while (bpf_map_get_next_key(fd, previous, &next) == 0) {
-    if (bpf_map_lookup_elem(fd, &next, &value) == 0) visit(next, value);
+    if (bpf_map_lookup_elem(fd, &next, &value) == 0) entries.emplace_back(next, value);
     key = next;
     previous = &key;
   }
+  if (read) read();
+  for (const auto& [k, v] : entries) visit(k, v);
 }
 
-std::vector<PttThread> PttRecorder::ReadThreads() const {
+std::vector<PttThread> PttRecorder::ReadThreads(std::vector<ptt_thread_key>* keys,
+                                                const std::function<void()>& read) const {
   std::vector<PttThread> out;
   ForEachThreadEntry([&](const ptt_thread_key& key, const ptt_thread& value) {
+    if (keys) keys->push_back(key);
     PttThread t;
     t.pid = value.pid;
     t.tid = value.tid;
@@ -375,7 +386,7 @@ std::vector<PttThread> PttRecorder::ReadThreads() const {
       if (slot >= 0) t.events[e] = value.events[slot];
     }
     out.push_back(std::move(t));
-  });
+  }, read);
   return out;
 }
 
@@ -447,46 +458,48 @@ PttData PttRecorder::Finish() {
 }
 
 PttData PttRecorder::TakeWindow() {
-  // Threads that are gone before the map is read have their final values in
-  // this read; their entries are deleted after it, so that the map (fixed
-  // size) does not fill up over days of thread churn.
+  // The map is read once: every thread's row, and with it which threads are
+  // gone (reading it a second time for the rows was half of PTT's close under
+  // process churn). Gone threads' entries are deleted after the read, so that
+  // the map (fixed size) does not fill up over days of thread churn; a thread
+  // gone before the read has its final values in it (one that exits in the
+  // few ms between the read and its tgkill loses its time since the read).
   // A thread is gone when its tid is, or when a later process's thread has
   // its tid (tgkill cannot tell a reused pid's process from the earlier one).
-  std::vector<ptt_thread_key> gone;
-  std::vector<std::tuple<uint32_t, uint32_t, uint64_t>> gone_keys;
-  {
-    // Keys, pids and process starts only: building every thread's row here
-    // (its name, its counters) doubled the close's reading under churn.
-    struct Entry {
-      ptt_thread_key key;
-      uint32_t pid;
-    };
-    std::vector<Entry> entries;
-    ForEachThreadEntry([&](const ptt_thread_key& key, const ptt_thread& value) {
-      entries.push_back({key, value.pid});
-    });
-    std::unordered_map<uint32_t, uint64_t> latest;  // tid -> the latest process start among the entries
-    latest.reserve(entries.size());
-    for (const Entry& e : entries) {
-      uint64_t& l = latest[e.key.tid];
-      l = std::max<uint64_t>(l, e.key.start_ns);
-    }
-    for (const Entry& e : entries) {
-      const uint32_t tid = e.key.tid;
-      if (tid == 0) continue;
-      if (e.key.start_ns < latest[tid] || (syscall(SYS_tgkill, e.pid, tid, 0) != 0 && errno == ESRCH)) {
-        gone.push_back(e.key);
-        gone_keys.emplace_back(e.pid, tid, StartNsOfBoottime(e.key.start_ns));
-      }
-    }
-  }
-  const uint64_t end = MonotonicNs();
-  const std::vector<ptt_cpu> states = ReadCpuStates();
-
+  // The CPUs' states are read right after the map, before its rows are
+  // built: a task switched out in between has its last slice in neither, and
+  // the next window holds it, which for a task that ran uncontended is up to
+  // a window's length. So nothing runs in between (the rows and the tgkill
+  // pass over thousands of threads come after).
   PttData data;
   data.recorded = true;
   data.events = events_;
-  data.threads = ReadThreads();
+  std::vector<ptt_thread_key> keys;
+  uint64_t end = 0;
+  std::vector<ptt_cpu> states;
+  data.threads = ReadThreads(&keys, [&] {
+    end = MonotonicNs();
+    states = ReadCpuStates();
+  });
+  std::vector<ptt_thread_key> gone;
+  std::vector<std::tuple<uint32_t, uint32_t, uint64_t>> gone_keys;
+  {
+    std::unordered_map<uint32_t, uint64_t> latest;  // tid -> the latest process start among the entries
+    latest.reserve(keys.size());
+    for (const ptt_thread_key& key : keys) {
+      uint64_t& l = latest[key.tid];
+      l = std::max<uint64_t>(l, key.start_ns);
+    }
+    for (size_t i = 0; i < keys.size(); ++i) {
+      const uint32_t tid = keys[i].tid;
+      if (tid == 0) continue;
+      const uint32_t pid = data.threads[i].pid;
+      if (keys[i].start_ns < latest[tid] || (syscall(SYS_tgkill, pid, tid, 0) != 0 && errno == ESRCH)) {
+        gone.push_back(keys[i]);
+        gone_keys.emplace_back(pid, tid, data.threads[i].process_start_ns);
+      }
+    }
+  }
   const int threads_fd = bpf_map__fd(skel_->maps.threads);
   // One system call for all of them (thousands a window under process churn).
   uint32_t deleted = static_cast<uint32_t>(gone.size());
