@@ -121,13 +121,13 @@ TEST_F(PttRuntime, ThreadTimesMatchSchedstatAndDispatchesMatchContextSwitches) {
   const double ptt_ratio = ptt_ms[1] / ptt_ms[0];
   const double kernel_ratio = kernel_ms[1] / kernel_ms[0];
   EXPECT_NEAR(ptt_ratio, kernel_ratio, kernel_ratio * 0.03 + steal_ns / 1e6 / kernel_ms[0]);
-  if (kernel_ms[0] > 3000 * 0.9) {
-    EXPECT_NEAR(ptt_ratio, 0.5, 0.05) << "busy " << ptt_ms[0] << " ms, alternate " << ptt_ms[1];
-  } else {
-    // Other work took the CPUs: the spinning thread did not get its 3 s and
-    // the 10 ms halves stretch; the kernel's own ratio is the reference then.
-    EXPECT_NEAR(ptt_ratio, 0.5, 0.15) << "loaded machine: busy got " << kernel_ms[0] << " ms";
-  }
+  // The workload's own half: PTT is off it by at most what the kernel's
+  // ratio is, plus 0.05. Other work on the machine stretches the 10 ms
+  // sleeps (wake-ups wait for a CPU) and the ratio drops well below 0.5 for
+  // both; a fixed band around 0.5 failed 2 runs in 20 with two builds
+  // running, while PTT matched the kernel's ratio in all of them.
+  EXPECT_NEAR(ptt_ratio, 0.5, std::abs(kernel_ratio - 0.5) + 0.05)
+      << "busy " << ptt_ms[0] << " ms, alternate " << ptt_ms[1] << "; the kernel's ratio " << kernel_ratio;
 
   // The counter path with a software event every machine has: ptt_busy
   // faults in 4000 fresh pages; the process total matches getrusage.
