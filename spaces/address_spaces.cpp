@@ -263,8 +263,7 @@ void AddressSpaces::OnFork(uint32_t parent_pid, uint32_t child_pid, uint64_t t_n
   if (parent_pid == child_pid) return;  // a new thread, not a new address space
   impl_->MaybeForget(t_ns);
   impl_->EnsureKnown(parent_pid, t_ns);
-  impl_->registry.MarkSnapshotAttempted(child_pid);
-  impl_->timeline.Fork(parent_pid, child_pid, t_ns);
+  impl_->timeline.Fork(parent_pid, child_pid, t_ns);  // the registry's OnFork marks the child snapshot-attempted
   impl_->registry.OnFork(parent_pid, child_pid, StartNsOfMonotonic(t_ns));
   if (impl_->listener) impl_->listener->ImageReplaced(child_pid);
 }

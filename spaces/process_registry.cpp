@@ -27,6 +27,19 @@ const ProcessRegistry::Record* ProcessRegistry::Find(uint32_t pid) const {
   return it == records_.end() ? nullptr : &it->second;
 }
 
+bool ProcessRegistry::SnapshotAttempted(uint32_t pid) const {
+  const Record* record = Find(pid);
+  return (record && record->snapshot_attempted) || snapshot_attempted_.count(pid) != 0;
+}
+
+void ProcessRegistry::MarkSnapshotAttempted(uint32_t pid) {
+  if (auto it = records_.find(pid); it != records_.end()) {
+    it->second.snapshot_attempted = true;
+  } else {
+    snapshot_attempted_.insert(pid);
+  }
+}
+
 std::string ProcessRegistry::ProcPath(uint32_t pid, std::string_view leaf) const {
   return fmt::format("{}/{}/{}", proc_root_, pid, leaf);
 }
@@ -138,10 +151,13 @@ void ProcessRegistry::ReadDetails(uint32_t pid, Record& record, bool with_status
 }
 
 std::optional<std::string> ProcessRegistry::Snapshot(uint32_t pid) {
-  snapshot_attempted_.insert(pid);
   auto maps = ReadWholeFile(ProcPath(pid, "maps"));
-  if (!maps.ok()) return std::nullopt;  // gone, or not a process
+  if (!maps.ok()) {
+    MarkSnapshotAttempted(pid);
+    return std::nullopt;  // gone, or not a process
+  }
   Record& record = Get(pid);
+  record.snapshot_attempted = true;
   record.seen = true;
   if (auto comm = ReadWholeFile(ProcPath(pid, "comm")); comm.ok())
     record.info.comm = procfs::ParseComm(*comm);
@@ -161,8 +177,8 @@ std::optional<std::string> ProcessRegistry::Snapshot(uint32_t pid) {
 }
 
 void ProcessRegistry::OnExec(uint32_t pid, std::string_view comm, bool exited) {
-  snapshot_attempted_.insert(pid);
   Record& record = Get(pid);
+  record.snapshot_attempted = true;
   record.seen = true;
   record.info.comm = std::string(comm);
   record.info.cmdline.clear();
@@ -188,12 +204,12 @@ void ProcessRegistry::OnComm(uint32_t pid, uint32_t tid, std::string_view comm) 
 }
 
 void ProcessRegistry::OnFork(uint32_t parent_pid, uint32_t child_pid, uint64_t start_ns) {
-  snapshot_attempted_.insert(child_pid);
   // Both records by reference: an unordered_map's elements stay where they
   // are when it grows, and the child's info is copied once, into strings
   // a reused record already has.
   const Record& parent = Get(parent_pid);
   Record& child = Get(child_pid);
+  child.snapshot_attempted = true;
   child.seen = true;
   child.info = parent.info;
   child.info.pid = child_pid;

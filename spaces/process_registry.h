@@ -23,6 +23,7 @@ class ProcessRegistry {
     ProcessInfo info;
     bool seen = false;  // named by a snapshot or an event (not just referenced)
     bool owner_known = false;  // uid and ns_pid read from status (or a parent's)
+    bool snapshot_attempted = false;  // see SnapshotAttempted
     // Names of threads by tid; the main thread's is info.comm unless a
     // snapshot read it (ThreadName falls back to info.comm).
     std::unordered_map<uint32_t, std::string> thread_names;
@@ -41,8 +42,8 @@ class ProcessRegistry {
   // text of its maps; nullopt when it is gone (or not a process). Either way
   // the pid counts as snapshot-attempted.
   std::optional<std::string> Snapshot(uint32_t pid);
-  bool SnapshotAttempted(uint32_t pid) const { return snapshot_attempted_.count(pid) != 0; }
-  void MarkSnapshotAttempted(uint32_t pid) { snapshot_attempted_.insert(pid); }
+  bool SnapshotAttempted(uint32_t pid) const;
+  void MarkSnapshotAttempted(uint32_t pid);
 
   // `exited`: the process's exit is already known (its events were applied
   // late), so /proc has nothing to read.
@@ -72,6 +73,9 @@ class ProcessRegistry {
 
   std::string proc_root_;
   std::unordered_map<uint32_t, Record> records_;
+  // Pids tried that have no record (a snapshot of a process that was gone);
+  // a record says it itself (Record::snapshot_attempted): a fork or an exec
+  // allocated a node here too.
   std::unordered_set<uint32_t> snapshot_attempted_;
 };
 
