@@ -7,7 +7,8 @@
 # second and a JVM restarts every 4 s. Every ROUND seconds each daemon's
 # utime+stime (/proc/PID/stat) and the load average go to cpu.csv; the summary
 # gives each daemon's CPU seconds per minute of churn (median and range of the
-# rounds, and over the whole run) and their ratio. CPU time, unlike wall-clock
+# rounds, and over the whole run) and their ratio, and each daemon's minor
+# page faults a minute and largest RSS (mem.csv). CPU time, unlike wall-clock
 # overhead, does not stretch much with the machine's load, and both daemons
 # see the same load, so the ratio holds on a busy machine.
 # Usage: bench/churn_cpu.sh BUILD_DIR [ANCHOR_ARCPROF]   (as root)
@@ -63,8 +64,15 @@ sample() {
   echo "$line" >> "$csv"
   # The machine's steal time (a VM's CPUs taken by the host), beside it.
   echo "${line%%,*},$(awk '/^cpu / {print $9}' /proc/stat)" >> "$out/steal.csv"
+  # Each daemon's minor page faults (cumulative) and RSS (kB).
+  local mem="${line%%,*}"
+  for p in "${pids[@]}"; do
+    mem+=",$(awk '{sub(/.*\) /, ""); print $8}' "/proc/$p/stat"),$(awk '/^VmRSS/ {print $2}' "/proc/$p/status")"
+  done
+  echo "$mem" >> "$out/mem.csv"
 }
 : > "$out/steal.csv"
+: > "$out/mem.csv"
 sample
 while kill -0 "$churn" 2> /dev/null; do
   for _ in $(seq "$round"); do kill -0 "$churn" 2> /dev/null || break; sleep 1; done
@@ -102,6 +110,13 @@ awk -F, -v procs="$(cat "$work/churned")" -v names="${names[*]}" '
 # (quiet runs of one build differ by up to 30% here; steal may be why).
 awk -F, -v hz="$clk" 'NR > 1 {printf "%s%.2f", sep, 60 * ($2 - s) / hz / ($1 - t); sep = ", "}
   {t = $1; s = $2} END {if (NR > 1) printf " steal CPU s/min by round\n"}' "$out/steal.csv" | tee -a "$out/summary.md"
+# Page faults a minute and the largest RSS of each daemon over the rounds.
+awk -F, -v names="${names[*]}" 'BEGIN {split(names, name, " ")}
+  NR == 1 {t0 = $1; for (i = 2; i <= NF; i += 2) f0[i] = $i}
+  {t = $1; for (i = 2; i <= NF; i += 2) {f[i] = $i; if ($(i + 1) > r[i]) r[i] = $(i + 1)}}
+  END {if (NR > 1) for (i = 2; i <= NF; i += 2)
+    printf "%s: %.0f minor page faults a minute, RSS at most %.1f MB\n", name[i / 2], 60 * (f[i] - f0[i]) / (t - t0), r[i] / 1024}' \
+  "$out/mem.csv" | tee -a "$out/summary.md"
 # JVMs started over the run (each compiles its source, then runs 4 s): the
 # daemon's largest per-process cost, so its count moves the figure.
 echo "$(wc -l < "$work/jvms" 2> /dev/null || echo 0) JVMs started in ${total} s" | tee -a "$out/summary.md"
