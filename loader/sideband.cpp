@@ -179,8 +179,9 @@ void SidebandQueue::ApplyTo(AddressSpaces& spaces) {
   // command line.
   exited_in_batch_.clear();
   for (uint32_t i = 0; i < count_; ++i) {
-    if (pending_[i].kind == SidebandEvent::Kind::kExit) exited_in_batch_.insert(pending_[i].pid);
+    if (pending_[i].kind == SidebandEvent::Kind::kExit) exited_in_batch_.push_back(pending_[i].pid);
   }
+  std::sort(exited_in_batch_.begin(), exited_in_batch_.end());
   for (const uint32_t i : order_) {
     const SidebandEvent& ev = pending_[i];
     if (filtering_) {
@@ -198,7 +199,8 @@ void SidebandQueue::ApplyTo(AddressSpaces& spaces) {
         spaces.OnMmap(ev.pid, ev.time_ns, ev.mapping);
         break;
       case SidebandEvent::Kind::kExec:
-        spaces.OnExec(ev.pid, ev.time_ns, ev.comm, exited_in_batch_.count(ev.pid) != 0);
+        spaces.OnExec(ev.pid, ev.time_ns, ev.comm,
+                      std::binary_search(exited_in_batch_.begin(), exited_in_batch_.end(), ev.pid));
         break;
       case SidebandEvent::Kind::kComm:
         spaces.OnComm(ev.pid, ev.tid, ev.time_ns, ev.comm);
@@ -224,6 +226,8 @@ void SidebandQueue::ApplyTo(AddressSpaces& spaces) {
     pending_.shrink_to_fit();
     order_.clear();
     order_.shrink_to_fit();
+    exited_in_batch_.clear();
+    exited_in_batch_.shrink_to_fit();
   }
 }
 

@@ -71,7 +71,8 @@ class SidebandQueue {
   bool filtering_ = false;
   std::unordered_set<uint32_t> followed_;
   std::vector<uint32_t> exited_;
-  std::unordered_set<uint32_t> exited_in_batch_;  // ApplyTo's scratch
+  // ApplyTo's scratch, sorted: a set allocated a node per exit.
+  std::vector<uint32_t> exited_in_batch_;
 };
 
 }  // namespace arcprof
