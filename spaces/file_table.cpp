@@ -81,7 +81,7 @@ uint32_t FileTable::Register(std::unique_ptr<MappedElf> file, std::optional<DevI
   if (reported) by_inode_.emplace(*reported, id);
   const std::string& build_id = file->build_id().empty() ? reported_build_id : file->build_id();
   if (!build_id.empty()) by_build_id_.emplace(build_id, id);
-  files_.emplace(id, std::move(file));
+  files_.emplace(id, OpenFile{std::move(file)});
   return id;
 }
 
@@ -89,7 +89,7 @@ uint32_t FileTable::FileFor(uint32_t pid, const MappingEvent& m, std::string_vie
   std::optional<DevInode> reported;
   if (m.ino != 0) reported = DevInode{makedev(m.maj, m.min), m.ino};
   auto compatible = [&](uint32_t id) {
-    const std::string& known = files_.at(id)->build_id();
+    const std::string& known = files_.at(id).elf->build_id();
     return m.build_id.empty() || known.empty() || known == m.build_id;
   };
   if (reported) {
@@ -127,11 +127,9 @@ uint32_t FileTable::FileFor(uint32_t pid, const MappingEvent& m, std::string_vie
   return Register(std::move(file), reported, m.build_id);
 }
 
-size_t FileTable::CloseAllBut(std::span<const uint32_t> live_sorted) {
+size_t FileTable::CloseUnmapped() {
   const size_t before = files_.size();
-  std::erase_if(files_, [&](const auto& entry) {
-    return !std::binary_search(live_sorted.begin(), live_sorted.end(), entry.first);
-  });
+  std::erase_if(files_, [](const auto& entry) { return entry.second.mappings == 0; });
   if (files_.size() == before) return 0;
   std::erase_if(by_inode_, [&](const auto& entry) { return !files_.count(entry.second); });
   std::erase_if(by_build_id_, [&](const auto& entry) { return !files_.count(entry.second); });

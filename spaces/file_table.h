@@ -16,7 +16,6 @@
 #include <functional>
 #include <memory>
 #include <optional>
-#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -52,7 +51,16 @@ class FileTable {
   // The open file with this id; nullptr for kNoFile or a closed file.
   const MappedElf* Get(uint32_t id) const {
     auto it = files_.find(id);
-    return it == files_.end() ? nullptr : it->second.get();
+    return it == files_.end() ? nullptr : it->second.elf.get();
+  }
+
+  // A mapping of file `id` was added to or removed from what the address
+  // spaces remember (kNoFile and closed files are ignored).
+  void AddMapping(uint32_t id) {
+    if (auto it = files_.find(id); it != files_.end()) ++it->second.mappings;
+  }
+  void RemoveMapping(uint32_t id) {
+    if (auto it = files_.find(id); it != files_.end() && it->second.mappings > 0) --it->second.mappings;
   }
 
   // A module name as frames carry it, stable for the table's lifetime.
@@ -63,9 +71,9 @@ class FileTable {
 
   size_t open_files() const { return files_.size(); }
 
-  // Closes every open file whose id is not in `live_sorted` (ascending: no
-  // process that is still remembered maps it); returns how many were closed.
-  size_t CloseAllBut(std::span<const uint32_t> live_sorted);
+  // Closes every open file no remembered mapping refers to (AddMapping,
+  // RemoveMapping); returns how many were closed.
+  size_t CloseUnmapped();
 
   // True once opening a file failed for the open file limit (EMFILE/ENFILE);
   // the first time is logged as a warning.
@@ -91,7 +99,13 @@ class FileTable {
 
   std::string proc_root_;
   uint32_t next_id_ = 0;
-  std::unordered_map<uint32_t, std::unique_ptr<MappedElf>> files_;
+  struct OpenFile {
+    std::unique_ptr<MappedElf> elf;
+    // Mappings of it the address spaces remember: the forget pass closes the
+    // file at 0 without walking every process's mappings.
+    uint32_t mappings = 0;
+  };
+  std::unordered_map<uint32_t, OpenFile> files_;
   std::unordered_map<DevInode, uint32_t, DevInodeHash> by_inode_;
   std::unordered_map<std::string, uint32_t> by_build_id_;
   std::unordered_set<std::string, TransparentStringHash, std::equal_to<>> module_names_;  // node-based: views stay valid

@@ -64,8 +64,8 @@ void Timeline::Exec(uint32_t pid, uint64_t t_ns) {
   gen.mappings.reserve(kExecMappings);
 }
 
-void Timeline::Fork(uint32_t parent_pid, uint32_t child_pid, uint64_t t_ns) {
-  if (parent_pid == child_pid) return;
+const AddressSpaceGeneration* Timeline::Fork(uint32_t parent_pid, uint32_t child_pid, uint64_t t_ns) {
+  if (parent_pid == child_pid) return nullptr;
   std::vector<TimelineMapping> inherited;
   if (const TimelineProcess* parent = Find(parent_pid); parent && !parent->generations.empty()) {
     const AddressSpaceGeneration& from = parent->generations[LiveGeneration(*parent, t_ns)];
@@ -80,10 +80,11 @@ void Timeline::Fork(uint32_t parent_pid, uint32_t child_pid, uint64_t t_ns) {
   AddressSpaceGeneration& gen = NewGeneration(child, t_ns);
   gen.mappings = std::move(inherited);  // already sorted: a filtered copy of a sorted vector
   for (const TimelineMapping& m : gen.mappings) gen.max_len = std::max(gen.max_len, m.end - m.start);
+  return &gen;
 }
 
-void Timeline::AddMapping(uint32_t pid, uint64_t t_ns, TimelineMapping mapping, bool dedupe) {
-  if (mapping.end <= mapping.start) return;
+bool Timeline::AddMapping(uint32_t pid, uint64_t t_ns, TimelineMapping mapping, bool dedupe) {
+  if (mapping.end <= mapping.start) return false;
   TimelineProcess& process = GetOrCreate(pid);
   AddressSpaceGeneration& gen = process.generations[LiveGeneration(process, t_ns)];
   auto by_start = [](const TimelineMapping& m, uint64_t start) { return m.start < start; };
@@ -92,7 +93,7 @@ void Timeline::AddMapping(uint32_t pid, uint64_t t_ns, TimelineMapping mapping, 
     for (auto it = pos; it != gen.mappings.end() && it->start == mapping.start; ++it) {
       if (it->end == mapping.end && it->pgoff == mapping.pgoff && it->kind == mapping.kind &&
           it->file_id == mapping.file_id && it->module == mapping.module)
-        return;
+        return false;
     }
   }
   mapping.time_ns = t_ns;
@@ -102,6 +103,7 @@ void Timeline::AddMapping(uint32_t pid, uint64_t t_ns, TimelineMapping mapping, 
   while (pos != gen.mappings.end() && pos->start == mapping.start) ++pos;
   gen.mappings.insert(pos, mapping);
   process.version = ++version_clock_;
+  return true;
 }
 
 void Timeline::Exit(uint32_t pid, uint64_t t_ns) {

@@ -69,11 +69,13 @@ class Timeline {
   void Exec(uint32_t pid, uint64_t t_ns);
   // The child's new generation starts at t with the parent's mappings that
   // existed at t (all of them when none did: the parent's events may lag).
-  void Fork(uint32_t parent_pid, uint32_t child_pid, uint64_t t_ns);
+  // Returns that generation (valid until the next change; nullptr when the
+  // two pids are one).
+  const AddressSpaceGeneration* Fork(uint32_t parent_pid, uint32_t child_pid, uint64_t t_ns);
   // Adds a mapping to the generation live at t. With dedupe (used for
   // snapshots, which describe state rather than events) an identical mapping
-  // already present is not added again.
-  void AddMapping(uint32_t pid, uint64_t t_ns, TimelineMapping mapping, bool dedupe);
+  // already present is not added again. True when it was added.
+  bool AddMapping(uint32_t pid, uint64_t t_ns, TimelineMapping mapping, bool dedupe);
   // Marks the exit; the data stays for samples drained later.
   void Exit(uint32_t pid, uint64_t t_ns);
   // Forgets pid (its process exited long ago). Pointers to it die.
