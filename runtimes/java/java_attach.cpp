@@ -297,9 +297,18 @@ Result<void> CheckAgentFile(const std::string& path) {
   return {};
 }
 
-Result<JvmProcess> InspectJvm(uint32_t pid, const std::string& proc_root) {
-  const std::string base = fmt::format("{}/{}", proc_root, pid);
-  const std::string status_text = ReadText(base + "/status");
+void NoteJvmMapping(std::string_view path, JvmMappings* maps) {
+  const size_t slash = path.rfind('/');
+  const std::string_view name = slash == std::string_view::npos ? path : path.substr(slash + 1);
+  if (name == "libjvm.so") maps->hotspot = true;
+  else if (name.starts_with("libj9vm")) maps->other_jvm = true;
+  else if (name == "libarcprof_jvmti.so") maps->agent_loaded = true;
+}
+
+Result<JvmProcess> InspectJvmWith(uint32_t pid, const JvmMappings& maps, const std::string& proc_root) {
+  // Not a JVM: nothing else to read.
+  if (!maps.hotspot && !maps.other_jvm) return MakeError(fmt::format("process {} is not a JVM (no libjvm.so mapped)", pid));
+  const std::string status_text = ReadText(fmt::format("{}/{}/status", proc_root, pid));
   auto status = procfs::ParseStatus(status_text);
   if (!status.ok()) return MakeError(fmt::format("process {} is not running", pid));
   JvmProcess jvm;
@@ -308,18 +317,25 @@ Result<JvmProcess> InspectJvm(uint32_t pid, const std::string& proc_root) {
   jvm.uid = status->euid;
   jvm.gid = StatusField(status_text, "Gid:", 1);
   jvm.catches_sigquit = CatchesSignal(status_text, SIGQUIT);
-  const std::string maps = ReadText(base + "/maps");
-  for (const procfs::MapsEntry& e : procfs::ParseMaps(maps)) {
-    std::string_view path = e.path;
-    const size_t slash = path.rfind('/');
-    std::string_view name = slash == std::string_view::npos ? path : path.substr(slash + 1);
-    if (!MapsExecutable(e)) continue;
-    if (name == "libjvm.so") jvm.hotspot = true;
-    else if (name.starts_with("libj9vm")) jvm.other_jvm = true;
-    else if (name == "libarcprof_jvmti.so") jvm.agent_loaded = true;
-  }
-  if (!jvm.hotspot && !jvm.other_jvm) return MakeError(fmt::format("process {} is not a JVM (no libjvm.so mapped)", pid));
+  jvm.hotspot = maps.hotspot;
+  jvm.other_jvm = maps.other_jvm;
+  jvm.agent_loaded = maps.agent_loaded;
   return jvm;
+}
+
+Result<JvmProcess> InspectJvm(uint32_t pid, const std::string& proc_root) {
+  const std::string maps_text = ReadText(fmt::format("{}/{}/maps", proc_root, pid));
+  JvmMappings maps;
+  for (const procfs::MapsEntry& e : procfs::ParseMaps(maps_text)) {
+    if (MapsExecutable(e)) NoteJvmMapping(e.path, &maps);
+  }
+  if (maps_text.empty()) {
+    // Gone (or no maps to read): say so as the status does.
+    if (!procfs::ParseStatus(ReadText(fmt::format("{}/{}/status", proc_root, pid))).ok()) {
+      return MakeError(fmt::format("process {} is not running", pid));
+    }
+  }
+  return InspectJvmWith(pid, maps, proc_root);
 }
 
 std::optional<bool> CatchesSigquit(uint32_t pid, const std::string& proc_root) {

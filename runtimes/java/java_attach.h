@@ -30,6 +30,19 @@ struct JvmProcess {
 // What /proc says about pid as a JVM; an error when it is not one or is gone.
 Result<JvmProcess> InspectJvm(uint32_t pid, const std::string& proc_root = "/proc");
 
+// What a process's executable mappings say about it as a JVM.
+struct JvmMappings {
+  bool hotspot = false;       // libjvm.so
+  bool other_jvm = false;     // libj9vm*
+  bool agent_loaded = false;  // libarcprof_jvmti.so
+};
+// Notes one executable mapping's path (as the kernel names it).
+void NoteJvmMapping(std::string_view path, JvmMappings* maps);
+// InspectJvm with the mappings known already (the side band's address
+// spaces): /proc/PID/status is the only file read, and nothing is read for
+// a process that maps no JVM.
+Result<JvmProcess> InspectJvmWith(uint32_t pid, const JvmMappings& maps, const std::string& proc_root = "/proc");
+
 // Whether pid has a SIGQUIT handler yet, from its status alone (a HotSpot JVM
 // installs it late in its start-up; its maps need not be read again to
 // know); nullopt when the process is gone.

@@ -291,7 +291,7 @@ class JavaRuntime final : public Runtime {
           continue;
         }
       }
-      auto jvm = InspectJvm(pid);
+      auto jvm = Inspect(host, pid, now);
       if (!jvm.ok()) {
         // A process that just exec'd java maps libjvm.so a moment later.
         auto [it, added] = first_seen_.emplace(pid, now);
@@ -346,6 +346,24 @@ class JavaRuntime final : public Runtime {
     for (auto it = first_seen_.begin(); it != first_seen_.end();) {
       it = Gone(it->first) ? first_seen_.erase(it) : std::next(it);
     }
+  }
+
+  // InspectJvm, with what the side band knows of pid's mappings when it lost
+  // no record: then only the status of a JVM is read, and nothing of a
+  // process that maps none (a JVM's maps are hundreds of lines, read twice
+  // while it starts; with the full scans' new processes that was 1.3% of the
+  // churn daemon). A process the side band does not know, or one whose
+  // records may be lost, is read from /proc.
+  static Result<JvmProcess> Inspect(RuntimeHost& host, uint32_t pid, uint64_t now) {
+    if (host.sideband_lost && host.sideband_lost() == 0 && host.spaces.KnowsProcess(pid) &&
+        !host.spaces.ProcessExited(pid)) {
+      if (auto files = host.spaces.MappedFiles(pid, now)) {
+        JvmMappings maps;
+        for (const MappedFile& f : files->files) NoteJvmMapping(f.path, &maps);
+        return InspectJvmWith(pid, maps);
+      }
+    }
+    return InspectJvm(pid);
   }
 
   // `jvm`: the scan's InspectJvm of pid, a moment old.

@@ -12,6 +12,8 @@
 #include <sstream>
 #include <thread>
 
+#include "runtimes/java/java_attach.h"
+#include "spaces/address_spaces.h"
 #include "symbolize/jitdump.h"
 #include "tests/loader/runtime_util.h"
 #include "tests/layer_names.h"
@@ -303,6 +305,51 @@ TEST(JavaRuntimeMisc, AttachAndStatusCommands) {
   Subprocess not_jvm({kArcprof, "java", "status", "1"});
   EXPECT_EQ(not_jvm.Wait(), 1);
   EXPECT_NE(not_jvm.stderr_text().find("not a JVM"), std::string::npos) << not_jvm.stderr_text();
+  java->Signal(SIGKILL);
+}
+
+// The whole-machine scan inspects a JVM from the side band's mappings (no
+// /proc maps read): what it finds is what /proc says, before and after the
+// agent is loaded, and a process that maps no JVM is none either way.
+TEST(JavaRuntimeMisc, MappingsKnownFromTheSideBandInspectAJvmAsProcDoes) {
+  std::unique_ptr<Subprocess> java;
+  const pid_t pid = StartBurn(kJdk17, &java, {}, 30);
+  ASSERT_TRUE(WaitForSigquitHandler(pid, 10));
+  auto from_spaces = [](uint32_t p) {
+    AddressSpaces spaces;
+    timespec ts{};
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    const uint64_t now = static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+    spaces.SnapshotProcess(p, now);
+    JvmMappings maps;
+    if (auto files = spaces.MappedFiles(p, now)) {
+      for (const MappedFile& f : files->files) NoteJvmMapping(f.path, &maps);
+    }
+    return InspectJvmWith(p, maps);
+  };
+  auto expect_same = [&](const char* when) {
+    auto proc = InspectJvm(static_cast<uint32_t>(pid));
+    auto side = from_spaces(static_cast<uint32_t>(pid));
+    ASSERT_TRUE(proc.ok()) << when << ": " << proc.error().message;
+    ASSERT_TRUE(side.ok()) << when << ": " << side.error().message;
+    EXPECT_TRUE(side->hotspot) << when;
+    EXPECT_EQ(side->hotspot, proc->hotspot) << when;
+    EXPECT_EQ(side->other_jvm, proc->other_jvm) << when;
+    EXPECT_EQ(side->agent_loaded, proc->agent_loaded) << when;
+    EXPECT_EQ(side->catches_sigquit, proc->catches_sigquit) << when;
+    EXPECT_EQ(side->ns_pid, proc->ns_pid) << when;
+    EXPECT_EQ(side->uid, proc->uid) << when;
+    EXPECT_EQ(side->gid, proc->gid) << when;
+  };
+  expect_same("before the attach");
+  auto [code, out] = RunCapture({kArcprof, "java", "attach", std::to_string(pid), "--agent", kAgent});
+  ASSERT_EQ(code, 0) << out;
+  expect_same("after the attach");
+  auto attached = InspectJvm(static_cast<uint32_t>(pid));
+  ASSERT_TRUE(attached.ok());
+  EXPECT_TRUE(attached->agent_loaded);
+  EXPECT_FALSE(InspectJvm(static_cast<uint32_t>(getpid())).ok());
+  EXPECT_FALSE(from_spaces(static_cast<uint32_t>(getpid())).ok());
   java->Signal(SIGKILL);
 }
 
