@@ -142,8 +142,8 @@ struct AddressSpaces::Impl {
     mapping.kind = ClassifyMapping(path);
     switch (mapping.kind) {
       case MappingKind::kFile:
-        mapping.module = files.Intern(path);
         mapping.file_id = files.FileFor(pid, m, path);
+        mapping.module = files.ModuleOf(mapping.file_id, path);
         // Once per module name: every exec maps the same few files, and the
         // map's string compares were per mmap event. Interned names are
         // stable, so their address is the module.

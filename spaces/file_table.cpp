@@ -81,7 +81,7 @@ uint32_t FileTable::Register(std::unique_ptr<MappedElf> file, std::optional<DevI
   if (reported) by_inode_.emplace(*reported, id);
   const std::string& build_id = file->build_id().empty() ? reported_build_id : file->build_id();
   if (!build_id.empty()) by_build_id_.emplace(build_id, id);
-  files_.emplace(id, OpenFile{std::move(file)});
+  files_.emplace(id, OpenFile{std::move(file), 0, {}});
   return id;
 }
 

@@ -68,6 +68,15 @@ class FileTable {
     if (auto it = module_names_.find(name); it != module_names_.end()) return *it;
     return *module_names_.emplace(name).first;
   }
+  // Intern(path) for a mapping of file `id`: the name its last mapping had
+  // is compared first (every exec maps the same few files by the same
+  // names, and hashing the path was per mmap event).
+  std::string_view ModuleOf(uint32_t id, std::string_view path) {
+    auto it = files_.find(id);
+    if (it == files_.end()) return Intern(path);
+    if (it->second.module != path) it->second.module = Intern(path);
+    return it->second.module;
+  }
 
   size_t open_files() const { return files_.size(); }
 
@@ -104,6 +113,7 @@ class FileTable {
     // Mappings of it the address spaces remember: the forget pass closes the
     // file at 0 without walking every process's mappings.
     uint32_t mappings = 0;
+    std::string_view module;  // interned: the name its last mapping had
   };
   std::unordered_map<uint32_t, OpenFile> files_;
   std::unordered_map<DevInode, uint32_t, DevInodeHash> by_inode_;
