@@ -267,7 +267,9 @@ class JavaTraceExtension final : public RecordExtension {
       const int r = poll(&p, 1, 100);
       if (r < 0 && errno != EINTR) return false;
       if (r <= 0) continue;
-      char buf[65536];
+      // 8 KiB, not 64: drain() above runs the session's work under this
+      // frame, and a 64 KiB frame was a sample's whole stack copy.
+      char buf[8192];
       const ssize_t n = recv(conn_.get(), buf, sizeof(buf), 0);
       if (n < 0 && errno == EINTR) continue;
       if (n <= 0) return false;

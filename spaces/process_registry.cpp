@@ -52,9 +52,11 @@ Result<std::string> ReadBounded(const std::string& path, size_t max, bool whole)
   ScopedFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
   if (!fd.valid()) return MakeError(path + ": " + std::strerror(errno));
   // Read in steps into a buffer that is not zeroed: a /proc file is a few
-  // hundred bytes to a few KiB, kallsyms several MiB.
+  // hundred bytes to a few KiB, kallsyms several MiB. Not on the stack: a
+  // 64 KiB frame is the whole stack copy of a sample (bpf/stack_record.bpf.h),
+  // and arcprof's own samples in here lost every caller.
   std::string text;
-  char buffer[65536];
+  static thread_local char buffer[65536];
   for (;;) {
     const size_t room = max - text.size();
     ssize_t n = read(fd.get(), buffer, std::min(sizeof(buffer), whole ? room + 1 : room));

@@ -427,10 +427,11 @@ class AgentCopy {
     if (!dir_fd_.valid() || fchmod(dir_fd_.get(), 0755) != 0) return MakeError("cannot open the agent's folder in the JVM's /tmp");
     ScopedFd out(openat(dir_fd_.get(), "libarcprof_jvmti.so", O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
     if (!out.valid()) return MakeError(fmt::format("cannot copy the agent into the JVM's /tmp: {}", std::strerror(errno)));
-    char buf[65536];
+    // On the heap: a 64 KiB frame is a sample's whole stack copy.
+    std::vector<char> buf(65536);
     ssize_t n;
-    while ((n = read(in.get(), buf, sizeof(buf))) > 0) {
-      if (write(out.get(), buf, static_cast<size_t>(n)) != n) {
+    while ((n = read(in.get(), buf.data(), buf.size())) > 0) {
+      if (write(out.get(), buf.data(), static_cast<size_t>(n)) != n) {
         return MakeError(fmt::format("cannot copy the agent into the JVM's /tmp: {}", std::strerror(errno)));
       }
     }
