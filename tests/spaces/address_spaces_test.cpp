@@ -21,16 +21,26 @@ MappingEvent Exec(const std::string& path, uint64_t start) {
   return m;
 }
 
+// Address spaces over an empty /proc (files open by their path), forgetting
+// a process 1 s after its exit.
+class AddressSpacesTest : public ::testing::Test {
+ protected:
+  static AddressSpacesOptions Options(const std::string& proc_root) {
+    AddressSpacesOptions options;
+    options.proc_root = proc_root;
+    options.exited_retention_ns = 1'000'000'000;
+    return options;
+  }
+  testing::TempDir proc_;
+  AddressSpaces spaces_{Options(proc_.path())};
+  static constexpr uint64_t s = 1'000'000'000;
+};
+
 // A file stays open while any remembered process maps it, in any of its
 // generations (a fork's child inherits its parent's mappings, and keeps them
 // after its exec for samples drained later), and closes with the last.
-TEST(AddressSpaces, ForgetClosesAFileWithItsLastMapping) {
-  testing::TempDir proc;  // no process in it: files open by their path
-  AddressSpacesOptions options;
-  options.proc_root = proc.path();
-  options.exited_retention_ns = 1'000'000'000;
-  AddressSpaces spaces(options);
-  const uint64_t s = 1'000'000'000;
+TEST_F(AddressSpacesTest, ForgetClosesAFileWithItsLastMapping) {
+  AddressSpaces& spaces = spaces_;
   spaces.OnExec(100, 1 * s, "parent", /*exited=*/true);
   spaces.OnMmap(100, 1 * s + 1, Exec("/usr/bin/true", 0x10000));
   spaces.OnMmap(100, 1 * s + 2, Exec("/usr/bin/env", 0x20000));
@@ -60,13 +70,8 @@ TEST(AddressSpaces, ForgetClosesAFileWithItsLastMapping) {
 
 // A parent and the child it forked (which inherited its mapping) forgotten in
 // one pass: the file closes.
-TEST(AddressSpaces, ForgetClosesTheFileOfAForkedPair) {
-  testing::TempDir proc;
-  AddressSpacesOptions options;
-  options.proc_root = proc.path();
-  options.exited_retention_ns = 1'000'000'000;
-  AddressSpaces spaces(options);
-  const uint64_t s = 1'000'000'000;
+TEST_F(AddressSpacesTest, ForgetClosesTheFileOfAForkedPair) {
+  AddressSpaces& spaces = spaces_;
   spaces.OnExec(7, 1 * s, "a", /*exited=*/true);
   spaces.OnMmap(7, 1 * s + 1, Exec("/usr/bin/true", 0x10000));
   spaces.OnFork(7, 8, 1 * s + 5);
