@@ -77,8 +77,13 @@ struct Churn {
   Churn() {
     ld = Real("/lib64/ld-linux-x86-64.so.2", 0x1000, 0x25000);
     libc = Real("/lib/x86_64-linux-gnu/libc.so.6", 0x28000, 0x155000);
+    // The build's storm_child (build/tests/programs), next to build/bench.
     const char* storm = std::getenv("ARCPROF_STORM_CHILD");
-    programs.emplace_back(Real(storm ? storm : "tests/programs/storm_child", 0x1000, 0x1000), "storm_child");
+    std::error_code ec;
+    const std::string built =
+        (std::filesystem::read_symlink("/proc/self/exe", ec).parent_path().parent_path() / "tests/programs/storm_child")
+            .string();
+    programs.emplace_back(Real(storm ? storm : built.c_str(), 0x1000, 0x1000), "storm_child");
     programs.emplace_back(Real("/bin/true", 0x2000, 0x3000), "true");
     programs.emplace_back(Real("/bin/sh", 0x4000, 0x14000), "sh");
     programs.emplace_back(Real("/usr/bin/env", 0x2000, 0x4000), "env");
