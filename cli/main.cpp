@@ -60,17 +60,6 @@ std::string CommandNames(CLI::App& app) {
 
 }  // namespace
 
-// jemalloc's options (it reads this symbol when it starts; common/heap.h).
-// Freed pages are kept 30 s before they go back to the kernel (10 s by
-// default): under process churn a JVM's JIT tables and a process's mappings
-// are freed and allocated again every few seconds, and each page handed
-// back was faulted in again by the next allocation. The window close still
-// hands every free page back once a window (heap::ReleaseFree).
-extern "C" {
-extern const char* malloc_conf;
-const char* malloc_conf = "dirty_decay_ms:30000";
-}
-
 int main(int argc, char** argv) {
   // Every error and warning goes through the escaping stream and logger (cli/error_stream.h).
   arcprof::cli::SafeErrorStream err(std::cerr);

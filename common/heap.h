@@ -14,6 +14,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
+#include <sys/types.h>
 
 extern "C" int mallctl(const char* name, void* oldp, size_t* oldlenp, void* newp, size_t newlen)
     __attribute__((weak));
@@ -26,10 +28,28 @@ inline bool IsJemalloc() { return mallctl != nullptr; }
 // fixed mmap threshold, so that large short-lived blocks go back to the
 // kernel when freed (glibc otherwise raises the threshold after the first
 // such free, and later ones stay in the heap where a small block above them
-// keeps the pages). jemalloc returns unused pages by itself, after its decay
-// time (10 s), and is left as it is.
+// keeps the pages). jemalloc returns unused pages by itself after its decay
+// time, for a daemon 30 s instead of 10: under process churn a JVM's JIT
+// tables and processes' mappings are freed and allocated again within
+// seconds, and each page handed back was faulted in again by the next
+// allocation (the churn daemon took half the page faults and 0.93x the CPU,
+// RSS +10 MB). The window close still hands every free page back
+// (ReleaseFree).
 inline void ConfigureForDaemon() {
-  if (IsJemalloc()) return;
+  if (IsJemalloc()) {
+    ssize_t decay_ms = 30000;
+    // Arenas made from now on, then each one that exists.
+    mallctl("arenas.dirty_decay_ms", nullptr, nullptr, &decay_ms, sizeof(decay_ms));
+    unsigned arenas = 0;
+    size_t len = sizeof(arenas);
+    if (mallctl("arenas.narenas", &arenas, &len, nullptr, 0) != 0) return;
+    for (unsigned i = 0; i < arenas; ++i) {
+      char name[64];
+      snprintf(name, sizeof(name), "arena.%u.dirty_decay_ms", i);
+      mallctl(name, nullptr, nullptr, &decay_ms, sizeof(decay_ms));  // fails for arenas not made yet
+    }
+    return;
+  }
   mallopt(M_ARENA_MAX, 2);
   mallopt(M_MMAP_THRESHOLD, 256 * 1024);
   mallopt(M_TRIM_THRESHOLD, 4 * 1024 * 1024);

@@ -113,12 +113,12 @@ struct AddressSpaces::Impl {
     // Symbol tables and CFI of closed files are large, short-lived blocks:
     // their freed pages go back so that RSS follows what is held, not what
     // was held at the peak of the churn. jemalloc (the arcprof executable's
-    // heap) does it by itself, 30 s after the free (cli/main.cpp): a trim
-    // here handed back pages the next JVM's tables faulted in again (the
-    // churn daemon took 35% fewer page faults and 5% less CPU without it, RSS
-    // +10 MB, under 100 MB). The C library's heap (tests) is trimmed at most
-    // every 30 s. A daemon trims at every window close too. The listener
-    // lets go of its tables first.
+    // heap) does it by itself after its decay time (10 s; a daemon's 30 s,
+    // common/heap.h): a trim here handed back pages the next JVM's tables
+    // faulted in again (the churn daemon took half the page faults and 0.93x
+    // the CPU without it and with the longer decay). The C library's heap
+    // (tests) is trimmed at most every 30 s. A daemon trims at every window
+    // close too. The listener lets go of its tables first.
     if (listener) listener->Forgot(forgotten);
     if (!heap::IsJemalloc() && closed > 0 && t_ns >= next_trim_ns) {
       next_trim_ns = t_ns + 30'000'000'000;
