@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "common/heap.h"
 #include "spaces/space_types.h"
 #include "symbolize/jit_process_source.h"
 #include "symbolize/jitdump.h"
@@ -30,7 +31,8 @@ std::string ReadAll(const std::string& path) {
 
 struct Files {
   std::string dump, side;
-  std::vector<std::pair<uint64_t, uint64_t>> methods;  // (Method*, t_ns) looked up
+  std::vector<std::pair<uint64_t, uint64_t>> all_methods;  // every (Method*, t_ns) named
+  std::vector<std::pair<uint64_t, uint64_t>> methods;  // (Method*, t_ns) looked up after each poll
   std::vector<std::pair<uint64_t, uint64_t>> code;     // (address, t_ns) looked up
   bool ok = false;
 };
@@ -58,6 +60,7 @@ const Files& Load() {
     };
     for (const auto& m : side.methods) add(m);
     for (size_t i = 0; i < all.size(); i += all.size() / 8 + 1) f.methods.push_back(all[i]);
+    f.all_methods = std::move(all);
     auto dh = jitdump::ParseFileHeader(f.dump);
     if (dh) {
       jitdump::Records records;
@@ -73,8 +76,12 @@ const Files& Load() {
 }
 
 // The JVM's life in `chunks` appends of both files, each followed by a poll
-// and the lookups, then its source freed. 200 chunks: a 4 s JVM polled every
-// 20 ms, as the daemon does while its samples come in.
+// and the lookups (eight Method*s and eight code addresses), then its source
+// freed. 200 chunks: a 4 s JVM polled every 20 ms, as the daemon does while
+// its samples come in. A second argument, `names`, adds that many distinct
+// Method*s (spread over the file) looked up once, after the last poll: the
+// few hundred interpreted methods the samples of an attached JVM name after
+// its ~24,000 method names were read at once.
 void BM_JvmLife(benchmark::State& state) {
   const Files& f = Load();
   if (!f.ok) {
@@ -82,6 +89,11 @@ void BM_JvmLife(benchmark::State& state) {
     return;
   }
   const size_t chunks = static_cast<size_t>(state.range(0));
+  const size_t distinct = state.range(1) > 0 ? static_cast<size_t>(state.range(1)) : 0;
+  std::vector<std::pair<uint64_t, uint64_t>> spread;
+  for (size_t i = 0; distinct > 0 && i < f.all_methods.size(); i += f.all_methods.size() / distinct + 1) {
+    spread.push_back(f.all_methods[i]);
+  }
   char tmpl[] = "/tmp/arcprof-jit-bench-XXXXXX";
   const std::string dir = mkdtemp(tmpl);
   std::filesystem::create_directories(dir + "/4242/root/tmp");
@@ -120,14 +132,26 @@ void BM_JvmLife(benchmark::State& state) {
       for (const auto& [method, t] : f.methods) names += source->MethodName(method, t + 1).has_value();
       for (const auto& [addr, t] : f.code) names += source->Find(addr, t + 1).has_value();
     }
+    for (const auto& [method, t] : spread) names += source->MethodName(method, t + 1).has_value();
     benchmark::DoNotOptimize(source->bytes());
     source.reset();  // the JVM exits: its source is freed (part of its cost)
+    // The daemon hands freed pages back after a forget pass: the next JVM's
+    // tables are fresh pages, faulted in again (part of their cost).
+    state.PauseTiming();
+    heap::ReleaseFree();
+    state.ResumeTiming();
   }
   std::filesystem::remove_all(dir);
   state.counters["found"] = static_cast<double>(names) / static_cast<double>(state.iterations());
   state.counters["MB"] = static_cast<double>(f.dump.size() + f.side.size()) / 1e6;
 }
-BENCHMARK(BM_JvmLife)->Arg(1)->Arg(50)->Arg(200)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_JvmLife)
+    ->ArgNames({"chunks", "names"})
+    ->Args({1, 0})
+    ->Args({50, 0})
+    ->Args({200, 0})
+    ->Args({1, 300})
+    ->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace arcprof
