@@ -8,6 +8,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <random>
 
 #include "symbolize/jit_index.h"
 #include "symbolize/jit_method_table.h"
@@ -469,6 +470,125 @@ TEST(JitMethodTable, AgreesWithAPlainModelOverManyMethods) {
   EXPECT_EQ(table.Find(0x7f0000001000 + 3 * 88, 10), "C1.m3");     // raced: the earliest
   EXPECT_EQ(table.Find(0x7f0000001000 + 4 * 88, 10), "C0.m4");     // named once
   EXPECT_GT(table.bytes(), 3000u * 8);
+}
+
+// The plain model of JitMethodTable::Find: versions in the order they were
+// added (record by record, a record's Method*s in order); the latest at or
+// before t wins (the later added at equal times), else the earliest (the
+// first added at equal times).
+struct MethodModel {
+  struct Named {
+    uint64_t t;
+    uint64_t method;
+    std::string name;
+  };
+  std::vector<Named> named;
+  JitMethodTable table;
+  int checked = 0;
+
+  void Add(uint64_t t, const std::vector<std::pair<uint64_t, std::string>>& methods) {
+    for (const auto& [method, name] : methods) named.push_back({t, method, name});
+    const std::string record = SideMethods(t, methods);  // parsed views into it
+    jitdump::SideRecords parsed;
+    ASSERT_FALSE(jitdump::ParseSideRecords(record, &parsed).corrupt);
+    ASSERT_EQ(parsed.methods.size(), 1u);
+    table.Add(parsed.methods[0]);
+  }
+  void Check(uint64_t method, uint64_t t) {
+    const Named* latest = nullptr;
+    const Named* earliest = nullptr;
+    for (const Named& n : named) {
+      if (n.method != method) continue;
+      if (n.t <= t && (!latest || n.t >= latest->t)) latest = &n;
+      if (!earliest || n.t < earliest->t) earliest = &n;
+    }
+    const Named* want = latest ? latest : earliest;
+    const std::optional<std::string_view> got = table.Find(method, t);
+    ASSERT_EQ(got.has_value(), want != nullptr) << std::hex << method << std::dec << " at " << t;
+    if (want) ASSERT_EQ(*got, want->name) << std::hex << method << std::dec << " at " << t;
+    ++checked;
+  }
+};
+
+// The index of records by their Method*s' ranges, against the plain model:
+// classes whose methods interleave in metaspace, records that spread over
+// megabytes, a Method* in several records (class unloading reuses them) and
+// twice in one record, Method*s at the ends of the address space, records
+// added between lookups (sorted runs merged) and lookups with no record in
+// between (the runs made one).
+TEST(JitMethodTable, RangeIndexAgreesWithAPlainModel) {
+  std::mt19937_64 rng(1234);
+  MethodModel m;
+  std::vector<uint64_t> known;
+  const uint64_t base = 0x7f53c4000000;
+  for (int r = 0; r < 1500; ++r) {
+    std::vector<std::pair<uint64_t, std::string>> methods;
+    const uint64_t t = 100 * (rng() % 20);  // many records at the same time
+    const int count = 1 + static_cast<int>(rng() % (r % 50 == 0 ? 300 : 12));
+    // Method*s at the ends of the address space in a few records (in many,
+    // their pieces would pile up past kMaxWalk: the test below).
+    int shape = static_cast<int>(rng() % 10);
+    if (shape == 3 || r % 100 == 3) shape = r % 100 == 3 ? 3 : 4;
+    uint64_t at = base + (rng() % (64u << 20)) / 8 * 8;
+    for (int i = 0; i < count; ++i) {
+      uint64_t method;
+      if (shape == 0 && !known.empty()) {
+        method = known[rng() % known.size()];  // a Method* named before
+      } else if (shape == 1) {
+        method = base + (rng() % (1ull << 30)) / 8 * 8;  // spread over a GB
+      } else if (shape == 2 && i % 5 == 4) {
+        method = methods[rng() % methods.size()].first;  // twice in one record
+      } else if (shape == 3) {
+        method = (rng() % 2) ? 8 * (rng() % 1024) : ~uint64_t{0} - 7 - 8 * (rng() % 1024);
+      } else {
+        method = at;
+        at += 88 + 8 * (rng() % 16);  // one class's methods, close together
+      }
+      methods.emplace_back(method, "C" + std::to_string(r) + ".m" + std::to_string(i));
+    }
+    for (const auto& [method, name] : methods) known.push_back(method);
+    m.Add(t, methods);
+    if (r % 7 == 0) {
+      for (int q = 0; q < 5; ++q) m.Check(known[rng() % known.size()], 100 * (rng() % 21));
+    }
+  }
+  for (int q = 0; q < 4000; ++q) {
+    const uint64_t method = known[rng() % known.size()];
+    m.Check(method, 100 * (rng() % 21) + (q % 3 == 0 ? 50 : 0));
+    if (q % 10 == 0) m.Check(method + 8, 1000);  // maybe named, maybe not
+  }
+  m.Check(base - 8, 5000);
+  EXPECT_GT(m.checked, 5000);
+  EXPECT_FALSE(m.table.hashed());  // overlaps as wide as these stay in the range index
+}
+
+// A Method* named in many records (a class unloaded and its Method*s reused
+// again and again, or a hostile file): past JitMethodTable::kMaxWalk pieces a
+// lookup would walk, every Method* is hashed, and the answers stay the same. (The
+// four Method*s near `hot` are one piece per record.)
+TEST(JitMethodTable, AMethodInManyRecordsStaysBounded) {
+  for (const int records : {100, 1000}) {
+    SCOPED_TRACE(records);
+    MethodModel m;
+    const uint64_t hot = 0x7f0000100000;
+    for (int r = 0; r < records; ++r) {
+      std::vector<std::pair<uint64_t, std::string>> methods;
+      for (uint64_t i = 0; i < 4; ++i) methods.emplace_back(hot - 64 + 32 * i, "R" + std::to_string(r) + "." + std::to_string(i));
+      methods.emplace_back(0x7f0000900000 + 88 * r, "Other" + std::to_string(r));
+      m.Add(static_cast<uint64_t>(r % 37) * 10, methods);
+      if (r % 50 == 0) m.Check(hot, 100);
+    }
+    for (uint64_t t : {0, 5, 10, 100, 360, 1000}) {
+      for (uint64_t i = 0; i < 4; ++i) m.Check(hot - 64 + 32 * i, t);
+      m.Check(0x7f0000900000 + 88 * 7, t);
+    }
+    EXPECT_EQ(m.table.hashed(), records > static_cast<int>(JitMethodTable::kMaxWalk));
+    // Records read after the switch are hashed too.
+    m.Add(5, {{hot, "Late.one"}, {0x10, "Low.one"}});
+    m.Check(hot, 5);
+    m.Check(hot, 1000);
+    m.Check(0x10, 0);
+  }
 }
 
 // Method names read over several polls are merged into the ones read before:
