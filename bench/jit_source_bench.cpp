@@ -34,6 +34,7 @@ struct Files {
   std::vector<std::pair<uint64_t, uint64_t>> all_methods;  // every (Method*, t_ns) named
   std::vector<std::pair<uint64_t, uint64_t>> methods;  // (Method*, t_ns) looked up after each poll
   std::vector<std::pair<uint64_t, uint64_t>> code;     // (address, t_ns) looked up
+  jitdump::Records dump_records;                         // the jitdump's, names viewing `dump`
   bool ok = false;
 };
 
@@ -63,7 +64,7 @@ const Files& Load() {
     f.all_methods = std::move(all);
     auto dh = jitdump::ParseFileHeader(f.dump);
     if (dh) {
-      jitdump::Records records;
+      jitdump::Records& records = f.dump_records;
       jitdump::ParseRecords(std::string_view(f.dump).substr(dh->header_size), dh->swapped, &records);
       for (size_t i = 0; i < records.loads.size(); i += records.loads.size() / 8 + 1) {
         f.code.push_back({records.loads[i].addr + 1, records.loads[i].t_ns});
@@ -152,6 +153,29 @@ BENCHMARK(BM_JvmLife)
     ->Args({200, 0})
     ->Args({1, 300})
     ->Unit(benchmark::kMillisecond);
+
+// A JVM's code index alone: every CODE_LOAD of the jitdump added (as
+// PollDump does), the code lookups, then the index freed.
+void BM_CodeIndexLife(benchmark::State& state) {
+  const Files& f = Load();
+  if (!f.ok) {
+    state.SkipWithError("set ARCPROF_JIT_BENCH_FILES=/dir/jit-PID (a JVM's jit-PID.dump and .arcprof)");
+    return;
+  }
+  size_t found = 0;
+  for (auto _ : state) {
+    auto index = std::make_unique<JitCodeIndex>();
+    for (const jitdump::CodeLoad& l : f.dump_records.loads) index->AddCode(l.t_ns, l.addr, l.size, l.name, l.index);
+    for (const auto& [addr, t] : f.code) found += index->Find(addr, t + 1).has_value();
+    index.reset();
+    state.PauseTiming();
+    heap::ReleaseFree();
+    state.ResumeTiming();
+  }
+  state.counters["loads"] = static_cast<double>(f.dump_records.loads.size());
+  benchmark::DoNotOptimize(found);
+}
+BENCHMARK(BM_CodeIndexLife)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace arcprof
