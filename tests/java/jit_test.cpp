@@ -408,70 +408,6 @@ TEST(JitProcessSource, FrameSizesAndMethodNames) {
   EXPECT_EQ(source.stats().methods, 3u);
 }
 
-// The method table against a plain model: 3 records of 3,000 Method*s each
-// (the index grows past its first size twice), a third of the Method*s named
-// again later (class unloading reuses them), records kept in the order read
-// and not in time; every lookup at, between and before the records' times
-// agrees with "the latest record at or before t, at equal times the later
-// added, else the earliest".
-TEST(JitMethodTable, AgreesWithAPlainModelOverManyMethods) {
-  struct Named {
-    uint64_t t;
-    uint64_t method;
-    std::string name;
-  };
-  std::vector<Named> model;
-  std::vector<std::string> records;
-  const uint64_t times[] = {500, 100, 500};  // read out of time order; two at 500
-  for (int r = 0; r < 3; ++r) {
-    std::vector<std::pair<uint64_t, std::string>> methods;
-    for (uint64_t i = 0; i < 3000; ++i) {
-      if (r > 0 && i % 3 != 0) continue;
-      const uint64_t method = 0x7f0000001000 + i * 88;  // metadata is 8-aligned
-      methods.emplace_back(method, "C" + std::to_string(r) + ".m" + std::to_string(i));
-      model.push_back({times[r], method, methods.back().second});
-    }
-    records.push_back(SideMethods(times[r], methods));
-  }
-  JitMethodTable table;
-  for (const std::string& record : records) {
-    jitdump::SideRecords parsed;
-    ASSERT_FALSE(jitdump::ParseSideRecords(record, &parsed).corrupt);
-    ASSERT_EQ(parsed.methods.size(), 1u);
-    table.Add(parsed.methods[0]);
-  }
-  auto expect = [&](uint64_t method, uint64_t t) -> std::optional<std::string> {
-    const Named* latest = nullptr;
-    const Named* earliest = nullptr;
-    for (const Named& n : model) {
-      if (n.method != method) continue;
-      if (n.t <= t && (!latest || n.t >= latest->t)) latest = &n;
-      if (!earliest || n.t < earliest->t) earliest = &n;
-    }
-    if (latest) return latest->name;
-    if (earliest) return earliest->name;
-    return std::nullopt;
-  };
-  int checked = 0;
-  for (uint64_t i = 0; i < 3000; i += 7) {
-    const uint64_t method = 0x7f0000001000 + i * 88;
-    for (uint64_t t : {50, 100, 300, 500, 900}) {
-      const std::optional<std::string_view> got = table.Find(method, t);
-      const std::optional<std::string> want = expect(method, t);
-      ASSERT_EQ(got.has_value(), want.has_value()) << i << " at " << t;
-      if (want) EXPECT_EQ(*got, *want) << i << " at " << t;
-      ++checked;
-    }
-  }
-  EXPECT_GT(checked, 2000);
-  EXPECT_EQ(table.Find(0x7f0000001000 + 3000 * 88, 900), std::nullopt);
-  EXPECT_EQ(table.Find(0x7f0000001000 + 3 * 88, 600), "C2.m3");    // same time, added later
-  EXPECT_EQ(table.Find(0x7f0000001000 + 3 * 88, 200), "C1.m3");    // the record at 100
-  EXPECT_EQ(table.Find(0x7f0000001000 + 3 * 88, 10), "C1.m3");     // raced: the earliest
-  EXPECT_EQ(table.Find(0x7f0000001000 + 4 * 88, 10), "C0.m4");     // named once
-  EXPECT_GT(table.bytes(), 3000u * 8);
-}
-
 // The plain model of JitMethodTable::Find: versions in the order they were
 // added (record by record, a record's Method*s in order); the latest at or
 // before t wins (the later added at equal times), else the earliest (the
@@ -509,6 +445,37 @@ struct MethodModel {
     ++checked;
   }
 };
+
+// The method table against a plain model: a record of 3,000 Method*s and two
+// of 1,000 (one class's methods, evenly spaced), those Method*s named
+// again later (class unloading reuses them), records kept in the order read
+// and not in time; every lookup at, between and before the records' times
+// agrees with "the latest record at or before t, at equal times the later
+// added, else the earliest".
+TEST(JitMethodTable, AgreesWithAPlainModelOverManyMethods) {
+  MethodModel m;
+  const uint64_t times[] = {500, 100, 500};  // read out of time order; two at 500
+  for (int r = 0; r < 3; ++r) {
+    std::vector<std::pair<uint64_t, std::string>> methods;
+    for (uint64_t i = 0; i < 3000; ++i) {
+      if (r > 0 && i % 3 != 0) continue;
+      const uint64_t method = 0x7f0000001000 + i * 88;  // metadata is 8-aligned
+      methods.emplace_back(method, "C" + std::to_string(r) + ".m" + std::to_string(i));
+    }
+    m.Add(times[r], methods);
+  }
+  for (uint64_t i = 0; i < 3000; i += 7) {
+    for (uint64_t t : {50, 100, 300, 500, 900}) m.Check(0x7f0000001000 + i * 88, t);
+  }
+  EXPECT_GT(m.checked, 2000);
+  JitMethodTable& table = m.table;
+  EXPECT_EQ(table.Find(0x7f0000001000 + 3000 * 88, 900), std::nullopt);
+  EXPECT_EQ(table.Find(0x7f0000001000 + 3 * 88, 600), "C2.m3");    // same time, added later
+  EXPECT_EQ(table.Find(0x7f0000001000 + 3 * 88, 200), "C1.m3");    // the record at 100
+  EXPECT_EQ(table.Find(0x7f0000001000 + 3 * 88, 10), "C1.m3");     // raced: the earliest
+  EXPECT_EQ(table.Find(0x7f0000001000 + 4 * 88, 10), "C0.m4");     // named once
+  EXPECT_GT(table.bytes(), 3000u * 8);
+}
 
 // The index of records by their Method*s' ranges, against the plain model:
 // classes whose methods interleave in metaspace, records that spread over
