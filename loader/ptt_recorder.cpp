@@ -309,8 +309,8 @@ void PttRecorder::Snapshot() {
   last_snapshot_ns_ = now;
 }
 
-void PttRecorder::ForEachThreadEntry(const std::function<void(const ptt_thread_key&, const ptt_thread&)>& visit,
-                                     const std::function<void()>& read) const {
+void PttRecorder::ForEachThreadEntry(
+    const std::function<void(const ptt_thread_key&, const ptt_thread&)>& visit) const {
   const int fd = bpf_map__fd(skel_->maps.threads);
   // Batched: a window close reads every thread the machine ran (thousands),
   // and one lookup plus one next-key call per thread was most of PTT's
@@ -347,25 +347,20 @@ void PttRecorder::ForEachThreadEntry(const std::function<void(const ptt_thread_k
   }
   if (batched) {
     thread_entries_hint_ = keys.size();
-    if (read) read();
     for (size_t i = 0; i < keys.size(); ++i) visit(keys[i], values[i]);
     return;
   }
   ptt_thread_key key{}, next{};
   const ptt_thread_key* previous = nullptr;
   ptt_thread value{};
-  std::vector<std::pair<ptt_thread_key, ptt_thread>> entries;
   while (bpf_map_get_next_key(fd, previous, &next) == 0) {
-    if (bpf_map_lookup_elem(fd, &next, &value) == 0) entries.emplace_back(next, value);
+    if (bpf_map_lookup_elem(fd, &next, &value) == 0) visit(next, value);
     key = next;
     previous = &key;
   }
-  if (read) read();
-  for (const auto& [k, v] : entries) visit(k, v);
 }
 
-std::vector<PttThread> PttRecorder::ReadThreads(std::vector<ptt_thread_key>* keys,
-                                                const std::function<void()>& read) const {
+std::vector<PttThread> PttRecorder::ReadThreads(std::vector<ptt_thread_key>* keys) const {
   std::vector<PttThread> out;
   ForEachThreadEntry([&](const ptt_thread_key& key, const ptt_thread& value) {
     if (keys) keys->push_back(key);
@@ -386,7 +381,7 @@ std::vector<PttThread> PttRecorder::ReadThreads(std::vector<ptt_thread_key>* key
       if (slot >= 0) t.events[e] = value.events[slot];
     }
     out.push_back(std::move(t));
-  }, read);
+  });
   return out;
 }
 
@@ -466,21 +461,18 @@ PttData PttRecorder::TakeWindow() {
   // few ms between the read and its tgkill loses its time since the read).
   // A thread is gone when its tid is, or when a later process's thread has
   // its tid (tgkill cannot tell a reused pid's process from the earlier one).
-  // The CPUs' states are read right after the map, before its rows are
-  // built: a task switched out in between has its last slice in neither, and
-  // the next window holds it, which for a task that ran uncontended is up to
-  // a window's length. So nothing runs in between (the rows and the tgkill
-  // pass over thousands of threads come after).
+  // The CPUs' states are read first and the map right after, the order of
+  // the close before the map was read once: read the other way round, a
+  // task switched out in between had its last slice in neither read (the
+  // next window held it), and PttRuntime.ContinuousWindowsHoldEachThreads...
+  // failed 2 of 41 runs (a 1 s window held 1.08 s of the spinning thread).
+  const uint64_t end = MonotonicNs();
+  const std::vector<ptt_cpu> states = ReadCpuStates();
   PttData data;
   data.recorded = true;
   data.events = events_;
   std::vector<ptt_thread_key> keys;
-  uint64_t end = 0;
-  std::vector<ptt_cpu> states;
-  data.threads = ReadThreads(&keys, [&] {
-    end = MonotonicNs();
-    states = ReadCpuStates();
-  });
+  data.threads = ReadThreads(&keys);
   std::vector<ptt_thread_key> gone;
   std::vector<std::tuple<uint32_t, uint32_t, uint64_t>> gone_keys;
   {

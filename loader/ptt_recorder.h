@@ -86,13 +86,9 @@ class PttRecorder {
   std::vector<ptt_cpu> ReadCpuStates() const;
   int EventFd(int slot, int cpu) const;  // the counting event of a BPF slot on a CPU
   // Every entry of the thread map, raw, in batches; `visit(key, value)`.
-  // `read`, when given, runs once every entry is read and before the first
-  // visit.
-  void ForEachThreadEntry(const std::function<void(const ptt_thread_key&, const ptt_thread&)>& visit,
-                          const std::function<void()>& read = {}) const;
+  void ForEachThreadEntry(const std::function<void(const ptt_thread_key&, const ptt_thread&)>& visit) const;
   // Every entry of the thread map; each row's raw key into *keys, in order.
-  std::vector<model::PttThread> ReadThreads(std::vector<ptt_thread_key>* keys = nullptr,
-                                            const std::function<void()>& read = {}) const;
+  std::vector<model::PttThread> ReadThreads(std::vector<ptt_thread_key>* keys = nullptr) const;
   std::vector<model::PttIrqVector> ReadVectors() const;
   mutable size_t thread_entries_hint_ = 0;  // entries the last batched read found
   // `gone`: threads deleted from the map (sorted), kept in no baseline.
