@@ -217,7 +217,7 @@ void BM_SidebandChurn(benchmark::State& state) {
   std::ofstream(dir + "/comm") << "churn\n";
   {
     // As bench/churn_cpu.sh starts it, in a login session's cgroup.
-    const std::string cmdline = std::string("/work/arcprof/build/tests/programs/churn\0" "200\0" "180\0", 49) +
+    const std::string cmdline = std::string("/opt/arcprof/build/tests/programs/churn\0" "200\0" "180\0", 49) +
                                 churn.programs[0].first.path + std::string(1, '\0');
     std::ofstream(dir + "/cmdline") << cmdline;
     std::ofstream(dir + "/cgroup") << "0::/user.slice/user-0.slice/session-42.scope\n";
